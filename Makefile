@@ -1,0 +1,41 @@
+# Two commands on a fresh Debian 12 machine: `make run` and `make test`.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+PYTHON_FILES := src tests benchmarks
+VENV := .venv/bin
+
+.PHONY: help setup system python run test lint format clean-local
+
+help:
+	@echo "make run    install what is missing, start the private stack, serve everything"
+	@echo "make test   the same setup, then lint and the test suite"
+	@echo "make lint   ruff (format check + lint) and mypy"
+	@echo "make format ruff format and autofix"
+
+setup: system python
+
+system:
+	@scripts/install-system.sh
+
+python:
+	@scripts/install-python.sh
+
+run: setup
+	@scripts/run.sh
+
+test: setup
+	@scripts/test.sh
+
+lint: python
+	$(VENV)/ruff format --check $(PYTHON_FILES)
+	$(VENV)/ruff check $(PYTHON_FILES)
+	$(VENV)/mypy
+
+format: python
+	$(VENV)/ruff format $(PYTHON_FILES)
+	$(VENV)/ruff check --fix $(PYTHON_FILES)
+
+# Stops the private stack and deletes its data (database, broker state, chosen ports).
+clean-local:
+	@scripts/local-stack.sh stop || true
+	rm -rf .local/pg .local/mosquitto .local/ports.env

@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# The private database and broker for development and tests, all state under .local/.
+#   local-stack.sh start   start PostgreSQL (timescaledb preloaded) and Mosquitto unless running,
+#                          or unless EP_DATABASE_URL / EP_MQTT_URL point elsewhere
+#   local-stack.sh stop    stop what it started
+#   local-stack.sh running exit 0 when the private database (or, with EP_DATABASE_URL set, broker) runs
+#   local-stack.sh env     print the EP_* variables that point at the private stack
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+PG_MAJOR=${PG_MAJOR:-15}
+PG_BIN=/usr/lib/postgresql/$PG_MAJOR/bin
+DB_NAME=${EP_LOCAL_DB_NAME:-energy_platform}
+log() { printf 'local-stack: %s\n' "$*" >&2; }
+
+is_root() { [ "$(id -u)" -eq 0 ]; }
+# PostgreSQL refuses to run as root; Mosquitto drops root by itself. Each gets its own user.
+as_user() { local user=$1; shift; if is_root; then runuser -u "$user" -- "$@"; else "$@"; fi; }
+
+state_dir() {
+  local dir="$root/.local"
+  mkdir -p "$dir"
+  # A checkout under a private home (mode 700) is not reachable by the service users: keep the
+  # state in /var/lib then, linked from .local/.
+  if is_root && ! runuser -u postgres -- test -x "$dir"; then
+    local alt
+    alt="/var/lib/energy-platform/$(printf '%s' "$root" | sha256sum | cut -c1-12)"
+    mkdir -p "$alt" && chmod 755 /var/lib/energy-platform "$alt"
+    for part in pg mosquitto; do
+      [ -L "$dir/$part" ] || ln -sfn "$alt/$part" "$dir/$part"
+    done
+    dir=$alt
+  fi
+  printf '%s' "$dir"
+}
+
+port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+pick_port() {
+  local p=$1
+  while port_busy "$p"; do p=$((p + 1)); done
+  printf '%s' "$p"
+}
+
+STATE=$(state_dir)
+PORTS="$root/.local/ports.env"
+# Ports are chosen once (the defaults when free) and kept, so URLs stay stable across runs.
+if [ ! -f "$PORTS" ]; then
+  printf 'PG_PORT=%s\nMQTT_PORT=%s\n' "$(pick_port 54329)" "$(pick_port 1883)" > "$PORTS"
+fi
+# shellcheck disable=SC1090
+. "$PORTS"
+PGDATA="$STATE/pg/data"
+MQ="$STATE/mosquitto"
+
+db_url() { printf 'postgresql://postgres@127.0.0.1:%s/%s' "$PG_PORT" "${1:-$DB_NAME}"; }
+mqtt_url() { printf 'mqtt://127.0.0.1:%s' "$MQTT_PORT"; }
+
+start_db() {
+  if [ ! -f "$PGDATA/PG_VERSION" ]; then
+    log "creating the private PostgreSQL cluster in $PGDATA"
+    mkdir -p "$STATE/pg/run" "$STATE/pg/log"
+    is_root && chown -R postgres:postgres "$STATE/pg"
+    as_user postgres "$PG_BIN/initdb" -D "$PGDATA" -U postgres --auth=trust -E UTF8 \
+      --no-locale >/dev/null
+    cat >> "$PGDATA/postgresql.conf" <<CONF
+# energy-platform private cluster
+listen_addresses = '127.0.0.1'
+unix_socket_directories = '$STATE/pg/run'
+shared_preload_libraries = 'timescaledb'
+timescaledb.telemetry_level = off
+max_connections = 200
+shared_buffers = 256MB
+work_mem = 16MB
+max_locks_per_transaction = 256
+logging_collector = off
+CONF
+  fi
+  # The port lives on the command line so that a changed ports.env takes effect.
+  if ! as_user postgres "$PG_BIN/pg_ctl" -D "$PGDATA" status >/dev/null 2>&1; then
+    as_user postgres "$PG_BIN/pg_ctl" -D "$PGDATA" -l "$STATE/pg/log/postgres.log" \
+      -o "-p $PG_PORT" -w -t 60 start >/dev/null \
+      || { tail -n 20 "$STATE/pg/log/postgres.log" >&2; exit 1; }
+    log "PostgreSQL on 127.0.0.1:$PG_PORT"
+  fi
+  local psql=("$PG_BIN/psql" -X -q -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres -tA)
+  if [ -z "$("${psql[@]}" -c "SELECT 1 FROM pg_database WHERE datname = '$DB_NAME'")" ]; then
+    "${psql[@]}" -c "CREATE DATABASE $DB_NAME"
+  fi
+}
+
+start_broker() {
+  mkdir -p "$MQ/data"
+  local user_line=""
+  if is_root; then chown -R mosquitto:mosquitto "$MQ"; user_line="user mosquitto"; fi
+  cat > "$MQ/mosquitto.conf" <<CONF
+# energy-platform private broker: loopback only, anonymous, persistent sessions kept on disk.
+$user_line
+listener $MQTT_PORT 127.0.0.1
+allow_anonymous true
+persistence true
+persistence_location $MQ/data/
+autosave_interval 10
+# An ingest outage must not drop queued QoS 1 messages after the default 1000.
+max_queued_messages 0
+max_inflight_messages 100
+pid_file $MQ/mosquitto.pid
+log_dest file $MQ/mosquitto.log
+log_type error
+log_type warning
+log_type notice
+CONF
+  if [ -f "$MQ/mosquitto.pid" ] && kill -0 "$(cat "$MQ/mosquitto.pid")" 2>/dev/null; then return; fi
+  mosquitto -c "$MQ/mosquitto.conf" -d
+  for _ in $(seq 50); do port_busy "$MQTT_PORT" && break; sleep 0.1; done
+  port_busy "$MQTT_PORT" || { tail -n 20 "$MQ/mosquitto.log" >&2; exit 1; }
+  log "Mosquitto on 127.0.0.1:$MQTT_PORT"
+}
+
+stop_db() {
+  [ -f "$PGDATA/PG_VERSION" ] || return 0
+  as_user postgres "$PG_BIN/pg_ctl" -D "$PGDATA" status >/dev/null 2>&1 || return 0
+  as_user postgres "$PG_BIN/pg_ctl" -D "$PGDATA" -m fast -w stop >/dev/null && log "PostgreSQL stopped"
+}
+
+stop_broker() {
+  [ -f "$MQ/mosquitto.pid" ] || return 0
+  local pid; pid=$(cat "$MQ/mosquitto.pid")
+  if kill "$pid" 2>/dev/null; then
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    log "Mosquitto stopped"
+  fi
+  rm -f "$MQ/mosquitto.pid"
+}
+
+case "${1:-}" in
+  start)
+    [ -n "${EP_DATABASE_URL:-}" ] || start_db
+    [ -n "${EP_MQTT_URL:-}" ] || start_broker
+    ;;
+  stop)
+    [ -n "${EP_DATABASE_URL:-}" ] || stop_db
+    [ -n "${EP_MQTT_URL:-}" ] || stop_broker
+    ;;
+  running)
+    if [ -z "${EP_DATABASE_URL:-}" ]; then
+      [ -f "$PGDATA/PG_VERSION" ] && as_user postgres "$PG_BIN/pg_ctl" -D "$PGDATA" status >/dev/null 2>&1
+    else
+      [ -n "${EP_MQTT_URL:-}" ] || port_busy "$MQTT_PORT"
+    fi
+    ;;
+  env)
+    echo "export EP_DATABASE_URL=${EP_DATABASE_URL:-$(db_url)}"
+    echo "export EP_MQTT_URL=${EP_MQTT_URL:-$(mqtt_url)}"
+    ;;
+  *) echo "usage: $0 start|stop|running|env" >&2; exit 2 ;;
+esac

@@ -1,0 +1,1 @@
+"""Energy platform: device ingestion, 90 s processing, data API, provisioning and forwarding."""

@@ -1,0 +1,3 @@
+from energy_platform.cli import main
+
+main()

@@ -1,0 +1,1 @@
+"""HTTP surfaces: the data API, the provisioning API and the forwarder API."""

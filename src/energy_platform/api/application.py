@@ -1,0 +1,59 @@
+"""What every HTTP service shares: probes, metrics, OpenAPI, problem JSON and the database pool."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+from litestar import Litestar
+from litestar.openapi import OpenAPIConfig
+from litestar.plugins.prometheus import PrometheusConfig, PrometheusController
+from litestar.types import ControllerRouterHandler
+
+from energy_platform.api.health import healthz, readyz
+from energy_platform.api.problems import EXCEPTION_HANDLERS
+from energy_platform.db.pool import create_pool
+from energy_platform.settings import Settings
+
+
+class MetricsController(PrometheusController):
+    path = "/metrics"
+    include_in_schema = False
+
+
+def build_app(
+    *,
+    name: str,
+    title: str,
+    settings: Settings,
+    route_handlers: Sequence[ControllerRouterHandler],
+    description: str = "",
+) -> Litestar:
+    """A Litestar app for service ``name`` with the platform's common parts."""
+
+    @asynccontextmanager
+    async def database(app: Litestar) -> AsyncIterator[None]:
+        app.state.db = await create_pool(settings.database)
+        try:
+            yield
+        finally:
+            await app.state.db.close()
+
+    prometheus = PrometheusConfig(
+        app_name=name, prefix="ep_http", group_path=True, exclude=["/metrics", "/healthz"]
+    )
+    handlers: list[Any] = [healthz, readyz, MetricsController, *route_handlers]
+    return Litestar(
+        route_handlers=handlers,
+        lifespan=[database],
+        middleware=[prometheus.middleware],
+        exception_handlers=EXCEPTION_HANDLERS,
+        openapi_config=OpenAPIConfig(
+            title=title, version="1", description=description, path="/schema"
+        ),
+        request_max_body_size=settings.http.max_body_bytes,
+        state=None,
+        debug=False,
+        logging_config=None,  # the platform configures logging once, in configure_logging
+    )

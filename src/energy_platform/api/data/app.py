@@ -1,0 +1,15 @@
+from litestar import Litestar
+
+from energy_platform.api.application import build_app
+from energy_platform.settings import Settings
+
+
+def create_app(settings: Settings) -> Litestar:
+    """The data API app: feeds, streams, stream data and notifications."""
+    return build_app(
+        name="api",
+        title="Energy platform data API",
+        description="Feeds, streams, stream data and notifications.",
+        settings=settings,
+        route_handlers=[],
+    )

@@ -1,0 +1,1 @@
+"""Database access: asyncpg pools for services, the migration runner for the schema."""

@@ -1,0 +1,32 @@
+"""asyncpg pools for the services' hot paths."""
+
+from __future__ import annotations
+
+import asyncpg
+
+from energy_platform.errors import Unavailable
+from energy_platform.settings import DatabaseSettings
+
+PROBE_TIMEOUT = 2.0
+
+
+async def create_pool(settings: DatabaseSettings) -> asyncpg.Pool:
+    """Open a pool lazily: a service starts even while the database is down and connects later."""
+    pool = asyncpg.create_pool(
+        settings.url,
+        min_size=0,
+        max_size=settings.pool_max,
+        timeout=settings.connect_timeout,
+        command_timeout=60,
+    )
+    await pool
+    return pool
+
+
+async def check_database(pool: asyncpg.Pool) -> None:
+    """Raise :class:`Unavailable` unless the database answers a query promptly."""
+    try:
+        # Connecting is bounded by the pool's connect timeout, the query by this one.
+        await pool.fetchval("SELECT 1", timeout=PROBE_TIMEOUT)
+    except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
+        raise Unavailable(f"database unreachable: {type(e).__name__}") from e

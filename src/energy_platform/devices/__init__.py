@@ -1,0 +1,1 @@
+"""Device adapters: MQTT ingest, CoAP and TFTP servers, codecs and simulators."""

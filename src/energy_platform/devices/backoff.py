@@ -1,0 +1,33 @@
+"""Jittered exponential backoff for reconnect loops."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+
+
+class Backoff:
+    """Delays of ``base * 2**n`` capped at ``cap``, each drawn uniformly from ``[0, delay]``."""
+
+    def __init__(self, base: float = 0.5, cap: float = 30.0) -> None:
+        self.base = base
+        self.cap = cap
+        self._attempt = 0
+
+    def reset(self) -> None:
+        self._attempt = 0
+
+    def next_delay(self) -> float:
+        delay = min(self.cap, self.base * 2**self._attempt)
+        self._attempt += 1
+        # Full jitter keeps many reconnecting workers from hitting the broker in step.
+        return random.uniform(0, delay)  # noqa: S311 - not a secret
+
+
+async def sleep_unless_stopped(stop: asyncio.Event, seconds: float) -> None:
+    """Sleep ``seconds``, waking early when ``stop`` is set."""
+    try:
+        async with asyncio.timeout(seconds):
+            await stop.wait()
+    except TimeoutError:
+        pass

@@ -1,0 +1,53 @@
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from energy_platform.settings import DatabaseSettings, HttpSettings, MqttSettings, Settings
+from tests.support.databases import (
+    create_empty_database,
+    create_session_database,
+    database_server,
+    drop_database,
+)
+from tests.support.services import free_port
+
+
+@pytest.fixture(scope="session")
+def database_server_url() -> Iterator[str]:
+    with database_server() as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def database_url(database_server_url: str) -> Iterator[str]:
+    """This session's own database, migrated to the current sql/."""
+    url = create_session_database(database_server_url)
+    yield url
+    drop_database(url)
+
+
+@pytest.fixture
+def empty_database_url(database_server_url: str) -> Iterator[str]:
+    url = create_empty_database(database_server_url)
+    yield url
+    drop_database(url)
+
+
+@pytest.fixture(scope="session")
+def mqtt_url() -> str:
+    return Settings.from_env(os.environ).mqtt.url
+
+
+@pytest.fixture
+def settings(database_url: str, mqtt_url: str) -> Settings:
+    """Settings for services started by a test: the session database, free ports."""
+    return Settings(
+        database=DatabaseSettings(url=database_url, connect_timeout=2.0),
+        mqtt=MqttSettings(url=mqtt_url),
+        http=HttpSettings(
+            api_port=free_port(), provisioning_port=free_port(), forwarder_port=free_port()
+        ),
+    )

@@ -1,0 +1,42 @@
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+CLI = str(Path(sys.executable).with_name("energy-platform"))
+
+
+def run(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [CLI, *args], env={**os.environ, **env}, capture_output=True, text=True, check=False
+    )
+
+
+def test_migrate_on_a_migrated_database_applies_nothing(database_url: str) -> None:
+    result = run("migrate", EP_DATABASE_URL=database_url)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {"applied": []}
+
+
+def test_admin_migrations_lists_what_is_applied_as_json(database_url: str) -> None:
+    result = run("admin", "migrations", EP_DATABASE_URL=database_url)
+    assert result.returncode == 0, result.stderr
+    rows = json.loads(result.stdout)
+    assert rows[0]["version"] == 1
+    assert rows[0]["name"] == "foundation"
+    assert len(rows[0]["checksum"]) == 64
+
+
+def test_admin_errors_are_one_line_and_a_non_zero_exit() -> None:
+    result = run("admin", "migrations", EP_DATABASE_URL="postgresql://nobody@127.0.0.1:1/none")
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert result.stderr.startswith("energy-platform: ")
+
+
+def test_invalid_settings_are_reported_by_variable_name() -> None:
+    result = run("admin", "migrations", EP_HTTP_API_PORT="eighty")
+    assert result.returncode == 1
+    assert result.stderr.strip().startswith("energy-platform: EP_HTTP_API_PORT:")

@@ -1,0 +1,73 @@
+"""`energy-platform serve` as a user runs it: a real process, real ports, real signals."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.support.services import free_port
+
+CLI = str(Path(sys.executable).with_name("energy-platform"))
+
+
+def start(args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [CLI, *args],
+        env={**os.environ, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def wait_ready(urls: list[str], process: subprocess.Popen[str], timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    pending = list(urls)
+    while pending:
+        assert process.poll() is None, process.communicate()[1]
+        try:
+            if httpx.get(pending[0], timeout=1).status_code == 200:
+                pending.pop(0)
+                continue
+        except httpx.TransportError:
+            pass
+        assert time.monotonic() < deadline, f"not ready: {pending}"
+        time.sleep(0.1)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_serve_all_runs_every_service_and_stops_cleanly_on_a_signal(
+    database_url: str, mqtt_url: str, sig: signal.Signals
+) -> None:
+    ports = {"API": free_port(), "PROVISIONING": free_port(), "FORWARDER": free_port()}
+    env = {f"EP_HTTP_{name}_PORT": str(port) for name, port in ports.items()}
+    env |= {"EP_DATABASE_URL": database_url, "EP_MQTT_URL": mqtt_url, "EP_LOG_FORMAT": "json"}
+    process = start(["serve", "all"], env)
+    try:
+        wait_ready([f"http://127.0.0.1:{p}/readyz" for p in ports.values()], process)
+        time.sleep(0.5)  # let the ingest service reach the broker
+        process.send_signal(sig)
+        _, stderr = process.communicate(timeout=10)
+    finally:
+        process.kill()
+
+    assert process.returncode == 0, stderr
+    events = [json.loads(line) for line in stderr.splitlines()]
+    stopped = {e["service"] for e in events if e["event"] == "service stopped"}
+    assert stopped == {"api", "provisioning", "forwarder", "ingest", "engine"}
+    assert all("service" in e for e in events)
+    assert any(e["event"] == "broker connected" and e["service"] == "ingest" for e in events)
+
+
+def test_serve_refuses_an_unknown_service() -> None:
+    result = subprocess.run(
+        [CLI, "serve", "everything"], capture_output=True, text=True, check=False
+    )
+    assert result.returncode != 0
+    assert "everything" in result.stderr

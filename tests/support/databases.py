@@ -1,0 +1,145 @@
+"""Test databases: one fresh database per test session, cloned from a migrated template.
+
+The server is ``EP_TEST_DATABASE_URL`` if set, else a testcontainers TimescaleDB when a Docker
+engine answers, else the private cluster of ``make test`` (``EP_DATABASE_URL``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import secrets
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+from psycopg import sql
+
+from energy_platform.db.migrations import discover, migrate
+from energy_platform.paths import migrations_dir
+from energy_platform.settings import Settings
+
+TEMPLATE_LOCK = 0x45505F54504C  # "EP_TPL": one session builds the template, the others wait
+TIMESCALE_IMAGE = "timescale/timescaledb:latest-pg17"
+
+
+def with_database(url: str, name: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path=f"/{name}"))
+
+
+def _docker_answers() -> bool:
+    try:
+        import docker
+
+        docker.from_env(timeout=3).ping()
+    except Exception:
+        return False
+    return True
+
+
+@contextmanager
+def database_server() -> Iterator[str]:
+    """The URL of a server the tests may create databases on."""
+    if url := os.environ.get("EP_TEST_DATABASE_URL"):
+        yield url
+        return
+    if _docker_answers():
+        from testcontainers.postgres import PostgresContainer
+
+        with PostgresContainer(TIMESCALE_IMAGE, driver=None) as container:
+            yield container.get_connection_url()
+        return
+    yield Settings.from_env(os.environ).database.url
+
+
+def _template_name() -> str:
+    digest = hashlib.sha256()
+    for migration in discover(migrations_dir()):
+        digest.update(migration.checksum.encode())
+    return f"ep_template_{digest.hexdigest()[:12]}"
+
+
+def _create_database(conn: psycopg.Connection, name: str, template: str) -> None:
+    statement = sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
+        sql.Identifier(name), sql.Identifier(template)
+    )
+    for attempt in range(20):
+        try:
+            conn.execute(statement)
+        except psycopg.errors.ObjectInUse:
+            # TimescaleDB's scheduler may hold a connection to the template for a moment.
+            _disconnect(conn, template)
+            time.sleep(0.1 * (attempt + 1))
+        else:
+            return
+    conn.execute(statement)
+
+
+def _disconnect(conn: psycopg.Connection, name: str) -> None:
+    conn.execute(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+        " WHERE datname = %s AND pid <> pg_backend_pid()",
+        (name,),
+    )
+
+
+def _ensure_template(conn: psycopg.Connection, server: str) -> str:
+    template = _template_name()
+    exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (template,)).fetchone()
+    if exists:
+        return template
+    stale = conn.execute(
+        "SELECT datname FROM pg_database WHERE datname LIKE 'ep\\_template\\_%%'"
+    ).fetchall()
+    for (name,) in stale:
+        conn.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+    building = template + "_building"
+    conn.execute(
+        sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(building))
+    )
+    conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(building)))
+    migrate(with_database(server, building), migrations_dir())
+    # No connections to a template: nothing (not even TimescaleDB's scheduler) may block cloning.
+    conn.execute(
+        sql.SQL("ALTER DATABASE {} WITH ALLOW_CONNECTIONS false").format(sql.Identifier(building))
+    )
+    _disconnect(conn, building)
+    conn.execute(
+        sql.SQL("ALTER DATABASE {} RENAME TO {}").format(
+            sql.Identifier(building), sql.Identifier(template)
+        )
+    )
+    return template
+
+
+def create_session_database(server: str) -> str:
+    """A new database migrated to the current ``sql/``; its URL."""
+    name = f"ep_test_{int(time.time())}_{secrets.token_hex(3)}"
+    with psycopg.connect(with_database(server, "postgres"), autocommit=True) as conn:
+        conn.execute("SELECT pg_advisory_lock(%s)", (TEMPLATE_LOCK,))
+        try:
+            template = _ensure_template(conn, server)
+            _create_database(conn, name, template)
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (TEMPLATE_LOCK,))
+    return with_database(server, name)
+
+
+def create_empty_database(server: str) -> str:
+    """A new database with nothing in it (for testing migrations themselves)."""
+    name = f"ep_scratch_{secrets.token_hex(4)}"
+    with psycopg.connect(with_database(server, "postgres"), autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    return with_database(server, name)
+
+
+def drop_database(url: str) -> None:
+    server = with_database(url, "postgres")
+    name = urlsplit(url).path.lstrip("/")
+    with psycopg.connect(server, autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+        )

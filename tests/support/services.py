@@ -1,0 +1,47 @@
+"""Run platform services inside the test's event loop, over real sockets."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import httpx
+
+from energy_platform.lifecycle import Service
+
+
+def free_port(kind: int = socket.SOCK_STREAM) -> int:
+    with socket.socket(socket.AF_INET, kind) as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+async def wait_for_http(url: str) -> None:
+    """Poll ``url`` until it answers at all (any status); callers bound the wait."""
+    async with httpx.AsyncClient() as client:
+        while True:
+            try:
+                await client.get(url, timeout=1.0)
+            except httpx.TransportError:
+                await asyncio.sleep(0.05)
+            else:
+                return
+
+
+@asynccontextmanager
+async def running(*services: Service, ready_urls: tuple[str, ...] = ()) -> AsyncIterator[None]:
+    """Run ``services`` until the block ends; wait until each of ``ready_urls`` answers."""
+    stop = asyncio.Event()
+    tasks = [asyncio.create_task(s.run(stop), name=s.name) for s in services]
+    try:
+        async with asyncio.timeout(15):
+            for url in ready_urls:
+                await wait_for_http(url)
+        yield
+    finally:
+        stop.set()
+        async with asyncio.timeout(15):
+            await asyncio.gather(*tasks)

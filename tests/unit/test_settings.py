@@ -1,0 +1,39 @@
+import pytest
+
+from energy_platform.errors import ConfigurationError
+from energy_platform.settings import Settings
+
+
+def test_defaults_point_at_the_private_stack() -> None:
+    settings = Settings.from_env({})
+    assert settings.database.url == "postgresql://postgres@127.0.0.1:54329/energy_platform"
+    assert settings.mqtt.url == "mqtt://127.0.0.1:1883"
+    assert (settings.http.api_port, settings.http.provisioning_port) == (8000, 8001)
+    assert settings.http.forwarder_port == 8002
+    assert (settings.devices.coap_port, settings.devices.tftp_port) == (5683, 6969)
+
+
+def test_variables_override_their_field_and_are_converted() -> None:
+    settings = Settings.from_env(
+        {
+            "EP_DATABASE_URL": "postgresql://db.example/x",
+            "EP_HTTP_API_PORT": "9000",
+            "EP_LOG_FORMAT": "json",
+            "EP_SHUTDOWN_TIMEOUT": "2.5",
+            "EP_UNRELATED_THING": "ignored",
+        }
+    )
+    assert settings.database.url == "postgresql://db.example/x"
+    assert settings.http.api_port == 9000
+    assert settings.log.format == "json"
+    assert settings.shutdown_timeout == 2.5
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("EP_HTTP_API_PORT", "eighty"), ("EP_LOG_LEVEL", "loud"), ("EP_SHUTDOWN_TIMEOUT", "soon")],
+)
+def test_an_invalid_value_names_its_variable(name: str, value: str) -> None:
+    with pytest.raises(ConfigurationError) as error:
+        Settings.from_env({name: value})
+    assert error.value.detail.startswith(f"{name}: ")
