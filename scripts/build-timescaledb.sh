@@ -32,10 +32,12 @@ tar -xf "$orig" -C "$build" --strip-components=1
 cd "$build"
 # Its cmake asks git for a revision; keep it from finding the project's own repository.
 export GIT_CEILING_DIRECTORIES="$work"
-log "building $(basename "$orig")"
-PATH="/usr/lib/postgresql/$PG_MAJOR/bin:$PATH" ./bootstrap -DAPACHE_ONLY=1 -DREGRESS_CHECKS=OFF \
-  -DTAP_CHECKS=OFF -DWARNINGS_AS_ERRORS=OFF -DLINTER=OFF \
-  -DPG_CONFIG="/usr/lib/postgresql/$PG_MAJOR/bin/pg_config" >/dev/null
-make -C build -j"$(nproc)" >/dev/null
-as_root make -C build install >/dev/null
+log "building $(basename "$orig") (output in $work/build.log)"
+{
+  PATH="/usr/lib/postgresql/$PG_MAJOR/bin:$PATH" ./bootstrap -DAPACHE_ONLY=1 -DREGRESS_CHECKS=OFF \
+    -DTAP_CHECKS=OFF -DWARNINGS_AS_ERRORS=OFF -DLINTER=OFF \
+    -DPG_CONFIG="/usr/lib/postgresql/$PG_MAJOR/bin/pg_config"
+  make -C build -j"$(nproc)"
+  as_root make -C build install
+} > "$work/build.log" 2>&1 || { tail -n 30 "$work/build.log" >&2; log "build failed"; exit 1; }
 log "installed"
