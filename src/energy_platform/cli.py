@@ -7,46 +7,20 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
-from typing import Any, NoReturn
 
 import click
-import msgspec
 
+from energy_platform.console import CommandGroup, emit, fail
 from energy_platform.db import migrations
 from energy_platform.errors import PlatformError
 from energy_platform.logs import configure_logging
 from energy_platform.paths import migrations_dir
 from energy_platform.settings import Settings
 
-
-def fail(message: str) -> NoReturn:
-    """Exit non-zero with a one-line message on stderr."""
-    click.echo(f"energy-platform: {' '.join(message.split())}", err=True)
-    sys.exit(1)
+ADMIN_GROUPS: list[click.Command] = []
 
 
-def emit(value: Any) -> None:
-    """Write ``value`` as one JSON document on stdout (what every admin command answers)."""
-    sys.stdout.buffer.write(msgspec.json.encode(value) + b"\n")
-    sys.stdout.flush()
-
-
-class _Commands(click.Group):
-    """Turns any error of a command into one line on stderr and exit status 1."""
-
-    def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit):
-            raise
-        except PlatformError as e:
-            fail(e.detail)
-        except Exception as e:
-            fail(f"{type(e).__name__}: {str(e).strip() or 'failed'}")
-
-
-@click.group(cls=_Commands)
+@click.group(cls=CommandGroup)
 @click.pass_context
 def main(ctx: click.Context) -> None:
     """Energy platform: ingestion, processing, data API, provisioning and forwarding."""
@@ -80,9 +54,14 @@ def serve(settings: Settings, service: str) -> None:
     asyncio.run(run_services(services, shutdown_timeout=settings.shutdown_timeout))
 
 
-@main.group(cls=_Commands)
+@main.group(cls=CommandGroup)
 def admin() -> None:
     """Administration; every command answers JSON on stdout."""
+
+
+# Each domain owns its admin commands; they are registered here, in one place.
+for group in ADMIN_GROUPS:
+    admin.add_command(group)
 
 
 @admin.command("migrations")

@@ -22,7 +22,7 @@ from energy_platform.paths import migrations_dir
 from energy_platform.settings import Settings
 
 TEMPLATE_LOCK = 0x45505F54504C  # "EP_TPL": one session builds the template, the others wait
-TIMESCALE_IMAGE = "timescale/timescaledb:latest-pg17"
+TIMESCALE_IMAGE = "timescale/timescaledb:2.19.3-pg17"
 
 
 def with_database(url: str, name: str) -> str:
