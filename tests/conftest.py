@@ -41,7 +41,7 @@ def mqtt_url() -> str:
     return Settings.from_env(os.environ).mqtt.url
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def settings(database_url: str, mqtt_url: str) -> Settings:
     """Settings for services started by a test: the session database, free ports."""
     return Settings(

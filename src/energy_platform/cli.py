@@ -10,6 +10,7 @@ import os
 
 import click
 
+from energy_platform.api.data import admin as data_admin
 from energy_platform.console import CommandGroup, emit, fail
 from energy_platform.db import migrations
 from energy_platform.errors import PlatformError
@@ -17,7 +18,7 @@ from energy_platform.logs import configure_logging
 from energy_platform.paths import migrations_dir
 from energy_platform.settings import Settings
 
-ADMIN_GROUPS: list[click.Command] = []
+ADMIN_GROUPS: list[click.Command] = [*data_admin.GROUPS]
 
 
 @click.group(cls=CommandGroup)

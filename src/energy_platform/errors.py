@@ -6,6 +6,8 @@ them without a lookup table (the way aiocoap's errors carry their own code).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import ClassVar
 
 
@@ -16,6 +18,8 @@ class PlatformError(Exception):
     coap_code: ClassVar[tuple[int, int]] = (5, 0)
     slug: ClassVar[str] = "internal-error"
     title: ClassVar[str] = "Internal error"
+    headers: ClassVar[Mapping[str, str]] = MappingProxyType({})
+    """Extra HTTP response headers (a 401's challenge, a 429's Retry-After)."""
 
     def __init__(self, detail: str, *, field: str | None = None) -> None:
         super().__init__(detail)

@@ -42,7 +42,8 @@ def platform_error_handler(_: Request[Any, Any, Any], exc: PlatformError) -> Res
     if exc.status >= 500:
         log.error("request failed", error=exc.detail, exc_info=exc)
     return problem_response(
-        Problem(problem_type(exc.slug), exc.title, exc.status, exc.detail, exc.field)
+        Problem(problem_type(exc.slug), exc.title, exc.status, exc.detail, exc.field),
+        dict(exc.headers) or None,
     )
 
 

@@ -1,0 +1,289 @@
+"""Admin commands of the data domain: users, feeds, streams and their configurations.
+
+They print feeds and streams exactly as the API shows them, so they reuse the API's rendering
+(``views``) and therefore talk to the database through asyncpg, like the API.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import zoneinfo
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar
+
+import asyncpg
+import click
+import msgspec
+
+from energy_platform.api.data.views import render_feeds, render_streams
+from energy_platform.console import CommandGroup, emit
+from energy_platform.errors import InvalidInput, NotFound
+from energy_platform.settings import Settings
+from energy_platform.tokens import new_token, token_digest
+
+INSERT_USER = """
+INSERT INTO cluster.users (name, token_sha256, is_admin) VALUES ($1, $2, $3)
+RETURNING id, name, is_admin, created_at"""
+LIST_USERS = "SELECT id, name, is_admin, created_at FROM cluster.users ORDER BY id"
+INSERT_FEED = """
+INSERT INTO cluster.feeds (owner_id, homebase_sn, subscription_from, subscription_to)
+VALUES ($1, $2, $3, $4)
+RETURNING id, subscription_from, subscription_to"""
+INSERT_FIRST_FEED_CONFIG = """
+INSERT INTO cluster.feed_configs (feed_id, title, timezone, validity)
+VALUES ($1, $2, $3, tstzrange(NULL, NULL))"""
+SET_FEED_CONFIG = "SELECT cluster.set_feed_config($1, $2, $3, $4)"
+FEED_CONFIG_AT = """
+SELECT title, timezone FROM cluster.feed_configs
+ WHERE feed_id = $1 AND validity @> $2::timestamptz"""
+FEED_BY_ID = "SELECT id, subscription_from, subscription_to FROM cluster.feeds WHERE id = $1"
+LIST_FEEDS = """
+SELECT id, subscription_from, subscription_to FROM cluster.feeds
+ WHERE $1::bigint IS NULL OR owner_id = $1 ORDER BY id"""
+STREAMS_OF_FEED = """
+SELECT id, type, channel, device, medium, idx, combined FROM cluster.streams
+ WHERE feed_id = $1 ORDER BY id"""
+STREAM_BY_ID = """
+SELECT id, type, channel, device, medium, idx, combined FROM cluster.streams WHERE id = $1"""
+SET_STREAM_CONFIG = "SELECT cluster.set_stream_config($1, $2, $3, $4, $5)"
+STREAM_CONFIG_AT = """
+SELECT title, medium, unit FROM cluster.stream_configs
+ WHERE stream_id = $1 AND validity @> $2::timestamptz"""
+
+T = TypeVar("T")
+MEDIA = ("power", "gas", "water", "temperature", "none")
+
+
+class User(msgspec.Struct):
+    id: str
+    name: str
+    admin: bool
+    created_at: str
+
+
+class NewUser(User):
+    token: str
+    """Shown once: only its SHA-256 is stored."""
+
+
+def _run(settings: Settings, work: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
+    async def main() -> T:
+        conn = await asyncpg.connect(settings.database.url)
+        try:
+            async with conn.transaction():
+                return await work(conn)
+        finally:
+            await conn.close()
+
+    return asyncio.run(main())
+
+
+def _instant(value: str) -> datetime:
+    if value == "now":
+        return datetime.now(UTC).replace(microsecond=0)
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise InvalidInput(f"{value!r} is not an ISO 8601 time") from None
+    if parsed.tzinfo is None:
+        raise InvalidInput(f"{value!r} has no UTC offset; write e.g. {value}+01:00")
+    return parsed
+
+
+def _time_zone(name: str) -> str:
+    if name not in zoneinfo.available_timezones():
+        raise InvalidInput(f"{name!r} is not an IANA time zone (e.g. Europe/Prague)")
+    return name
+
+
+def _id(value: str, what: str) -> int:
+    if not value.isdigit():
+        raise NotFound(f"no {what} {value!r}")
+    return int(value)
+
+
+def _user(row: asyncpg.Record) -> dict[str, Any]:
+    return {
+        "id": str(row["id"]),
+        "name": row["name"],
+        "admin": row["is_admin"],
+        "created_at": row["created_at"].isoformat(),
+    }
+
+
+@click.group("users", cls=CommandGroup)
+def users() -> None:
+    """Users of the data API."""
+
+
+@users.command("add")
+@click.argument("name")
+@click.option("--admin", is_flag=True, help="May see every user's feeds.")
+@click.pass_obj
+def add_user(settings: Settings, name: str, admin: bool) -> None:
+    """Add a user; prints its token, which is shown only this once."""
+    token = new_token()
+
+    async def work(conn: asyncpg.Connection) -> NewUser:
+        try:
+            (row,) = await conn.fetch(INSERT_USER, name, token_digest(token), admin)
+        except asyncpg.UniqueViolationError:
+            raise InvalidInput(f"a user named {name!r} exists") from None
+        return NewUser(**_user(row), token=token)
+
+    emit(_run(settings, work))
+
+
+@users.command("list")
+@click.pass_obj
+def list_users(settings: Settings) -> None:
+    """List users (never their tokens)."""
+
+    async def work(conn: asyncpg.Connection) -> list[User]:
+        return [User(**_user(row)) for row in await conn.fetch(LIST_USERS)]
+
+    emit(_run(settings, work))
+
+
+@click.group("feeds", cls=CommandGroup)
+def feeds() -> None:
+    """Feeds: one per homebase, owned by a user."""
+
+
+@feeds.command("add")
+@click.option("--owner", required=True, help="User id of the owner.")
+@click.option("--homebase", "sn", required=True, help="Homebase serial number, [0-9A-F]{16}.")
+@click.option("--title", required=True)
+@click.option("--timezone", "tz", required=True, help="IANA time zone, e.g. Europe/Prague.")
+@click.option("--subscription-from", "sub_from", default="now", help="ISO 8601; default now.")
+@click.option("--subscription-to", "sub_to", help="ISO 8601; default a year after the start.")
+@click.pass_obj
+def add_feed(
+    settings: Settings, owner: str, sn: str, title: str, tz: str, sub_from: str, sub_to: str | None
+) -> None:
+    """Add the feed of a homebase; its first configuration is unbounded in time."""
+    start = _instant(sub_from)
+    end = _instant(sub_to) if sub_to else start + timedelta(days=365)
+    owner_id, zone = _id(owner, "user"), _time_zone(tz)
+
+    async def work(conn: asyncpg.Connection) -> Any:
+        try:
+            (row,) = await conn.fetch(INSERT_FEED, owner_id, sn, start, end)
+        except asyncpg.ForeignKeyViolationError:
+            raise NotFound(f"no user {owner!r}") from None
+        except asyncpg.UniqueViolationError:
+            raise InvalidInput(f"homebase {sn} already has a feed") from None
+        except asyncpg.CheckViolationError as e:
+            raise InvalidInput(_check_message(e.constraint_name, sn)) from None
+        await conn.execute(INSERT_FIRST_FEED_CONFIG, row["id"], title, zone)
+        return (await render_feeds(conn, [row]))[0]
+
+    emit(_run(settings, work))
+
+
+def _check_message(constraint: str | None, sn: str) -> str:
+    if constraint and "homebase_sn" in constraint:
+        return f"{sn!r} is not a serial number ([0-9A-F]{{16}})"
+    return "the subscription must end after it starts"
+
+
+@feeds.command("list")
+@click.option("--owner", help="Only this user's feeds.")
+@click.pass_obj
+def list_feeds(settings: Settings, owner: str | None) -> None:
+    """List feeds with their configurations."""
+    owner_id = None if owner is None else _id(owner, "user")
+
+    async def work(conn: asyncpg.Connection) -> Any:
+        return await render_feeds(conn, await conn.fetch(LIST_FEEDS, owner_id))
+
+    emit(_run(settings, work))
+
+
+@feeds.command("configure")
+@click.argument("feed_id")
+@click.option("--from", "since", required=True, help="ISO 8601 instant (or 'now').")
+@click.option("--title", help="Default: the title valid at that instant.")
+@click.option("--timezone", "tz", help="Default: the time zone valid at that instant.")
+@click.pass_obj
+def configure_feed(
+    settings: Settings, feed_id: str, since: str, title: str | None, tz: str | None
+) -> None:
+    """Set the feed's configuration from an instant on; prints the feed."""
+    instant, fid = _instant(since), _id(feed_id, "feed")
+    zone = None if tz is None else _time_zone(tz)
+
+    async def work(conn: asyncpg.Connection) -> Any:
+        feed = await conn.fetchrow(FEED_BY_ID, fid)
+        if feed is None:
+            raise NotFound(f"no feed {feed_id!r}")
+        before = await conn.fetchrow(FEED_CONFIG_AT, fid, instant)
+        new_title = title or (before and before["title"])
+        new_zone = zone or (before and before["timezone"])
+        if not new_title or not new_zone:
+            raise InvalidInput("no configuration at that instant: give --title and --timezone")
+        await conn.execute(SET_FEED_CONFIG, fid, instant, new_title, new_zone)
+        return (await render_feeds(conn, [feed]))[0]
+
+    emit(_run(settings, work))
+
+
+@click.group("streams", cls=CommandGroup)
+def streams() -> None:
+    """Streams of a feed and the configurations of processed streams."""
+
+
+@streams.command("list")
+@click.argument("feed_id")
+@click.pass_obj
+def list_streams(settings: Settings, feed_id: str) -> None:
+    """List a feed's streams as the API shows them."""
+    fid = _id(feed_id, "feed")
+
+    async def work(conn: asyncpg.Connection) -> Any:
+        if await conn.fetchrow(FEED_BY_ID, fid) is None:
+            raise NotFound(f"no feed {feed_id!r}")
+        return await render_streams(conn, await conn.fetch(STREAMS_OF_FEED, fid))
+
+    emit(_run(settings, work))
+
+
+@streams.command("configure")
+@click.argument("stream_id")
+@click.option("--from", "since", required=True, help="ISO 8601 instant (or 'now').")
+@click.option("--title", help="Default: the title valid at that instant.")
+@click.option("--medium", type=click.Choice(MEDIA), help="'none': not processed from then on.")
+@click.option("--unit", help="Default: the unit valid at that instant.")
+@click.pass_obj
+def configure_stream(
+    settings: Settings,
+    stream_id: str,
+    since: str,
+    title: str | None,
+    medium: str | None,
+    unit: str | None,
+) -> None:
+    """Set a processed stream's configuration from an instant on; prints the stream."""
+    instant, sid = _instant(since), _id(stream_id, "stream")
+
+    async def work(conn: asyncpg.Connection) -> Any:
+        stream = await conn.fetchrow(STREAM_BY_ID, sid)
+        if stream is None or stream["type"] != "processed":
+            raise NotFound(f"no processed stream {stream_id!r}")
+        before = await conn.fetchrow(STREAM_CONFIG_AT, sid, instant)
+        new_title = title or (before and before["title"])
+        new_unit = unit if unit is not None else (before and before["unit"])
+        if medium is None:
+            new_medium = before["medium"] if before else None
+        else:
+            new_medium = None if medium == "none" else medium
+        if not new_title or new_unit is None:
+            raise InvalidInput("no configuration at that instant: give --title and --unit")
+        await conn.execute(SET_STREAM_CONFIG, sid, instant, new_title, new_medium, new_unit)
+        return (await render_streams(conn, [stream]))[0]
+
+    emit(_run(settings, work))
+
+
+GROUPS = [users, feeds, streams]

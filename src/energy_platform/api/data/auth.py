@@ -1,0 +1,45 @@
+"""Bearer authentication of the data API: tokens are looked up by their SHA-256."""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+
+import asyncpg
+import msgspec
+from litestar import Request
+from litestar.datastructures import State
+
+from energy_platform.api.data import queries
+from energy_platform.errors import NotFound, Unauthorized
+from energy_platform.tokens import token_digest
+
+
+class BearerRequired(Unauthorized):
+    headers = MappingProxyType({"WWW-Authenticate": 'Bearer realm="energy-platform"'})
+
+
+class Caller(msgspec.Struct, frozen=True):
+    user_id: int
+    is_admin: bool
+
+    def may_see_user(self, user_id: int) -> bool:
+        return self.is_admin or self.user_id == user_id
+
+
+async def authenticate(request: Request[object, object, State], state: State) -> Caller:
+    """The user behind ``Authorization: Bearer <token>``; 401 when missing or unknown."""
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise BearerRequired("send Authorization: Bearer <token>")
+    pool: asyncpg.Pool = state.db
+    row = await pool.fetchrow(queries.CALLER_BY_DIGEST, token_digest(token.strip()))
+    if row is None:
+        raise BearerRequired("unknown or revoked token")
+    return Caller(row["id"], row["is_admin"])
+
+
+def parse_id(value: str, what: str) -> int:
+    """Ids are strings on the wire and bigints inside; anything else names nothing: 404."""
+    if not value.isdigit() or len(value) > 18:
+        raise NotFound(f"no {what} {value!r}")
+    return int(value)

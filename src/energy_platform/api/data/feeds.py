@@ -1,0 +1,132 @@
+"""Feeds, streams and stream data: ``/users/{id}/feeds`` and ``/feeds/...``."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import asyncpg
+import msgspec
+from litestar import Controller, get
+from litestar.datastructures import State
+from litestar.di import NamedDependency, Provide
+from litestar.params import FromPath, QueryParameter
+
+from energy_platform.api.data import queries
+from energy_platform.api.data.auth import Caller, authenticate, parse_id
+from energy_platform.api.data.schemas import Feed, Stream, StreamType
+from energy_platform.api.data.views import render_feeds, render_streams
+from energy_platform.errors import InvalidInput, NotFound
+
+# Unix seconds of 0001-01-01 and 9999-12-31T23:59:59Z: what a timestamp can hold.
+EARLIEST = -62_135_596_800
+LATEST = 253_402_300_799
+UnixTime = Annotated[int | None, QueryParameter(ge=EARLIEST, le=LATEST)]
+Authenticated = NamedDependency[Caller]
+Channel = Annotated[int, msgspec.Meta(ge=0)]
+
+
+class FeedsController(Controller):
+    dependencies = {"caller": Provide(authenticate)}  # noqa: RUF012 - Litestar's own convention
+    tags = ["feeds and streams"]  # noqa: RUF012
+
+    @get("/users/{user_id:str}/feeds", summary="A user's feeds")
+    async def user_feeds(
+        self, user_id: FromPath[str], caller: Authenticated, state: State
+    ) -> list[Feed]:
+        owner = parse_id(user_id, "user")
+        pool: asyncpg.Pool = state.db
+        if not caller.may_see_user(owner) or not await pool.fetchval(queries.USER_EXISTS, owner):
+            raise NotFound(f"no user {user_id!r}")
+        rows = await pool.fetch(queries.FEEDS_OF_OWNER, owner)
+        return await render_feeds(pool, rows)
+
+    @get("/feeds/{feed_id:str}", summary="One feed")
+    async def feed(self, feed_id: FromPath[str], caller: Authenticated, state: State) -> Feed:
+        pool: asyncpg.Pool = state.db
+        row = await _visible_feed(pool, feed_id, caller)
+        return (await render_feeds(pool, [row]))[0]
+
+    @get("/feeds/{feed_id:str}/streams", summary="A feed's streams, filtered")
+    async def streams(
+        self,
+        feed_id: FromPath[str],
+        caller: Authenticated,
+        state: State,
+        types: Annotated[list[StreamType] | None, QueryParameter(name="type")] = None,
+        channels: Annotated[list[Channel] | None, QueryParameter(name="channel")] = None,
+        data_time_from: UnixTime = None,
+        data_time_to: UnixTime = None,
+    ) -> list[Stream]:
+        _check_order(data_time_from, data_time_to, "data_time_from", "data_time_to")
+        pool: asyncpg.Pool = state.db
+        feed = await _visible_feed(pool, feed_id, caller)
+        rows = await pool.fetch(
+            queries.STREAMS_OF_FEED, feed["id"], types, channels, data_time_from, data_time_to
+        )
+        return await render_streams(pool, rows)
+
+    @get("/feeds/{feed_id:str}/streams/{stream_id:str}", summary="One stream")
+    async def stream(
+        self, feed_id: FromPath[str], stream_id: FromPath[str], caller: Authenticated, state: State
+    ) -> Stream:
+        pool: asyncpg.Pool = state.db
+        row = await _visible_stream(pool, feed_id, stream_id, caller)
+        return (await render_streams(pool, [row]))[0]
+
+    @get(
+        "/feeds/{feed_id:str}/streams/{stream_id:str}/data",
+        summary="A stream's points [unix time, value], oldest first; the newest `limit` match",
+    )
+    async def data(
+        self,
+        feed_id: FromPath[str],
+        stream_id: FromPath[str],
+        caller: Authenticated,
+        state: State,
+        time_from: UnixTime = None,
+        time_to: UnixTime = None,
+        limit: Annotated[int, QueryParameter(ge=1, le=10_000)] = 100,
+    ) -> list[tuple[int, float]]:
+        _check_order(time_from, time_to, "time_from", "time_to")
+        pool: asyncpg.Pool = state.db
+        stream = await _visible_stream(pool, feed_id, stream_id, caller)
+        row = await pool.fetchrow(
+            queries.POINTS[stream["type"]],
+            stream["id"],
+            EARLIEST if time_from is None else time_from,
+            LATEST if time_to is None else time_to,
+            limit,
+        )
+        times, values = row if row is not None else ([], [])
+        return list(zip(times, values, strict=True))
+
+
+def _check_order(start: int | None, end: int | None, start_name: str, end_name: str) -> None:
+    if start is not None and end is not None and start > end:
+        raise InvalidInput(f"{start_name} ({start}) is after {end_name} ({end})", field=start_name)
+
+
+async def _visible_feed(
+    pool: asyncpg.Pool, feed_id: FromPath[str], caller: Authenticated
+) -> asyncpg.Record:
+    row = await pool.fetchrow(
+        queries.VISIBLE_FEED, parse_id(feed_id, "feed"), caller.user_id, caller.is_admin
+    )
+    if row is None:
+        raise NotFound(f"no feed {feed_id!r}")
+    return row
+
+
+async def _visible_stream(
+    pool: asyncpg.Pool, feed_id: FromPath[str], stream_id: FromPath[str], caller: Caller
+) -> asyncpg.Record:
+    row = await pool.fetchrow(
+        queries.VISIBLE_STREAM,
+        parse_id(stream_id, "stream"),
+        parse_id(feed_id, "feed"),
+        caller.user_id,
+        caller.is_admin,
+    )
+    if row is None:
+        raise NotFound(f"no stream {stream_id!r} in feed {feed_id!r}")
+    return row

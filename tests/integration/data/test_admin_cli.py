@@ -1,0 +1,211 @@
+"""The admin commands as an operator runs them, checked through the API a user reads."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+import pytest
+
+from tests.integration.data.conftest import World
+
+CLI = str(Path(sys.executable).with_name("energy-platform"))
+
+
+def admin(database_url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [CLI, "admin", *args],
+        env={**os.environ, "EP_DATABASE_URL": database_url},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def snapshot(database_url: str) -> list[tuple[Any, ...]]:
+    with psycopg.connect(database_url) as conn:
+        return conn.execute(
+            "SELECT f.id, f.homebase_sn, c.title, c.timezone, c.validity::text"
+            " FROM cluster.feeds f JOIN cluster.feed_configs c ON c.feed_id = f.id"
+            " UNION ALL SELECT s.stream_id, '', s.title, s.medium, s.validity::text"
+            " FROM cluster.stream_configs s ORDER BY 1, 5"
+        ).fetchall()
+
+
+def ok(result: subprocess.CompletedProcess[str]) -> Any:
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+async def test_a_new_users_token_reads_the_feed_the_operator_added(
+    world: World, database_url: str
+) -> None:
+    user = ok(admin(database_url, "users", "add", "carol"))
+    feed = ok(
+        admin(
+            database_url,
+            "feeds",
+            "add",
+            "--owner",
+            user["id"],
+            "--homebase",
+            "C0FFEE0000000001",
+            "--title",
+            "Cottage",
+            "--timezone",
+            "Europe/Prague",
+            "--subscription-from",
+            "2026-01-01T00:00:00+01:00",
+            "--subscription-to",
+            "2027-01-01T00:00:00+01:00",
+        )
+    )
+    listed = ok(admin(database_url, "users", "list"))
+
+    headers = {"Authorization": f"Bearer {user['token']}"}
+    async with httpx.AsyncClient(base_url=world.url, headers=headers) as http:
+        feeds = (await http.get(f"/users/{user['id']}/feeds")).json()
+
+    assert feeds == [feed]
+    assert feed["subscription"] == {
+        "from": "2025-12-31T23:00:00+00:00",
+        "to": "2026-12-31T23:00:00+00:00",
+    }
+    assert feed["configs"] == [
+        {"title": "Cottage", "timezone": "Europe/Prague", "valid_from": None, "valid_to": None}
+    ]
+    carol = next(u for u in listed if u["name"] == "carol")
+    assert "token" not in carol
+
+
+def test_configuring_from_an_instant_closes_the_period_and_opens_a_current_one(
+    world: World, database_url: str
+) -> None:
+    feed = world.feeds["bobs"]
+    first = ok(
+        admin(
+            database_url,
+            "feeds",
+            "configure",
+            feed,
+            "--from",
+            "2026-04-01T00:00:00Z",
+            "--title",
+            "Flat",
+        )
+    )
+    # Back-dating replaces what started after the instant: the April period goes.
+    second = ok(
+        admin(
+            database_url,
+            "feeds",
+            "configure",
+            feed,
+            "--from",
+            "2026-02-01T00:00:00Z",
+            "--timezone",
+            "Europe/London",
+        )
+    )
+
+    assert [(c["title"], c["valid_from"], c["valid_to"]) for c in first["configs"]] == [
+        ("bobs feed", None, "2026-04-01T00:00:00+00:00"),
+        ("Flat", "2026-04-01T00:00:00+00:00", None),
+    ]
+    assert [(c["title"], c["timezone"], c["valid_to"]) for c in second["configs"]] == [
+        ("bobs feed", "Europe/Prague", "2026-02-01T00:00:00+00:00"),
+        ("bobs feed", "Europe/London", None),
+    ]
+
+
+def test_a_stream_configured_with_medium_none_is_unprocessed_from_then_on(
+    world: World, database_url: str
+) -> None:
+    stream = ok(
+        admin(
+            database_url,
+            "streams",
+            "configure",
+            world.streams["energy"],
+            "--from",
+            "2026-09-01T12:00:00Z",
+            "--medium",
+            "none",
+        )
+    )
+    assert [(c["medium"], c["unit"], c["valid_to"]) for c in stream["configs"]] == [
+        ("power", "kWh", "2026-09-01T12:00:00+00:00"),
+        (None, "kWh", None),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            (
+                "feeds",
+                "add",
+                "--owner",
+                "1",
+                "--homebase",
+                "c0ffee0000000002",
+                "--title",
+                "x",
+                "--timezone",
+                "UTC",
+            ),
+            "not a serial number",
+        ),
+        (
+            (
+                "feeds",
+                "add",
+                "--owner",
+                "1",
+                "--homebase",
+                "C0FFEE0000000002",
+                "--title",
+                "x",
+                "--timezone",
+                "Mars/Olympus",
+            ),
+            "not an IANA time zone",
+        ),
+        (
+            (
+                "feeds",
+                "add",
+                "--owner",
+                "424242",
+                "--homebase",
+                "C0FFEE0000000002",
+                "--title",
+                "x",
+                "--timezone",
+                "UTC",
+            ),
+            "no user '424242'",
+        ),
+        (
+            ("feeds", "configure", "1", "--from", "2026-01-01T00:00:00", "--title", "x"),
+            "no UTC offset",
+        ),
+        (("streams", "configure", "424242", "--from", "now", "--title", "x"), "no processed"),
+    ],
+)
+def test_admin_mistakes_are_one_line_errors_and_change_nothing(
+    database_url: str, args: tuple[str, ...], message: str
+) -> None:
+    before = snapshot(database_url)
+    result = admin(database_url, *args)
+    after = snapshot(database_url)
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert message in result.stderr
+    assert before == after

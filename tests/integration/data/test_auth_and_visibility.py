@@ -1,0 +1,96 @@
+import psycopg
+import pytest
+
+from tests.integration.data.conftest import World
+
+
+async def test_a_request_without_a_token_is_401_problem_json_with_a_challenge(world: World) -> None:
+    async with world.client(None) as http:
+        response = await http.get(f"/feeds/{world.feeds['home']}")
+    assert response.status_code == 401
+    assert response.headers["content-type"] == "application/problem+json"
+    assert response.headers["www-authenticate"].startswith("Bearer")
+    assert response.json()["status"] == 401
+
+
+@pytest.mark.parametrize("header", ["Bearer nope", "Basic YWxpY2U6eA==", "Bearer", "alice-token"])
+async def test_an_unknown_or_malformed_token_is_401(world: World, header: str) -> None:
+    async with world.client(None) as http:
+        response = await http.get(
+            f"/users/{world.users['alice']}/feeds", headers={"Authorization": header}
+        )
+    assert response.status_code == 401
+
+
+async def test_a_user_lists_their_own_feeds_without_the_forwarded_one(world: World) -> None:
+    async with world.client("alice") as http:
+        response = await http.get(f"/users/{world.users['alice']}/feeds")
+    assert response.status_code == 200
+    assert [feed["id"] for feed in response.json()] == [world.feeds["home"]]
+
+
+async def test_another_users_feeds_and_feed_are_404_never_403(world: World) -> None:
+    async with world.client("alice") as http:
+        their_list = await http.get(f"/users/{world.users['bob']}/feeds")
+        their_feed = await http.get(f"/feeds/{world.feeds['bobs']}")
+        their_stream = await http.get(
+            f"/feeds/{world.feeds['bobs']}/streams/{world.streams['bobs_power']}/data"
+        )
+        # A stream reached through one's own feed id must still belong to that feed.
+        smuggled = await http.get(
+            f"/feeds/{world.feeds['home']}/streams/{world.streams['bobs_power']}"
+        )
+    for response in (their_list, their_feed, their_stream, smuggled):
+        assert response.status_code == 404
+        assert response.headers["content-type"] == "application/problem+json"
+
+
+async def test_an_admin_sees_every_users_feeds(world: World) -> None:
+    async with world.client("root") as http:
+        bobs = await http.get(f"/users/{world.users['bob']}/feeds")
+        feed = await http.get(f"/feeds/{world.feeds['bobs']}")
+        nobody = await http.get("/users/987654321/feeds")
+    assert [f["id"] for f in bobs.json()] == [world.feeds["bobs"]]
+    assert feed.status_code == 200
+    assert nobody.status_code == 404
+
+
+@pytest.mark.parametrize("path", ["/feeds/abc", "/feeds/-1", "/feeds/99999999999999999999999"])
+async def test_ids_that_name_nothing_are_404(world: World, path: str) -> None:
+    async with world.client("root") as http:
+        response = await http.get(path)
+    assert response.status_code == 404
+
+
+async def test_a_forwarded_feed_is_hidden_until_unregistered(
+    world: World, database_url: str
+) -> None:
+    feed = world.feeds["forwarded"]
+    stream = world.streams["forwarded_power"]
+    async with world.client("alice") as http:
+        while_registered = [
+            (await http.get(f"/feeds/{feed}")).status_code,
+            (await http.get(f"/feeds/{feed}/streams")).status_code,
+            (await http.get(f"/feeds/{feed}/streams/{stream}/data")).status_code,
+        ]
+        async with world.client("root") as admin:
+            admin_view = (await admin.get(f"/feeds/{feed}")).status_code
+        with psycopg.connect(database_url) as conn:
+            conn.execute(
+                "DELETE FROM forwarder.registrations WHERE homebase_sn = 'D000000000000003'"
+            )
+        try:
+            after = (await http.get(f"/feeds/{feed}")).status_code
+            listed = [
+                f["id"] for f in (await http.get(f"/users/{world.users['alice']}/feeds")).json()
+            ]
+        finally:
+            with psycopg.connect(database_url) as conn:
+                conn.execute(
+                    "INSERT INTO forwarder.registrations (homebase_sn, customer_id)"
+                    " VALUES ('D000000000000003', 1)"
+                )
+    assert while_registered == [404, 404, 404]
+    assert admin_view == 404
+    assert after == 200
+    assert feed in listed

@@ -1,0 +1,102 @@
+from datetime import datetime
+
+import pytest
+
+from tests.integration.data.conftest import T0, World
+
+
+async def test_a_feed_carries_exactly_the_specs_fields_with_configs_in_order(world: World) -> None:
+    async with world.client("alice") as http:
+        response = await http.get(f"/feeds/{world.feeds['home']}")
+    assert response.status_code == 200
+    assert response.json() == {
+        "id": world.feeds["home"],
+        "subscription": {"from": "2026-01-01T00:00:00+00:00", "to": "2027-01-01T00:00:00+00:00"},
+        "configs": [
+            {
+                "title": "home feed",
+                "timezone": "Europe/Prague",
+                "valid_from": None,
+                "valid_to": "2026-06-01T00:00:00+00:00",
+            },
+            {
+                "title": "Home (renamed)",
+                "timezone": "Europe/Prague",
+                "valid_from": "2026-06-01T00:00:00+00:00",
+                "valid_to": None,
+            },
+        ],
+    }
+    for time in ("2026-01-01T00:00:00+00:00", "2026-06-01T00:00:00+00:00"):
+        assert datetime.fromisoformat(time).utcoffset() is not None
+
+
+async def test_streams_carry_exactly_their_types_fields(world: World) -> None:
+    async with world.client("alice") as http:
+        response = await http.get(f"/feeds/{world.feeds['home']}/streams")
+    by_id = {s["id"]: s for s in response.json()}
+    s = world.streams
+    assert by_id[s["phase1"]] == {
+        "id": s["phase1"],
+        "type": "raw",
+        "channel": 1,
+        "device": 3,
+        "medium": 1,
+    }
+    assert by_id[s["signal"]] == {"id": s["signal"], "type": "system", "channel": 0}
+    assert by_id[s["energy"]] == {
+        "id": s["energy"],
+        "type": "processed",
+        "channel": 1,
+        "combined": True,
+        "configs": [
+            {
+                "title": "Energy",
+                "medium": "power",
+                "unit": "kWh",
+                "valid_from": None,
+                "valid_to": None,
+            }
+        ],
+    }
+    phase = by_id[s["energy1"]]
+    assert phase["index"] == 1
+    assert phase["combined"] is False
+    assert [(c["medium"], c["valid_to"]) for c in phase["configs"]] == [
+        ("power", "2026-03-01T00:00:00+00:00"),
+        (None, None),
+    ]
+    assert set(by_id) == {s[k] for k in ("phase1", "phase2", "gas", "energy1", "energy", "signal")}
+
+
+async def test_one_stream_is_the_same_object_as_in_the_list(world: World) -> None:
+    feed, stream = world.feeds["home"], world.streams["energy1"]
+    async with world.client("alice") as http:
+        one = (await http.get(f"/feeds/{feed}/streams/{stream}")).json()
+        listed = (await http.get(f"/feeds/{feed}/streams")).json()
+    assert one == next(s for s in listed if s["id"] == stream)
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("type=raw", {"phase1", "phase2", "gas"}),
+        ("type=raw&type=system", {"phase1", "phase2", "gas", "signal"}),
+        ("channel=2", {"gas"}),
+        ("channel=0&channel=2", {"gas", "signal"}),
+        ("type=processed&channel=1", {"energy1", "energy"}),
+        # phase1 has points in [T0, T0+1495]; gas at T0+1000; energy1 in [T0, T0+3510];
+        # signal at T0+86400; phase2 and energy have none.
+        (f"data_time_from={T0 + 1000}&data_time_to={T0 + 1000}", {"phase1", "gas"}),
+        (f"data_time_from={T0 + 1496}", {"energy1", "signal"}),
+        (f"data_time_to={T0 - 1}", set()),
+        (f"data_time_from={T0 + 86_400}&type=system", {"signal"}),
+        (f"data_time_from={T0 + 86_401}", set()),
+    ],
+)
+async def test_stream_filters(world: World, query: str, expected: set[str]) -> None:
+    async with world.client("alice") as http:
+        response = await http.get(f"/feeds/{world.feeds['home']}/streams?{query}")
+    assert response.status_code == 200
+    names = {k for k, v in world.streams.items() if v in {s["id"] for s in response.json()}}
+    assert names == expected
