@@ -4,7 +4,8 @@
 #                          or unless EP_DATABASE_URL / EP_MQTT_URL point elsewhere
 #   local-stack.sh stop    stop what it started
 #   local-stack.sh running exit 0 when the private database (or, with EP_DATABASE_URL set, broker) runs
-#   local-stack.sh env     print the EP_* variables that point at the private stack
+#   local-stack.sh env     print the EP_* variables that point at the private stack, and the
+#                          checkout's provisioning key (made once, kept in .local/provisioning.key)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -51,6 +52,16 @@ fi
 . "$PORTS"
 PGDATA="$STATE/pg/data"
 MQ="$STATE/mosquitto"
+
+# The key that encrypts homebase secrets: one per checkout, made on first use, never printed
+# anywhere but by `env`. Losing it makes the stored homebase secrets unreadable.
+provisioning_key() {
+  local file="$root/.local/provisioning.key"
+  if [ ! -s "$file" ]; then
+    (umask 077; od -An -tx1 -N32 /dev/urandom | tr -d ' \n' > "$file")
+  fi
+  cat "$file"
+}
 
 db_url() { printf 'postgresql://postgres@127.0.0.1:%s/%s' "$PG_PORT" "${1:-$DB_NAME}"; }
 mqtt_url() { printf 'mqtt://127.0.0.1:%s' "$MQTT_PORT"; }
@@ -102,7 +113,8 @@ persistence_location $MQ/data/
 autosave_interval 10
 # An ingest outage must not drop queued QoS 1 messages after the default 1000.
 max_queued_messages 0
-max_inflight_messages 100
+# Ingest acknowledges after commit; its Receive Maximum (2000) bounds what is in flight.
+max_inflight_messages 2000
 pid_file $MQ/mosquitto.pid
 log_dest file $MQ/mosquitto.log
 log_type error
@@ -151,6 +163,7 @@ case "${1:-}" in
   env)
     echo "export EP_DATABASE_URL=${EP_DATABASE_URL:-$(db_url)}"
     echo "export EP_MQTT_URL=${EP_MQTT_URL:-$(mqtt_url)}"
+    echo "export EP_PROVISIONING_SECRET_KEY=${EP_PROVISIONING_SECRET_KEY:-$(provisioning_key)}"
     ;;
   *) echo "usage: $0 start|stop|running|env" >&2; exit 2 ;;
 esac

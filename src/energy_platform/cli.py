@@ -13,12 +13,17 @@ import click
 from energy_platform.api.data import admin as data_admin
 from energy_platform.console import CommandGroup, emit, fail
 from energy_platform.db import migrations
+from energy_platform.devices.simulate import simulate
 from energy_platform.errors import PlatformError
 from energy_platform.logs import configure_logging
 from energy_platform.paths import migrations_dir
+from energy_platform.provisioning import admin as provisioning_admin
 from energy_platform.settings import Settings
 
-ADMIN_GROUPS: list[click.Command] = [*data_admin.GROUPS]
+ADMIN_GROUPS: list[click.Command] = [
+    *data_admin.GROUPS,
+    *provisioning_admin.GROUPS,
+]
 
 
 @click.group(cls=CommandGroup)
@@ -59,6 +64,8 @@ def serve(settings: Settings, service: str) -> None:
 def admin() -> None:
     """Administration; every command answers JSON on stdout."""
 
+
+main.add_command(simulate)
 
 # Each domain owns its admin commands; they are registered here, in one place.
 for group in ADMIN_GROUPS:

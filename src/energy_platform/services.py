@@ -1,40 +1,55 @@
-"""Which services exist and how each is built from the settings."""
+"""Which services exist and how each is built from the settings.
+
+A builder returns the services of one name; those that answer CoAP add their resources to the
+process's one :class:`CoapSite`, which is served by a single ``coap`` service (the provisioning
+server and the data server share UDP 5683 when they run in one process).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
-from energy_platform.api import data, forwarder, provisioning
+from energy_platform.api import data, forwarder
 from energy_platform.api.server import HttpService
+from energy_platform.devices.coap import CoapService, CoapSite
+from energy_platform.devices.coap_data import add_data_resources
 from energy_platform.devices.ingest import IngestService
 from energy_platform.engine.service import EngineService
 from energy_platform.lifecycle import Service
+from energy_platform.provisioning.services import provisioning_services
 from energy_platform.settings import Settings
 
 
-def _api(s: Settings) -> Service:
-    return HttpService("api", data.create_app(s), s.http.host, s.http.api_port)
+def _api(s: Settings, _: CoapSite) -> list[Service]:
+    return [HttpService("api", data.create_app(s), s.http.host, s.http.api_port)]
 
 
-def _provisioning(s: Settings) -> Service:
-    app = provisioning.create_app(s)
-    return HttpService("provisioning", app, s.http.host, s.http.provisioning_port)
+def _forwarder(s: Settings, _: CoapSite) -> list[Service]:
+    app = forwarder.create_app(s)
+    return [HttpService("forwarder", app, s.http.host, s.http.forwarder_port)]
 
 
-def _forwarder(s: Settings) -> Service:
-    return HttpService("forwarder", forwarder.create_app(s), s.http.host, s.http.forwarder_port)
+def _ingest(s: Settings, coap: CoapSite) -> list[Service]:
+    add_data_resources(coap, s)
+    return [IngestService(s)]
 
 
-BUILDERS: dict[str, Callable[[Settings], Service]] = {
+BUILDERS: dict[str, Callable[[Settings, CoapSite], list[Service]]] = {
     "api": _api,
-    "provisioning": _provisioning,
+    "provisioning": provisioning_services,
     "forwarder": _forwarder,
-    "ingest": lambda s: IngestService(s.mqtt),
-    "engine": lambda s: EngineService(s.database),
+    "ingest": _ingest,
+    "engine": lambda s, _: [EngineService(s.database)],
 }
 
 
-def build_services(name: str, settings: Settings) -> list[Service]:
+def build_services(names: str | Sequence[str], settings: Settings) -> list[Service]:
     """The services behind ``serve NAME``; ``all`` is every one of them in one process."""
-    names = list(BUILDERS) if name == "all" else [name]
-    return [BUILDERS[n](settings) for n in names]
+    if isinstance(names, str):
+        names = list(BUILDERS) if names == "all" else [names]
+    coap = CoapSite()
+    services = [service for n in names for service in BUILDERS[n](settings, coap)]
+    if coap:
+        devices = settings.devices
+        services.append(CoapService("coap", devices.host, devices.coap_port, coap))
+    return services

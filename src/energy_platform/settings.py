@@ -28,7 +28,11 @@ class MqttSettings(msgspec.Struct, frozen=True, kw_only=True):
     url: str = "mqtt://127.0.0.1:1883"
     """Broker URL, ``mqtt://[user:password@]host:port``."""
     client_id: str = "energy-platform-ingest"
-    """Client id of the persistent ingest session."""
+    """Client id of the persistent ingest session; each ingest worker needs its own."""
+    share_group: str = "ingest"
+    """Shared-subscription group of the ingest workers (``$share/<group>/...``)."""
+    session_expiry: int = 7 * 24 * 3600
+    """Seconds the broker keeps an ingest session (and queues for it) while it is away."""
 
 
 class HttpSettings(msgspec.Struct, frozen=True, kw_only=True):
@@ -53,6 +57,51 @@ class DeviceSettings(msgspec.Struct, frozen=True, kw_only=True):
     """Read-only TFTP port for firmware of generations 0 and 3."""
 
 
+class ProvisioningSettings(msgspec.Struct, frozen=True, kw_only=True):
+    secret_key: str = ""
+    """64 hex characters: the AES-256 key that encrypts homebase secrets at rest."""
+    sn_requests_per_minute: int = 6
+    """Homebase-facing requests (boot, upgrade, CoAP config) allowed per serial number."""
+    sn_burst: int = 10
+    """Requests one serial number may make at once before the per-minute rate applies."""
+    address_requests_per_minute: int = 600
+    """Homebase-facing requests allowed per client address (many homebases share a NAT)."""
+    address_burst: int = 1200
+    """Requests one address may make at once before the per-minute rate applies."""
+    config_interval: int = 3600
+    """Seconds a CoAP device waits before it asks for its configuration again."""
+
+    def __repr__(self) -> str:
+        # Settings end up in tracebacks and test reports: the key must not.
+        fields = [f"secret_key={'<set>' if self.secret_key else '<unset>'}"]
+        fields += [f"{f}={getattr(self, f)!r}" for f in self.__struct_fields__ if f != "secret_key"]
+        return f"ProvisioningSettings({', '.join(fields)})"
+
+
+class ClusterSettings(msgspec.Struct, frozen=True, kw_only=True):
+    provisioning_url: str = "http://127.0.0.1:8001"
+    """Base URL of the provisioning service this cluster is registered with."""
+    secret: str = ""
+    """This cluster's authorisation secret (``X-SvcClusterAuth``), from ``admin clusters add``."""
+
+    def __repr__(self) -> str:
+        state = "<set>" if self.secret else "<unset>"
+        return f"ClusterSettings(provisioning_url={self.provisioning_url!r}, secret={state})"
+
+
+class IngestSettings(msgspec.Struct, frozen=True, kw_only=True):
+    receive_maximum: int = 2000
+    """Unacknowledged MQTT messages the broker may send at once: bounds ingest's memory."""
+    batch_messages: int = 500
+    """Most messages written in one transaction."""
+    batch_linger_ms: int = 20
+    """How long a batch waits for more messages before it is written."""
+    route_cache_seconds: float = 10.0
+    """How long a homebase's feed or forwarder registration is cached."""
+    coap_data_server: str = ""
+    """``ip:port`` provisioning assigns devices to for this data server (default: the bind)."""
+
+
 class LogSettings(msgspec.Struct, frozen=True, kw_only=True):
     format: Literal["auto", "json", "console"] = "auto"
     """``auto``: console on a TTY, JSON lines otherwise."""
@@ -65,6 +114,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     mqtt: MqttSettings = msgspec.field(default_factory=MqttSettings)
     http: HttpSettings = msgspec.field(default_factory=HttpSettings)
     devices: DeviceSettings = msgspec.field(default_factory=DeviceSettings)
+    provisioning: ProvisioningSettings = msgspec.field(default_factory=ProvisioningSettings)
+    cluster: ClusterSettings = msgspec.field(default_factory=ClusterSettings)
+    ingest: IngestSettings = msgspec.field(default_factory=IngestSettings)
     log: LogSettings = msgspec.field(default_factory=LogSettings)
     shutdown_timeout: float = 10.0
     """Seconds a service may take to stop before its tasks are cancelled."""

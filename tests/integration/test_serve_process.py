@@ -3,6 +3,7 @@
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -48,6 +49,11 @@ def test_serve_all_runs_every_service_and_stops_cleanly_on_a_signal(
     ports = {"API": free_port(), "PROVISIONING": free_port(), "FORWARDER": free_port()}
     env = {f"EP_HTTP_{name}_PORT": str(port) for name, port in ports.items()}
     env |= {"EP_DATABASE_URL": database_url, "EP_MQTT_URL": mqtt_url, "EP_LOG_FORMAT": "json"}
+    # CoAP and TFTP on free UDP ports: the defaults may be taken by another run.
+    env |= {
+        "EP_DEVICES_COAP_PORT": str(free_port(socket.SOCK_DGRAM)),
+        "EP_DEVICES_TFTP_PORT": str(free_port(socket.SOCK_DGRAM)),
+    }
     process = start(["serve", "all"], env)
     try:
         wait_ready([f"http://127.0.0.1:{p}/readyz" for p in ports.values()], process)
@@ -60,7 +66,7 @@ def test_serve_all_runs_every_service_and_stops_cleanly_on_a_signal(
     assert process.returncode == 0, stderr
     events = [json.loads(line) for line in stderr.splitlines()]
     stopped = {e["service"] for e in events if e["event"] == "service stopped"}
-    assert stopped == {"api", "provisioning", "forwarder", "ingest", "engine"}
+    assert stopped == {"api", "provisioning", "tftp", "coap", "forwarder", "ingest", "engine"}
     assert all("service" in e for e in events)
     assert any(e["event"] == "broker connected" and e["service"] == "ingest" for e in events)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 import httpx
@@ -45,3 +45,15 @@ async def running(*services: Service, ready_urls: tuple[str, ...] = ()) -> Async
         stop.set()
         async with asyncio.timeout(15):
             await asyncio.gather(*tasks)
+
+
+EVENTUALLY = 15.0
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], within: float = EVENTUALLY) -> None:
+    """Poll ``check`` until it holds; fail after ``within`` seconds."""
+    async with asyncio.timeout(within):
+        while True:
+            if await check():
+                return
+            await asyncio.sleep(0.1)

@@ -1,15 +1,37 @@
-from litestar import Litestar
+"""The provisioning app: cluster-facing and homebase-facing endpoints under ``/api``."""
+
+from __future__ import annotations
+
+from litestar import Litestar, Router
+from litestar.di import Provide
 
 from energy_platform.api.application import build_app
+from energy_platform.api.provisioning.clusters import ClusterController, calling_cluster
+from energy_platform.api.provisioning.context import Provisioning, database
+from energy_platform.api.provisioning.homebases import HomebaseController
 from energy_platform.settings import Settings
 
 
-def create_app(settings: Settings) -> Litestar:
-    """The provisioning app; its device and cluster endpoints live under ``/api``."""
+def create_app(settings: Settings, provisioning: Provisioning | None = None) -> Litestar:
+    """The provisioning app; its device and cluster endpoints live under ``/api``.
+
+    ``provisioning`` is shared with the UDP services of the same process (their rate limits
+    count the same devices); by default the app makes its own.
+    """
+    shared = provisioning or Provisioning.from_settings(settings)
+    api = Router(
+        path="/api",
+        route_handlers=[ClusterController, HomebaseController],
+        dependencies={
+            "db": Provide(database),
+            "cluster": Provide(calling_cluster),  # asked for by the cluster-facing handlers only
+            "provisioning": Provide(lambda: shared, use_cache=True, sync_to_thread=False),
+        },
+    )
     return build_app(
         name="provisioning",
         title="Energy platform provisioning API",
         description="Clusters pair homebases and fetch secrets; homebases boot and upgrade.",
         settings=settings,
-        route_handlers=[],
+        route_handlers=[api],
     )

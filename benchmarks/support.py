@@ -1,0 +1,78 @@
+"""What the benchmarks share: a fresh migrated database, settings, and honest statistics."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import statistics
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+
+import msgspec
+
+from energy_platform.db.migrations import migrate
+from energy_platform.paths import migrations_dir
+from energy_platform.settings import Settings
+from tests.support.databases import create_empty_database, drop_database
+
+
+@contextmanager
+def bench_database() -> Iterator[Settings]:
+    """Settings pointing at a new database migrated to sql/, dropped afterwards."""
+    settings = Settings.from_env(os.environ)
+    url = create_empty_database(settings.database.url)
+    try:
+        migrate(url, migrations_dir())
+        yield msgspec.structs.replace(
+            settings, database=msgspec.structs.replace(settings.database, url=url)
+        )
+    finally:
+        drop_database(url)
+
+
+class Figure(msgspec.Struct):
+    """One measured figure beside the limit it is compared against, from the same run."""
+
+    name: str
+    unit: str
+    median: float
+    low: float
+    high: float
+    limit_name: str
+    limit: float
+
+    @property
+    def ratio(self) -> float:
+        return self.median / self.limit if self.limit else 0.0
+
+
+def figure(
+    name: str, unit: str, runs: Sequence[float], limit_name: str, limits: Sequence[float]
+) -> Figure:
+    return Figure(
+        name,
+        unit,
+        statistics.median(runs),
+        min(runs),
+        max(runs),
+        limit_name,
+        statistics.median(limits),
+    )
+
+
+def report(figures: Sequence[Figure]) -> None:
+    """A table for people, then one JSON line per figure for `make bench`."""
+    for f in figures:
+        print(
+            f"{f.name:<34} {f.median:>12,.0f} {f.unit:<10} (min {f.low:,.0f}, max {f.high:,.0f})"
+            f"  {f.limit_name}: {f.limit:,.0f}  ratio {f.ratio:.2f}"
+        )
+    for f in figures:
+        print(
+            "RESULT "
+            + msgspec.json.encode({**msgspec.structs.asdict(f), "ratio": f.ratio}).decode()
+        )
+
+
+def tag() -> str:
+    return secrets.token_hex(4)

@@ -1,0 +1,150 @@
+"""Cluster-facing endpoints: details, pairing, secret. Every call carries ``X-SvcClusterAuth``.
+
+A cluster sees the details and the secret of a homebase only while it holds the pairing;
+otherwise 403 (the SN exists, as the pairing status already tells any cluster).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from litestar import Controller, Request, Response, get, post
+from litestar.di import NamedDependency
+from litestar.params import FromPath
+from litestar.status_codes import HTTP_200_OK, HTTP_304_NOT_MODIFIED
+
+from energy_platform.api.provisioning.context import Database, Shared, iso_millis
+from energy_platform.api.provisioning.schemas import (
+    AvrFirmware,
+    ClusterSummary,
+    Device,
+    Firmware,
+    Firmwares,
+    HomebaseDetails,
+    HomebaseSecret,
+    PairingStatus,
+    Servers,
+)
+from energy_platform.errors import Forbidden, NotFound, Unauthorized
+from energy_platform.provisioning import queries
+from energy_platform.provisioning.crypto import cluster_secret_digest, same_digest
+from energy_platform.provisioning.serials import checked_serial
+
+HEADER = "X-SvcClusterAuth"
+
+
+class CallingCluster(msgspec.Struct, frozen=True):
+    id: int
+
+
+Caller = NamedDependency[CallingCluster]
+"""The authenticated cluster (``cluster``)."""
+
+
+async def calling_cluster(request: Request[Any, Any, Any], db: Database) -> CallingCluster:
+    """The cluster whose secret the request carries: 401 if none does, 403 if it is disabled."""
+    secret = request.headers.get(HEADER)
+    if not secret:
+        raise Unauthorized(f"the {HEADER} header is missing")
+    digest = cluster_secret_digest(secret)
+    # The lookup is by the SHA-256 of the secret, so its timing says nothing about the secret;
+    # the comparison of the digests is constant-time anyway.
+    row = await db.fetchrow(queries.CALLING_CLUSTER, digest)
+    if row is None or not same_digest(row["secret_sha256"], digest):
+        raise Unauthorized(f"the {HEADER} header does not authorize any cluster")
+    if not row["enabled"]:
+        raise Forbidden("this cluster is disabled")
+    return CallingCluster(row["id"])
+
+
+async def _paired_cluster(db: Database, sn: str) -> int | None:
+    row = await db.fetchrow(queries.HOMEBASE_PAIRING, sn)
+    if row is None:
+        raise NotFound(f"no homebase has serial number {sn}")
+    cluster_id: int | None = row["cluster_id"]
+    return cluster_id
+
+
+def _status(paired_to: int | None, cluster: Caller) -> PairingStatus:
+    if paired_to is None:
+        return PairingStatus(False, False, "the homebase is not paired")
+    if paired_to == cluster.id:
+        return PairingStatus(True, True, "the homebase is paired to your cluster")
+    return PairingStatus(True, False, "the homebase is paired to another cluster")
+
+
+class ClusterController(Controller):
+    path = "/device/{sn:str}"
+    tags = ("clusters",)
+
+    @get("/", summary="Homebase details (only for the cluster it is paired to)")
+    async def details(self, sn: FromPath[str], cluster: Caller, db: Database) -> HomebaseDetails:
+        sn = checked_serial(sn)
+        row = await db.fetchrow(queries.HOMEBASE_DETAILS, sn)
+        if row is None:
+            raise NotFound(f"no homebase has serial number {sn}")
+        if row["cluster_id"] != cluster.id:
+            raise Forbidden("the homebase is not paired to your cluster")
+        return HomebaseDetails(
+            device=Device(row["partner"], row["sn"], row["type"]),
+            alive=row["alive"],
+            last_boot=iso_millis(row["last_boot"]),
+            upgrade=iso_millis(row["last_upgrade"]),
+            firmwares=Firmwares(
+                avr=AvrFirmware(row["avr_version"], list(row["avr_tags"])),
+                bl=Firmware(row["bl_version"]),
+                msp=Firmware(row["msp_version"]),
+            ),
+            cluster=ClusterSummary(
+                title=row["title"],
+                enabled=row["enabled"],
+                id=row["cluster_id"],
+                servers=Servers(
+                    (row["http_address"], row["http_port"]),
+                    (row["mqtt_address"], row["mqtt_port"]),
+                ),
+            ),
+        )
+
+    @get("/pair/", summary="Pairing status, as seen by the calling cluster")
+    async def pairing_status(
+        self, sn: FromPath[str], cluster: Caller, db: Database
+    ) -> PairingStatus:
+        sn = checked_serial(sn)
+        return _status(await _paired_cluster(db, sn), cluster)
+
+    @post("/pair/", status_code=HTTP_200_OK, summary="Pair: 200, or 304 if already paired")
+    async def pair(
+        self, sn: FromPath[str], cluster: Caller, db: Database, request: Request[Any, Any, Any]
+    ) -> Response[PairingStatus | None]:
+        sn = checked_serial(sn)
+        await request.body()  # no body is defined; reading it enforces the size limit (413)
+        if await db.fetchrow(queries.PAIR, sn, cluster.id) is not None:
+            return Response(_status(cluster.id, cluster))
+        await _paired_cluster(db, sn)  # 404 for an unknown SN
+        return Response(None, status_code=HTTP_304_NOT_MODIFIED)
+
+    @post("/unpair/", status_code=HTTP_200_OK, summary="Unpair: 200, or 304 if not yours")
+    async def unpair(
+        self, sn: FromPath[str], cluster: Caller, db: Database, request: Request[Any, Any, Any]
+    ) -> Response[PairingStatus | None]:
+        sn = checked_serial(sn)
+        await request.body()
+        if await db.fetchrow(queries.UNPAIR, sn, cluster.id) is not None:
+            return Response(_status(None, cluster))
+        await _paired_cluster(db, sn)
+        return Response(None, status_code=HTTP_304_NOT_MODIFIED)
+
+    @get("/secret/", summary="The homebase secret (only for the cluster it is paired to)")
+    async def secret(
+        self, sn: FromPath[str], cluster: Caller, db: Database, provisioning: Shared
+    ) -> HomebaseSecret:
+        sn = checked_serial(sn)
+        row = await db.fetchrow(queries.PAIRED_CIPHERTEXT, sn)
+        if row is None:
+            raise NotFound(f"no homebase has serial number {sn}")
+        if row["cluster_id"] != cluster.id:
+            raise Forbidden("the homebase is not paired to your cluster")
+        secret = provisioning.key.decrypt(sn, row["secret_encrypted"])
+        return HomebaseSecret(secret.hex(), "the homebase secret, 256 bytes as hex")

@@ -1,0 +1,60 @@
+"""What the provisioning handlers share: the key, the rate limits, the database pool."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import asyncpg
+import msgspec
+import structlog
+from litestar.datastructures import State
+from litestar.di import NamedDependency
+
+from energy_platform.errors import Unavailable
+from energy_platform.provisioning.crypto import SecretKey
+from energy_platform.provisioning.ratelimit import DeviceRateLimits
+from energy_platform.settings import Settings
+
+log = structlog.get_logger()
+
+
+class Provisioning(msgspec.Struct, frozen=True, kw_only=True):
+    key_or_none: SecretKey | None
+    limits: DeviceRateLimits
+    tftp_port: int
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Provisioning:
+        hex_key = settings.provisioning.secret_key
+        if not hex_key:
+            # The service still pairs and boots homebases; only secrets are unavailable.
+            log.warning("EP_PROVISIONING_SECRET_KEY is not set: homebase secrets answer 503")
+        return cls(
+            key_or_none=SecretKey(hex_key) if hex_key else None,
+            limits=DeviceRateLimits(settings.provisioning),
+            tftp_port=settings.devices.tftp_port,
+        )
+
+    @property
+    def key(self) -> SecretKey:
+        if self.key_or_none is None:
+            raise Unavailable("homebase secrets are unavailable: no encryption key is configured")
+        return self.key_or_none
+
+
+async def database(state: State) -> asyncpg.Pool:
+    pool: asyncpg.Pool = state.db
+    return pool
+
+
+def iso_millis(moment: datetime | None) -> str | None:
+    """``2026-11-22T06:05:46.123Z``: ISO 8601 with milliseconds, as the spec shows times."""
+    if moment is None:
+        return None
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+Database = NamedDependency[asyncpg.Pool]
+"""The app's pool (``db``)."""
+Shared = NamedDependency[Provisioning]
+"""The key and rate limits (``provisioning``)."""

@@ -1,0 +1,172 @@
+"""The CoAP data server: ``POST /data/{sn}``, ``POST /events/{sn}`` and ``GET /clock``.
+
+A device may send when provisioning lists it and assigns it to this data server (else 4.05,
+the spec's code) and the cluster has a feed for it (its serial number in ``homebase_sn``), or a
+forwarder registration. The spec gives clusters no HTTP API for CoAP devices, so the data server
+reads provisioning's registry of them in the shared database (docs/ingest.md).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Literal
+
+import aiocoap
+import aiocoap.resource
+import msgspec
+import structlog
+
+from energy_platform.devices.coap import JSON, CoapSite, error_code, json_response
+from energy_platform.devices.codec.format_v4 import RecordError, decode_coap
+from energy_platform.devices.ingest.drops import Drops
+from energy_platform.devices.ingest.routes import Route, RouteTable
+from energy_platform.devices.ingest.store import Accepted, PointStore
+from energy_platform.errors import BadOption, InvalidInput, NotFound, PlatformError, Unauthorized
+from energy_platform.provisioning.database import PoolHolder
+from energy_platform.provisioning.serials import checked_serial
+from energy_platform.settings import Settings
+
+log = structlog.get_logger()
+
+DEVICE_ASSIGNMENT = """
+SELECT host(data_server_address) AS address, data_server_port AS port
+  FROM provisioning.coap_devices WHERE sn = $1"""
+INSERT_EVENT = """
+INSERT INTO cluster.device_events (device_sn, ts, event, phases)
+VALUES ($1, to_timestamp($2), $3, $4)
+ON CONFLICT (device_sn, ts, event) DO NOTHING"""
+
+
+class PowerChange(msgspec.Struct, forbid_unknown_fields=False):
+    timestamp: int
+    event: Literal["POWER_CHANGE"]
+    phases: tuple[bool, bool, bool]
+
+
+class Clock(msgspec.Struct):
+    time: int
+
+
+_power_change = msgspec.json.Decoder(PowerChange)
+
+
+class DataServer:
+    """What the three resources share: who may send here, and where their data goes."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.database = PoolHolder(settings.database)
+        self._address = _own_address(settings)
+        self._route_ttl = settings.ingest.route_cache_seconds
+        self._routes: RouteTable | None = None
+        self._store: PointStore | None = None
+        self.drops = Drops()
+
+    async def authorised_route(self, raw_sn: str) -> Route:
+        sn = checked_serial(raw_sn)
+        pool = self.database.pool
+        row = await pool.fetchrow(DEVICE_ASSIGNMENT, sn)
+        if row is None:
+            raise NotFound(f"no CoAP device has serial number {sn}")
+        if (row["address"], row["port"]) != self._address:
+            raise Unauthorized(f"{sn} is assigned to another data server")
+        if self._routes is None:
+            self._routes = RouteTable(pool, self._route_ttl)
+        route = await self._routes.resolve(sn)
+        if route is None:
+            raise Unauthorized(f"{sn} has no feed on this cluster")
+        return route
+
+    @property
+    def store(self) -> PointStore:
+        if self._store is None:
+            self._store = PointStore(self.database.pool)
+        return self._store
+
+
+Handler = Callable[[DataServer, Route, bytes], Awaitable[None]]
+
+
+def add_data_resources(site: CoapSite, settings: Settings) -> None:
+    """Add the data server's resources to ``site``."""
+    server = DataServer(settings)
+    site.add(("data",), _DeviceResource(server, _store_data), needs=server.database.opened)
+    site.add(("events",), _DeviceResource(server, _store_event))
+    site.add(("clock",), _ClockResource())
+
+
+async def _store_data(server: DataServer, route: Route, payload: bytes) -> None:
+    try:
+        series = decode_coap(payload, time.time())
+    except RecordError as e:
+        server.drops.record(e.cause, route.sn, str(e))
+        raise InvalidInput(str(e)) from None
+    await server.store.write([Accepted(route, series)])
+
+
+async def _store_event(server: DataServer, route: Route, payload: bytes) -> None:
+    try:
+        event = _power_change.decode(payload)
+    except (msgspec.DecodeError, msgspec.ValidationError) as e:
+        raise InvalidInput(str(e)) from None
+    await server.database.pool.execute(
+        INSERT_EVENT, route.sn, event.timestamp, event.event, list(event.phases)
+    )
+
+
+def _own_address(settings: Settings) -> tuple[str, int]:
+    configured = settings.ingest.coap_data_server
+    if configured:
+        host, _, port = configured.rpartition(":")
+        return host, int(port)
+    return settings.devices.host, settings.devices.coap_port
+
+
+if TYPE_CHECKING:  # aiocoap has no type information; to mypy the bases are plain classes
+
+    class _PathResource:
+        pass
+
+    class _Resource:
+        pass
+
+else:
+
+    class _PathResource(aiocoap.resource.Resource, aiocoap.resource.PathCapable):
+        pass
+
+    class _Resource(aiocoap.resource.Resource):
+        pass
+
+
+class _DeviceResource(_PathResource):
+    """``POST /{data|events}/{sn}``: 2.04 with no payload, or the error's own code."""
+
+    def __init__(self, server: DataServer, handle: Handler) -> None:
+        super().__init__()
+        self._server = server
+        self._handle = handle
+
+    async def render_post(self, request: aiocoap.Message) -> aiocoap.Message:
+        try:
+            path = request.opt.uri_path
+            if len(path) != 1:
+                raise InvalidInput("the path is /data/{sn} or /events/{sn}")
+            route = await self._server.authorised_route(path[0])
+            if request.opt.content_format is None:
+                raise InvalidInput("the Content-Format option is missing")
+            if request.opt.content_format != JSON:
+                raise BadOption(f"Content-Format must be {JSON} (application/json)")
+            if not request.payload:
+                raise InvalidInput("the payload is missing")
+            await self._handle(self._server, route, request.payload)
+        except PlatformError as e:
+            if e.status >= 500:
+                log.exception("coap request failed", error=e.detail)
+            return aiocoap.Message(code=error_code(e))
+        return aiocoap.Message(code=aiocoap.CHANGED)
+
+
+class _ClockResource(_Resource):
+    async def render_get(self, request: aiocoap.Message) -> aiocoap.Message:
+        return json_response(Clock(int(time.time())))

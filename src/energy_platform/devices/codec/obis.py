@@ -1,0 +1,32 @@
+"""OBIS codes we understand, mapped to (medium ID, index); see docs/devices.md."""
+
+from __future__ import annotations
+
+KNOWN: dict[str, tuple[int, int | None]] = {
+    "1-0:1.7.0": (12, None),
+    "1-0:2.7.0": (13, None),
+    "1-0:21.7.0": (12, 1),
+    "1-0:41.7.0": (12, 2),
+    "1-0:61.7.0": (12, 3),
+    "1-0:1.8.0": (22, None),
+    "1-0:2.8.0": (23, None),
+    "1-0:32.7.0": (2, 1),
+    "1-0:52.7.0": (2, 2),
+    "1-0:72.7.0": (2, 3),
+    "1-0:31.7.0": (3, 1),
+    "1-0:51.7.0": (3, 2),
+    "1-0:71.7.0": (3, 3),
+    "1-0:14.7.0": (4, None),
+    "7-0:3.0.0": (7, None),
+    "8-0:1.0.0": (8, None),
+}
+
+
+def normalise(code: str) -> str:
+    """Short forms (``1.8.0``) mean electricity, channel 0 (``1-0:1.8.0``)."""
+    return code if ":" in code else f"1-0:{code}"
+
+
+def lookup(code: str) -> tuple[int, int | None] | None:
+    """(medium, index) for a known code, else None (it becomes a system stream)."""
+    return KNOWN.get(normalise(code))

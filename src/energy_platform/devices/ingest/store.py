@@ -1,0 +1,179 @@
+"""Writes batches of readings: streams created on first sight, points and the engine's dirty
+ranges in one transaction, so a batch is stored whole or not at all."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TypeVar
+
+import asyncpg
+import msgspec
+from asyncpg.pool import PoolConnectionProxy
+
+from energy_platform.devices.codec.format_v4 import Series
+from energy_platform.devices.ingest.routes import Route
+
+# Streams: unique per identity (partial unique indexes), created concurrently by several
+# workers without harm, then read back; ids are cached only after the batch commits.
+CLUSTER_STREAMS_UPSERT = """
+INSERT INTO cluster.streams (feed_id, type, channel, device, medium, idx, source)
+SELECT * FROM unnest($1::bigint[], $2::text[], $3::int[], $4::int[], $5::int[], $6::int[],
+                     $7::text[])
+ON CONFLICT DO NOTHING"""
+CLUSTER_STREAM_IDS = """
+SELECT k.n, s.id
+  FROM unnest($1::bigint[], $2::text[], $3::int[], $4::int[], $5::int[], $6::int[], $7::text[])
+       WITH ORDINALITY AS k(feed_id, type, channel, device, medium, idx, source, n)
+  JOIN cluster.streams s
+    ON s.feed_id = k.feed_id AND s.type = k.type AND s.channel = k.channel
+   AND s.device IS NOT DISTINCT FROM k.device AND s.medium IS NOT DISTINCT FROM k.medium
+   AND s.idx IS NOT DISTINCT FROM k.idx AND s.source IS NOT DISTINCT FROM k.source"""
+FORWARDER_STREAMS_UPSERT = """
+INSERT INTO forwarder.streams (homebase_sn, channel, device, medium, idx, obis)
+SELECT * FROM unnest($1::text[], $2::int[], $3::int[], $4::int[], $5::int[], $6::text[])
+ON CONFLICT DO NOTHING"""
+FORWARDER_STREAM_IDS = """
+SELECT k.n, s.id
+  FROM unnest($1::text[], $2::int[], $3::int[], $4::int[], $5::int[], $6::text[])
+       WITH ORDINALITY AS k(homebase_sn, channel, device, medium, idx, obis, n)
+  JOIN forwarder.streams s
+    ON s.homebase_sn = k.homebase_sn AND s.channel = k.channel AND s.device = k.device
+   AND s.medium IS NOT DISTINCT FROM k.medium AND s.idx IS NOT DISTINCT FROM k.idx
+   AND s.obis IS NOT DISTINCT FROM k.obis"""
+
+# A resent point is a no-op; only points really added mark their range dirty for the engine.
+RAW_POINTS_INSERT = """
+WITH added AS (
+    INSERT INTO cluster.raw_points (stream_id, ts, value)
+    SELECT s, to_timestamp(t), v FROM unnest($1::bigint[], $2::bigint[], $3::float8[]) AS u(s, t, v)
+    ON CONFLICT DO NOTHING
+    RETURNING stream_id, ts)
+INSERT INTO cluster.dirty_ranges (stream_id, ts_from, ts_to)
+SELECT stream_id, min(ts), max(ts) FROM added GROUP BY stream_id"""
+SYSTEM_POINTS_INSERT = """
+INSERT INTO cluster.system_points (stream_id, ts, value)
+SELECT s, to_timestamp(t), v FROM unnest($1::bigint[], $2::bigint[], $3::float8[]) AS u(s, t, v)
+ON CONFLICT DO NOTHING"""
+FORWARDER_POINTS_INSERT = """
+INSERT INTO forwarder.points (stream_id, ts, value)
+SELECT s, to_timestamp(t), v FROM unnest($1::bigint[], $2::bigint[], $3::float8[]) AS u(s, t, v)
+ON CONFLICT DO NOTHING"""
+DATA_SEEN = """
+INSERT INTO cluster.homebase_presence (homebase_sn, online, last_data_at)
+SELECT sn, true, now() FROM unnest($1::text[]) AS sn
+ON CONFLICT (homebase_sn) DO UPDATE SET last_data_at = now()"""
+
+K = TypeVar("K", bound=tuple[object, ...])
+ClusterKey = tuple[int, str, int, int | None, int | None, int | None, str | None]
+ForwarderKey = tuple[str, int, int, int | None, int | None, str | None]
+
+
+class Accepted(msgspec.Struct):
+    """The series of one message (or CoAP request) that passed validation."""
+
+    route: Route
+    series: list[Series]
+
+
+class _Columns:
+    """Points as three parallel arrays, the shape ``unnest`` takes."""
+
+    def __init__(self) -> None:
+        self.streams: list[int] = []
+        self.times: list[int] = []
+        self.values: list[float] = []
+
+    def add(self, stream: int, series: Series) -> None:
+        self.streams.extend([stream] * len(series.times))
+        self.times.extend(series.times)
+        self.values.extend(series.values)
+
+    def args(self) -> tuple[list[int], list[int], list[float]]:
+        return self.streams, self.times, self.values
+
+
+def cluster_key(feed_id: int, r: Series) -> ClusterKey:
+    if r.source is None:
+        return (feed_id, "raw", r.channel, r.device, r.medium, r.index, None)
+    return (feed_id, "system", r.channel, r.device, None, r.index, r.source)
+
+
+def forwarder_key(sn: str, r: Series) -> ForwarderKey:
+    medium = r.medium
+    if medium is None and r.source is not None and r.source.startswith("medium:"):
+        medium = int(r.source.removeprefix("medium:"))
+    return (sn, r.channel, r.device, medium, r.index, r.obis)
+
+
+class PointStore:
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self._pool = pool
+        self._cluster_ids: dict[ClusterKey, int] = {}
+        self._forwarder_ids: dict[ForwarderKey, int] = {}
+
+    async def write(self, batch: Sequence[Accepted]) -> int:
+        """Store ``batch`` in one transaction; returns the number of points written."""
+        cluster_keys = {
+            cluster_key(a.route.feed_id, r): None
+            for a in batch
+            if a.route.feed_id is not None
+            for r in a.series
+        }
+        forwarder_keys = {
+            forwarder_key(a.route.sn, r): None
+            for a in batch
+            if a.route.feed_id is None
+            for r in a.series
+        }
+        async with self._pool.acquire() as conn, conn.transaction():
+            new_cluster = await self._ids(
+                conn,
+                [k for k in cluster_keys if k not in self._cluster_ids],
+                CLUSTER_STREAMS_UPSERT,
+                CLUSTER_STREAM_IDS,
+            )
+            new_forwarder = await self._ids(
+                conn,
+                [k for k in forwarder_keys if k not in self._forwarder_ids],
+                FORWARDER_STREAMS_UPSERT,
+                FORWARDER_STREAM_IDS,
+            )
+            cluster_ids = {**self._cluster_ids, **new_cluster}
+            forwarder_ids = {**self._forwarder_ids, **new_forwarder}
+            raw, system, forwarded = _Columns(), _Columns(), _Columns()
+            count = 0
+            for accepted in batch:
+                feed_id = accepted.route.feed_id
+                for r in accepted.series:
+                    count += len(r.times)
+                    if feed_id is None:
+                        forwarded.add(forwarder_ids[forwarder_key(accepted.route.sn, r)], r)
+                    elif r.source is None:
+                        raw.add(cluster_ids[cluster_key(feed_id, r)], r)
+                    else:
+                        system.add(cluster_ids[cluster_key(feed_id, r)], r)
+            for statement, columns in (
+                (RAW_POINTS_INSERT, raw),
+                (SYSTEM_POINTS_INSERT, system),
+                (FORWARDER_POINTS_INSERT, forwarded),
+            ):
+                if columns.streams:
+                    await conn.execute(statement, *columns.args())
+            seen = sorted({a.route.sn for a in batch})
+            await conn.execute(DATA_SEEN, seen)
+        self._cluster_ids.update(new_cluster)
+        self._forwarder_ids.update(new_forwarder)
+        return count
+
+    @staticmethod
+    async def _ids(
+        conn: PoolConnectionProxy, keys: list[K], upsert: str, select: str
+    ) -> dict[K, int]:
+        if not keys:
+            return {}
+        # Sorted, so that concurrent workers creating the same streams lock them in one order.
+        keys = sorted(keys, key=repr)
+        columns = [list(column) for column in zip(*keys, strict=True)]
+        await conn.execute(upsert, *columns)
+        rows = await conn.fetch(select, *columns)
+        return {keys[row["n"] - 1]: row["id"] for row in rows}

@@ -1,0 +1,170 @@
+"""The CoAP data server over real UDP, with an aiocoap client, every code of the spec's table."""
+
+import secrets
+import time
+from collections.abc import AsyncIterator
+
+import aiocoap
+import asyncpg
+import msgspec
+import pytest
+
+from energy_platform.devices.coap import JSON
+from tests.integration.ingest.conftest import Platform
+from tests.support.admin import run_admin_async
+
+
+@pytest.fixture(scope="module")
+async def coap() -> AsyncIterator[aiocoap.Context]:
+    context = await aiocoap.Context.create_client_context()
+    yield context
+    await context.shutdown()
+
+
+async def device(platform: Platform, *, here: bool = True, feed: bool = True) -> str:
+    sn = secrets.token_hex(8).upper()
+    port = platform.settings.devices.coap_port if here else 1
+    await run_admin_async(
+        platform.settings, "coap-devices", "add", sn, "--data-server", f"127.0.0.1:{port}"
+    )
+    if feed:
+        await run_admin_async(
+            platform.settings,
+            "feeds",
+            "add",
+            "--owner",
+            platform.user_id,
+            "--homebase",
+            sn,
+            "--title",
+            "Meter",
+            "--timezone",
+            "Europe/Prague",
+        )
+    return sn
+
+
+async def post(
+    coap: aiocoap.Context,
+    platform: Platform,
+    path: str,
+    payload: bytes | None,
+    content_format: int | None = JSON,
+) -> aiocoap.numbers.codes.Code:
+    request = aiocoap.Message(
+        code=aiocoap.POST,
+        uri=f"coap://127.0.0.1:{platform.settings.devices.coap_port}/{path}",
+        payload=payload or b"",
+    )
+    if content_format is not None:
+        request.opt.content_format = content_format
+    response = await coap.request(request).response
+    assert response.payload == b""
+    return response.code
+
+
+def reading(**fields: object) -> bytes:
+    return msgspec.json.encode({"f": 4, "t": int(time.time()) - 5, "d": 9, **fields})
+
+
+async def test_data_posted_over_coap_is_stored_and_served(
+    platform: Platform, coap: aiocoap.Context
+) -> None:
+    sn = await device(platform)
+    t = int(time.time()) - 5
+    payload = msgspec.json.encode({"f": 4, "t": t, "d": 9, "o": {"1.7.0": 1234.5, "1.8.0": 99.25}})
+    assert await post(coap, platform, f"data/{sn}", payload) == aiocoap.CHANGED
+
+    async with platform.client() as api:
+        feeds = (await api.get(f"/users/{platform.user_id}/feeds")).json()
+        feed = next(f["id"] for f in feeds if f["configs"][0]["title"] == "Meter")
+        streams = {s["medium"]: s for s in (await api.get(f"/feeds/{feed}/streams")).json()}
+        power = (await api.get(f"/feeds/{feed}/streams/{streams[12]['id']}/data")).json()
+        energy = (await api.get(f"/feeds/{feed}/streams/{streams[22]['id']}/data")).json()
+    assert (streams[12]["channel"], streams[12]["device"]) == (0, 9)
+    assert power == [[t, 1234.5]]
+    assert energy == [[t, 99.25]]
+
+
+async def test_a_power_change_event_is_stored(
+    platform: Platform, coap: aiocoap.Context, database_url: str
+) -> None:
+    sn = await device(platform)
+    event = {"timestamp": int(time.time()), "event": "POWER_CHANGE", "phases": [True, False, True]}
+    assert await post(coap, platform, f"events/{sn}", msgspec.json.encode(event)) == aiocoap.CHANGED
+    conn = await asyncpg.connect(database_url)
+    try:
+        row = await conn.fetchrow(
+            "SELECT event, phases, extract(epoch FROM ts)::bigint AS t"
+            " FROM cluster.device_events WHERE device_sn = $1",
+            sn,
+        )
+    finally:
+        await conn.close()
+    assert row is not None
+    assert (row["event"], row["phases"], row["t"]) == (
+        "POWER_CHANGE",
+        [True, False, True],
+        event["timestamp"],
+    )
+
+
+async def test_the_clock_answers_2_05_with_the_time(
+    platform: Platform, coap: aiocoap.Context
+) -> None:
+    request = aiocoap.Message(
+        code=aiocoap.GET, uri=f"coap://127.0.0.1:{platform.settings.devices.coap_port}/clock"
+    )
+    response = await coap.request(request).response
+    assert response.code == aiocoap.CONTENT
+    assert response.opt.content_format == JSON
+    assert abs(msgspec.json.decode(response.payload)["time"] - time.time()) < 5
+
+
+async def test_every_coap_error_code_of_the_spec(
+    platform: Platform, coap: aiocoap.Context, database_url: str
+) -> None:
+    sn = await device(platform)
+    elsewhere = await device(platform, here=False)
+    no_feed = await device(platform, feed=False)
+    unknown = secrets.token_hex(8).upper()
+    good = reading(o={"1.7.0": 1})
+    event = msgspec.json.encode(
+        {"timestamp": int(time.time()), "event": "POWER_CHANGE", "phases": [True] * 3}
+    )
+    cases = [
+        ("data/not-a-serial", good, JSON, aiocoap.BAD_REQUEST),
+        (f"data/{sn.lower()}", good, JSON, aiocoap.BAD_REQUEST),
+        (f"data/{sn}", good, None, aiocoap.BAD_REQUEST),
+        (f"data/{sn}", None, JSON, aiocoap.BAD_REQUEST),
+        (f"data/{sn}", b"{not json", JSON, aiocoap.BAD_REQUEST),
+        (f"data/{sn}", reading(o={"1.7.0": 1}, ch=1), JSON, aiocoap.BAD_REQUEST),
+        (f"data/{sn}", reading(s={"1": 1}), JSON, aiocoap.BAD_REQUEST),
+        (f"data/{sn}", reading(o={"1.7.0": 1}, t=1), JSON, aiocoap.BAD_REQUEST),
+        (f"data/{sn}", good, 0, aiocoap.BAD_OPTION),
+        (f"data/{unknown}", good, JSON, aiocoap.NOT_FOUND),
+        (f"data/{elsewhere}", good, JSON, aiocoap.numbers.codes.Code(4 << 5 | 5)),
+        (f"data/{no_feed}", good, JSON, aiocoap.numbers.codes.Code(4 << 5 | 5)),
+        (
+            f"events/{sn}",
+            msgspec.json.encode({"event": "REBOOT", "timestamp": 1}),
+            JSON,
+            aiocoap.BAD_REQUEST,
+        ),
+        (f"events/{sn}", event, None, aiocoap.BAD_REQUEST),
+        (f"events/{unknown}", event, JSON, aiocoap.NOT_FOUND),
+    ]
+    results = [await post(coap, platform, path, payload, cf) for path, payload, cf, _ in cases]
+    assert results == [expected for *_, expected in cases]
+
+    conn = await asyncpg.connect(database_url)
+    try:
+        stored = await conn.fetchval(
+            "SELECT (SELECT count(*) FROM cluster.device_events WHERE device_sn = ANY($1))"
+            " + (SELECT count(*) FROM cluster.feeds f JOIN cluster.streams s ON s.feed_id = f.id"
+            "    WHERE f.homebase_sn = ANY($1))",
+            [sn, elsewhere, no_feed, unknown],
+        )
+    finally:
+        await conn.close()
+    assert stored == 0

@@ -1,0 +1,130 @@
+"""``kill -9`` of a real ingest process in the middle of a stream: nothing acknowledged is lost."""
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import asyncpg
+import pytest
+
+from energy_platform.devices.codec.format_v4 import HomebaseRecord
+from energy_platform.devices.ingest.service import broker_client
+from energy_platform.devices.simulator import SimulatedHomebase, data_topic
+from energy_platform.services import build_services
+from energy_platform.settings import Settings
+from tests.integration.ingest.conftest import (
+    Platform,
+    paired_homebase,
+    platform_settings,
+    with_cluster,
+)
+from tests.support.admin import run_admin_async
+from tests.support.services import eventually, free_port, running
+
+CLI = str(Path(sys.executable).with_name("energy-platform"))
+MESSAGES = 2_000
+TIMES_PER_MESSAGE = 10  # x 5 readings = 50 points a message, 100,000 in all
+
+
+@pytest.fixture(scope="module")
+async def provisioning_only(settings: Settings, mqtt_url: str) -> AsyncIterator[Platform]:
+    s = with_cluster(platform_settings(settings, mqtt_url))
+    user = await run_admin_async(s, "users", "add", f"crash-{os.getpid()}-{time.time_ns()}")
+    base = s.cluster.provisioning_url
+    async with running(*build_services("provisioning", s), ready_urls=(base + "/healthz",)):
+        yield Platform(s, "", base, user["token"], user["id"])
+
+
+def start_ingest(s: Settings) -> subprocess.Popen[bytes]:
+    env = {
+        **os.environ,
+        "EP_DATABASE_URL": s.database.url,
+        "EP_MQTT_URL": s.mqtt.url,
+        "EP_MQTT_CLIENT_ID": s.mqtt.client_id,
+        "EP_MQTT_SHARE_GROUP": s.mqtt.share_group,
+        "EP_MQTT_SESSION_EXPIRY": "120",
+        "EP_CLUSTER_PROVISIONING_URL": s.cluster.provisioning_url,
+        "EP_CLUSTER_SECRET": s.cluster.secret,
+        "EP_DEVICES_COAP_PORT": str(free_port(socket.SOCK_DGRAM)),
+        "EP_LOG_FORMAT": "json",
+    }
+    return subprocess.Popen([CLI, "serve", "ingest"], env=env, stderr=subprocess.PIPE)
+
+
+async def wait_subscribed(process: subprocess.Popen[bytes]) -> None:
+    assert process.stderr is not None
+    async with asyncio.timeout(20):
+        while True:
+            line = await asyncio.to_thread(process.stderr.readline)
+            assert line, "ingest exited before subscribing"
+            if b'"subscribed"' in line:
+                return
+
+
+def messages(homebase: SimulatedHomebase) -> list[bytes]:
+    t0 = int(time.time()) - MESSAGES * TIMES_PER_MESSAGE - 60
+    out = []
+    for m in range(MESSAGES):
+        records = []
+        for k in range(TIMES_PER_MESSAGE):
+            t = t0 + m * TIMES_PER_MESSAGE + k
+            records.append(HomebaseRecord(4, t, 3, 1, 1, {"1": [float(t % 1000), 2.0, 3.0]}))
+            records.append(HomebaseRecord(4, t, 5, 2, 2, {"7": t / 1000, "5": 21.5}))
+        out.append(homebase.encrypt(records))
+    return out
+
+
+async def test_kill_9_while_publishing_loses_and_duplicates_nothing(
+    provisioning_only: Platform, database_url: str
+) -> None:
+    platform = provisioning_only
+    sn, secret, feed = await paired_homebase(platform)
+    payloads = messages(SimulatedHomebase(sn, secret))
+    count = (
+        "SELECT count(*) FROM cluster.raw_points p JOIN cluster.streams s ON s.id = p.stream_id"
+        " WHERE s.feed_id = $1"
+    )
+    conn = await asyncpg.connect(database_url)
+    ingest = start_ingest(platform.settings)
+    try:
+        await wait_subscribed(ingest)
+
+        async def publish_all() -> None:
+            async with broker_client(platform.settings.mqtt, f"crash-publisher-{sn}") as client:
+                for i, payload in enumerate(payloads):
+                    await client.publish(data_topic(sn), payload, qos=1)
+                    if i % 50 == 49:
+                        await asyncio.sleep(0.1)  # ~500 messages/s: the kill lands mid-stream
+
+        async def stored_at_least(n: int) -> bool:
+            return bool(await conn.fetchval(count, int(feed or 0)) >= n)
+
+        publisher = asyncio.create_task(publish_all())
+        await eventually(lambda: stored_at_least(10_000), within=30)
+        ingest.send_signal(signal.SIGKILL)
+        ingest.wait()
+        at_kill = await conn.fetchval(count, int(feed or 0))
+        await publisher  # every message acknowledged by the broker
+
+        ingest = start_ingest(platform.settings)
+        await wait_subscribed(ingest)
+        await eventually(lambda: stored_at_least(100_000), within=60)
+        await asyncio.sleep(1)  # anything beyond would be a duplicate or a stray
+        final = await conn.fetchval(count, int(feed or 0))
+        distinct = await conn.fetchval(
+            "SELECT count(DISTINCT (p.stream_id, p.ts)) FROM cluster.raw_points p"
+            " JOIN cluster.streams s ON s.id = p.stream_id WHERE s.feed_id = $1",
+            int(feed or 0),
+        )
+    finally:
+        ingest.terminate()
+        ingest.wait(10)
+        await conn.close()
+    assert 0 < at_kill < 100_000
+    assert final == distinct == 100_000

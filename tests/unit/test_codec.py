@@ -1,0 +1,121 @@
+import time
+
+import msgspec
+import pytest
+
+from energy_platform.devices.codec.envelope import EnvelopeError, derive_key, seal, unseal
+from energy_platform.devices.codec.format_v4 import (
+    EARLIEST,
+    RecordError,
+    Series,
+    decode_batch,
+    decode_coap,
+)
+
+SN = "0123456789ABCDEF"
+SECRET = bytes(range(256))
+NOW = 1_790_000_000
+
+
+def test_an_envelope_opens_only_with_its_key_and_serial_number() -> None:
+    aead = derive_key(SECRET)
+    payload = seal(aead, SN, b'[{"f": 4}]')
+    assert payload[0] == 0x01
+    assert unseal(aead, SN, payload) == b'[{"f": 4}]'
+    with pytest.raises(EnvelopeError):
+        unseal(aead, "0123456789ABCDEE", payload)  # replayed under another homebase
+    with pytest.raises(EnvelopeError):
+        unseal(derive_key(bytes(256)), SN, payload)
+    tampered = payload[:-1] + bytes([payload[-1] ^ 1])
+    with pytest.raises(EnvelopeError):
+        unseal(aead, SN, tampered)
+    with pytest.raises(EnvelopeError):
+        unseal(aead, SN, b"\x02" + payload[1:])
+
+
+def record(**fields: object) -> dict[str, object]:
+    return {"f": 4, "t": NOW, "d": 3, "ch": 1, "uniq": 77, **fields}
+
+
+def test_a_batch_becomes_readings_with_phases_system_media_and_obis_codes() -> None:
+    payload = msgspec.json.encode(
+        [record(s={"1": [100, 200.5, 300], "40": -70, "99": 1}, o={"1.8.0": 12345, "9.9.9": 2})]
+    )
+    readings, errors = decode_batch(payload, NOW)
+    assert errors == []
+    assert readings == [
+        Series(1, 3, 1, 1, None, None, [NOW], [100.0]),
+        Series(1, 3, 1, 2, None, None, [NOW], [200.5]),
+        Series(1, 3, 1, 3, None, None, [NOW], [300.0]),
+        Series(1, 3, None, None, "medium:40", None, [NOW], [-70.0]),
+        Series(1, 3, None, None, "medium:99", None, [NOW], [1.0]),
+        Series(1, 3, 22, None, None, "1-0:1.8.0", [NOW], [12345.0]),
+        Series(1, 3, None, None, "obis:1-0:9.9.9", "1-0:9.9.9", [NOW], [2.0]),
+    ]
+
+
+def test_records_of_one_stream_at_several_times_become_one_series() -> None:
+    payload = msgspec.json.encode(
+        [record(t=NOW - 10, s={"7": 1.0}), record(t=NOW - 5, s={"7": 1.5, "1": 9})]
+    )
+    series, errors = decode_batch(payload, NOW)
+    assert errors == []
+    assert series == [
+        Series(1, 3, 7, None, None, None, [NOW - 10, NOW - 5], [1.0, 1.5]),
+        Series(1, 3, 1, None, None, None, [NOW - 5], [9.0]),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("bad", "cause"),
+    [
+        ({"ch": None}, "invalid_record"),
+        ({"s": {"1": "lots"}}, "invalid_record"),
+        ({"s": {"1": True}}, "invalid_record"),
+        ({"s": {"1": 1e400}}, "invalid_record"),
+        ({"t": EARLIEST - 1}, "bad_timestamp"),
+        ({"t": NOW + 601}, "bad_timestamp"),
+        ({"f": 3}, "unsupported_format"),
+        ({"s": {"power": 1}}, "invalid_record"),
+        ({"ch": -1}, "invalid_record"),
+    ],
+)
+def test_a_bad_record_is_dropped_with_its_cause_and_the_rest_kept(
+    bad: dict[str, object], cause: str
+) -> None:
+    broken = record(s={"1": 5}) | bad
+    if bad.get("ch", 0) is None:
+        del broken["ch"]
+    payload = msgspec.json.encode([broken, record(s={"7": 1234.5})])
+    readings, errors = decode_batch(payload, NOW)
+    assert [e.cause for e in errors] == [cause]
+    assert readings == [Series(1, 3, 7, None, None, None, [NOW], [1234.5])]
+
+
+def test_a_record_ten_minutes_ahead_is_still_accepted() -> None:
+    readings, errors = decode_batch(msgspec.json.encode([record(t=NOW + 600, s={"1": 1})]), NOW)
+    assert errors == []
+    assert len(readings) == 1
+
+
+@pytest.mark.parametrize("payload", [b"not json", b'{"f": 4}', b"[1, 2"])
+def test_a_payload_that_is_not_a_json_array_is_refused_whole(payload: bytes) -> None:
+    with pytest.raises(RecordError) as error:
+        decode_batch(payload, NOW)
+    assert error.value.cause == "invalid_json"
+
+
+def test_a_coap_record_carries_obis_codes_only() -> None:
+    now = time.time()
+    t = int(now)
+    readings = decode_coap(msgspec.json.encode({"f": 4, "t": t, "d": 9, "o": {"1.7.0": 1.5}}), now)
+    assert readings == [Series(0, 9, 12, None, None, "1-0:1.7.0", [t], [1.5])]
+    for field in ("ch", "uniq", "s"):
+        payload = msgspec.json.encode({"f": 4, "t": t, "d": 9, "o": {"1.7.0": 1}, field: 1})
+        with pytest.raises(RecordError) as error:
+            decode_coap(payload, now)
+        assert error.value.cause == "forbidden_field"
+    with pytest.raises(RecordError):
+        decode_coap(msgspec.json.encode({"f": 4, "t": t, "d": 9}), now)
+    with pytest.raises(RecordError):
+        decode_coap(msgspec.json.encode({"f": 4, "t": t, "d": 9, "o": {}}), now)
