@@ -38,4 +38,4 @@ format: python
 # Stops the private stack and deletes its data (database, broker state, chosen ports).
 clean-local:
 	@scripts/local-stack.sh stop || true
-	rm -rf .local/pg .local/mosquitto .local/ports.env
+	rm -rf .local/pg .local/mosquitto .local/ports.env .local/demo.env .local/demo.log

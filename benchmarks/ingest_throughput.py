@@ -62,6 +62,7 @@ async def setup(s: Settings, homebases: int) -> tuple[Settings, list[SimulatedHo
             client_id=f"bench-{tag()}",
             share_group=f"bench-{tag()}",
             session_expiry=600,
+            topic_prefix=f"bench-{tag()}/",
         ),
     )
     cluster = await run_admin_async(
@@ -194,7 +195,7 @@ async def main(full: bool, runs: int) -> None:
                 batch = backlog(homebases, messages, t0)
                 async with broker_client(s.mqtt, f"bench-pub-{tag()}") as client:
                     for sn, payload in batch:
-                        await client.publish(data_topic(sn), payload, qos=1)
+                        await client.publish(data_topic(sn, s.mqtt.topic_prefix), payload, qos=1)
                 seconds = await drain(s, points)
                 rate = await copy_rate(s.database.url, points)
                 if run:

@@ -1,20 +1,34 @@
 #!/usr/bin/env bash
 # `make run`: start the private stack (unless EP_DATABASE_URL / EP_MQTT_URL point elsewhere),
-# migrate, and serve every service in the foreground. Ctrl-C stops the platform, then the private
-# database and broker if this run started them.
+# migrate, and serve every service in the foreground, with a demo homebase sending data.
+# Ctrl-C stops the platform, the demo, then the private database and broker if this run
+# started them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 given_db=${EP_DATABASE_URL:-}; given_mqtt=${EP_MQTT_URL:-}
+stack_was_running=yes
+scripts/local-stack.sh running || stack_was_running=no
+demo=""
 
-if ! scripts/local-stack.sh running; then
-  trap 'EP_DATABASE_URL=$given_db EP_MQTT_URL=$given_mqtt scripts/local-stack.sh stop' EXIT
-fi
+cleanup() {
+  if [ -n "$demo" ]; then kill "$demo" 2>/dev/null || true; wait "$demo" 2>/dev/null || true; fi
+  if [ "$stack_was_running" = no ]; then
+    EP_DATABASE_URL=$given_db EP_MQTT_URL=$given_mqtt scripts/local-stack.sh stop
+  fi
+}
+trap cleanup EXIT
+
 scripts/local-stack.sh start
 eval "$(scripts/local-stack.sh env)"
-# Ctrl-C reaches the platform directly; it stops cleanly and this script then stops the stack.
+# Ctrl-C reaches the platform directly; it stops cleanly and this script then cleans up.
 trap '' INT
 
 .venv/bin/energy-platform migrate >/dev/null
+# The demo homebase needs this cluster's secret before ingest starts: prepared first, run later.
+eval "$(.venv/bin/python scripts/demo.py prepare)"
+.venv/bin/python scripts/demo.py run >.local/demo.log 2>&1 &
+demo=$!
+
 host=${EP_HTTP_HOST:-127.0.0.1}
 cat <<MSG
 
@@ -23,8 +37,12 @@ cat <<MSG
     provisioning  http://$host:${EP_HTTP_PROVISIONING_PORT:-8001}/api
     forwarder     http://$host:${EP_HTTP_FORWARDER_PORT:-8002}
     CoAP          udp://${EP_DEVICES_HOST:-127.0.0.1}:${EP_DEVICES_COAP_PORT:-5683}
+    TFTP          udp://${EP_DEVICES_HOST:-127.0.0.1}:${EP_DEVICES_TFTP_PORT:-6969}
     database      $EP_DATABASE_URL
     MQTT broker   $EP_MQTT_URL
+
+  A demo homebase ($DEMO_SN) sends data every 5 s; see it with
+    curl -H "Authorization: Bearer $DEMO_TOKEN" http://$host:${EP_HTTP_API_PORT:-8000}/feeds/$DEMO_FEED/streams
 
 MSG
 .venv/bin/energy-platform serve all

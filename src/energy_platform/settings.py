@@ -33,6 +33,8 @@ class MqttSettings(msgspec.Struct, frozen=True, kw_only=True):
     """Shared-subscription group of the ingest workers (``$share/<group>/...``)."""
     session_expiry: int = 7 * 24 * 3600
     """Seconds the broker keeps an ingest session (and queues for it) while it is away."""
+    topic_prefix: str = ""
+    """Put before ``homebases/...``; empty in production (tests use one to stay apart)."""
 
 
 class HttpSettings(msgspec.Struct, frozen=True, kw_only=True):

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
 import asyncpg
 
 from energy_platform.errors import Unavailable
@@ -30,3 +33,26 @@ async def check_database(pool: asyncpg.Pool) -> None:
         await pool.fetchval("SELECT 1", timeout=PROBE_TIMEOUT)
     except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
         raise Unavailable(f"database unreachable: {type(e).__name__}") from e
+
+
+class PoolHolder:
+    """A pool opened for the life of a non-HTTP service (an HTTP app opens its own)."""
+
+    def __init__(self, settings: DatabaseSettings) -> None:
+        self._settings = settings
+        self._pool: asyncpg.Pool | None = None
+
+    @property
+    def pool(self) -> asyncpg.Pool:
+        if self._pool is None:
+            raise Unavailable("the database pool is not open")
+        return self._pool
+
+    @asynccontextmanager
+    async def opened(self) -> AsyncIterator[None]:
+        self._pool = await create_pool(self._settings)
+        try:
+            yield
+        finally:
+            pool, self._pool = self._pool, None
+            await pool.close()

@@ -17,13 +17,13 @@ import aiocoap.resource
 import msgspec
 import structlog
 
+from energy_platform.db.pool import PoolHolder
 from energy_platform.devices.coap import JSON, CoapSite, error_code, json_response
 from energy_platform.devices.codec.format_v4 import RecordError, decode_coap
 from energy_platform.devices.ingest.drops import Drops
 from energy_platform.devices.ingest.routes import Route, RouteTable
 from energy_platform.devices.ingest.store import Accepted, PointStore
 from energy_platform.errors import BadOption, InvalidInput, NotFound, PlatformError, Unauthorized
-from energy_platform.provisioning.database import PoolHolder
 from energy_platform.provisioning.serials import checked_serial
 from energy_platform.settings import Settings
 

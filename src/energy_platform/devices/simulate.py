@@ -13,7 +13,6 @@ import click
 import msgspec
 
 from energy_platform.console import CommandGroup, emit
-from energy_platform.errors import InvalidInput, Unavailable
 from energy_platform.settings import ClusterSettings, Settings
 
 
@@ -48,7 +47,8 @@ def simulate_homebase(
         ]
         stop = _stop_on_signals()
         async with broker_client(settings.mqtt, f"simulator-{sns[0]}") as client:
-            return await publish_forever(client, homebases, interval, stop, batches)
+            prefix = settings.mqtt.topic_prefix
+            return await publish_forever(client, homebases, interval, stop, batches, prefix)
 
     emit({"published": asyncio.run(main())})
 
@@ -119,17 +119,10 @@ async def fetch_secret(cluster: ClusterSettings, sn: str) -> bytes:
     """A homebase secret as this cluster gets it from provisioning."""
     import httpx
 
-    from energy_platform.devices.ingest.keys import SecretBody
+    from energy_platform.provisioning.client import ProvisioningClient
 
-    url = f"{cluster.provisioning_url.rstrip('/')}/api/device/{sn}/secret/"
     async with httpx.AsyncClient(timeout=5) as http:
-        try:
-            response = await http.get(url, headers={"X-SvcClusterAuth": cluster.secret})
-        except httpx.HTTPError as e:
-            raise Unavailable(f"provisioning at {cluster.provisioning_url} unreachable") from e
-    if response.status_code != 200:
-        raise InvalidInput(f"provisioning refused the secret of {sn}: {response.status_code}")
-    return bytes.fromhex(msgspec.json.decode(response.content, type=SecretBody).secret)
+        return await ProvisioningClient(cluster, http).secret(sn)
 
 
 def _stop_on_signals() -> asyncio.Event:

@@ -68,12 +68,12 @@ class SimulatedHomebase:
         return seal(self.aead, self.sn, msgspec.json.encode(records))
 
 
-def data_topic(sn: str) -> str:
-    return f"homebases/{sn}/data"
+def data_topic(sn: str, prefix: str = "") -> str:
+    return f"{prefix}homebases/{sn}/data"
 
 
-def status_topic(sn: str) -> str:
-    return f"homebases/{sn}/status"
+def status_topic(sn: str, prefix: str = "") -> str:
+    return f"{prefix}homebases/{sn}/status"
 
 
 async def publish_forever(
@@ -82,15 +82,16 @@ async def publish_forever(
     interval: float,
     stop: asyncio.Event,
     batches: int | None = None,
+    prefix: str = "",
 ) -> int:
     """Publish one batch per homebase every ``interval`` seconds (QoS 1); returns the count."""
     sent = 0
     for homebase in homebases:
-        await client.publish(status_topic(homebase.sn), b"online", qos=1, retain=True)
+        await client.publish(status_topic(homebase.sn, prefix), b"online", qos=1, retain=True)
     while not stop.is_set() and (batches is None or sent < batches * len(homebases)):
         t = int(time.time())
         for homebase in homebases:
-            await client.publish(data_topic(homebase.sn), homebase.batch([t]), qos=1)
+            await client.publish(data_topic(homebase.sn, prefix), homebase.batch([t]), qos=1)
             sent += 1
         try:
             async with asyncio.timeout(interval):

@@ -5,11 +5,11 @@ from __future__ import annotations
 from energy_platform.api import provisioning
 from energy_platform.api.provisioning.context import Provisioning
 from energy_platform.api.server import HttpService
+from energy_platform.db.pool import PoolHolder
 from energy_platform.devices.coap import CoapSite
 from energy_platform.devices.tftp import TftpService
 from energy_platform.lifecycle import Service
 from energy_platform.provisioning.coap import add_config_resource
-from energy_platform.provisioning.database import PoolHolder
 from energy_platform.provisioning.firmware import tftp_image
 from energy_platform.settings import Settings
 

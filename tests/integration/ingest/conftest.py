@@ -57,6 +57,7 @@ def platform_settings(settings: Settings, mqtt_url: str, **ingest: Any) -> Setti
             client_id=f"ingest-test-{tag}",
             share_group=f"test-{tag}",
             session_expiry=120,
+            topic_prefix=f"test-{tag}/",
         ),
         provisioning=ProvisioningSettings(secret_key=secrets.token_hex(32)),
         ingest=IngestSettings(route_cache_seconds=0.2, **ingest),
@@ -86,27 +87,31 @@ async def platform(settings: Settings, mqtt_url: str) -> AsyncIterator[Platform]
 async def paired_homebase(
     platform: Platform, *, feed: bool = True
 ) -> tuple[str, bytes, str | None]:
-    """A new homebase, paired with this cluster: (sn, secret, feed id or None)."""
+    """A new homebase paired with this cluster: (sn, secret, feed id or None).
+
+    With a feed, the pairing is what ``admin feeds add`` does; without one, a direct call.
+    """
     s = platform.settings
     sn = add_homebase(s)
     auth = {"X-SvcClusterAuth": s.cluster.secret}
-    async with httpx.AsyncClient(base_url=platform.provisioning + "/api", headers=auth) as http:
-        assert (await http.post(f"/device/{sn}/pair/")).status_code == 200
-        secret = bytes.fromhex((await http.get(f"/device/{sn}/secret/")).json()["secret"])
     feed_id = None
-    if feed:
-        added = await run_admin_async(
-            s,
-            "feeds",
-            "add",
-            "--owner",
-            platform.user_id,
-            "--homebase",
-            sn,
-            "--title",
-            "Test home",
-            "--timezone",
-            "Europe/Prague",
-        )
-        feed_id = added["id"]
+    async with httpx.AsyncClient(base_url=platform.provisioning + "/api", headers=auth) as http:
+        if feed:
+            added = await run_admin_async(
+                s,
+                "feeds",
+                "add",
+                "--owner",
+                platform.user_id,
+                "--homebase",
+                sn,
+                "--title",
+                "Test home",
+                "--timezone",
+                "Europe/Prague",
+            )
+            feed_id = added["id"]
+        else:
+            assert (await http.post(f"/device/{sn}/pair/")).status_code == 200
+        secret = bytes.fromhex((await http.get(f"/device/{sn}/secret/")).json()["secret"])
     return sn, secret, feed_id

@@ -40,6 +40,7 @@ async def device(platform: Platform, *, here: bool = True, feed: bool = True) ->
             "Meter",
             "--timezone",
             "Europe/Prague",
+            "--no-pair",  # a CoAP device is assigned by provisioning, not paired like a homebase
         )
     return sn
 

@@ -49,6 +49,7 @@ def start_ingest(s: Settings) -> subprocess.Popen[bytes]:
         "EP_MQTT_CLIENT_ID": s.mqtt.client_id,
         "EP_MQTT_SHARE_GROUP": s.mqtt.share_group,
         "EP_MQTT_SESSION_EXPIRY": "120",
+        "EP_MQTT_TOPIC_PREFIX": s.mqtt.topic_prefix,
         "EP_CLUSTER_PROVISIONING_URL": s.cluster.provisioning_url,
         "EP_CLUSTER_SECRET": s.cluster.secret,
         "EP_DEVICES_COAP_PORT": str(free_port(socket.SOCK_DGRAM)),
@@ -98,7 +99,9 @@ async def test_kill_9_while_publishing_loses_and_duplicates_nothing(
         async def publish_all() -> None:
             async with broker_client(platform.settings.mqtt, f"crash-publisher-{sn}") as client:
                 for i, payload in enumerate(payloads):
-                    await client.publish(data_topic(sn), payload, qos=1)
+                    await client.publish(
+                        data_topic(sn, platform.settings.mqtt.topic_prefix), payload, qos=1
+                    )
                     if i % 50 == 49:
                         await asyncio.sleep(0.1)  # ~500 messages/s: the kill lands mid-stream
 

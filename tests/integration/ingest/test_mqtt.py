@@ -42,7 +42,9 @@ async def test_a_simulated_homebase_comes_back_exactly_through_the_data_api(
     homebase = SimulatedHomebase(sn, secret, seed=7)
     t0 = int(time.time()) - 300
     records = [r for t in range(t0, t0 + 30, 5) for r in homebase.records(t)]
-    await publish(platform, data_topic(sn), homebase.encrypt(records))
+    await publish(
+        platform, data_topic(sn, platform.settings.mqtt.topic_prefix), homebase.encrypt(records)
+    )
 
     expected = expected_points(records)
     raw_expected = sorted((k[0], k[1], k[2], v) for k, v in expected.items() if k[2] in RAW_MEDIA)
@@ -100,11 +102,17 @@ async def test_bad_input_is_dropped_counted_by_cause_and_the_consumer_carries_on
     async with httpx.AsyncClient() as http:
         before = dropped((await http.get(platform.api + "/metrics")).text)
         for payload in bad.values():
-            await publish(platform, data_topic(sn), payload)
-        await publish(platform, data_topic(sn), sealed([missing_channel]))
-        await publish(platform, data_topic(stranger), sealed([record()]))  # no feed here
+            await publish(platform, data_topic(sn, platform.settings.mqtt.topic_prefix), payload)
         await publish(
-            platform, data_topic(sn), sealed([record(s={"1": 1e400}), record(s={"1": 5.5})])
+            platform, data_topic(sn, platform.settings.mqtt.topic_prefix), sealed([missing_channel])
+        )
+        await publish(
+            platform, data_topic(stranger, platform.settings.mqtt.topic_prefix), sealed([record()])
+        )  # no feed here
+        await publish(
+            platform,
+            data_topic(sn, platform.settings.mqtt.topic_prefix),
+            sealed([record(s={"1": 1e400}), record(s={"1": 5.5})]),
         )
 
         async def good_one_stored() -> bool:
@@ -150,16 +158,16 @@ async def test_a_resent_message_changes_nothing(platform: Platform, database_url
         " WHERE s.feed_id = $1"
     )
     try:
-        await publish(platform, data_topic(sn), payload)
+        await publish(platform, data_topic(sn, platform.settings.mqtt.topic_prefix), payload)
 
         async def stored() -> bool:
             return bool(await conn.fetchval(count, int(feed or 0)))
 
         await eventually(stored)
         first = await conn.fetchval(count, int(feed or 0))
-        await publish(platform, data_topic(sn), payload)
+        await publish(platform, data_topic(sn, platform.settings.mqtt.topic_prefix), payload)
         marker = homebase.batch([int(time.time()) - 5])  # a later message: the resend came first
-        await publish(platform, data_topic(sn), marker)
+        await publish(platform, data_topic(sn, platform.settings.mqtt.topic_prefix), marker)
 
         async def marker_stored() -> bool:
             return bool(await conn.fetchval(count, int(feed or 0)) > first)
@@ -182,7 +190,11 @@ async def test_a_registered_homebase_goes_to_the_forwarder_not_its_feed(
         )
         await asyncio.sleep(0.3)  # the route cache of this test platform lives 0.2 s
         homebase = SimulatedHomebase(sn, secret)
-        await publish(platform, data_topic(sn), homebase.batch([int(time.time()) - 10]))
+        await publish(
+            platform,
+            data_topic(sn, platform.settings.mqtt.topic_prefix),
+            homebase.batch([int(time.time()) - 10]),
+        )
 
         async def forwarded() -> bool:
             return bool(
@@ -209,18 +221,24 @@ async def test_presence_messages_set_the_homebase_online_state(
     conn = await asyncpg.connect(database_url)
     query = "SELECT online FROM cluster.homebase_presence WHERE homebase_sn = $1"
     try:
-        await publish(platform, status_topic(sn), b"online", retain=True)
+        await publish(
+            platform, status_topic(sn, platform.settings.mqtt.topic_prefix), b"online", retain=True
+        )
 
         async def online() -> bool:
             return await conn.fetchval(query, sn) is True
 
         await eventually(online)
-        await publish(platform, status_topic(sn), b"offline", retain=True)
+        await publish(
+            platform, status_topic(sn, platform.settings.mqtt.topic_prefix), b"offline", retain=True
+        )
 
         async def offline() -> bool:
             return await conn.fetchval(query, sn) is False
 
         await eventually(offline)
     finally:
-        await publish(platform, status_topic(sn), b"", retain=True)  # clear the retained state
+        await publish(
+            platform, status_topic(sn, platform.settings.mqtt.topic_prefix), b"", retain=True
+        )  # clear the retained state
         await conn.close()

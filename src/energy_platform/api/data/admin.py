@@ -14,11 +14,13 @@ from typing import Any, TypeVar
 
 import asyncpg
 import click
+import httpx
 import msgspec
 
 from energy_platform.api.data.views import render_feeds, render_streams
 from energy_platform.console import CommandGroup, emit
 from energy_platform.errors import InvalidInput, NotFound
+from energy_platform.provisioning.client import ProvisioningClient
 from energy_platform.settings import Settings
 from energy_platform.tokens import new_token, token_digest
 
@@ -158,11 +160,28 @@ def feeds() -> None:
 @click.option("--timezone", "tz", required=True, help="IANA time zone, e.g. Europe/Prague.")
 @click.option("--subscription-from", "sub_from", default="now", help="ISO 8601; default now.")
 @click.option("--subscription-to", "sub_to", help="ISO 8601; default a year after the start.")
+@click.option(
+    "--pair/--no-pair",
+    default=True,
+    help="Pair the homebase with this cluster via provisioning (when EP_CLUSTER_SECRET is set).",
+)
 @click.pass_obj
 def add_feed(
-    settings: Settings, owner: str, sn: str, title: str, tz: str, sub_from: str, sub_to: str | None
+    settings: Settings,
+    owner: str,
+    sn: str,
+    title: str,
+    tz: str,
+    sub_from: str,
+    sub_to: str | None,
+    pair: bool,
 ) -> None:
-    """Add the feed of a homebase; its first configuration is unbounded in time."""
+    """Add the feed of a homebase (a customer registering its serial number).
+
+    With this cluster's secret configured, the homebase is paired with the cluster through
+    the provisioning API in the same step: the feed exists only if the pairing holds. Its first
+    configuration is unbounded in time.
+    """
     start = _instant(sub_from)
     end = _instant(sub_to) if sub_to else start + timedelta(days=365)
     owner_id, zone = _id(owner, "user"), _time_zone(tz)
@@ -177,6 +196,10 @@ def add_feed(
         except asyncpg.CheckViolationError as e:
             raise InvalidInput(_check_message(e.constraint_name, sn)) from None
         await conn.execute(INSERT_FIRST_FEED_CONFIG, row["id"], title, zone)
+        if pair and settings.cluster.secret:
+            # Inside the transaction: a refused pairing leaves no feed behind.
+            async with httpx.AsyncClient(timeout=10) as http:
+                await ProvisioningClient(settings.cluster, http).pair(sn)
         return (await render_feeds(conn, [row]))[0]
 
     emit(_run(settings, work))

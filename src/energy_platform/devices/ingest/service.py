@@ -31,13 +31,11 @@ from energy_platform.devices.ingest.keys import KeyStore
 from energy_platform.devices.ingest.routes import RouteTable
 from energy_platform.devices.ingest.store import Accepted, PointStore
 from energy_platform.errors import ConfigurationError, NotFound, Unavailable
+from energy_platform.provisioning.client import ProvisioningClient
 from energy_platform.settings import MqttSettings, Settings
 
 log = structlog.get_logger()
 Ack = Callable[[int], None]
-DATA_TOPIC = "homebases/+/data"
-# Retained presence is not delivered on shared subscriptions: every worker reads all of it.
-STATUS_TOPIC = "homebases/+/status"
 TOPIC = re.compile(r"^homebases/([0-9A-F]{16})/(data|status)$")
 
 BROKER_CONNECTED = Gauge("ep_mqtt_connected", "1 while the ingest service holds its broker session")
@@ -82,7 +80,7 @@ class IngestService:
         pool = await create_pool(self._settings.database)
         try:
             async with httpx.AsyncClient(timeout=5.0) as http:
-                keys = KeyStore(self._settings.cluster, http)
+                keys = KeyStore(ProvisioningClient(self._settings.cluster, http))
                 routes = RouteTable(pool, self._settings.ingest.route_cache_seconds)
                 await self._stay_connected(stop, _Pipeline(self._settings, pool, keys, routes))
         finally:
@@ -118,6 +116,7 @@ class _Pipeline:
     ) -> None:
         self._settings = settings.ingest
         self._share_group = settings.mqtt.share_group
+        self._topic_prefix = settings.mqtt.topic_prefix
         self._pool = pool
         self._keys = keys
         self._routes = routes
@@ -128,8 +127,10 @@ class _Pipeline:
     ) -> None:
         paho = client._client  # aiomqtt has no manual-ack option of its own (aiomqtt#345)
         paho.manual_ack_set(True)
-        await client.subscribe(f"$share/{self._share_group}/{DATA_TOPIC}", qos=1)
-        await client.subscribe(STATUS_TOPIC, qos=1)
+        prefix = self._topic_prefix
+        await client.subscribe(f"$share/{self._share_group}/{prefix}homebases/+/data", qos=1)
+        # Retained presence is not delivered on shared subscriptions: every worker reads it all.
+        await client.subscribe(f"{prefix}homebases/+/status", qos=1)
         log.info("subscribed", share_group=self._share_group)
         subscribed.set()
         queue: asyncio.Queue[tuple[Accepted, int]] = asyncio.Queue()
@@ -158,7 +159,7 @@ class _Pipeline:
         ack: Ack,
     ) -> None:
         async for message in client.messages:
-            topic = TOPIC.match(message.topic.value)
+            topic = TOPIC.match(message.topic.value.removeprefix(self._topic_prefix))
             payload = message.payload if isinstance(message.payload, bytes) else b""
             if topic is None:
                 drops.record("bad_topic", "-", message.topic.value)

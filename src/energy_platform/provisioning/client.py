@@ -1,0 +1,65 @@
+"""A cluster's client of the provisioning API (``X-SvcClusterAuth``): pairing and secrets."""
+
+from __future__ import annotations
+
+import httpx
+import msgspec
+
+from energy_platform.errors import Conflict, InvalidInput, NotFound, Unavailable
+from energy_platform.settings import ClusterSettings
+
+
+class SecretBody(msgspec.Struct):
+    secret: str
+
+
+class PairingBody(msgspec.Struct):
+    paired: bool
+    your_device: bool
+
+
+class ProvisioningClient:
+    def __init__(self, settings: ClusterSettings, http: httpx.AsyncClient) -> None:
+        self._base = settings.provisioning_url.rstrip("/") + "/api/device"
+        self._auth = {"X-SvcClusterAuth": settings.secret}
+        self._http = http
+
+    async def secret(self, sn: str) -> bytes:
+        """The homebase's 256-byte secret; NotFound unless it is paired to this cluster."""
+        response = await self._call("GET", f"{sn}/secret/")
+        if response.status_code in (403, 404, 409):
+            raise NotFound(f"provisioning has no secret of {sn} for this cluster")
+        self._check(response)
+        try:
+            return bytes.fromhex(msgspec.json.decode(response.content, type=SecretBody).secret)
+        except (msgspec.DecodeError, ValueError) as e:
+            raise Unavailable("provisioning sent a malformed secret") from e
+
+    async def pair(self, sn: str) -> None:
+        """Pair the homebase with this cluster; fine if it already is, Conflict if elsewhere."""
+        response = await self._call("POST", f"{sn}/pair/")
+        if response.status_code == 304:
+            status = await self._call("GET", f"{sn}/pair/")
+            self._check(status)
+            if not msgspec.json.decode(status.content, type=PairingBody).your_device:
+                raise Conflict(f"homebase {sn} is paired to another cluster")
+            return
+        if response.status_code == 404:
+            raise NotFound(f"provisioning knows no homebase {sn}")
+        self._check(response)
+
+    async def _call(self, method: str, path: str) -> httpx.Response:
+        try:
+            return await self._http.request(method, f"{self._base}/{path}", headers=self._auth)
+        except httpx.HTTPError as e:
+            raise Unavailable(f"provisioning unreachable: {type(e).__name__}") from e
+
+    @staticmethod
+    def _check(response: httpx.Response) -> None:
+        if response.status_code in (401, 403):
+            raise InvalidInput(
+                f"provisioning refused this cluster ({response.status_code}):"
+                " check EP_CLUSTER_SECRET"
+            )
+        if response.status_code != 200:
+            raise Unavailable(f"provisioning answered {response.status_code}")

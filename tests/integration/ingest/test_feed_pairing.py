@@ -1,0 +1,52 @@
+"""Adding a feed is the customer registering a serial number: the cluster pairs the homebase."""
+
+import httpx
+import psycopg
+import pytest
+
+from tests.integration.ingest.conftest import Platform
+from tests.integration.provisioning.conftest import add_cluster, add_homebase
+from tests.support.admin import run_admin_async
+
+
+async def feed_add(platform: Platform, sn: str) -> object:
+    return await run_admin_async(
+        platform.settings,
+        "feeds",
+        "add",
+        "--owner",
+        platform.user_id,
+        "--homebase",
+        sn,
+        "--title",
+        "Pairing",
+        "--timezone",
+        "UTC",
+    )
+
+
+async def test_adding_a_feed_pairs_the_homebase_with_this_cluster(platform: Platform) -> None:
+    sn = add_homebase(platform.settings)
+    await feed_add(platform, sn)
+    auth = {"X-SvcClusterAuth": platform.settings.cluster.secret}
+    async with httpx.AsyncClient(base_url=platform.provisioning + "/api", headers=auth) as http:
+        status = (await http.get(f"/device/{sn}/pair/")).json()
+    assert (status["paired"], status["your_device"]) == (True, True)
+
+
+async def test_a_homebase_paired_elsewhere_gets_no_feed(
+    platform: Platform, database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sn = add_homebase(platform.settings)
+    other = add_cluster(platform.settings, "another cluster")
+    async with httpx.AsyncClient(base_url=platform.provisioning + "/api") as http:
+        await http.post(f"/device/{sn}/pair/", headers={"X-SvcClusterAuth": other.secret})
+    with pytest.raises(SystemExit) as exit_:
+        await feed_add(platform, sn)
+    assert exit_.value.code == 1
+    assert f"homebase {sn} is paired to another cluster" in capsys.readouterr().err
+    with psycopg.connect(database_url) as conn:
+        feeds = conn.execute(
+            "SELECT count(*) FROM cluster.feeds WHERE homebase_sn = %s", (sn,)
+        ).fetchone()
+    assert feeds == (0,)
