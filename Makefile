@@ -4,13 +4,14 @@ SHELL := /bin/bash
 PYTHON_FILES := src tests benchmarks
 VENV := .venv/bin
 
-.PHONY: help setup system python run test lint format clean-local
+.PHONY: help setup system python run test lint format bench clean-local
 
 help:
 	@echo "make run    install what is missing, start the private stack, serve everything"
 	@echo "make test   the same setup, then lint and the test suite"
 	@echo "make lint   ruff (format check + lint) and mypy"
 	@echo "make format ruff format and autofix"
+	@echo "make bench  every benchmark beside its limits (FULL=1 for the full sizes)"
 
 setup: system python
 
@@ -34,6 +35,9 @@ lint: python
 format: python
 	$(VENV)/ruff format $(PYTHON_FILES)
 	$(VENV)/ruff check --fix $(PYTHON_FILES)
+
+bench: setup
+	@scripts/bench.sh $(if $(FULL),--full,)
 
 # Stops the private stack and deletes its data (database, broker state, chosen ports).
 clean-local:

@@ -11,9 +11,11 @@ import os
 import click
 
 from energy_platform.api.data import admin as data_admin
+from energy_platform.api.forwarder import admin as forwarder_admin
 from energy_platform.console import CommandGroup, emit, fail
 from energy_platform.db import migrations
 from energy_platform.devices.simulate import simulate
+from energy_platform.engine import admin as engine_admin
 from energy_platform.errors import PlatformError
 from energy_platform.logs import configure_logging
 from energy_platform.paths import migrations_dir
@@ -23,6 +25,8 @@ from energy_platform.settings import Settings
 ADMIN_GROUPS: list[click.Command] = [
     *data_admin.GROUPS,
     *provisioning_admin.GROUPS,
+    *engine_admin.GROUPS,
+    *forwarder_admin.GROUPS,
 ]
 
 

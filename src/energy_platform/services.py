@@ -9,11 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from energy_platform.api import data, forwarder
+from energy_platform.api.data import app as data
+from energy_platform.api.forwarder import app as forwarder
 from energy_platform.api.server import HttpService
 from energy_platform.devices.coap import CoapService, CoapSite
 from energy_platform.devices.coap_data import add_data_resources
 from energy_platform.devices.ingest import IngestService
+from energy_platform.engine.forwarding import DeliveryService
+from energy_platform.engine.rules import NotificationRules
 from energy_platform.engine.service import EngineService
 from energy_platform.lifecycle import Service
 from energy_platform.provisioning.services import provisioning_services
@@ -26,7 +29,10 @@ def _api(s: Settings, _: CoapSite) -> list[Service]:
 
 def _forwarder(s: Settings, _: CoapSite) -> list[Service]:
     app = forwarder.create_app(s)
-    return [HttpService("forwarder", app, s.http.host, s.http.forwarder_port)]
+    return [
+        HttpService("forwarder", app, s.http.host, s.http.forwarder_port),
+        DeliveryService(s.database, s.forwarder),
+    ]
 
 
 def _ingest(s: Settings, coap: CoapSite) -> list[Service]:
@@ -39,7 +45,10 @@ BUILDERS: dict[str, Callable[[Settings, CoapSite], list[Service]]] = {
     "provisioning": provisioning_services,
     "forwarder": _forwarder,
     "ingest": _ingest,
-    "engine": lambda s, _: [EngineService(s.database)],
+    "engine": lambda s, _: [
+        EngineService(s.database, s.engine),
+        NotificationRules(s.database, s.rules),
+    ],
 }
 
 

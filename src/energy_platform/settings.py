@@ -104,6 +104,61 @@ class IngestSettings(msgspec.Struct, frozen=True, kw_only=True):
     """``ip:port`` provisioning assigns devices to for this data server (default: the bind)."""
 
 
+class EngineSettings(msgspec.Struct, frozen=True, kw_only=True):
+    poll_interval: float = 1.0
+    """Seconds between looks at the work queues (the engine also wakes at each bucket end)."""
+    workers: int = 1
+    """Concurrent processing loops (each with its own connection); feeds are split between them."""
+    intake_batch: int = 10_000
+    """Dirty ranges moved from ingest's queue per transaction."""
+    batch_feeds: int = 100
+    """Feeds whose queued work one transaction recomputes."""
+    max_span: int = 21_600
+    """Seconds of one channel recomputed per transaction at most (a multiple of 90)."""
+    work_mem: str = "256MB"
+    """PostgreSQL work_mem for the processing statements: hash aggregates instead of sorts."""
+    currency: str = "EUR"
+    """Unit given to new cost streams."""
+
+    def __post_init__(self) -> None:
+        if self.max_span <= 0 or self.max_span % 90:
+            raise ValueError("EP_ENGINE_MAX_SPAN must be a positive multiple of 90 seconds")
+        if self.workers < 1:
+            raise ValueError("EP_ENGINE_WORKERS must be at least 1")
+
+
+class ForwarderSettings(msgspec.Struct, frozen=True, kw_only=True):
+    delivery_timeout: float = 10.0
+    """Seconds a delivery may take (connect, send, answer) before it counts as failed."""
+    max_concurrent: int = 200
+    """Deliveries in flight at once over all customers (one at a time per customer)."""
+    backoff_base: float = 1.0
+    """Seconds before the first retry; doubled per failed attempt, capped at the interval."""
+    settle_seconds: float = 1.0
+    """How long after an interval's end its batch is made, so that ingest can store its points."""
+    poll_interval: float = 0.5
+    """Seconds between looks for customers whose next delivery is due."""
+    claim_size: int = 200
+    """Customers whose due batches one statement makes."""
+
+
+class RulesSettings(msgspec.Struct, frozen=True, kw_only=True):
+    interval: float = 10.0
+    """Seconds between rounds of the notification rules."""
+    offline_after: int = 900
+    """Seconds without data and without a boot before a homebase counts as offline."""
+    silent_after: int = 3600
+    """Seconds without a point before a channel of a live homebase counts as silent."""
+    subscription_days: int = 7
+    """Days before a subscription's end when its owner is told."""
+    unusual_factor: float = 2.0
+    """A day's consumption over this times its 28-day median is unusual."""
+    unusual_settle: int = 900
+    """Seconds after local midnight before the day that ended is judged (late data settles)."""
+    unusual_batch: int = 200
+    """Feeds whose day is taken per round (the first round after midnight has many)."""
+
+
 class LogSettings(msgspec.Struct, frozen=True, kw_only=True):
     format: Literal["auto", "json", "console"] = "auto"
     """``auto``: console on a TTY, JSON lines otherwise."""
@@ -119,7 +174,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     provisioning: ProvisioningSettings = msgspec.field(default_factory=ProvisioningSettings)
     cluster: ClusterSettings = msgspec.field(default_factory=ClusterSettings)
     ingest: IngestSettings = msgspec.field(default_factory=IngestSettings)
+    rules: RulesSettings = msgspec.field(default_factory=RulesSettings)
     log: LogSettings = msgspec.field(default_factory=LogSettings)
+    engine: EngineSettings = msgspec.field(default_factory=EngineSettings)
+    forwarder: ForwarderSettings = msgspec.field(default_factory=ForwarderSettings)
     shutdown_timeout: float = 10.0
     """Seconds a service may take to stop before its tasks are cancelled."""
 

@@ -6,7 +6,9 @@ import msgspec
 import pytest
 from litestar import Litestar
 
-from energy_platform.api import data, forwarder, provisioning
+from energy_platform.api.data import app as data
+from energy_platform.api.forwarder import app as forwarder
+from energy_platform.api.provisioning import app as provisioning
 from energy_platform.api.server import HttpService
 from energy_platform.settings import DatabaseSettings, Settings
 from tests.support.services import free_port, running

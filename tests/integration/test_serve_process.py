@@ -66,7 +66,17 @@ def test_serve_all_runs_every_service_and_stops_cleanly_on_a_signal(
     assert process.returncode == 0, stderr
     events = [json.loads(line) for line in stderr.splitlines()]
     stopped = {e["service"] for e in events if e["event"] == "service stopped"}
-    assert stopped == {"api", "provisioning", "tftp", "coap", "forwarder", "ingest", "engine"}
+    assert stopped == {
+        "api",
+        "provisioning",
+        "tftp",
+        "coap",
+        "forwarder",
+        "deliveries",
+        "ingest",
+        "engine",
+        "rules",
+    }
     assert all("service" in e for e in events)
     assert any(e["event"] == "broker connected" and e["service"] == "ingest" for e in events)
 

@@ -48,6 +48,12 @@ class ProvisioningClient:
             raise NotFound(f"provisioning knows no homebase {sn}")
         self._check(response)
 
+    async def unpair(self, sn: str) -> None:
+        """Unpair the homebase from this cluster; fine if it was not paired to it."""
+        response = await self._call("POST", f"{sn}/unpair/")
+        if response.status_code not in (304, 404):
+            self._check(response)
+
     async def _call(self, method: str, path: str) -> httpx.Response:
         try:
             return await self._http.request(method, f"{self._base}/{path}", headers=self._auth)

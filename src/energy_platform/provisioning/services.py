@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from energy_platform.api import provisioning
+from energy_platform.api.provisioning import app as provisioning
 from energy_platform.api.provisioning.context import Provisioning
 from energy_platform.api.server import HttpService
 from energy_platform.db.pool import PoolHolder

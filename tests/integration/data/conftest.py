@@ -11,7 +11,7 @@ import psycopg
 import pytest
 import pytest_asyncio
 
-from energy_platform.api import data
+from energy_platform.api.data import app as data
 from energy_platform.api.server import HttpService
 from energy_platform.settings import Settings
 from energy_platform.tokens import token_digest

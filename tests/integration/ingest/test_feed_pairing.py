@@ -50,3 +50,34 @@ async def test_a_homebase_paired_elsewhere_gets_no_feed(
             "SELECT count(*) FROM cluster.feeds WHERE homebase_sn = %s", (sn,)
         ).fetchone()
     assert feeds == (0,)
+
+
+async def test_deleting_a_feed_removes_its_data_and_unpairs_the_homebase(
+    platform: Platform, database_url: str
+) -> None:
+    sn = add_homebase(platform.settings)
+    feed = await feed_add(platform, sn)
+    assert isinstance(feed, dict)
+    with psycopg.connect(database_url) as conn:
+        stream = conn.execute(
+            "INSERT INTO cluster.streams (feed_id, type, channel, device, medium)"
+            " VALUES (%s, 'raw', 1, 3, 1) RETURNING id",
+            (feed["id"],),
+        ).fetchone()
+        assert stream
+        conn.execute("INSERT INTO cluster.raw_points VALUES (%s, now(), 1)", stream)
+
+    deleted = await run_admin_async(platform.settings, "feeds", "delete", feed["id"])
+
+    auth = {"X-SvcClusterAuth": platform.settings.cluster.secret}
+    async with httpx.AsyncClient(base_url=platform.provisioning + "/api", headers=auth) as http:
+        status = (await http.get(f"/device/{sn}/pair/")).json()
+    with psycopg.connect(database_url) as conn:
+        left = conn.execute(
+            "SELECT (SELECT count(*) FROM cluster.feeds WHERE id = %s),"
+            " (SELECT count(*) FROM cluster.raw_points WHERE stream_id = %s)",
+            (feed["id"], stream[0]),
+        ).fetchone()
+    assert deleted == {"deleted": feed["id"], "homebase": sn}
+    assert status["paired"] is False
+    assert left == (0, 0)

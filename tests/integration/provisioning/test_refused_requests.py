@@ -7,7 +7,7 @@ import msgspec
 import psycopg
 import pytest
 
-from energy_platform.api import provisioning
+from energy_platform.api.provisioning import app as provisioning
 from energy_platform.api.server import HttpService
 from energy_platform.settings import Settings
 from tests.integration.provisioning.conftest import (

@@ -1,5 +1,5 @@
-"""The data API: feeds, streams, stream data and notifications ({base_url})."""
+"""The data API: feeds, streams, stream data and notifications ({base_url}).
 
-from energy_platform.api.data.app import create_app
-
-__all__ = ["create_app"]
+The app is built by ``app.create_app``; it is not imported here, so that the admin commands
+of this domain start without loading the web framework.
+"""

@@ -43,6 +43,15 @@ FEED_BY_ID = "SELECT id, subscription_from, subscription_to FROM cluster.feeds W
 LIST_FEEDS = """
 SELECT id, subscription_from, subscription_to FROM cluster.feeds
  WHERE $1::bigint IS NULL OR owner_id = $1 ORDER BY id"""
+# Points carry no foreign key (COPY speed): they go explicitly, before their streams.
+DELETE_FEED = """
+WITH gone AS (SELECT id FROM cluster.streams WHERE feed_id = $1),
+raw AS (DELETE FROM cluster.raw_points WHERE stream_id IN (SELECT id FROM gone)),
+processed AS (DELETE FROM cluster.processed_points WHERE stream_id IN (SELECT id FROM gone)),
+system AS (DELETE FROM cluster.system_points WHERE stream_id IN (SELECT id FROM gone)),
+dirty AS (DELETE FROM cluster.dirty_ranges WHERE stream_id IN (SELECT id FROM gone))
+DELETE FROM cluster.feeds WHERE id = $1
+RETURNING homebase_sn"""
 STREAMS_OF_FEED = """
 SELECT id, type, channel, device, medium, idx, combined FROM cluster.streams
  WHERE feed_id = $1 ORDER BY id"""
@@ -248,6 +257,31 @@ def configure_feed(
             raise InvalidInput("no configuration at that instant: give --title and --timezone")
         await conn.execute(SET_FEED_CONFIG, fid, instant, new_title, new_zone)
         return (await render_feeds(conn, [feed]))[0]
+
+    emit(_run(settings, work))
+
+
+@feeds.command("delete")
+@click.argument("feed_id")
+@click.option(
+    "--unpair/--no-unpair",
+    default=True,
+    help="Unpair the homebase from this cluster via provisioning (when EP_CLUSTER_SECRET is set).",
+)
+@click.pass_obj
+def delete_feed(settings: Settings, feed_id: str, unpair: bool) -> None:
+    """Delete a feed with its streams, configurations, points and notifications."""
+    fid = _id(feed_id, "feed")
+
+    async def work(conn: asyncpg.Connection) -> dict[str, str]:
+        sn = await conn.fetchval(DELETE_FEED, fid)
+        if sn is None:
+            raise NotFound(f"no feed {feed_id!r}")
+        if unpair and settings.cluster.secret:
+            # Inside the transaction: the feed stays if provisioning cannot be told.
+            async with httpx.AsyncClient(timeout=10) as http:
+                await ProvisioningClient(settings.cluster, http).unpair(sn)
+        return {"deleted": feed_id, "homebase": sn}
 
     emit(_run(settings, work))
 

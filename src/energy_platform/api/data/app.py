@@ -2,6 +2,7 @@ from litestar import Litestar
 
 from energy_platform.api.application import build_app
 from energy_platform.api.data.feeds import FeedsController
+from energy_platform.api.data.notifications import NotificationsController
 from energy_platform.settings import Settings
 
 
@@ -12,5 +13,5 @@ def create_app(settings: Settings) -> Litestar:
         title="Energy platform data API",
         description="Feeds, streams, stream data and notifications.",
         settings=settings,
-        route_handlers=[FeedsController],
+        route_handlers=[FeedsController, NotificationsController],
     )

@@ -38,6 +38,14 @@ async def authenticate(request: Request[object, object, State], state: State) ->
     return Caller(row["id"], row["is_admin"])
 
 
+async def visible_user(pool: asyncpg.Pool, user_id: str, caller: Caller) -> int:
+    """The id of ``user_id`` if the caller may see that user (themself, or any as admin)."""
+    owner = parse_id(user_id, "user")
+    if not caller.may_see_user(owner) or not await pool.fetchval(queries.USER_EXISTS, owner):
+        raise NotFound(f"no user {user_id!r}")
+    return owner
+
+
 def parse_id(value: str, what: str) -> int:
     """Ids are strings on the wire and bigints inside; anything else names nothing: 404."""
     if not value.isdigit() or len(value) > 18:

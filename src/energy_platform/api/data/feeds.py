@@ -12,7 +12,7 @@ from litestar.di import NamedDependency, Provide
 from litestar.params import FromPath, QueryParameter
 
 from energy_platform.api.data import queries
-from energy_platform.api.data.auth import Caller, authenticate, parse_id
+from energy_platform.api.data.auth import Caller, authenticate, parse_id, visible_user
 from energy_platform.api.data.schemas import Feed, Stream, StreamType
 from energy_platform.api.data.views import render_feeds, render_streams
 from energy_platform.errors import InvalidInput, NotFound
@@ -33,10 +33,8 @@ class FeedsController(Controller):
     async def user_feeds(
         self, user_id: FromPath[str], caller: Authenticated, state: State
     ) -> list[Feed]:
-        owner = parse_id(user_id, "user")
         pool: asyncpg.Pool = state.db
-        if not caller.may_see_user(owner) or not await pool.fetchval(queries.USER_EXISTS, owner):
-            raise NotFound(f"no user {user_id!r}")
+        owner = await visible_user(pool, user_id, caller)
         rows = await pool.fetch(queries.FEEDS_OF_OWNER, owner)
         return await render_feeds(pool, rows)
 

@@ -1,5 +1,5 @@
-"""The forwarder API: customer configuration and homebase registrations."""
+"""The forwarder API: customer configuration and homebase registrations.
 
-from energy_platform.api.forwarder.app import create_app
-
-__all__ = ["create_app"]
+The app is built by ``app.create_app``; it is not imported here, so that the admin commands
+of this domain start without loading the web framework.
+"""

@@ -1,6 +1,8 @@
 from litestar import Litestar
 
 from energy_platform.api.application import build_app
+from energy_platform.api.forwarder.config import ConfigController
+from energy_platform.api.forwarder.registrations import RegistrationsController
 from energy_platform.settings import Settings
 
 
@@ -11,5 +13,5 @@ def create_app(settings: Settings) -> Litestar:
         title="Energy platform forwarder API",
         description="Register homebases and configure webhook deliveries.",
         settings=settings,
-        route_handlers=[],
+        route_handlers=[ConfigController, RegistrationsController],
     )

@@ -1,5 +1,5 @@
-"""The provisioning API: clusters, homebases, pairing, secrets, boot and firmware."""
+"""The provisioning API: clusters, homebases, pairing, secrets, boot and firmware.
 
-from energy_platform.api.provisioning.app import create_app
-
-__all__ = ["create_app"]
+The app is built by ``app.create_app``; it is not imported here, so that the admin commands
+of this domain start without loading the web framework.
+"""

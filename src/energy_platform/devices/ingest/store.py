@@ -58,6 +58,12 @@ FORWARDER_POINTS_INSERT = """
 INSERT INTO forwarder.points (stream_id, ts, value)
 SELECT s, to_timestamp(t), v FROM unnest($1::bigint[], $2::bigint[], $3::float8[]) AS u(s, t, v)
 ON CONFLICT DO NOTHING"""
+# One row per (feed, channel) per statement: ON CONFLICT DO UPDATE may touch a row only once.
+CHANNELS_SEEN = """
+INSERT INTO cluster.channel_activity (feed_id, channel, last_ts)
+SELECT f, c, to_timestamp(t) FROM unnest($1::bigint[], $2::int[], $3::bigint[]) AS u(f, c, t)
+ON CONFLICT (feed_id, channel)
+DO UPDATE SET last_ts = greatest(channel_activity.last_ts, EXCLUDED.last_ts)"""
 DATA_SEEN = """
 INSERT INTO cluster.homebase_presence (homebase_sn, online, last_data_at)
 SELECT sn, true, now() FROM unnest($1::text[]) AS sn
@@ -141,6 +147,7 @@ class PointStore:
             cluster_ids = {**self._cluster_ids, **new_cluster}
             forwarder_ids = {**self._forwarder_ids, **new_forwarder}
             raw, system, forwarded = _Columns(), _Columns(), _Columns()
+            newest: dict[tuple[int, int], int] = {}
             count = 0
             for accepted in batch:
                 feed_id = accepted.route.feed_id
@@ -148,10 +155,11 @@ class PointStore:
                     count += len(r.times)
                     if feed_id is None:
                         forwarded.add(forwarder_ids[forwarder_key(accepted.route.sn, r)], r)
-                    elif r.source is None:
-                        raw.add(cluster_ids[cluster_key(feed_id, r)], r)
                     else:
-                        system.add(cluster_ids[cluster_key(feed_id, r)], r)
+                        columns = raw if r.source is None else system
+                        columns.add(cluster_ids[cluster_key(feed_id, r)], r)
+                        channel = (feed_id, r.channel)
+                        newest[channel] = max(newest.get(channel, 0), max(r.times))
             for statement, columns in (
                 (RAW_POINTS_INSERT, raw),
                 (SYSTEM_POINTS_INSERT, system),
@@ -159,6 +167,11 @@ class PointStore:
             ):
                 if columns.streams:
                     await conn.execute(statement, *columns.args())
+            if newest:
+                feeds, channels = zip(*sorted(newest), strict=True)
+                await conn.execute(
+                    CHANNELS_SEEN, feeds, channels, [newest[k] for k in sorted(newest)]
+                )
             seen = sorted({a.route.sn for a in batch})
             await conn.execute(DATA_SEEN, seen)
         self._cluster_ids.update(new_cluster)

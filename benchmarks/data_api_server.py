@@ -1,0 +1,37 @@
+"""The data API as `serve api` runs it, plus one idle route returning 100 ready-made points:
+the same server and middleware without the database, the limit the data endpoint is held to."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+from litestar import get
+
+from energy_platform.api.application import build_app
+from energy_platform.api.data.feeds import FeedsController
+from energy_platform.api.server import HttpService
+from energy_platform.lifecycle import run_services
+from energy_platform.logs import configure_logging
+from energy_platform.settings import Settings
+
+IDLE_POINTS = [(1_790_000_000 + 5 * i, 230.0 + i) for i in range(100)]
+
+
+@get("/bench/idle", include_in_schema=False)
+async def idle() -> list[tuple[int, float]]:
+    return IDLE_POINTS
+
+
+def main() -> None:
+    settings = Settings.from_env(os.environ)
+    configure_logging(settings.log)
+    app = build_app(
+        name="api", title="bench", settings=settings, route_handlers=[FeedsController, idle]
+    )
+    service = HttpService("api", app, settings.http.host, settings.http.api_port)
+    asyncio.run(run_services([service], shutdown_timeout=5))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,245 @@
+"""Raw points processed per second by the engine, beside a plain time_bucket aggregate.
+
+Builds a scratch database next to ``EP_DATABASE_URL`` (migrated from sql/), fills it with
+power streams (one clamp per channel, ten channels per feed, a flat tariff per feed so that
+cost is computed too), then alternates two measurements over the same rows:
+
+- engine: ingest-style dirty ranges (one per stream and hour) drained by the engine's own code
+  (intake, claim, compute: trapezoids, configurations, tariffs, upserts), from empty output;
+- baseline: ``INSERT ... SELECT stream_id, time_bucket('90 s', ts), avg(value) ... GROUP BY``
+  into an empty hypertable shaped like ``cluster.processed_points``.
+
+Both run with the engine's work_mem and JIT off. The first round is a warm-up (it also creates
+the processed streams) and is not counted; the medians of the other rounds are reported.
+
+    .venv/bin/python -m benchmarks.engine_throughput            # 1,000 streams x 6 h at 5 s
+    .venv/bin/python -m benchmarks.engine_throughput --full     # 10,000 streams x 1 day at 10 s
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import secrets
+import statistics
+import time
+from datetime import UTC, datetime, timedelta
+
+import asyncpg
+import psycopg
+from psycopg import sql
+
+from benchmarks.support import figure, report
+from energy_platform.db.migrations import migrate
+from energy_platform.engine.service import drain
+from energy_platform.paths import migrations_dir
+from energy_platform.settings import EngineSettings, Settings
+
+START = datetime(2026, 1, 5, tzinfo=UTC)  # a bucket start, long closed
+CHANNELS_PER_FEED = 10
+
+CREATE_BASELINE = """
+CREATE TABLE bench_baseline (
+    stream_id bigint NOT NULL, ts timestamptz NOT NULL, value double precision NOT NULL,
+    PRIMARY KEY (stream_id, ts));
+SELECT create_hypertable('bench_baseline', by_range('ts', INTERVAL '7 days'),
+                         create_default_indexes => false);
+"""
+SEED_FEEDS = """
+WITH u AS (INSERT INTO cluster.users (name, token_sha256) VALUES ('bench', sha256('bench'))
+           RETURNING id),
+f AS (
+    INSERT INTO cluster.feeds (owner_id, homebase_sn, subscription_from, subscription_to)
+    SELECT u.id, lpad(upper(to_hex(n)), 16, '0'), '2026-01-01', '2027-01-01'
+      FROM u, generate_series(1, %(feeds)s) n
+    RETURNING id),
+c AS (
+    INSERT INTO cluster.feed_configs (feed_id, title, timezone, validity)
+    SELECT id, 'Bench ' || id, 'Europe/Prague', tstzrange(NULL, NULL) FROM f)
+INSERT INTO cluster.streams (feed_id, type, channel, device, medium)
+SELECT f.id, 'raw', ch, 1, 1 FROM f, generate_series(1, %(channels)s) ch
+"""
+SEED_TARIFFS = """
+SELECT cluster.set_tariff(id, 'power', '-infinity', ARRAY['06:00', '22:00']::time[],
+                          ARRAY[0.30, 0.10])
+  FROM cluster.feeds"""
+STREAM_ID_RANGE = "SELECT min(id), max(id) FROM cluster.streams WHERE type = 'raw'"
+SEED_POINTS = """
+INSERT INTO cluster.raw_points (stream_id, ts, value)
+SELECT s, %(start)s + i * %(step)s::interval, 500 + 400 * sin(i / 40.0 + s)
+  FROM generate_series(%(first)s::bigint, %(last)s::bigint) s,
+       generate_series(0, %(count)s - 1) i"""
+QUEUE_DIRTY = """
+INSERT INTO cluster.dirty_ranges (stream_id, ts_from, ts_to)
+SELECT s.id, $1::timestamptz + h * interval '1 hour',
+       least($1::timestamptz + (h + 1) * interval '1 hour' - $2::interval, $3::timestamptz)
+  FROM cluster.streams s, generate_series(0, $4 - 1) h
+ WHERE s.type = 'raw'"""
+QUEUES_EMPTY = """
+SELECT NOT EXISTS (SELECT 1 FROM cluster.dirty_ranges)
+       AND NOT EXISTS (SELECT 1 FROM cluster.engine_work)"""
+RESET_ENGINE = "TRUNCATE cluster.processed_points, cluster.engine_work"
+RESET_BASELINE = "TRUNCATE bench_baseline"
+BASELINE = """
+INSERT INTO bench_baseline (stream_id, ts, value)
+SELECT stream_id, time_bucket('90 s', ts), avg(value) FROM cluster.raw_points GROUP BY 1, 2"""
+TUNE = "SELECT set_config('work_mem', $1, false), set_config('jit', 'off', false)"
+
+
+def parse() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--streams", type=int, default=1_000)
+    parser.add_argument("--hours", type=int, default=6)
+    parser.add_argument("--interval", type=int, default=5, help="seconds between samples")
+    parser.add_argument("--runs", type=int, default=3, help="counted rounds (after a warm-up)")
+    parser.add_argument("--full", action="store_true", help="10,000 streams x 1 day at 10 s")
+    parser.add_argument("--batch-feeds", type=int, default=EngineSettings().batch_feeds)
+    parser.add_argument("--max-span", type=int, default=EngineSettings().max_span)
+    parser.add_argument("--work-mem", default=EngineSettings().work_mem)
+    parser.add_argument("--workers", type=int, default=1, help="engine workers (connections)")
+    parser.add_argument("--keep", action="store_true", help="keep the scratch database")
+    args = parser.parse_args()
+    if args.full:
+        args.streams, args.hours, args.interval = 10_000, 24, 10
+    if args.streams % CHANNELS_PER_FEED:
+        parser.error(f"--streams must be a multiple of {CHANNELS_PER_FEED}")
+    return args
+
+
+def database_on(server: str, name: str) -> str:
+    base, _, _ = server.rpartition("/")
+    return f"{base}/{name}"
+
+
+def build(url: str, args: argparse.Namespace) -> int:
+    """Seed feeds, streams, tariffs and points; the number of raw points."""
+    per_stream = args.hours * 3600 // args.interval
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(CREATE_BASELINE)
+        conn.execute(
+            SEED_FEEDS,
+            {"feeds": args.streams // CHANNELS_PER_FEED, "channels": CHANNELS_PER_FEED},
+        )
+        conn.execute(SEED_TARIFFS)
+        row = conn.execute(STREAM_ID_RANGE).fetchone()
+        assert row is not None
+        first, last = row
+        started = time.perf_counter()
+        for low in range(first, last + 1, 500):
+            conn.execute(
+                SEED_POINTS,
+                {
+                    "start": START,
+                    "step": timedelta(seconds=args.interval),
+                    "first": low,
+                    "last": min(low + 499, last),
+                    "count": per_stream,
+                },
+            )
+        conn.execute("VACUUM ANALYZE cluster.raw_points")
+        total = args.streams * per_stream
+        print(f"seeded {total:,} raw points in {time.perf_counter() - started:.0f} s")
+    return total
+
+
+async def engine_round(url: str, args: argparse.Namespace, engine: EngineSettings) -> float:
+    """Queue the data as ingest would and time ``engine.workers`` workers draining it."""
+    conns = [await asyncpg.connect(url) for _ in range(engine.workers)]
+    try:
+        await conns[0].execute(RESET_ENGINE)
+        end = START + timedelta(hours=args.hours) - timedelta(seconds=args.interval)
+        await conns[0].execute(
+            QUEUE_DIRTY, START, timedelta(seconds=args.interval), end, args.hours
+        )
+        started = time.perf_counter()
+        await asyncio.gather(*(work_until_empty(conn, engine) for conn in conns))
+        return time.perf_counter() - started
+    finally:
+        for conn in conns:
+            await conn.close()
+
+
+async def work_until_empty(conn: asyncpg.Connection, engine: EngineSettings) -> None:
+    """One worker as the service runs it, polling until both queues are empty."""
+    while True:
+        await drain(conn, engine)
+        if not await conn.fetchval(QUEUES_EMPTY):
+            await asyncio.sleep(0.05)  # another worker holds what is left
+        else:
+            return
+
+
+async def baseline_round(url: str, work_mem: str) -> float:
+    conn = await asyncpg.connect(url)
+    try:
+        await conn.execute(RESET_BASELINE)
+        await conn.execute(TUNE, work_mem)
+        started = time.perf_counter()
+        await conn.execute(BASELINE)
+        return time.perf_counter() - started
+    finally:
+        await conn.close()
+
+
+async def measure(url: str, args: argparse.Namespace, points: int) -> None:
+    engine = EngineSettings(
+        batch_feeds=args.batch_feeds,
+        max_span=args.max_span,
+        work_mem=args.work_mem,
+        workers=args.workers,
+    )
+    engine_times: list[float] = []
+    baseline_times: list[float] = []
+    for round_ in range(args.runs + 1):
+        e = await engine_round(url, args, engine)
+        b = await baseline_round(url, args.work_mem)
+        label = "warm-up" if round_ == 0 else f"round {round_}"
+        print(f"{label}: engine {points / e:,.0f} points/s, baseline {points / b:,.0f} points/s")
+        if round_:
+            engine_times.append(e)
+            baseline_times.append(b)
+    report(
+        [
+            figure(
+                f"engine, {args.workers} worker(s)",
+                "points/s",
+                [points / t for t in engine_times],
+                "plain time_bucket GROUP BY",
+                [points / t for t in baseline_times],
+            )
+        ]
+    )
+    e, b = statistics.median(engine_times), statistics.median(baseline_times)
+    print(
+        f"\n{args.streams:,} streams x {args.hours} h at {args.interval} s = {points:,} raw points"
+        f" (workers={args.workers}, batch_feeds={args.batch_feeds}, max_span={args.max_span} s,"
+        f" work_mem={args.work_mem})"
+    )
+    print(f"engine   (median of {args.runs}): {points / e:>12,.0f} raw points/s  ({e:.1f} s)")
+    print(f"baseline (median of {args.runs}): {points / b:>12,.0f} raw points/s  ({b:.1f} s)")
+    print(f"ratio engine / baseline: {b / e:.2f}")
+
+
+def main() -> None:
+    args = parse()
+    server = Settings.from_env(os.environ).database.url
+    name = f"ep_bench_engine_{secrets.token_hex(3)}"
+    admin = database_on(server, "postgres")
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    url = database_on(server, name)
+    try:
+        migrate(url, migrations_dir())
+        points = build(url, args)
+        asyncio.run(measure(url, args, points))
+    finally:
+        if args.keep:
+            print(f"kept {url}")
+        else:
+            with psycopg.connect(admin, autocommit=True) as conn:
+                conn.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+if __name__ == "__main__":
+    main()

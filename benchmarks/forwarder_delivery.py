@@ -1,0 +1,217 @@
+"""Forwarder deliveries: 1,000 customers x 10 homebases, 1-minute intervals, receivers on
+localhost (a separate process answering 204).
+
+Two phases in one run, on one fresh database:
+- catch-up: every customer's cursor is ``--backlog`` intervals in the past; the clock runs until
+  every one of those batches is delivered: deliveries per second.
+- live: the cursors stand at the current minute, its points are already stored; the figure is
+  the lag from each interval's end to the answer of its delivery (from the delivery log),
+  against the goal of 5 s.
+
+    python -m benchmarks.forwarder_delivery [--customers N] [--mode all|aggregated]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import multiprocessing
+import statistics
+import time
+from datetime import UTC, datetime
+
+import asyncpg
+
+from benchmarks.support import bench_database, figure, report
+from energy_platform.engine.forwarding import DeliveryService
+from energy_platform.settings import ForwarderSettings, Settings
+from energy_platform.tokens import token_digest
+from tests.support.services import free_port, running
+
+HOMEBASES = 10
+STREAMS = ((1, 7, 12, None, "1-0:1.7.0"), (2, 8, 5, None, None))  # power (INTEGRAL), temperature
+EVERY = 5  # seconds between points of a stream
+
+
+def serve_receiver(port: int) -> None:
+    """A minimal keep-alive HTTP/1.1 endpoint answering 204 to everything."""
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = 0
+                for line in head.split(b"\r\n"):
+                    if line.lower().startswith(b"content-length:"):
+                        length = int(line.split(b":", 1)[1])
+                await reader.readexactly(length)
+                writer.write(b"HTTP/1.1 204 No Content\r\n\r\n")
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            writer.close()
+
+    async def main() -> None:
+        server = await asyncio.start_server(handle, "127.0.0.1", port, backlog=1024)
+        async with server:
+            await server.serve_forever()
+
+    asyncio.run(main())
+
+
+async def seed(url: str, customers: int, receiver: str, mode: str, start: int, end: int) -> None:
+    """Customers, configs, registrations, streams and points in [start, end)."""
+    conn = await asyncpg.connect(url)
+    try:
+        ids = await conn.fetch(
+            "INSERT INTO forwarder.customers (name, token_sha256)"
+            " SELECT 'bench-' || n, sha256(('token-' || n)::bytea)"
+            " FROM generate_series(1, $1) n RETURNING id",
+            customers,
+        )
+        await conn.executemany(
+            "INSERT INTO forwarder.configs (customer_id, interval_minutes, url, mode)"
+            " VALUES ($1, 1, $2, $3)",
+            [(r["id"], f"{receiver}/c/{r['id']}", mode) for r in ids],
+        )
+        sns = [(f"B{c['id']:09X}{h:06X}", c["id"]) for c in ids for h in range(HOMEBASES)]
+        await conn.executemany(
+            "INSERT INTO forwarder.registrations (homebase_sn, customer_id, registered_at)"
+            " VALUES ($1, $2, 'epoch')",
+            sns,
+        )
+        await conn.executemany(
+            "INSERT INTO forwarder.streams (homebase_sn, channel, device, medium, idx, obis)"
+            " VALUES ($1, $2, $3, $4, $5, $6)",
+            [(sn, *s) for sn, _ in sns for s in STREAMS],
+        )
+        stream_ids = [r["id"] for r in await conn.fetch("SELECT id FROM forwarder.streams")]
+        times = [datetime.fromtimestamp(t, UTC) for t in range(start, end, EVERY)]
+        await conn.copy_records_to_table(
+            "points",
+            schema_name="forwarder",
+            columns=["stream_id", "ts", "value"],
+            records=((s, t, float(s % 100 + n)) for s in stream_ids for n, t in enumerate(times)),
+        )
+        await conn.execute("ANALYZE forwarder.points")
+        assert token_digest("token-1")  # the tokens are sha256('token-N'), for trying the API
+    finally:
+        await conn.close()
+
+
+async def set_cursors(url: str, at: int) -> None:
+    conn = await asyncpg.connect(url)
+    try:
+        await conn.execute("DELETE FROM forwarder.delivery_state")
+        await conn.execute(
+            "INSERT INTO forwarder.delivery_state (customer_id, delivered_to)"
+            " SELECT customer_id, $1 FROM forwarder.configs",
+            datetime.fromtimestamp(at, UTC),
+        )
+    finally:
+        await conn.close()
+
+
+async def delivered(url: str, since: int) -> list[float]:
+    """Lag (s) from each delivered interval's end to the answer, for intervals from ``since``."""
+    conn = await asyncpg.connect(url)
+    try:
+        rows = await conn.fetch(
+            "SELECT extract(epoch FROM attempted_at - batch_to) * 1000 + duration_ms AS lag_ms"
+            " FROM forwarder.delivery_log WHERE outcome = 'delivered' AND batch_from >= $1",
+            datetime.fromtimestamp(since, UTC),
+        )
+        return [float(r["lag_ms"]) / 1000 for r in rows]
+    finally:
+        await conn.close()
+
+
+async def measure(s: Settings, args: argparse.Namespace, receiver: str) -> None:
+    now = int(time.time())
+    minute = now // 60 * 60
+    backlog_start = minute - 60 * args.backlog
+    live_end = minute + 120
+    t0 = time.monotonic()
+    await seed(s.database.url, args.customers, receiver, args.mode, backlog_start, live_end)
+    print(f"seeded in {time.monotonic() - t0:.1f} s")
+    forwarder = ForwarderSettings(max_concurrent=args.concurrency, settle_seconds=0.5)
+    service = DeliveryService(s.database, forwarder)
+
+    # Catch-up: the backlog's intervals, as fast as they go.
+    await set_cursors(s.database.url, backlog_start)
+    expected = args.customers * args.backlog
+    async with running(service):
+        started = time.monotonic()
+        while len(await delivered(s.database.url, backlog_start)) < expected:
+            await asyncio.sleep(0.2)
+            if time.monotonic() - started > 600:
+                raise SystemExit("catch-up did not finish in 10 minutes")
+        catch_up = time.monotonic() - started
+        # Live: the interval running now (its points are stored), delivered after its end.
+        live_from = int(time.time()) // 60 * 60
+        await set_cursors(s.database.url, live_from)
+        print(f"waiting for the interval ending {datetime.fromtimestamp(live_from + 60, UTC)}")
+        while len(await delivered(s.database.url, live_from)) < args.customers:
+            await asyncio.sleep(0.5)
+            if time.time() > live_from + 180:
+                raise SystemExit("the live interval was not delivered within 2 minutes")
+    lags = sorted(await delivered(s.database.url, live_from))
+    conn = await asyncpg.connect(s.database.url)
+    try:
+        spread = await conn.fetchrow(
+            "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms) AS p50,"
+            " max(duration_ms) AS max,"
+            " extract(epoch FROM min(attempted_at) - min(batch_to)) AS first_sent,"
+            " extract(epoch FROM max(attempted_at) - min(batch_to)) AS last_sent"
+            " FROM forwarder.delivery_log WHERE batch_from >= $1",
+            datetime.fromtimestamp(live_from, UTC),
+        )
+    finally:
+        await conn.close()
+    print(
+        f"live requests: p50 {spread['p50']:.0f} ms, max {spread['max']:.0f} ms; first sent"
+        f" {spread['first_sent']:.2f} s, last sent {spread['last_sent']:.2f} s after the end"
+    )
+    p99 = lags[min(len(lags) - 1, int(len(lags) * 0.99))]
+    within = sum(lag <= 5.0 for lag in lags)
+    print(f"catch-up: {expected} deliveries in {catch_up:.1f} s")
+    print(
+        f"live: {len(lags)} deliveries, lag p50 {statistics.median(lags):.2f} s,"
+        f" p99 {p99:.2f} s, max {lags[-1]:.2f} s; {within} within 5 s"
+    )
+    report(
+        [
+            figure(
+                "catch-up deliveries", "per s", [expected / catch_up], "goal per s", [1000 / 55]
+            ),
+            figure("live lag p50", "ms", [statistics.median(lags) * 1000], "goal ms", [5000]),
+            figure("live lag p99", "ms", [p99 * 1000], "goal ms", [5000]),
+            figure("live lag max", "ms", [lags[-1] * 1000], "goal ms", [5000]),
+        ]
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--customers", type=int, help="default 200, or 1,000 with --full")
+    parser.add_argument("--full", action="store_true", help="1,000 customers (the issue's size)")
+    parser.add_argument("--backlog", type=int, default=3, help="past intervals to catch up")
+    parser.add_argument("--mode", choices=["all", "aggregated"], default="aggregated")
+    parser.add_argument("--concurrency", type=int, default=200)
+    args = parser.parse_args()
+    if args.customers is None:
+        args.customers = 1000 if args.full else 200
+    port = free_port()
+    receiver = multiprocessing.get_context("spawn").Process(
+        target=serve_receiver, args=(port,), daemon=True
+    )
+    receiver.start()
+    try:
+        with bench_database() as s:
+            asyncio.run(measure(s, args, f"http://127.0.0.1:{port}"))
+    finally:
+        receiver.terminate()
+        receiver.join(5)
+
+
+if __name__ == "__main__":
+    main()

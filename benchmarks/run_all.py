@@ -1,0 +1,155 @@
+"""`make bench`: every benchmark, one table of figures beside their limits, JSON and a chart.
+
+Each benchmark runs in its own process and prints ``RESULT {json}`` lines (see support.report);
+this collects them into benchmarks/results/{quick,full}.json and .png (full ones are committed;
+benchmarks/README.md quotes them).
+
+    python -m benchmarks.run_all [--full]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import msgspec
+
+RESULTS = Path(__file__).parent / "results"
+# (module, what it measures); each accepts --full.
+BENCHMARKS = [
+    ("benchmarks.data_api", "data API"),
+    ("benchmarks.ingest_throughput", "ingestion"),
+    ("benchmarks.engine_throughput", "engine"),
+    ("benchmarks.forwarder_delivery", "forwarder"),
+]
+
+
+class Row(msgspec.Struct):
+    benchmark: str
+    name: str
+    unit: str
+    median: float
+    low: float
+    high: float
+    limit_name: str
+    limit: float
+    ratio: float
+
+
+class Report(msgspec.Struct):
+    date: str
+    size: str
+    machine: dict[str, str]
+    seconds: float
+    rows: list[Row]
+    failed: list[str]
+
+
+def machine() -> dict[str, str]:
+    memory = ""
+    if Path("/proc/meminfo").exists():
+        total_kb = int(Path("/proc/meminfo").read_text().split()[1])
+        memory = f"{total_kb / 1024 / 1024:.0f} GiB"
+    postgres = subprocess.run(
+        ["/usr/lib/postgresql/15/bin/postgres", "--version"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.strip()
+    return {
+        "cores": str(os.cpu_count()),
+        "memory": memory,
+        "python": platform.python_version(),
+        "postgres": postgres,
+        "system": platform.platform(),
+    }
+
+
+def run(module: str, full: bool) -> tuple[list[dict[str, object]], bool]:
+    command = [sys.executable, "-m", module, *(["--full"] if full else [])]
+    print(f"\n== {module}", flush=True)
+    process = subprocess.run(command, capture_output=True, text=True, check=False)
+    rows = []
+    for line in process.stdout.splitlines():
+        if line.startswith("RESULT "):
+            rows.append(msgspec.json.decode(line.removeprefix("RESULT ")))
+        elif not line.startswith("{"):
+            print(line)
+    if process.returncode != 0:
+        print(process.stderr[-2000:], file=sys.stderr)
+    return rows, process.returncode == 0
+
+
+def table(rows: list[Row]) -> str:
+    lines = [
+        f"{'benchmark':<10} {'figure':<36} {'median':>12} {'limit (same run)':>34} {'ratio':>6}"
+    ]
+    for r in rows:
+        limit = f"{r.limit_name} {r.limit:,.0f}"
+        lines.append(
+            f"{r.benchmark:<10} {r.name:<36} {r.median:>12,.1f} {limit:>34} {r.ratio:>6.2f}"
+        )
+    return "\n".join(lines)
+
+
+def chart(report: Report, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = report.rows
+    fig, ax = plt.subplots(figsize=(10, 0.55 * len(rows) + 1.5))
+    labels = [f"{r.benchmark}: {r.name}" for r in rows]
+    ax.barh(labels, [r.ratio for r in rows], color="#3b7dd8")
+    for i, r in enumerate(rows):
+        ax.text(
+            r.ratio + 0.01, i, f"{r.ratio:.2f}  ({r.median:,.0f} vs {r.limit:,.0f})", va="center"
+        )
+    ax.axvline(1.0, color="grey", linestyle="--", linewidth=1)
+    ax.set_xlim(0, max([1.2, *[r.ratio + 0.4 for r in rows]]))
+    ax.invert_yaxis()
+    ax.set_xlabel("figure / its limit measured in the same run")
+    ax.set_title(f"energy-platform benchmarks, {report.date} ({report.size} sizes)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main(full: bool) -> None:
+    started = time.monotonic()
+    rows: list[Row] = []
+    failed: list[str] = []
+    for module, label in BENCHMARKS:
+        results, ok = run(module, full)
+        if not ok:
+            failed.append(module)
+        rows += [msgspec.convert({**r, "benchmark": label}, Row) for r in results]
+    report = Report(
+        date=dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        size="full" if full else "quick",
+        machine=machine(),
+        seconds=round(time.monotonic() - started, 1),
+        rows=rows,
+        failed=failed,
+    )
+    RESULTS.mkdir(exist_ok=True)
+    json_path, png_path = RESULTS / f"{report.size}.json", RESULTS / f"{report.size}.png"
+    json_path.write_bytes(msgspec.json.format(msgspec.json.encode(report)))
+    chart(report, png_path)
+    print("\n" + table(rows))
+    print(f"\n{report.size} sizes, {report.seconds:.0f} s; machine: {report.machine}")
+    print(f"written: {json_path}, {png_path}")
+    if failed:
+        sys.exit(f"failed: {', '.join(failed)}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--full", action="store_true", help="the sizes the issues name")
+    main(parser.parse_args().full)

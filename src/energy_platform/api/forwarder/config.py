@@ -1,0 +1,89 @@
+"""``GET``/``POST /config``: the calling customer's delivery configuration."""
+
+from __future__ import annotations
+
+import asyncpg
+from litestar import Controller, Request, get, post
+from litestar.datastructures import State
+from litestar.di import NamedDependency, Provide
+
+from energy_platform.api.forwarder import queries
+from energy_platform.api.forwarder.auth import Customer, authenticate
+from energy_platform.api.forwarder.schemas import (
+    Destination,
+    Filter,
+    ForwarderConfig,
+    checked_filters,
+    decode_config,
+    destination,
+)
+from energy_platform.errors import NotFound
+
+Authenticated = NamedDependency[Customer]
+
+
+class ConfigController(Controller):
+    path = "/config"
+    dependencies = {"customer": Provide(authenticate)}  # noqa: RUF012 - Litestar's own convention
+    tags = ["forwarder configuration"]  # noqa: RUF012
+
+    @get(summary="The stored configuration (404 when none was posted)")
+    async def read(self, customer: Authenticated, state: State) -> ForwarderConfig:
+        pool: asyncpg.Pool = state.db
+        async with pool.acquire() as conn:
+            config = await _load(conn, customer.id)
+        if config is None:
+            raise NotFound("no configuration yet: POST /config first")
+        return config
+
+    @post(status_code=200, summary="Replace the configuration; answers the stored one")
+    async def write(
+        self, request: Request[object, object, State], customer: Authenticated, state: State
+    ) -> ForwarderConfig:
+        data = decode_config(await request.body())
+        target = destination(data.url)
+        kind, filters = checked_filters(data)
+        pool: asyncpg.Pool = state.db
+        async with pool.acquire() as conn, conn.transaction():
+            await conn.execute(
+                queries.UPSERT_CONFIG,
+                customer.id,
+                data.interval,
+                target.url,
+                target.username,
+                target.password,
+                data.format,
+                data.mode,
+                kind,
+            )
+            await conn.execute(queries.DELETE_FILTERS, customer.id)
+            await conn.executemany(
+                queries.INSERT_FILTER,
+                [(customer.id, n, f.medium, f.index, f.obis) for n, f in enumerate(filters)],
+            )
+            await conn.execute(queries.START_DELIVERIES, customer.id, data.interval)
+            config = await _load(conn, customer.id)
+        assert config is not None  # noqa: S101 - written just above, in this transaction
+        return config
+
+
+async def _load(
+    conn: asyncpg.Connection | asyncpg.pool.PoolConnectionProxy, customer_id: int
+) -> ForwarderConfig | None:
+    row = await conn.fetchrow(queries.CONFIG, customer_id)
+    if row is None:
+        return None
+    filters = [
+        Filter(f["medium"], f["indexes"], f["obis"])
+        for f in await conn.fetch(queries.FILTERS, customer_id)
+    ]
+    url = Destination(row["url"], row["username"], row["password"]).with_credentials()
+    kind = row["filter_list"]
+    return ForwarderConfig(
+        interval=row["interval_minutes"],
+        url=url,
+        format=row["format"],
+        mode=row["mode"],
+        allow_list=filters if kind == "allow" else None,
+        deny_list=filters if kind == "deny" else None,
+    )

@@ -1,0 +1,70 @@
+"""``/register``: homebases whose data the forwarder delivers to the calling customer."""
+
+from __future__ import annotations
+
+import asyncpg
+from litestar import Controller, Response, delete, get, post
+from litestar.datastructures import State
+from litestar.di import NamedDependency, Provide
+from litestar.params import FromPath
+
+from energy_platform.api.forwarder import queries
+from energy_platform.api.forwarder.auth import Customer, authenticate
+from energy_platform.api.forwarder.schemas import (
+    SN_PATTERN,
+    Registered,
+    Registration,
+    Unregistration,
+)
+from energy_platform.errors import Conflict, InvalidInput, NotFound
+
+Authenticated = NamedDependency[Customer]
+
+
+def _serial(sn: str) -> str:
+    if not SN_PATTERN.fullmatch(sn):
+        raise InvalidInput(f"{sn!r} is not a serial number ([0-9A-F]{{16}})", field="sn")
+    return sn
+
+
+class RegistrationsController(Controller):
+    path = "/register"
+    dependencies = {"customer": Provide(authenticate)}  # noqa: RUF012 - Litestar's own convention
+    tags = ["forwarder registrations"]  # noqa: RUF012
+
+    @get(summary="Serial numbers registered to the caller")
+    async def registered(self, customer: Authenticated, state: State) -> Registered:
+        pool: asyncpg.Pool = state.db
+        rows = await pool.fetch(queries.REGISTERED, customer.id)
+        return Registered([row["homebase_sn"] for row in rows])
+
+    @post(
+        "/{sn:str}",
+        summary="Register a homebase (201; 200 if already the caller's; 409 if another's)",
+    )
+    async def register(
+        self, sn: FromPath[str], customer: Authenticated, state: State
+    ) -> Response[Registration]:
+        # Any request body is ignored (the spec): the handler never reads it.
+        serial = _serial(sn)
+        pool: asyncpg.Pool = state.db
+        row = None
+        for _ in range(3):  # a concurrent unregistration can hide the row from one statement
+            row = await pool.fetchrow(queries.REGISTER, serial, customer.id)
+            if row is not None:
+                break
+        if row is None or row["customer_id"] != customer.id:
+            raise Conflict(f"homebase {serial} is registered to another customer")
+        body = Registration(serial, int(row["registered_at"].timestamp()))
+        return Response(body, status_code=201 if row["added"] else 200)
+
+    @delete("/{sn:str}", status_code=200, summary="Unregister a homebase (404 if not the caller's)")
+    async def unregister(
+        self, sn: FromPath[str], customer: Authenticated, state: State
+    ) -> Unregistration:
+        serial = _serial(sn)
+        pool: asyncpg.Pool = state.db
+        at = await pool.fetchval(queries.UNREGISTER, serial, customer.id)
+        if at is None:
+            raise NotFound(f"homebase {serial} is not registered to you")
+        return Unregistration(serial, int(at.timestamp()))

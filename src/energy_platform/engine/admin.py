@@ -1,0 +1,212 @@
+"""Admin commands of the engine: tariffs from an instant on, and reprocessing a feed.
+
+Both only change tables and queue work; the running engine recomputes the affected buckets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections import defaultdict
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, time
+from typing import TypeVar
+
+import asyncpg
+import click
+import msgspec
+
+from energy_platform.console import CommandGroup, emit
+from energy_platform.errors import InvalidInput, NotFound
+from energy_platform.settings import Settings
+
+FEED_EXISTS = "SELECT 1 FROM cluster.feeds WHERE id = $1"
+SET_TARIFF = "SELECT cluster.set_tariff($1, $2, $3, $4::time[], $5::float8[])"
+TARIFFS_OF_FEED = """
+SELECT medium, lower(validity) AS valid_from, upper(validity) AS valid_to,
+       to_char(starts, 'HH24:MI') AS starts, to_char(ends, 'HH24:MI') AS ends, price
+  FROM cluster.tariffs t JOIN cluster.tariff_bands b ON b.tariff_id = t.id
+ WHERE t.feed_id = $1
+ ORDER BY medium, lower(validity) NULLS FIRST, starts"""
+REPROCESS = "SELECT cluster.engine_reprocess($1, $2, $3)"
+
+TARIFF_MEDIA = ("power", "gas", "water")
+BAND = re.compile(r"^(?P<hour>[01]\d|2[0-3]):(?P<minute>[0-5]\d)=(?P<price>.+)$")
+T = TypeVar("T")
+
+
+class Band(msgspec.Struct):
+    starts: str
+    """Local time of day, HH:MM (inclusive)."""
+    ends: str
+    """Local time of day, HH:MM (exclusive); 24:00 for the last band."""
+    price: float
+    """Per kWh (power) or m³ (gas, water), in the cost streams' currency."""
+
+
+class Tariff(msgspec.Struct):
+    medium: str
+    valid_from: str | None
+    valid_to: str | None
+    bands: list[Band]
+
+
+def _run(settings: Settings, work: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
+    async def main() -> T:
+        conn = await asyncpg.connect(settings.database.url)
+        try:
+            async with conn.transaction():
+                return await work(conn)
+        finally:
+            await conn.close()
+
+    return asyncio.run(main())
+
+
+def _instant(value: str) -> datetime:
+    if value == "now":
+        return datetime.now(UTC).replace(microsecond=0)
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise InvalidInput(f"{value!r} is not an ISO 8601 time") from None
+    if parsed.tzinfo is None:
+        raise InvalidInput(f"{value!r} has no UTC offset; write e.g. {value}+01:00")
+    return parsed
+
+
+def _feed_id(value: str) -> int:
+    if not value.isdigit():
+        raise NotFound(f"no feed {value!r}")
+    return int(value)
+
+
+def _price(text: str) -> float:
+    try:
+        price = float(text)
+    except ValueError:
+        raise InvalidInput(f"{text!r} is not a price") from None
+    if price != price or price in (float("inf"), float("-inf")):
+        raise InvalidInput(f"{text!r} is not a finite price")
+    return price
+
+
+def _bands(price: str | None, bands: tuple[str, ...], none: bool) -> list[tuple[time, float]]:
+    if sum((price is not None, bool(bands), none)) != 1:
+        raise InvalidInput("give exactly one of --price, --band (repeatable) or --none")
+    if none:
+        return []
+    if price is not None:
+        return [(time(0, 0), _price(price))]
+    parsed: dict[time, float] = {}
+    for band in bands:
+        match = BAND.match(band)
+        if match is None:
+            raise InvalidInput(f"{band!r}: a band looks like 06:00=0.25 (local start=price)")
+        start = time(int(match["hour"]), int(match["minute"]))
+        if start in parsed:
+            raise InvalidInput(f"two bands start at {start:%H:%M}")
+        parsed[start] = _price(match["price"])
+    return sorted(parsed.items())
+
+
+async def _tariffs(conn: asyncpg.Connection, feed_id: int) -> list[Tariff]:
+    grouped: dict[tuple[str, datetime | None, datetime | None], list[Band]] = defaultdict(list)
+    for row in await conn.fetch(TARIFFS_OF_FEED, feed_id):
+        key = (row["medium"], row["valid_from"], row["valid_to"])
+        grouped[key].append(Band(row["starts"], row["ends"], row["price"]))
+    return [
+        Tariff(medium, _iso(valid_from), _iso(valid_to), bands)
+        for (medium, valid_from, valid_to), bands in grouped.items()
+    ]
+
+
+def _iso(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat()
+
+
+async def _require_feed(conn: asyncpg.Connection, feed_id: int, given: str) -> None:
+    if await conn.fetchval(FEED_EXISTS, feed_id) is None:
+        raise NotFound(f"no feed {given!r}")
+
+
+@click.group("tariffs", cls=CommandGroup)
+def tariffs() -> None:
+    """Tariffs per feed and medium, flat or by local time of day."""
+
+
+@tariffs.command("set")
+@click.argument("feed_id")
+@click.option("--medium", type=click.Choice(TARIFF_MEDIA), required=True)
+@click.option("--from", "since", required=True, help="ISO 8601 instant (or 'now').")
+@click.option("--price", help="Flat price per kWh (power) or m³ (gas, water).")
+@click.option(
+    "--band",
+    "bands",
+    multiple=True,
+    help="Time of use: LOCAL_START=PRICE, e.g. --band 06:00=0.30 --band 22:00=0.10; "
+    "bands wrap around midnight.",
+)
+@click.option("--none", "none", is_flag=True, help="No tariff from the instant on.")
+@click.pass_obj
+def set_tariff(
+    settings: Settings,
+    feed_id: str,
+    medium: str,
+    since: str,
+    price: str | None,
+    bands: tuple[str, ...],
+    none: bool,
+) -> None:
+    """Set the feed's tariff for a medium from an instant on; prints the feed's tariffs."""
+    fid, instant, parsed = _feed_id(feed_id), _instant(since), _bands(price, bands, none)
+
+    async def work(conn: asyncpg.Connection) -> list[Tariff]:
+        await _require_feed(conn, fid, feed_id)
+        starts = [start for start, _ in parsed] if parsed else None
+        prices = [value for _, value in parsed] if parsed else None
+        await conn.execute(SET_TARIFF, fid, medium, instant, starts, prices)
+        return await _tariffs(conn, fid)
+
+    emit(_run(settings, work))
+
+
+@tariffs.command("list")
+@click.argument("feed_id")
+@click.pass_obj
+def list_tariffs(settings: Settings, feed_id: str) -> None:
+    """List the feed's tariff periods with their bands."""
+    fid = _feed_id(feed_id)
+
+    async def work(conn: asyncpg.Connection) -> list[Tariff]:
+        await _require_feed(conn, fid, feed_id)
+        return await _tariffs(conn, fid)
+
+    emit(_run(settings, work))
+
+
+@click.command("reprocess")
+@click.argument("feed_id")
+@click.option("--from", "since", required=True, help="ISO 8601 instant (inclusive).")
+@click.option("--to", "until", default="now", help="ISO 8601 instant (exclusive); default now.")
+@click.pass_obj
+def reprocess(settings: Settings, feed_id: str, since: str, until: str) -> None:
+    """Queue a feed's raw data in [--from, --to) for processing again."""
+    fid, start, end = _feed_id(feed_id), _instant(since), _instant(until)
+    if start >= end:
+        raise InvalidInput("--from must be before --to")
+
+    async def work(conn: asyncpg.Connection) -> dict[str, object]:
+        await _require_feed(conn, fid, feed_id)
+        streams = await conn.fetchval(REPROCESS, fid, start, end)
+        return {
+            "feed": str(fid),
+            "from": start.isoformat(),
+            "to": end.isoformat(),
+            "streams": streams,
+        }
+
+    emit(_run(settings, work))
+
+
+GROUPS: list[click.Command] = [tariffs, reprocess]

@@ -1,0 +1,353 @@
+"""The delivery loop: every customer's batches, one interval at a time, at least once.
+
+Three parts share one event loop:
+- the scheduler claims due customers (``claim_size`` per statement, skipping those in flight):
+  for a customer whose next interval has ended (plus ``settle_seconds``) it makes the batch
+  with one query for all of them, and persists each batch's id, interval and cutoff before the
+  first attempt; a customer whose pending batch is due for a retry gets that batch back;
+- one task per claimed batch posts it (a semaphore bounds the requests in flight, each has its
+  own timeout), so a slow or dead endpoint only ever holds up its own customer;
+- the recorder writes outcomes in batches: each attempt's log row and the cursor it moves (or
+  the retry it schedules) in one transaction. Only then is the customer claimable again, so a
+  customer's batches go out strictly in order.
+
+Run one delivery process per database: two would each deliver every batch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import Sequence
+from datetime import datetime
+
+import asyncpg
+import httpx
+import msgspec
+import structlog
+from asyncpg.pool import PoolConnectionProxy
+from prometheus_client import Counter, Histogram
+
+from energy_platform.db.pool import create_pool
+from energy_platform.engine.forwarding import queries
+from energy_platform.engine.forwarding.batches import Batch, DeliveryBody, Mode, encode
+from energy_platform.settings import DatabaseSettings, ForwarderSettings
+
+log = structlog.get_logger()
+ATTEMPTS = Counter("ep_forwarder_attempts", "Delivery attempts by outcome", ["outcome"])
+LAG = Histogram(
+    "ep_forwarder_delivery_lag_seconds",
+    "Seconds from an interval's end to its successful delivery",
+    buckets=(0.5, 1, 2, 5, 10, 30, 60, 300, 3600),
+)
+Connection = asyncpg.Connection | PoolConnectionProxy
+RECORD_BATCH = 500
+CONNECTIONS_PER_CLIENT = 8
+
+
+class Outcome(msgspec.Struct, frozen=True):
+    kind: str
+    """delivered (2xx), dropped (4xx) or retry (anything else)."""
+    status: int | None
+    error: str | None
+    started: datetime
+    seconds: float
+
+
+def classify(status: int) -> str:
+    """The spec's status table: 2xx success, 4xx permanent, 1xx/3xx/5xx temporary."""
+    if 200 <= status < 300:
+        return "delivered"
+    if 400 <= status < 500:
+        return "dropped"
+    return "retry"
+
+
+class DeliveryService:
+    name = "deliveries"
+
+    def __init__(
+        self,
+        database: DatabaseSettings,
+        settings: ForwarderSettings,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self._database = database
+        self._settings = settings
+        self._transport = transport
+        self._in_flight: set[int] = set()
+        self._outcomes: asyncio.Queue[tuple[Batch, Outcome]] = asyncio.Queue()
+        self._wake = asyncio.Event()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        s = self._settings
+        pool = await create_pool(self._database)
+        # Several small clients rather than one large one: an httpx pool's cost per request
+        # grows with its connections (measured: 1,000 local requests at 200 in flight took
+        # 13.7 s through one client, 1.9 s through 20 clients of 10). A customer always uses
+        # the same client; each client has as many slots as connections, so a request never
+        # waits for a connection inside its own timeout.
+        shards = max(1, -(-s.max_concurrent // CONNECTIONS_PER_CLIENT))
+        per_client = max(1, s.max_concurrent // shards)
+        clients = [
+            (
+                httpx.AsyncClient(
+                    timeout=httpx.Timeout(s.delivery_timeout),
+                    limits=httpx.Limits(
+                        max_connections=per_client, max_keepalive_connections=per_client
+                    ),
+                    follow_redirects=False,  # a 3xx is a temporary failure (the spec)
+                    transport=self._transport,
+                    trust_env=False,
+                ),
+                asyncio.Semaphore(per_client),
+            )
+            for _ in range(shards)
+        ]
+        attempts: set[asyncio.Task[None]] = set()
+        recorder = asyncio.create_task(self._recorder(pool), name="deliveries-recorder")
+        try:
+            while not stop.is_set():
+                batches: list[Batch] = []
+                try:
+                    batches = await self._claim(pool)
+                except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
+                    log.warning("cannot claim due deliveries", error=type(e).__name__)
+                for batch in batches:
+                    self._in_flight.add(batch.customer_id)
+                    client, slots = clients[batch.customer_id % len(clients)]
+                    task = asyncio.create_task(self._deliver(client, slots, batch))
+                    attempts.add(task)
+                    task.add_done_callback(attempts.discard)
+                if len(batches) >= s.claim_size:
+                    continue  # more may be due right now
+                await _nap(stop, self._wake, s.poll_interval)
+                self._wake.clear()
+        finally:
+            # Batches cut short are persisted and go out again after a restart.
+            for task in (*attempts, recorder):
+                task.cancel()
+            await asyncio.gather(*attempts, recorder, return_exceptions=True)
+            for client, _ in clients:
+                await client.aclose()
+            await pool.close()
+
+    async def _claim(self, pool: asyncpg.Pool) -> list[Batch]:
+        """Batches to attempt now: due retries, and new batches for ended intervals."""
+        s = self._settings
+        out: list[Batch] = []
+        async with pool.acquire() as conn, conn.transaction():
+            await conn.execute(queries.CUSTOM_PLANS)
+            rows = await conn.fetch(
+                queries.CLAIM, s.settle_seconds, sorted(self._in_flight), s.claim_size
+            )
+            fresh = [r for r in rows if r["batch_id"] is None]
+            for row in rows:
+                if row["batch_id"] is not None:
+                    out.append(await self._pending(conn, row))
+            empty: list[tuple[int, datetime]] = []
+            started: list[tuple[int, uuid.UUID, datetime, str, datetime]] = []
+            for mode in ("all", "aggregated"):
+                group = [r for r in fresh if r["mode"] == mode]
+                if not group:
+                    continue
+                points = await _rows(conn, mode, group)
+                for row in group:
+                    customer, start, end = row["customer_id"], row["delivered_to"], row["next_end"]
+                    batch_id = uuid.uuid4()
+                    body, count = encode(batch_id, start, end, mode, points.get(customer, []))
+                    if count == 0:
+                        empty.append((customer, end))
+                        continue
+                    started.append((customer, batch_id, end, mode, row["now"]))
+                    out.append(_batch(row, batch_id, start, end, body, count, 1, False))
+            if empty:
+                await conn.execute(queries.SKIP_EMPTY, *_columns(empty, 2))
+                self._wake.set()  # the next intervals of those customers may have ended too
+            if started:
+                await conn.execute(queries.START_BATCHES, *_columns(started, 5))
+        return out
+
+    async def _pending(self, conn: Connection, row: asyncpg.Record) -> Batch:
+        batch_id: uuid.UUID = row["batch_id"]
+        start, end = row["batch_from"], row["batch_to"]
+        stored: bytes | None = row["batch_body"]
+        if stored is not None:
+            points = len(msgspec.json.decode(stored, type=DeliveryBody).data)
+            body = stored
+        else:
+            # Cut short before its outcome was recorded: rebuilt from the same points.
+            mode: Mode = row["batch_mode"]
+            group = [(row["customer_id"], start, end, row["batch_cutoff"])]
+            rows = (await _rows_for(conn, mode, group)).get(row["customer_id"], [])
+            body, points = encode(batch_id, start, end, mode, rows)
+        attempt = row["attempts"] + 1
+        return _batch(row, batch_id, start, end, body, points, attempt, stored is not None)
+
+    async def _deliver(
+        self, client: httpx.AsyncClient, slots: asyncio.Semaphore, batch: Batch
+    ) -> None:
+        async with slots:
+            outcome = await self._attempt(client, batch)
+        await self._outcomes.put((batch, outcome))
+
+    async def _attempt(self, client: httpx.AsyncClient, batch: Batch) -> Outcome:
+        headers = {"Content-Type": "application/json", "Idempotency-Key": str(batch.id)}
+        # Credentials from the URL go as HTTP Basic; the URL itself has none.
+        auth: tuple[str, str] | None = None
+        if batch.username is not None:
+            auth = (batch.username, batch.password or "")
+        started = datetime.now().astimezone()
+        clock = time.monotonic()
+        status: int | None = None
+        error: str | None = None
+        try:
+            async with asyncio.timeout(self._settings.delivery_timeout):
+                response = await client.post(
+                    batch.url,
+                    content=batch.body,
+                    headers=headers,
+                    auth=auth or httpx.USE_CLIENT_DEFAULT,
+                )
+            status = response.status_code
+            kind = classify(status)
+        except (TimeoutError, httpx.TimeoutException):
+            kind, error = "retry", "timeout"
+        except httpx.HTTPError as e:
+            # The kind of error only: messages may quote the URL.
+            kind, error = "retry", type(e).__name__
+        return Outcome(kind, status, error, started, time.monotonic() - clock)
+
+    async def _recorder(self, pool: asyncpg.Pool) -> None:
+        while True:
+            done = [await self._outcomes.get()]
+            while not self._outcomes.empty() and len(done) < RECORD_BATCH:
+                done.append(self._outcomes.get_nowait())
+            while True:
+                try:
+                    await self._record(pool, done)
+                    break
+                except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
+                    # Unrecorded outcomes keep their customers in flight until written.
+                    log.warning("cannot record delivery outcomes", error=type(e).__name__)
+                    await asyncio.sleep(1.0)
+            for batch, _ in done:
+                self._in_flight.discard(batch.customer_id)
+            self._wake.set()
+
+    async def _record(self, pool: asyncpg.Pool, done: Sequence[tuple[Batch, Outcome]]) -> None:
+        """Log the attempts and move the cursors (or schedule the retries) in one transaction."""
+        base = self._settings.backoff_base
+        finished = [(b.customer_id, b.id) for b, o in done if o.kind != "retry"]
+        retries = [
+            (
+                b.customer_id,
+                b.id,
+                None if b.stored else b.body,
+                min(base * 2 ** (b.attempt - 1), float(b.interval_seconds)),
+            )
+            for b, o in done
+            if o.kind == "retry"
+        ]
+        logged = [
+            (
+                b.customer_id,
+                b.id,
+                b.start,
+                b.end,
+                b.attempt,
+                o.kind,
+                o.status,
+                o.error,
+                b.points,
+                o.started,
+                o.seconds * 1000,
+            )
+            for b, o in done
+        ]
+        async with pool.acquire() as conn, conn.transaction():
+            await conn.execute(queries.RELAXED_COMMIT)
+            await conn.execute(queries.LOG_ATTEMPTS, *_columns(logged, 11))
+            if finished:
+                await conn.execute(queries.FINISH_BATCHES, *_columns(finished, 2))
+            if retries:
+                await conn.execute(queries.RETRY_BATCHES, *_columns(retries, 4))
+        now = time.time()
+        for b, o in done:
+            ATTEMPTS.labels(o.kind).inc()
+            fields = {
+                "customer": b.customer_id,
+                "batch": str(b.id),
+                "attempt": b.attempt,
+                "status": o.status,
+                "points": b.points,
+            }
+            if o.kind == "delivered":
+                LAG.observe(max(0.0, now - b.end.timestamp()))
+                log.debug("batch delivered", **fields)
+            elif o.kind == "dropped":
+                log.warning("batch dropped by the customer (4xx)", **fields)
+            else:
+                log.info("batch will be retried", error=o.error, **fields)
+
+
+async def _nap(stop: asyncio.Event, wake: asyncio.Event, seconds: float) -> None:
+    """Return after ``seconds``, or earlier when ``stop`` or ``wake`` is set."""
+    waits = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(wake.wait())]
+    try:
+        await asyncio.wait(waits, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in waits:
+            task.cancel()
+
+
+async def _rows(
+    conn: Connection, mode: Mode, group: Sequence[asyncpg.Record]
+) -> dict[int, list[asyncpg.Record]]:
+    return await _rows_for(
+        conn, mode, [(r["customer_id"], r["delivered_to"], r["next_end"], r["now"]) for r in group]
+    )
+
+
+async def _rows_for(
+    conn: Connection, mode: Mode, group: Sequence[tuple[int, datetime, datetime, datetime]]
+) -> dict[int, list[asyncpg.Record]]:
+    """The points of each (customer, from, to, cutoff) batch, by customer, in one query."""
+    statement = queries.ALL_POINTS if mode == "all" else queries.AGGREGATED_POINTS
+    by_customer: dict[int, list[asyncpg.Record]] = defaultdict(list)
+    for row in await conn.fetch(statement, *_columns(group, 4)):
+        by_customer[row[0]].append(row)
+    return by_customer
+
+
+def _columns(rows: Sequence[tuple[object, ...]], width: int) -> list[list[object]]:
+    """Rows as ``width`` parallel arrays, the shape ``unnest`` takes."""
+    return [[row[n] for row in rows] for n in range(width)]
+
+
+def _batch(
+    row: asyncpg.Record,
+    batch_id: uuid.UUID,
+    start: datetime,
+    end: datetime,
+    body: bytes,
+    points: int,
+    attempt: int,
+    stored: bool,
+) -> Batch:
+    return Batch(
+        customer_id=row["customer_id"],
+        id=batch_id,
+        start=start,
+        end=end,
+        body=body,
+        points=points,
+        attempt=attempt,
+        url=row["url"],
+        username=row["username"],
+        password=row["password"],
+        interval_seconds=row["interval_minutes"] * 60,
+        stored=stored,
+    )

@@ -1,0 +1,418 @@
+"""The 90 s processing as named SQL, and the transactions that run it.
+
+Work flows through two queues. Ingest records written point times per raw stream in
+``cluster.dirty_ranges``; :data:`INTAKE` moves them into ``cluster.engine_work`` as bucket-aligned
+periods per channel, widened to every bucket whose result the new points can change, and creates
+the processed streams of channels seen for the first time. :data:`CLAIM` takes the closed part of
+the queued work of a bounded number of feeds under an advisory lock per feed, and
+:data:`COMPUTE` recomputes those buckets for all their channels in one statement: it upserts the
+points that qualify and deletes those that no longer do. docs/engine.md explains the rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+
+import asyncpg
+import msgspec
+from asyncpg.pool import PoolConnectionProxy
+
+BUCKET = timedelta(seconds=90)
+# A connection of its own or one lent by a pool.
+Connection = asyncpg.Connection | PoolConnectionProxy
+
+# Claims a bounded batch of ingest's dirty ranges (SKIP LOCKED: workers take disjoint rows).
+# Per raw stream the written periods are merged, then widened: to the bucket of the previous
+# point when the segment from it is bridged (<= 300 s), always to the bucket of the next point
+# (a meter reading's consumption is counted at the later reading), and across bridged gaps.
+INTAKE = """
+WITH claimed AS (
+    DELETE FROM cluster.dirty_ranges
+     WHERE ctid = ANY (ARRAY(SELECT ctid FROM cluster.dirty_ranges ORDER BY recorded_at
+                             LIMIT $1 FOR UPDATE SKIP LOCKED))
+    RETURNING stream_id, ts_from, ts_to
+), touched AS (
+    SELECT s.feed_id, s.channel, s.id AS raw_id,
+           unnest(range_agg(tstzrange(c.ts_from, c.ts_to, '[]'))) AS written
+      FROM claimed c
+      JOIN cluster.streams s ON s.id = c.stream_id AND s.type = 'raw'
+      JOIN cluster.processable_media m ON m.medium_id = s.medium
+     GROUP BY s.feed_id, s.channel, s.id
+), neighbours AS (
+    SELECT t.feed_id, t.channel, lower(t.written) AS ts_from, upper(t.written) AS ts_to,
+           (SELECT p.ts FROM cluster.raw_points p
+             WHERE p.stream_id = t.raw_id AND p.ts < lower(t.written)
+             ORDER BY p.ts DESC LIMIT 1) AS prev,
+           (SELECT p.ts FROM cluster.raw_points p
+             WHERE p.stream_id = t.raw_id AND p.ts > upper(t.written)
+             ORDER BY p.ts LIMIT 1) AS next
+      FROM touched t
+), affected AS (
+    SELECT feed_id, channel, tstzrange(
+               time_bucket('90 s', CASE WHEN ts_from - prev <= interval '300 s'
+                                        THEN prev ELSE ts_from END),
+               time_bucket('90 s', CASE WHEN next - ts_to <= interval '300 s'
+                                        THEN next ELSE ts_to END) + interval '90 s') AS buckets
+      FROM neighbours
+    UNION ALL
+    SELECT feed_id, channel,
+           tstzrange(time_bucket('90 s', next), time_bucket('90 s', next) + interval '90 s')
+      FROM neighbours WHERE next IS NOT NULL
+), queued AS (
+    INSERT INTO cluster.engine_work (feed_id, channel, buckets)
+    SELECT feed_id, channel, unnest(range_agg(buckets)) FROM affected GROUP BY feed_id, channel
+    RETURNING 1
+), channel_media AS (
+    SELECT DISTINCT ON (s.feed_id, s.channel, s.idx) s.feed_id, s.channel, s.idx,
+           m.medium, m.title, m.unit
+      FROM (SELECT DISTINCT feed_id, channel FROM touched) c
+      JOIN cluster.streams s ON s.feed_id = c.feed_id AND s.channel = c.channel AND s.type = 'raw'
+      JOIN cluster.processable_media m ON m.medium_id = s.medium
+     ORDER BY s.feed_id, s.channel, s.idx, m.medium_id
+), wanted AS (
+    SELECT feed_id, channel, idx, false AS combined, medium, title, unit FROM channel_media
+    UNION ALL
+    SELECT feed_id, channel, NULL, true, min(medium), min(title), min(unit)
+      FROM channel_media WHERE idx IS NOT NULL
+     GROUP BY feed_id, channel HAVING count(*) >= 2
+), missing AS (
+    SELECT w.*, k.cost
+      FROM wanted w CROSS JOIN (VALUES (false), (true)) AS k (cost)
+     WHERE (NOT k.cost OR w.medium <> 'temperature')
+       AND NOT EXISTS (
+           SELECT 1 FROM cluster.streams s
+            WHERE s.type = 'processed' AND s.feed_id = w.feed_id AND s.channel = w.channel
+              AND s.idx IS NOT DISTINCT FROM w.idx AND s.combined = w.combined
+              AND s.cost = k.cost)
+), created AS (
+    INSERT INTO cluster.streams (feed_id, type, channel, idx, combined, cost)
+    SELECT feed_id, 'processed', channel, idx, combined, cost FROM missing
+    ON CONFLICT DO NOTHING
+    RETURNING id, feed_id, channel, idx, combined, cost
+), configured AS (
+    INSERT INTO cluster.stream_configs (stream_id, title, medium, unit, validity)
+    SELECT c.id,
+           m.title || CASE WHEN c.cost THEN ' cost' ELSE '' END || ', channel ' || c.channel
+               || CASE WHEN c.combined THEN ', total'
+                       WHEN c.idx IS NULL THEN ''
+                       WHEN m.medium = 'power' THEN ', L' || c.idx
+                       ELSE ', index ' || c.idx END,
+           m.medium, CASE WHEN c.cost THEN $2 ELSE m.unit END, tstzrange(NULL, NULL)
+      FROM created c
+      JOIN missing m ON m.feed_id = c.feed_id AND m.channel = c.channel
+                    AND m.idx IS NOT DISTINCT FROM c.idx AND m.combined = c.combined
+                    AND m.cost = c.cost
+    RETURNING stream_id
+), history AS (
+    -- A new stream gets the channel's whole raw history, not only this batch.
+    SELECT cluster.engine_invalidate(feed_id, channel, '{(,)}'::tstzmultirange)
+      FROM (SELECT DISTINCT feed_id, channel FROM created) n
+)
+SELECT (SELECT count(*) FROM claimed) AS claimed,
+       (SELECT count(*) FROM configured) AS created,
+       (SELECT count(*) FROM history) AS new_channels,
+       (SELECT count(*) FROM queued) AS queued
+"""
+
+# Takes all queued work of up to $2 feeds whose advisory lock this transaction gets (other
+# workers skip those feeds) and merges it per channel. Each period starts where raw data is:
+# buckets more than 300 s before the channel's next point can hold no value (a long period
+# queued by a configuration change is mostly empty). The part from the open bucket on ($1 is
+# its start) and beyond $3 of the start is queued again; the rest is returned.
+CLAIM = """
+WITH feeds AS (
+    SELECT feed_id
+      FROM (SELECT feed_id, min(recorded_at) AS oldest FROM cluster.engine_work
+             WHERE lower(buckets) < $1 GROUP BY feed_id ORDER BY oldest) candidates
+     WHERE pg_try_advisory_xact_lock(1162692948, (feed_id % 2147483648)::integer)
+     LIMIT $2
+), claimed AS (
+    DELETE FROM cluster.engine_work w USING feeds f WHERE w.feed_id = f.feed_id
+    RETURNING w.feed_id, w.channel, w.buckets
+), merged AS (
+    SELECT feed_id, channel, unnest(range_agg(buckets)) AS buckets
+      FROM claimed GROUP BY feed_id, channel
+), starts AS (
+    SELECT m.feed_id, m.channel, upper(m.buckets) AS queued_to,
+           greatest(lower(m.buckets), coalesce(time_bucket('90 s', (
+               SELECT min(first.ts)
+                 FROM cluster.streams s
+                 JOIN cluster.processable_media pm ON pm.medium_id = s.medium
+                 CROSS JOIN LATERAL (
+                     SELECT p.ts FROM cluster.raw_points p
+                      WHERE p.stream_id = s.id AND p.ts >= lower(m.buckets)
+                        AND p.ts < upper(m.buckets) + interval '300 s'
+                      ORDER BY p.ts LIMIT 1) first
+                WHERE s.feed_id = m.feed_id AND s.channel = m.channel AND s.type = 'raw'
+           ) - interval '300 s'), upper(m.buckets))) AS wfrom
+      FROM merged m
+), parts AS (
+    SELECT feed_id, channel, queued_to, wfrom,
+           greatest(wfrom, least(queued_to, $1, wfrom + $3)) AS wto
+      FROM starts
+), requeued AS (
+    INSERT INTO cluster.engine_work (feed_id, channel, buckets)
+    SELECT feed_id, channel, tstzrange(wto, queued_to) FROM parts WHERE wto < queued_to
+)
+SELECT feed_id, channel, wfrom, wto FROM parts WHERE wfrom < wto
+"""
+
+# Recomputes the buckets [wfrom, wto) of the given channels. Per raw stream the points from the
+# last one before wfrom to the first one at or after wto form segments. A bridged segment
+# (<= 300 s) adds its trapezoid (value·s) and its length (s) to the buckets it overlaps, cut at
+# their edges; every segment adds its meter delta (never negative: a decrease is a reset or
+# rollover) to the bucket of its later point. Times are float epoch seconds; bucket k starts at
+# 90·k. Each segment is first added whole to the bucket it starts in ("heads", one hash
+# aggregate over the points); the one segment per bucket that crosses its end is carried along
+# and spread over the following buckets afterwards ("tails", a row per bucket, not per point).
+# Configurations, tariffs and time zones are joined as ranges of k: hash joins on keys.
+COMPUTE = """
+WITH work AS (
+    SELECT * FROM unnest($1::bigint[], $2::integer[], $3::timestamptz[], $4::timestamptz[])
+        AS w (feed_id, channel, wfrom, wto)
+), sources AS MATERIALIZED (
+    SELECT s.id AS raw_id, date_part('epoch', w.wfrom) AS wf, date_part('epoch', w.wto) AS wt,
+           coalesce((SELECT p.ts FROM cluster.raw_points p
+                      WHERE p.stream_id = s.id AND p.ts < w.wfrom
+                      ORDER BY p.ts DESC LIMIT 1), w.wfrom) AS lo,
+           coalesce((SELECT p.ts FROM cluster.raw_points p
+                      WHERE p.stream_id = s.id AND p.ts >= w.wto
+                      ORDER BY p.ts LIMIT 1), w.wto) AS hi
+      FROM work w
+      JOIN cluster.streams s ON s.feed_id = w.feed_id AND s.channel = w.channel AND s.type = 'raw'
+      JOIN cluster.processable_media m ON m.medium_id = s.medium
+), segments AS (
+    -- OFFSET 0 keeps each expression computed once per point, not once per use.
+    SELECT raw_id, wt, e0, v0, e1, v1, k, a, least(e1, kend) AS c, e1 >= kend AS crosses,
+           e1 - e0 <= 300 AS bridged
+      FROM (SELECT raw_id, wt, e0, v0, e1, v1, k, a, 90 * k + 90 AS kend
+              FROM (SELECT raw_id, wt, e0, v0, e1, v1, greatest(e0, wf) AS a,
+                           floor(greatest(e0, wf) / 90)::bigint AS k
+                      FROM (SELECT src.raw_id, src.wf, src.wt, date_part('epoch', g.ts) AS e0,
+                                   g.v0, date_part('epoch', g.t1) AS e1, g.v1
+                              FROM sources src
+                              CROSS JOIN LATERAL (
+                                  SELECT p.ts, p.value AS v0,
+                                         lead(p.ts) OVER w AS t1, lead(p.value) OVER w AS v1
+                                    FROM cluster.raw_points p
+                                   WHERE p.stream_id = src.raw_id
+                                     AND p.ts >= src.lo AND p.ts <= src.hi
+                                  WINDOW w AS (ORDER BY p.ts)
+                              ) g
+                             WHERE g.t1 IS NOT NULL
+                            OFFSET 0) points
+                    OFFSET 0) x
+            OFFSET 0) y
+), heads AS MATERIALIZED (
+    SELECT raw_id, k, min(wt) AS wt,
+           sum(CASE WHEN bridged AND c > a
+                    THEN (c - a) * (v0 + (v1 - v0) * ((a + c) / 2 - e0) / (e1 - e0)) ELSE 0 END)
+               AS integral,
+           sum(CASE WHEN bridged AND c > a THEN c - a ELSE 0 END) AS covered,
+           sum(greatest(v1 - v0, 0)) FILTER (WHERE NOT crosses) AS delta,
+           max(e0) FILTER (WHERE crosses) AS ce0,
+           max(v0) FILTER (WHERE crosses) AS cv0,
+           max(e1) FILTER (WHERE crosses) AS ce1,
+           max(v1) FILTER (WHERE crosses) AS cv1
+      FROM segments
+     GROUP BY raw_id, k
+), tails AS (
+    SELECT raw_id, k,
+           CASE WHEN bridged AND c > a
+                THEN (c - a) * (v0 + (v1 - v0) * ((a + c) / 2 - e0) / (e1 - e0)) ELSE 0 END
+               AS integral,
+           CASE WHEN bridged AND c > a THEN c - a ELSE 0 END AS covered,
+           CASE WHEN floor(e1 / 90) = k THEN greatest(v1 - v0, 0) END AS delta
+      FROM (SELECT raw_id, k, e0, v0, e1, v1, bridged,
+                   greatest(e0, 90 * k) AS a, least(e1, 90 * k + 90) AS c
+              FROM (SELECT raw_id, ce0 AS e0, cv0 AS v0, ce1 AS e1, cv1 AS v1,
+                           ce1 - ce0 <= 300 AS bridged,
+                           generate_series(
+                               CASE WHEN ce1 - ce0 <= 300 THEN k + 1
+                                    ELSE floor(ce1 / 90)::bigint END,
+                               least(floor(ce1 / 90)::bigint, (wt / 90)::bigint - 1)) AS k
+                      FROM heads WHERE ce1 IS NOT NULL) spread) t
+), per_raw AS (
+    SELECT raw_id, k, sum(integral) AS integral, sum(covered) AS covered, sum(delta) AS delta
+      FROM (SELECT raw_id, k, integral, covered, delta FROM heads
+            UNION ALL
+            SELECT raw_id, k, integral, covered, delta FROM tails) parts
+     GROUP BY raw_id, k
+), per_index AS (
+    SELECT s.feed_id, s.channel, s.idx, r.k,
+           sum(r.integral) AS integral, sum(r.covered) AS covered, sum(r.delta) AS delta
+      FROM per_raw r JOIN cluster.streams s ON s.id = r.raw_id
+     GROUP BY s.feed_id, s.channel, s.idx, r.k
+), per_target AS (
+    SELECT feed_id, channel, coalesce(idx, 0) AS idx, false AS combined, k,
+           integral, covered, delta
+      FROM per_index
+    UNION ALL
+    SELECT feed_id, channel, 0, true, k, sum(integral), sum(covered), sum(delta)
+      FROM per_index WHERE idx IS NOT NULL GROUP BY feed_id, channel, k
+), targets AS MATERIALIZED (
+    SELECT ps.id AS stream_id, ps.feed_id, ps.channel, coalesce(ps.idx, 0) AS idx,
+           ps.combined, ps.cost, c.medium,
+           CASE WHEN lower_inf(c.validity) THEN -9223372036854775807
+                ELSE ceil(date_part('epoch', lower(c.validity)) / 90)::bigint END AS kfrom,
+           CASE WHEN upper_inf(c.validity) THEN 9223372036854775807
+                ELSE ceil(date_part('epoch', upper(c.validity)) / 90)::bigint END AS kto
+      FROM (SELECT DISTINCT feed_id, channel FROM work) w
+      JOIN cluster.streams ps
+        ON ps.feed_id = w.feed_id AND ps.channel = w.channel AND ps.type = 'processed'
+      JOIN cluster.stream_configs c ON c.stream_id = ps.id
+     WHERE c.medium IS NOT NULL
+), consumption AS MATERIALIZED (
+    SELECT tg.stream_id, t.feed_id, t.channel, t.idx, t.combined, t.k, tg.medium,
+           CASE tg.medium
+               WHEN 'power' THEN CASE WHEN t.covered > 0 THEN t.integral / 3600 END
+               WHEN 'temperature' THEN CASE WHEN t.covered > 0 THEN t.integral / t.covered END
+               ELSE t.delta END AS value
+      FROM per_target t
+      JOIN targets tg
+        ON tg.feed_id = t.feed_id AND tg.channel = t.channel AND tg.idx = t.idx
+       AND tg.combined = t.combined AND NOT tg.cost AND t.k >= tg.kfrom AND t.k < tg.kto
+), tariff_periods AS (
+    SELECT t.feed_id, t.medium, t.id AS tariff_id,
+           CASE WHEN lower_inf(t.validity) THEN -9223372036854775807
+                ELSE ceil(date_part('epoch', lower(t.validity)) / 90)::bigint END AS kfrom,
+           CASE WHEN upper_inf(t.validity) THEN 9223372036854775807
+                ELSE ceil(date_part('epoch', upper(t.validity)) / 90)::bigint END AS kto
+      FROM cluster.tariffs t WHERE t.feed_id IN (SELECT feed_id FROM work)
+), zones AS (
+    SELECT fc.feed_id, fc.timezone,
+           CASE WHEN lower_inf(fc.validity) THEN -9223372036854775807
+                ELSE ceil(date_part('epoch', lower(fc.validity)) / 90)::bigint END AS kfrom,
+           CASE WHEN upper_inf(fc.validity) THEN 9223372036854775807
+                ELSE ceil(date_part('epoch', upper(fc.validity)) / 90)::bigint END AS kto
+      FROM cluster.feed_configs fc WHERE fc.feed_id IN (SELECT feed_id FROM work)
+), periods AS MATERIALIZED (
+    -- Per channel and index: the stretches of k with one consumption configuration, and those
+    -- that also have a cost configuration, a tariff and a time zone.
+    SELECT c.feed_id, c.channel, c.idx, c.combined, c.stream_id, c.medium, c.kfrom, c.kto,
+           NULL::bigint AS tariff_id, NULL::text AS timezone
+      FROM targets c WHERE NOT c.cost
+    UNION ALL
+    SELECT c.feed_id, c.channel, c.idx, c.combined, cs.stream_id, c.medium,
+           greatest(c.kfrom, cs.kfrom, tr.kfrom, z.kfrom), least(c.kto, cs.kto, tr.kto, z.kto),
+           tr.tariff_id, z.timezone
+      FROM targets c
+      JOIN targets cs
+        ON cs.cost AND cs.feed_id = c.feed_id AND cs.channel = c.channel AND cs.idx = c.idx
+       AND cs.combined = c.combined
+      JOIN tariff_periods tr ON tr.feed_id = c.feed_id AND tr.medium = cs.medium
+      JOIN zones z ON z.feed_id = c.feed_id
+     WHERE NOT c.cost AND c.medium <> 'temperature'
+       AND greatest(c.kfrom, cs.kfrom, tr.kfrom, z.kfrom) < least(c.kto, cs.kto, tr.kto, z.kto)
+), valued AS MATERIALIZED (
+    -- Consumption (or mean) per bucket; for cost rows in kWh or m³, to be priced.
+    SELECT pd.stream_id, t.k, pd.tariff_id, pd.timezone,
+           CASE pd.medium
+               WHEN 'power' THEN CASE WHEN t.covered > 0 THEN t.integral / 3600 END
+               WHEN 'temperature' THEN CASE WHEN t.covered > 0 THEN t.integral / t.covered END
+               ELSE t.delta END
+           * CASE WHEN pd.tariff_id IS NOT NULL AND pd.medium = 'power' THEN 0.001::float8
+                  ELSE 1 END AS value
+      FROM per_target t
+      JOIN periods pd
+        ON pd.feed_id = t.feed_id AND pd.channel = t.channel AND pd.idx = t.idx
+       AND pd.combined = t.combined AND t.k >= pd.kfrom AND t.k < pd.kto
+), results AS (
+    SELECT stream_id, to_timestamp(90 * k) AS ts, value
+      FROM valued WHERE tariff_id IS NULL AND value IS NOT NULL
+    UNION ALL
+    SELECT v.stream_id, x.ts, v.value * b.price
+      FROM valued v
+      CROSS JOIN LATERAL (SELECT to_timestamp(90 * v.k) AS ts) x
+      CROSS JOIN LATERAL (SELECT (x.ts AT TIME ZONE v.timezone)::time AS local) l
+      JOIN cluster.tariff_bands b
+        ON b.tariff_id = v.tariff_id AND b.starts <= l.local AND l.local < b.ends
+     WHERE v.tariff_id IS NOT NULL AND v.value IS NOT NULL
+), upserted AS (
+    INSERT INTO cluster.processed_points AS p (stream_id, ts, value)
+    SELECT stream_id, ts, value FROM results
+    ON CONFLICT (stream_id, ts) DO UPDATE SET value = EXCLUDED.value
+     WHERE p.value IS DISTINCT FROM EXCLUDED.value
+    RETURNING 1
+), kept AS (
+    SELECT stream_id, array_agg(ts) AS buckets FROM results GROUP BY stream_id
+), stale AS (
+    -- Per stream an array of the buckets kept, not an anti join against results: with the
+    -- few rows the planner expects of a CTE (and none known of a fresh chunk) it may choose a
+    -- nested loop over both, quadratic in the batch.
+    DELETE FROM cluster.processed_points p
+     USING (SELECT ps.id, w.wfrom, w.wto, coalesce(k.buckets, '{}') AS buckets
+              FROM work w
+              JOIN cluster.streams ps
+                ON ps.feed_id = w.feed_id AND ps.channel = w.channel AND ps.type = 'processed'
+              LEFT JOIN kept k ON k.stream_id = ps.id) x
+     WHERE p.stream_id = x.id AND p.ts >= x.wfrom AND p.ts < x.wto AND p.ts <> ALL (x.buckets)
+    RETURNING 1
+)
+SELECT (SELECT count(*) FROM results) AS points,
+       (SELECT count(*) FROM upserted) AS written,
+       (SELECT count(*) FROM stale) AS deleted
+"""
+
+# Hash aggregates need memory; JIT compilation costs more (about 1 s) than these batches gain.
+TUNE = "SELECT set_config('work_mem', $1, true), set_config('jit', 'off', true)"
+
+
+class IntakeResult(msgspec.Struct, frozen=True):
+    claimed: int
+    """Dirty ranges taken from ingest's queue."""
+    created: int
+    """Processed streams created."""
+
+
+class BatchResult(msgspec.Struct, frozen=True):
+    periods: int
+    """Channel periods recomputed."""
+    points: int
+    """Processed points that qualify in them."""
+    written: int
+    """Points inserted or changed."""
+    deleted: int
+    """Points that no longer qualify, deleted."""
+
+
+async def intake(conn: Connection, *, batch: int, currency: str, work_mem: str) -> IntakeResult:
+    """Move up to ``batch`` dirty ranges into the engine's queue, in one transaction."""
+    async with conn.transaction():
+        await conn.execute(TUNE, work_mem)
+        (row,) = await conn.fetch(INTAKE, batch, currency)
+    return IntakeResult(claimed=row["claimed"], created=row["created"])
+
+
+async def process_batch(
+    conn: Connection,
+    *,
+    now: datetime,
+    feeds: int,
+    max_span: timedelta,
+    work_mem: str,
+) -> BatchResult:
+    """Claim the closed work of up to ``feeds`` feeds and recompute it, in one transaction."""
+    horizon = bucket_start(now)
+    async with conn.transaction():
+        await conn.execute(TUNE, work_mem)
+        work: Sequence[asyncpg.Record] = await conn.fetch(CLAIM, horizon, feeds, max_span)
+        if not work:
+            return BatchResult(periods=0, points=0, written=0, deleted=0)
+        (row,) = await conn.fetch(
+            COMPUTE,
+            [w["feed_id"] for w in work],
+            [w["channel"] for w in work],
+            [w["wfrom"] for w in work],
+            [w["wto"] for w in work],
+        )
+    return BatchResult(
+        periods=len(work), points=row["points"], written=row["written"], deleted=row["deleted"]
+    )
+
+
+def bucket_start(t: datetime) -> datetime:
+    """Start of the epoch-aligned 90 s bucket holding ``t``."""
+    seconds = t.timestamp()
+    return datetime.fromtimestamp(seconds - seconds % 90, tz=t.tzinfo)

@@ -1,0 +1,161 @@
+"""`energy-platform admin tariffs ...` and `admin reprocess ...`."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.engine.conftest import T0, NewFeed, process
+
+CLI = str(Path(sys.executable).with_name("energy-platform"))
+
+
+def admin(database_url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [CLI, "admin", *args],
+        env={**os.environ, "EP_DATABASE_URL": database_url},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def answer(result: subprocess.CompletedProcess[str]) -> Any:
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+async def test_tariffs_are_set_flat_or_by_time_of_use_from_an_instant_and_listed(
+    new_feed: NewFeed, database_url: str
+) -> None:
+    feed = await new_feed()
+    fid = str(feed.id)
+
+    answer(
+        admin(
+            database_url,
+            "tariffs",
+            "set",
+            fid,
+            "--medium",
+            "gas",
+            "--from",
+            "2026-01-01T00:00:00+01:00",
+            "--price",
+            "1.25",
+        )
+    )
+    tariffs = answer(
+        admin(
+            database_url,
+            "tariffs",
+            "set",
+            fid,
+            "--medium",
+            "power",
+            "--from",
+            "2026-01-01T00:00:00Z",
+            "--band",
+            "22:00=0.10",
+            "--band",
+            "06:00=0.30",
+        )
+    )
+    answer(
+        admin(
+            database_url,
+            "tariffs",
+            "set",
+            fid,
+            "--medium",
+            "power",
+            "--from",
+            "2026-07-01T00:00:00Z",
+            "--price",
+            "-0.05",
+        )
+    )
+    listed = answer(admin(database_url, "tariffs", "list", fid))
+
+    assert tariffs == [
+        {
+            "medium": "gas",
+            "valid_from": "2025-12-31T23:00:00+00:00",
+            "valid_to": None,
+            "bands": [{"starts": "00:00", "ends": "24:00", "price": 1.25}],
+        },
+        {
+            "medium": "power",
+            "valid_from": "2026-01-01T00:00:00+00:00",
+            "valid_to": None,
+            "bands": [
+                {"starts": "00:00", "ends": "06:00", "price": 0.10},
+                {"starts": "06:00", "ends": "22:00", "price": 0.30},
+                {"starts": "22:00", "ends": "24:00", "price": 0.10},
+            ],
+        },
+    ]
+    assert [(t["medium"], t["valid_from"], t["valid_to"]) for t in listed] == [
+        ("gas", "2025-12-31T23:00:00+00:00", None),
+        ("power", "2026-01-01T00:00:00+00:00", "2026-07-01T00:00:00+00:00"),
+        ("power", "2026-07-01T00:00:00+00:00", None),
+    ]
+    assert listed[2]["bands"] == [{"starts": "00:00", "ends": "24:00", "price": -0.05}]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--price", "1", "--band", "06:00=1"), "exactly one of"),
+        (("--band", "6:00=1"), "a band looks like"),
+        (("--band", "06:00=1", "--band", "06:00=2"), "two bands start at 06:00"),
+        (("--price", "nan"), "not a finite price"),
+    ],
+)
+async def test_invalid_tariffs_are_refused_with_one_line(
+    new_feed: NewFeed, database_url: str, args: tuple[str, ...], message: str
+) -> None:
+    feed = await new_feed()
+    result = admin(
+        database_url, "tariffs", "set", str(feed.id), "--medium", "power", "--from", "now", *args
+    )
+    assert result.returncode == 1
+    assert message in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+async def test_reprocess_recomputes_a_feed_over_a_range(
+    new_feed: NewFeed, database_url: str
+) -> None:
+    feed = await new_feed()
+    clamp = await feed.raw_stream(channel=1, medium=1)
+    await feed.ingest(clamp, [(T0 + s, 1000.0) for s in range(0, 91, 5)])
+    await process(feed.db)
+    # Someone overwrote a processed point by hand; reprocessing puts the computed one back.
+    energy = await feed.stream_id("Electricity, channel 1")
+    await feed.db.execute(
+        "UPDATE cluster.processed_points SET value = 1 WHERE stream_id = $1", energy
+    )
+
+    result = answer(
+        admin(
+            database_url,
+            "reprocess",
+            str(feed.id),
+            "--from",
+            "2026-01-01T00:00:00Z",
+            "--to",
+            "2026-01-02T00:00:00Z",
+        )
+    )
+    await process(feed.db)
+
+    assert result["streams"] == 1
+    assert await feed.points("Electricity, channel 1") == {T0: pytest.approx(25.0)}
+    missing = admin(database_url, "reprocess", "999999999", "--from", "2026-01-01T00:00:00Z")
+    assert missing.returncode == 1
+    assert "no feed" in missing.stderr

@@ -1,0 +1,101 @@
+"""The engine service: closed buckets are published within seconds, open ones never."""
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+
+import asyncpg
+import pytest
+
+from energy_platform.engine.service import EngineService, drain
+from energy_platform.settings import EngineSettings, Settings
+from tests.integration.engine.conftest import T0, NewFeed, process
+from tests.support.services import running
+
+
+class FakeClock:
+    """The engine's idea of now, moved by the test."""
+
+    def __init__(self, unix: float) -> None:
+        self.unix = unix
+
+    def __call__(self) -> datetime:
+        return datetime.fromtimestamp(self.unix, UTC)
+
+
+async def seconds_until(check: Callable[[], Awaitable[bool]]) -> float:
+    """Poll ``check`` until it is true (for at most 15 s); the seconds it took."""
+    start = time.monotonic()
+    async with asyncio.timeout(15):
+        while True:
+            if await check():
+                return time.monotonic() - start
+            await asyncio.sleep(0.05)
+
+
+async def test_a_closed_bucket_is_published_promptly_and_an_open_one_only_after_it_closes(
+    new_feed: NewFeed, settings: Settings
+) -> None:
+    feed = await new_feed()
+    clamp = await feed.raw_stream(channel=1, medium=1)
+    clock = FakeClock(T0 + 150)  # bucket T0 is closed, bucket T0 + 90 is open
+    await feed.ingest(clamp, [(T0 + s, 1000.0) for s in range(0, 151, 5)])
+    engine = EngineService(
+        settings.database, EngineSettings(poll_interval=0.2, currency="CZK"), clock=clock
+    )
+
+    async def has(bucket: int) -> bool:
+        return bucket in await feed.points("Electricity, channel 1")
+
+    async with running(engine):
+        lag = await seconds_until(lambda: has(T0))
+        await asyncio.sleep(1.0)  # five more rounds of the engine
+        assert await feed.points("Electricity, channel 1") == {T0: pytest.approx(25.0)}
+
+        # The open bucket's last samples arrive, then it closes.
+        await feed.ingest(clamp, [(T0 + s, 1000.0) for s in range(155, 181, 5)])
+        clock.unix = T0 + 180
+        lag_after_close = await seconds_until(lambda: has(T0 + 90))
+
+    assert lag < 15
+    assert lag_after_close < 15
+    assert await feed.points("Electricity, channel 1") == {
+        T0: pytest.approx(25.0),
+        T0 + 90: pytest.approx(25.0),
+    }
+
+
+async def test_two_engine_workers_share_the_work_without_conflicts(
+    new_feed: NewFeed, database_url: str
+) -> None:
+    feeds = [await new_feed() for _ in range(12)]
+    for n, feed in enumerate(feeds):
+        clamp = await feed.raw_stream(channel=1, medium=1)
+        await feed.ingest(clamp, [(T0 + s, 100.0 * (n + 1)) for s in range(0, 271, 5)])
+    one_feed_per_batch = EngineSettings(batch_feeds=1, intake_batch=2, currency="CZK")
+
+    workers = [await asyncpg.connect(database_url) for _ in range(2)]
+    try:
+        written = await asyncio.gather(*(drain(w, one_feed_per_batch) for w in workers))
+    finally:
+        for w in workers:
+            await w.close()
+    await process(feeds[0].db)
+
+    # 100·(n+1) W x 90 s = 2.5·(n+1) Wh in each of the three buckets of feed n.
+    for n, feed in enumerate(feeds):
+        expected = pytest.approx(2.5 * (n + 1))
+        assert await feed.points("Electricity, channel 1") == {
+            T0: expected,
+            T0 + 90: expected,
+            T0 + 180: expected,
+        }
+    assert sum(written) == 36
+    ids = [f.id for f in feeds]
+    assert (
+        await feeds[0].db.fetchval(
+            "SELECT count(*) FROM cluster.engine_work WHERE feed_id = ANY($1)", ids
+        )
+        == 0
+    )

@@ -1,0 +1,283 @@
+"""Deliveries to real local HTTP receivers: the spec's status table, Basic auth, ordering,
+isolation of slow customers, and registration periods."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import time
+from collections.abc import Awaitable, Callable
+from itertools import pairwise
+
+import asyncpg
+import httpx
+import pytest
+
+from tests.integration.forwarder.conftest import (
+    Action,
+    Customer,
+    Receiver,
+    add_points,
+    aligned_past,
+    at,
+    backdate,
+    configure,
+    new_sn,
+    register,
+    wait_for,
+)
+from tests.support.services import eventually, free_port
+
+NewCustomer = Callable[[], Awaitable[Customer]]
+NewReceiver = Callable[..., Awaitable[Receiver]]
+GAS = (1, 5, 7, None, None)
+
+
+async def customer_with_two_batches(
+    api: str, db: asyncpg.Connection, new_customer: NewCustomer, url: str
+) -> tuple[Customer, int]:
+    """A customer whose homebase has a point in each of two past intervals, B and B + 60."""
+    customer = await new_customer()
+    assert (await configure(api, customer, url)).status_code == 200
+    sn = new_sn()
+    await register(api, customer, sn)
+    b = aligned_past(10)
+    await add_points(db, sn, GAS, [(b + 5, 1.0), (b + 65, 2.0)])
+    await backdate(db, customer, sn, since=b - 3600, cursor=b)
+    return customer, b
+
+
+async def log_of(db: asyncpg.Connection, customer: Customer) -> list[tuple[str, str, int | None]]:
+    rows = await db.fetch(
+        "SELECT batch_id, outcome, status FROM forwarder.delivery_log"
+        " WHERE customer_id = $1 ORDER BY id",
+        customer.id,
+    )
+    return [(str(r["batch_id"]), r["outcome"], r["status"]) for r in rows]
+
+
+@pytest.mark.parametrize("status", [200, 204])
+async def test_2xx_is_success_and_the_next_batch_follows(
+    api: str,
+    db: asyncpg.Connection,
+    new_customer: NewCustomer,
+    receiver_factory: NewReceiver,
+    deliveries: None,
+    status: int,
+) -> None:
+    receiver = await receiver_factory([status], then=status)
+    customer, b = await customer_with_two_batches(api, db, new_customer, receiver.url)
+    await wait_for(lambda: len(receiver.requests) >= 2)
+    first, second = (r.json() for r in receiver.requests[:2])
+    assert (first["from"], first["to"], second["from"], second["to"]) == (
+        b,
+        b + 60,
+        b + 60,
+        b + 120,
+    )
+    assert first["id"] != second["id"]
+    assert [r.headers["idempotency-key"] for r in receiver.requests[:2]] == receiver.ids()[:2]
+    assert receiver.requests[0].headers["content-type"] == "application/json"
+    await asyncio.sleep(0.3)
+    assert len(receiver.requests) == 2  # empty intervals send nothing
+    log = await log_of(db, customer)
+    assert log == [(first["id"], "delivered", status), (second["id"], "delivered", status)]
+
+
+async def test_4xx_drops_the_batch_and_sends_the_next(
+    api: str,
+    db: asyncpg.Connection,
+    new_customer: NewCustomer,
+    receiver_factory: NewReceiver,
+    deliveries: None,
+) -> None:
+    receiver = await receiver_factory([404], then=200)
+    customer, b = await customer_with_two_batches(api, db, new_customer, receiver.url)
+    await wait_for(lambda: len(receiver.requests) >= 2)
+    await asyncio.sleep(0.3)
+    ids = receiver.ids()
+    assert len(ids) == 2
+    assert ids[0] != ids[1]
+    assert [r.json()["from"] for r in receiver.requests] == [b, b + 60]
+    assert await log_of(db, customer) == [(ids[0], "dropped", 404), (ids[1], "delivered", 200)]
+
+
+TEMPORARY: list[tuple[str, list[Action]]] = [
+    ("301", [301, 301]),
+    ("500", [500, 503]),
+    ("timeout", ["hang"]),
+    ("dropped connection", ["close"]),
+]
+
+
+@pytest.mark.parametrize(("case", "script"), TEMPORARY, ids=[c for c, _ in TEMPORARY])
+async def test_temporary_failures_resend_the_same_batch_until_2xx(
+    api: str,
+    db: asyncpg.Connection,
+    new_customer: NewCustomer,
+    receiver_factory: NewReceiver,
+    deliveries: None,
+    case: str,
+    script: list[Action],
+) -> None:
+    receiver = await receiver_factory(script, then=200)
+    customer, b = await customer_with_two_batches(api, db, new_customer, receiver.url)
+    attempts = len(script) + 1
+    await wait_for(lambda: len(receiver.requests) >= attempts + 1)
+    ids = receiver.ids()
+    assert ids[:attempts] == [ids[0]] * attempts, case
+    assert ids[attempts] != ids[0]
+    assert [r.json()["from"] for r in receiver.requests] == [b] * attempts + [b + 60]
+    bodies = {r.body for r in receiver.requests[:attempts]}
+    assert len(bodies) == 1  # byte for byte the same request
+    outcomes = [o for _, o, _ in await log_of(db, customer)]
+    assert outcomes == ["retry"] * len(script) + ["delivered", "delivered"]
+
+
+async def test_connection_refused_is_retried_until_the_endpoint_comes_up(
+    api: str,
+    db: asyncpg.Connection,
+    new_customer: NewCustomer,
+    receiver_factory: NewReceiver,
+    deliveries: None,
+) -> None:
+    dead = f"http://127.0.0.1:{free_port()}/hook"
+    customer, b = await customer_with_two_batches(api, db, new_customer, dead)
+
+    async def refused_twice() -> bool:
+        log = await log_of(db, customer)
+        return len(log) >= 2
+
+    await eventually(refused_twice, 10)
+    log = await log_of(db, customer)
+    assert {o for _, o, _ in log} == {"retry"}
+    assert len({i for i, _, _ in log}) == 1
+    errors = await db.fetch(
+        "SELECT status, error FROM forwarder.delivery_log WHERE customer_id = $1", customer.id
+    )
+    assert all(e["status"] is None and e["error"] == "ConnectError" for e in errors)
+    receiver = await receiver_factory()
+    assert (await configure(api, customer, receiver.url)).status_code == 200
+    await wait_for(lambda: len(receiver.requests) >= 2)
+    assert receiver.ids()[0] == log[0][0]
+    assert [r.json()["from"] for r in receiver.requests] == [b, b + 60]
+
+
+async def test_backoff_grows_and_is_capped_at_the_interval(
+    api: str,
+    db: asyncpg.Connection,
+    new_customer: NewCustomer,
+    receiver_factory: NewReceiver,
+    deliveries: None,
+) -> None:
+    receiver = await receiver_factory(then=500)
+    customer, _ = await customer_with_two_batches(api, db, new_customer, receiver.url)
+
+    async def five_logged() -> bool:
+        return len(await log_of(db, customer)) >= 5
+
+    await eventually(five_logged)
+    rows = await db.fetch(
+        "SELECT attempted_at FROM forwarder.delivery_log WHERE customer_id = $1 ORDER BY id",
+        customer.id,
+    )
+    gaps = [(b["attempted_at"] - a["attempted_at"]).total_seconds() for a, b in pairwise(rows)]
+    # backoff_base 0.1 s: 0.1, 0.2, 0.4, 0.8 ... (plus polling), never shorter than the backoff.
+    for n, gap in enumerate(gaps[:4]):
+        assert gap >= 0.1 * 2**n - 0.02, gaps
+    assert gaps[3] > gaps[0]
+    state = await db.fetchrow(
+        "SELECT attempts, batch_body IS NOT NULL AS stored FROM forwarder.delivery_state"
+        " WHERE customer_id = $1",
+        customer.id,
+    )
+    assert state is not None
+    assert state["attempts"] >= 4
+    assert state["stored"]
+
+
+async def test_credentials_go_as_basic_auth_and_never_into_the_url_or_log(
+    api: str,
+    db: asyncpg.Connection,
+    new_customer: NewCustomer,
+    receiver_factory: NewReceiver,
+    deliveries: None,
+) -> None:
+    receiver = await receiver_factory([500], then=200)
+    url = f"http://hook%40user:s3cr%3At@127.0.0.1:{receiver.port}/in?customer=7"
+    customer, _ = await customer_with_two_batches(api, db, new_customer, url)
+    await wait_for(lambda: len(receiver.requests) >= 3)
+    expected = "Basic " + base64.b64encode(b"hook@user:s3cr:t").decode()
+    assert [r.headers["authorization"] for r in receiver.requests] == [expected] * 3
+    assert receiver.requests[0].path == "/in?customer=7"
+    stored = await db.fetchrow(
+        "SELECT url, username, password FROM forwarder.configs WHERE customer_id = $1", customer.id
+    )
+    assert stored is not None
+    assert stored["url"] == f"http://127.0.0.1:{receiver.port}/in?customer=7"
+    logged = await db.fetch(
+        "SELECT * FROM forwarder.delivery_log WHERE customer_id = $1", customer.id
+    )
+    assert logged
+    assert all("s3cr" not in str(dict(row)) for row in logged)
+
+
+async def test_a_dead_customer_does_not_delay_another(
+    api: str,
+    db: asyncpg.Connection,
+    new_customer: NewCustomer,
+    receiver_factory: NewReceiver,
+    deliveries: None,
+) -> None:
+    hanging = await receiver_factory(then="hang")
+    healthy = await receiver_factory()
+    await customer_with_two_batches(api, db, new_customer, hanging.url)
+    await hanging.arrived.wait()
+    started = time.monotonic()
+    await customer_with_two_batches(api, db, new_customer, healthy.url)
+    await wait_for(lambda: len(healthy.requests) >= 2)
+    # Both of the healthy customer's batches within one timeout (0.5 s) of the hanging one's.
+    assert time.monotonic() - started < 1.0
+    assert len({r.batch_id for r in hanging.requests}) == 1  # still retrying its first batch
+
+
+async def test_nothing_measured_outside_a_registration_is_sent(
+    api: str,
+    db: asyncpg.Connection,
+    new_customer: NewCustomer,
+    receiver_factory: NewReceiver,
+    deliveries: None,
+) -> None:
+    """Homebase X was the first customer's until B + 30 s, then the second's."""
+    first_receiver, second_receiver = await receiver_factory(), await receiver_factory()
+    first, second = await new_customer(), await new_customer()
+    b = aligned_past(10)
+    sn = new_sn()
+    await configure(api, first, first_receiver.url)
+    await register(api, first, sn)
+    async with httpx.AsyncClient(base_url=api, headers=first.headers()) as c:
+        assert (await c.delete(f"/register/{sn}")).status_code == 200
+    await db.execute(
+        "UPDATE forwarder.registration_periods SET period = tstzrange($2, $3)"
+        " WHERE homebase_sn = $1 AND customer_id = $4",
+        sn,
+        at(b - 3600),
+        at(b + 30),
+        first.id,
+    )
+    await add_points(db, sn, GAS, [(b - 5, 0.5), (b + 10, 1.0), (b + 50, 2.0), (b + 70, 3.0)])
+    await db.execute(
+        "UPDATE forwarder.delivery_state SET delivered_to = $2 WHERE customer_id = $1",
+        first.id,
+        at(b),
+    )
+    await configure(api, second, second_receiver.url)
+    await register(api, second, sn)
+    await backdate(db, second, sn, since=b + 30, cursor=b)
+    await wait_for(lambda: len(first_receiver.requests) >= 1 and len(second_receiver.requests) >= 2)
+    await asyncio.sleep(0.3)
+    assert [[p["t"] for p in r.json()["data"]] for r in first_receiver.requests] == [[b + 10]]
+    assert [[p["t"] for p in r.json()["data"]] for r in second_receiver.requests] == [
+        [b + 50],
+        [b + 70],
+    ]

@@ -1,0 +1,107 @@
+"""``kill -9`` of a real forwarder process while it delivers and while it retries: after each
+restart the same batch id goes out again, byte for byte, and no batch is ever skipped."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import asyncpg
+
+from energy_platform.settings import Settings
+from tests.integration.forwarder.conftest import (
+    Customer,
+    Receiver,
+    add_points,
+    aligned_past,
+    backdate,
+    configure,
+    new_sn,
+    register,
+    wait_for,
+)
+from tests.support.services import free_port
+
+CLI = str(Path(sys.executable).with_name("energy-platform"))
+GAS = (1, 5, 7, None, None)
+
+
+@contextmanager
+def forwarder_process(settings: Settings) -> Iterator[subprocess.Popen[bytes]]:
+    env = {
+        **os.environ,
+        "EP_DATABASE_URL": settings.database.url,
+        "EP_HTTP_FORWARDER_PORT": str(free_port()),
+        "EP_FORWARDER_DELIVERY_TIMEOUT": "1",
+        "EP_FORWARDER_BACKOFF_BASE": "0.1",
+        "EP_FORWARDER_SETTLE_SECONDS": "0",
+        "EP_FORWARDER_POLL_INTERVAL": "0.05",
+        "EP_LOG_FORMAT": "json",
+    }
+    process = subprocess.Popen(
+        [CLI, "serve", "forwarder"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait(10)
+
+
+def kill_9(process: subprocess.Popen[bytes]) -> None:
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait(10)
+
+
+async def test_a_killed_forwarder_resends_the_same_batch_and_skips_none(
+    api: str,
+    settings: Settings,
+    db: asyncpg.Connection,
+    new_customer: Callable[[], Awaitable[Customer]],
+    receiver_factory: Callable[..., Awaitable[Receiver]],
+) -> None:
+    receiver = await receiver_factory(["hang"], then=500)
+    customer = await new_customer()
+    assert (await configure(api, customer, receiver.url)).status_code == 200
+    sn = new_sn()
+    await register(api, customer, sn)
+    b = aligned_past(10)
+    await add_points(db, sn, GAS, [(b + 5, 1.0), (b + 65, 2.0), (b + 125, 3.0)])
+    await backdate(db, customer, sn, since=b - 3600, cursor=b)
+
+    # 1. Killed while its first attempt waits for an answer: nothing recorded but the batch.
+    with forwarder_process(settings) as process:
+        await wait_for(lambda: len(receiver.requests) == 1, within=20)
+        kill_9(process)
+    logged = await db.fetchval(
+        "SELECT count(*) FROM forwarder.delivery_log WHERE customer_id = $1", customer.id
+    )
+    assert logged == 0
+    # 2. Restarted: the same batch, rebuilt byte for byte, now answered 500 and retried.
+    with forwarder_process(settings) as process:
+        await wait_for(lambda: len(receiver.requests) >= 4, within=20)
+        kill_9(process)
+    # 3. Restarted again, the endpoint healthy: the same batch, then the next ones in order.
+    receiver.then = 200
+    with forwarder_process(settings) as process:
+        await wait_for(lambda: len({r.batch_id for r in receiver.requests}) >= 3, within=20)
+    first_id = receiver.requests[0].batch_id
+    retried = [r for r in receiver.requests if r.batch_id == first_id]
+    assert len(retried) >= 4
+    assert {r.body for r in retried} == {receiver.requests[0].body}
+    starts = [r.json()["from"] for r in receiver.requests]
+    assert starts == sorted(starts)  # never an earlier interval after a later one
+    assert sorted(set(starts)) == [b, b + 60, b + 120]  # none skipped
+    outcomes = await db.fetch(
+        "SELECT batch_id, outcome FROM forwarder.delivery_log WHERE customer_id = $1 ORDER BY id",
+        customer.id,
+    )
+    assert [str(o["batch_id"]) for o in outcomes if o["outcome"] == "delivered"] == list(
+        dict.fromkeys(r.batch_id for r in receiver.requests)
+    )[:3]

@@ -1,0 +1,254 @@
+"""The rules as the engine runs them, seen through the notifications API."""
+
+import asyncio
+import secrets
+import time
+from typing import Any
+
+import aiocoap
+import msgspec
+import psycopg
+
+from energy_platform.devices.coap import JSON
+from energy_platform.devices.ingest.service import broker_client
+from energy_platform.devices.simulator import SimulatedHomebase, data_topic
+from tests.integration.ingest.conftest import Platform, paired_homebase
+from tests.integration.notifications.conftest import OFFLINE_AFTER
+from tests.support.admin import run_admin_async
+from tests.support.services import eventually
+
+
+async def notifications(platform: Platform, **params: Any) -> list[dict[str, Any]]:
+    async with platform.client() as api:
+        response = await api.get(f"/users/{platform.user_id}/notifications", params=params)
+    assert response.status_code == 200
+    body: list[dict[str, Any]] = response.json()
+    return body
+
+
+async def send(platform: Platform, homebase: SimulatedHomebase) -> None:
+    prefix = platform.settings.mqtt.topic_prefix
+    async with broker_client(platform.settings.mqtt, f"rules-{secrets.token_hex(3)}") as client:
+        await client.publish(
+            data_topic(homebase.sn, prefix), homebase.batch([int(time.time())]), qos=1
+        )
+
+
+async def test_an_offline_homebase_is_told_once_and_again_when_it_is_back(
+    platform: Platform,
+) -> None:
+    sn, secret, _ = await paired_homebase(platform)
+    homebase = SimulatedHomebase(sn, secret)
+    await send(platform, homebase)
+
+    async def about_it(title: str) -> list[dict[str, Any]]:
+        return [
+            n for n in await notifications(platform) if n["title"] == title and sn in n["content"]
+        ]
+
+    async def offline_once() -> bool:
+        return len(await about_it("Homebase offline")) == 1
+
+    await eventually(offline_once)
+    await asyncio.sleep(OFFLINE_AFTER)  # ten more rounds of the rules: still one
+    assert len(await about_it("Homebase offline")) == 1
+
+    await send(platform, homebase)
+
+    async def back() -> bool:
+        return len(await about_it("Homebase back online")) == 1
+
+    await eventually(back)
+    await asyncio.sleep(1)
+    assert len(await about_it("Homebase back online")) == 1
+    assert len(await about_it("Homebase offline")) == 1
+    offline = (await about_it("Homebase offline"))[0]
+    assert offline["feed_title"] == "Test home"
+    assert offline["read"] is False
+    assert offline["archived"] is False
+
+
+async def test_a_power_change_over_coap_names_the_phases(platform: Platform) -> None:
+    sn = secrets.token_hex(8).upper()
+    s = platform.settings
+    await run_admin_async(
+        s, "coap-devices", "add", sn, "--data-server", f"127.0.0.1:{s.devices.coap_port}"
+    )
+    await run_admin_async(
+        s,
+        "feeds",
+        "add",
+        "--owner",
+        platform.user_id,
+        "--homebase",
+        sn,
+        "--title",
+        "Meter <b>&</b>",
+        "--timezone",
+        "Europe/Prague",
+        "--no-pair",
+    )
+    context = await aiocoap.Context.create_client_context()
+    try:
+        now = int(time.time())
+        for offset, phases in (
+            (0, [True, True, True]),
+            (1, [True, False, True]),
+            (2, [True, True, False]),
+        ):
+            event = {"timestamp": now + offset, "event": "POWER_CHANGE", "phases": phases}
+            request = aiocoap.Message(
+                code=aiocoap.POST,
+                uri=f"coap://127.0.0.1:{s.devices.coap_port}/events/{sn}",
+                payload=msgspec.json.encode(event),
+                content_format=JSON,
+            )
+            assert (await context.request(request).response).code == aiocoap.CHANGED
+    finally:
+        await context.shutdown()
+
+    async def power() -> list[dict[str, Any]]:
+        return [n for n in await notifications(platform) if sn in n["content"]]
+
+    async def two() -> bool:
+        return len(await power()) == 2
+
+    await eventually(two)
+    titles = sorted(n["title"] for n in await power())
+    assert titles == ["Power lost on L2", "Power lost on L3, restored on L2"]
+    content = (await power())[0]["content"]
+    assert "Meter &lt;b&gt;&amp;&lt;/b&gt;" in content
+    assert "<b>&</b>" not in content
+    assert {n["feed_title"] for n in await power()} == {"Meter <b>&</b>"}
+
+
+async def test_a_silent_channel_of_a_live_homebase_is_told(platform: Platform) -> None:
+    sn, secret, _ = await paired_homebase(platform)
+    homebase = SimulatedHomebase(sn, secret)
+    await send(platform, homebase)  # channels 1..4
+    prefix = platform.settings.mqtt.topic_prefix
+    async with broker_client(platform.settings.mqtt, f"rules-{sn}") as client:
+        deadline = time.monotonic() + 4
+        while time.monotonic() < deadline:  # only channel 1 goes on
+            await client.publish(
+                data_topic(sn, prefix),
+                homebase.encrypt(homebase.records(int(time.time()))[:1]),
+                qos=1,
+            )
+            await asyncio.sleep(0.5)
+
+    async def silent() -> bool:
+        found = [n for n in await notifications(platform) if n["title"] == "Channel silent"]
+        return {c for n in found for c in "234" if f"Channel <b>{c}</b>" in n["content"]} == {
+            "2",
+            "3",
+            "4",
+        }
+
+    await eventually(silent)
+
+
+async def test_a_subscription_ending_within_seven_days_is_told(platform: Platform) -> None:
+    sn, _, feed = await paired_homebase(platform)
+    ends = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(time.time() + 3 * 86_400))
+    # The feed of this homebase was added with a year's subscription: give it a short one.
+    other = secrets.token_hex(8).upper()
+    s = platform.settings
+    await run_admin_async(
+        s, "homebases", "add", other, "--partner", "x", "--type", "HB", "--generation", "6"
+    )
+    await run_admin_async(
+        s,
+        "feeds",
+        "add",
+        "--owner",
+        platform.user_id,
+        "--homebase",
+        other,
+        "--title",
+        "Short",
+        "--timezone",
+        "UTC",
+        "--subscription-to",
+        ends,
+    )
+
+    async def told() -> bool:
+        return any(
+            n["title"] == "Subscription ending" and "Short" in n["content"]
+            for n in await notifications(platform)
+        )
+
+    await eventually(told)
+    assert not any(
+        n["title"] == "Subscription ending"
+        and n["feed_title"] == "Test home"
+        and sn in n["content"]
+        for n in await notifications(platform)
+    )
+    assert feed
+
+
+async def test_a_day_over_twice_its_28_day_median_is_unusual(
+    platform: Platform, database_url: str
+) -> None:
+    """Yesterday used 60 kWh; the 28 days before, 20 kWh each (median 20): told once."""
+    s = platform.settings
+    feeds = {}
+    for label, yesterday_wh in (("Greedy", 60_000.0), ("Usual", 30_000.0)):
+        sn = secrets.token_hex(8).upper()
+        await run_admin_async(
+            s, "homebases", "add", sn, "--partner", "x", "--type", "HB", "--generation", "6"
+        )
+        feed = await run_admin_async(
+            s,
+            "feeds",
+            "add",
+            "--owner",
+            platform.user_id,
+            "--homebase",
+            sn,
+            "--title",
+            label,
+            "--timezone",
+            "UTC",
+        )
+        feeds[label] = (int(feed["id"]), yesterday_wh)
+    # One transaction: the rules (running meanwhile) see the whole history or none of it; a
+    # verdict they already took on the new feeds' empty yesterday is taken back with it.
+    with psycopg.connect(database_url) as conn:
+        for feed_id, yesterday_wh in feeds.values():
+            conn.execute("DELETE FROM cluster.daily_consumption WHERE feed_id = %s", (feed_id,))
+            stream = conn.execute(
+                "INSERT INTO cluster.streams (feed_id, type, channel, combined) "
+                "VALUES (%s, 'processed', 1, false) RETURNING id",
+                (feed_id,),
+            ).fetchone()
+            assert stream
+            conn.execute(
+                "SELECT cluster.set_stream_config(%s, '-infinity', 'Power', 'power', 'kWh')", stream
+            )
+            # 960 buckets of a UTC day, summing to yesterday_wh.
+            conn.execute(
+                "INSERT INTO cluster.processed_points (stream_id, ts, value)"
+                " SELECT %s, date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'"
+                "            - interval '1 day' + i * interval '90 seconds', %s / 960.0"
+                "   FROM generate_series(0, 959) i",
+                (stream[0], yesterday_wh),
+            )
+            conn.execute(
+                "INSERT INTO cluster.daily_consumption (feed_id, day, energy_wh)"
+                " SELECT %s, (now() AT TIME ZONE 'UTC')::date - 1 - d, 20000"
+                " FROM generate_series(1, 28) d",
+                (feed_id,),
+            )
+
+    async def told() -> bool:
+        return any(n["title"] == "Unusual consumption" for n in await notifications(platform))
+
+    await eventually(told)
+    await asyncio.sleep(1)
+    unusual = [n for n in await notifications(platform) if n["title"] == "Unusual consumption"]
+    assert [n["feed_title"] for n in unusual] == ["Greedy"]
+    assert "60.0 kWh" in unusual[0]["content"]
+    assert "20.0 kWh" in unusual[0]["content"]
