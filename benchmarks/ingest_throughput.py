@@ -85,23 +85,6 @@ async def setup(s: Settings, homebases: int) -> tuple[Settings, list[SimulatedHo
     )
     user = await run_admin_async(s, "users", "add", "bench")
     sns = [f"BE{i:014X}" for i in range(homebases)]
-    for sn in sns:
-        await run_admin_async(
-            s, "homebases", "add", sn, "--partner", "bench", "--type", "HB", "--generation", "6"
-        )
-        await run_admin_async(
-            s,
-            "feeds",
-            "add",
-            "--owner",
-            user["id"],
-            "--homebase",
-            sn,
-            "--title",
-            sn,
-            "--timezone",
-            "UTC",
-        )
     out = []
     base = s.cluster.provisioning_url
     async with (
@@ -111,7 +94,23 @@ async def setup(s: Settings, homebases: int) -> tuple[Settings, list[SimulatedHo
         ) as http,
     ):
         for sn in sns:
-            await http.post(f"/device/{sn}/pair/")
+            await run_admin_async(
+                s, "homebases", "add", sn, "--partner", "bench", "--type", "HB", "--generation", "6"
+            )
+            # A customer registering the serial number: the feed, paired with this cluster.
+            await run_admin_async(
+                s,
+                "feeds",
+                "add",
+                "--owner",
+                user["id"],
+                "--homebase",
+                sn,
+                "--title",
+                sn,
+                "--timezone",
+                "UTC",
+            )
             secret = bytes.fromhex((await http.get(f"/device/{sn}/secret/")).json()["secret"])
             out.append(SimulatedHomebase(sn, secret))
     return s, out

@@ -21,12 +21,13 @@ from pathlib import Path
 import msgspec
 
 RESULTS = Path(__file__).parent / "results"
-# (module, what it measures); each accepts --full.
+# (module, what it measures, extra arguments at full size); each accepts --full.
 BENCHMARKS = [
-    ("benchmarks.data_api", "data API"),
-    ("benchmarks.ingest_throughput", "ingestion"),
-    ("benchmarks.engine_throughput", "engine"),
-    ("benchmarks.forwarder_delivery", "forwarder"),
+    ("benchmarks.data_api", "data API", []),
+    ("benchmarks.ingest_throughput", "ingestion", []),
+    # A full round of the engine takes about 20 minutes here: one counted round after a warm-up.
+    ("benchmarks.engine_throughput", "engine", ["--runs", "1"]),
+    ("benchmarks.forwarder_delivery", "forwarder", []),
 ]
 
 
@@ -71,8 +72,8 @@ def machine() -> dict[str, str]:
     }
 
 
-def run(module: str, full: bool) -> tuple[list[dict[str, object]], bool]:
-    command = [sys.executable, "-m", module, *(["--full"] if full else [])]
+def run(module: str, full: bool, extra: list[str]) -> tuple[list[dict[str, object]], bool]:
+    command = [sys.executable, "-m", module, *(["--full", *extra] if full else [])]
     print(f"\n== {module}", flush=True)
     process = subprocess.run(command, capture_output=True, text=True, check=False)
     rows = []
@@ -125,8 +126,8 @@ def main(full: bool) -> None:
     started = time.monotonic()
     rows: list[Row] = []
     failed: list[str] = []
-    for module, label in BENCHMARKS:
-        results, ok = run(module, full)
+    for module, label, extra in BENCHMARKS:
+        results, ok = run(module, full, extra)
         if not ok:
             failed.append(module)
         rows += [msgspec.convert({**r, "benchmark": label}, Row) for r in results]

@@ -11,15 +11,20 @@ from contextlib import contextmanager
 import msgspec
 
 from energy_platform.db.migrations import migrate
+from energy_platform.logs import configure_logging
 from energy_platform.paths import migrations_dir
-from energy_platform.settings import Settings
+from energy_platform.settings import LogSettings, Settings
 from tests.support.databases import create_empty_database, drop_database
 
 
 @contextmanager
 def bench_database() -> Iterator[Settings]:
-    """Settings pointing at a new database migrated to sql/, dropped afterwards."""
+    """Settings pointing at a new database migrated to sql/, dropped afterwards.
+
+    Benchmarks log warnings only: per-request lines would cost time and bury the figures.
+    """
     settings = Settings.from_env(os.environ)
+    configure_logging(LogSettings(format="console", level="warning"))
     url = create_empty_database(settings.database.url)
     try:
         migrate(url, migrations_dir())
