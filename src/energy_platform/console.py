@@ -1,14 +1,22 @@
-"""How commands talk to a terminal: JSON documents on stdout, one-line errors on stderr."""
+"""What every command shares: JSON documents on stdout, one-line errors on stderr, one
+database transaction per admin command, and instants as operators write them."""
 
 from __future__ import annotations
 
+import asyncio
 import sys
-from typing import Any, NoReturn
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Any, NoReturn, TypeVar
 
+import asyncpg
 import click
 import msgspec
 
-from energy_platform.errors import PlatformError
+from energy_platform.errors import InvalidInput, PlatformError
+from energy_platform.settings import DatabaseSettings
+
+T = TypeVar("T")
 
 
 def fail(message: str) -> NoReturn:
@@ -35,3 +43,32 @@ class CommandGroup(click.Group):
             fail(e.detail)
         except Exception as e:
             fail(f"{type(e).__name__}: {str(e).strip() or 'failed'}")
+
+
+def run_in_transaction(
+    database: DatabaseSettings, work: Callable[[asyncpg.Connection], Awaitable[T]]
+) -> T:
+    """Run ``work`` on one connection in one transaction: a command changes all or nothing."""
+
+    async def main() -> T:
+        conn = await asyncpg.connect(database.url)
+        try:
+            async with conn.transaction():
+                return await work(conn)
+        finally:
+            await conn.close()
+
+    return asyncio.run(main())
+
+
+def parse_instant(value: str) -> datetime:
+    """``now`` or an ISO 8601 time with its UTC offset (a bare local time is ambiguous)."""
+    if value == "now":
+        return datetime.now(UTC).replace(microsecond=0)
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise InvalidInput(f"{value!r} is not an ISO 8601 time") from None
+    if parsed.tzinfo is None:
+        raise InvalidInput(f"{value!r} has no UTC offset; write e.g. {value}+01:00")
+    return parsed

@@ -5,18 +5,15 @@ Both only change tables and queue work; the running engine recomputes the affect
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections import defaultdict
-from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime, time
-from typing import TypeVar
+from datetime import datetime, time
 
 import asyncpg
 import click
 import msgspec
 
-from energy_platform.console import CommandGroup, emit
+from energy_platform.console import CommandGroup, emit, parse_instant, run_in_transaction
 from energy_platform.errors import InvalidInput, NotFound
 from energy_platform.settings import Settings
 
@@ -32,7 +29,6 @@ REPROCESS = "SELECT cluster.engine_reprocess($1, $2, $3)"
 
 TARIFF_MEDIA = ("power", "gas", "water")
 BAND = re.compile(r"^(?P<hour>[01]\d|2[0-3]):(?P<minute>[0-5]\d)=(?P<price>.+)$")
-T = TypeVar("T")
 
 
 class Band(msgspec.Struct):
@@ -49,30 +45,6 @@ class Tariff(msgspec.Struct):
     valid_from: str | None
     valid_to: str | None
     bands: list[Band]
-
-
-def _run(settings: Settings, work: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
-    async def main() -> T:
-        conn = await asyncpg.connect(settings.database.url)
-        try:
-            async with conn.transaction():
-                return await work(conn)
-        finally:
-            await conn.close()
-
-    return asyncio.run(main())
-
-
-def _instant(value: str) -> datetime:
-    if value == "now":
-        return datetime.now(UTC).replace(microsecond=0)
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        raise InvalidInput(f"{value!r} is not an ISO 8601 time") from None
-    if parsed.tzinfo is None:
-        raise InvalidInput(f"{value!r} has no UTC offset; write e.g. {value}+01:00")
-    return parsed
 
 
 def _feed_id(value: str) -> int:
@@ -159,7 +131,7 @@ def set_tariff(
     none: bool,
 ) -> None:
     """Set the feed's tariff for a medium from an instant on; prints the feed's tariffs."""
-    fid, instant, parsed = _feed_id(feed_id), _instant(since), _bands(price, bands, none)
+    fid, instant, parsed = _feed_id(feed_id), parse_instant(since), _bands(price, bands, none)
 
     async def work(conn: asyncpg.Connection) -> list[Tariff]:
         await _require_feed(conn, fid, feed_id)
@@ -168,7 +140,7 @@ def set_tariff(
         await conn.execute(SET_TARIFF, fid, medium, instant, starts, prices)
         return await _tariffs(conn, fid)
 
-    emit(_run(settings, work))
+    emit(run_in_transaction(settings.database, work))
 
 
 @tariffs.command("list")
@@ -182,7 +154,7 @@ def list_tariffs(settings: Settings, feed_id: str) -> None:
         await _require_feed(conn, fid, feed_id)
         return await _tariffs(conn, fid)
 
-    emit(_run(settings, work))
+    emit(run_in_transaction(settings.database, work))
 
 
 @click.command("reprocess")
@@ -192,7 +164,7 @@ def list_tariffs(settings: Settings, feed_id: str) -> None:
 @click.pass_obj
 def reprocess(settings: Settings, feed_id: str, since: str, until: str) -> None:
     """Queue a feed's raw data in [--from, --to) for processing again."""
-    fid, start, end = _feed_id(feed_id), _instant(since), _instant(until)
+    fid, start, end = _feed_id(feed_id), parse_instant(since), parse_instant(until)
     if start >= end:
         raise InvalidInput("--from must be before --to")
 
@@ -206,7 +178,7 @@ def reprocess(settings: Settings, feed_id: str, since: str, until: str) -> None:
             "streams": streams,
         }
 
-    emit(_run(settings, work))
+    emit(run_in_transaction(settings.database, work))
 
 
 GROUPS: list[click.Command] = [tariffs, reprocess]

@@ -6,11 +6,9 @@ They print feeds and streams exactly as the API shows them, so they reuse the AP
 
 from __future__ import annotations
 
-import asyncio
 import zoneinfo
-from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar
+from datetime import timedelta
+from typing import Any
 
 import asyncpg
 import click
@@ -18,7 +16,7 @@ import httpx
 import msgspec
 
 from energy_platform.api.data.views import render_feeds, render_streams
-from energy_platform.console import CommandGroup, emit
+from energy_platform.console import CommandGroup, emit, parse_instant, run_in_transaction
 from energy_platform.errors import InvalidInput, NotFound
 from energy_platform.provisioning.client import ProvisioningClient
 from energy_platform.settings import Settings
@@ -62,7 +60,6 @@ STREAM_CONFIG_AT = """
 SELECT title, medium, unit FROM cluster.stream_configs
  WHERE stream_id = $1 AND validity @> $2::timestamptz"""
 
-T = TypeVar("T")
 MEDIA = ("power", "gas", "water", "temperature", "none")
 
 
@@ -76,30 +73,6 @@ class User(msgspec.Struct):
 class NewUser(User):
     token: str
     """Shown once: only its SHA-256 is stored."""
-
-
-def _run(settings: Settings, work: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
-    async def main() -> T:
-        conn = await asyncpg.connect(settings.database.url)
-        try:
-            async with conn.transaction():
-                return await work(conn)
-        finally:
-            await conn.close()
-
-    return asyncio.run(main())
-
-
-def _instant(value: str) -> datetime:
-    if value == "now":
-        return datetime.now(UTC).replace(microsecond=0)
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        raise InvalidInput(f"{value!r} is not an ISO 8601 time") from None
-    if parsed.tzinfo is None:
-        raise InvalidInput(f"{value!r} has no UTC offset; write e.g. {value}+01:00")
-    return parsed
 
 
 def _time_zone(name: str) -> str:
@@ -143,7 +116,7 @@ def add_user(settings: Settings, name: str, admin: bool) -> None:
             raise InvalidInput(f"a user named {name!r} exists") from None
         return NewUser(**_user(row), token=token)
 
-    emit(_run(settings, work))
+    emit(run_in_transaction(settings.database, work))
 
 
 @users.command("list")
@@ -154,7 +127,7 @@ def list_users(settings: Settings) -> None:
     async def work(conn: asyncpg.Connection) -> list[User]:
         return [User(**_user(row)) for row in await conn.fetch(LIST_USERS)]
 
-    emit(_run(settings, work))
+    emit(run_in_transaction(settings.database, work))
 
 
 @click.group("feeds", cls=CommandGroup)
@@ -191,8 +164,8 @@ def add_feed(
     the provisioning API in the same step: the feed exists only if the pairing holds. Its first
     configuration is unbounded in time.
     """
-    start = _instant(sub_from)
-    end = _instant(sub_to) if sub_to else start + timedelta(days=365)
+    start = parse_instant(sub_from)
+    end = parse_instant(sub_to) if sub_to else start + timedelta(days=365)
     owner_id, zone = _id(owner, "user"), _time_zone(tz)
 
     async def work(conn: asyncpg.Connection) -> Any:
@@ -211,7 +184,7 @@ def add_feed(
                 await ProvisioningClient(settings.cluster, http).pair(sn)
         return (await render_feeds(conn, [row]))[0]
 
-    emit(_run(settings, work))
+    emit(run_in_transaction(settings.database, work))
 
 
 def _check_message(constraint: str | None, sn: str) -> str:
@@ -230,7 +203,7 @@ def list_feeds(settings: Settings, owner: str | None) -> None:
     async def work(conn: asyncpg.Connection) -> Any:
         return await render_feeds(conn, await conn.fetch(LIST_FEEDS, owner_id))
 
-    emit(_run(settings, work))
+    emit(run_in_transaction(settings.database, work))
 
 
 @feeds.command("configure")
@@ -243,7 +216,7 @@ def configure_feed(
     settings: Settings, feed_id: str, since: str, title: str | None, tz: str | None
 ) -> None:
     """Set the feed's configuration from an instant on; prints the feed."""
-    instant, fid = _instant(since), _id(feed_id, "feed")
+    instant, fid = parse_instant(since), _id(feed_id, "feed")
     zone = None if tz is None else _time_zone(tz)
 
     async def work(conn: asyncpg.Connection) -> Any:
@@ -258,7 +231,7 @@ def configure_feed(
         await conn.execute(SET_FEED_CONFIG, fid, instant, new_title, new_zone)
         return (await render_feeds(conn, [feed]))[0]
 
-    emit(_run(settings, work))
+    emit(run_in_transaction(settings.database, work))
 
 
 @feeds.command("delete")
@@ -283,7 +256,7 @@ def delete_feed(settings: Settings, feed_id: str, unpair: bool) -> None:
                 await ProvisioningClient(settings.cluster, http).unpair(sn)
         return {"deleted": feed_id, "homebase": sn}
 
-    emit(_run(settings, work))
+    emit(run_in_transaction(settings.database, work))
 
 
 @click.group("streams", cls=CommandGroup)
@@ -303,7 +276,7 @@ def list_streams(settings: Settings, feed_id: str) -> None:
             raise NotFound(f"no feed {feed_id!r}")
         return await render_streams(conn, await conn.fetch(STREAMS_OF_FEED, fid))
 
-    emit(_run(settings, work))
+    emit(run_in_transaction(settings.database, work))
 
 
 @streams.command("configure")
@@ -322,7 +295,7 @@ def configure_stream(
     unit: str | None,
 ) -> None:
     """Set a processed stream's configuration from an instant on; prints the stream."""
-    instant, sid = _instant(since), _id(stream_id, "stream")
+    instant, sid = parse_instant(since), _id(stream_id, "stream")
 
     async def work(conn: asyncpg.Connection) -> Any:
         stream = await conn.fetchrow(STREAM_BY_ID, sid)
@@ -340,7 +313,7 @@ def configure_stream(
         await conn.execute(SET_STREAM_CONFIG, sid, instant, new_title, new_medium, new_unit)
         return (await render_streams(conn, [stream]))[0]
 
-    emit(_run(settings, work))
+    emit(run_in_transaction(settings.database, work))
 
 
 GROUPS = [users, feeds, streams]

@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable
-from typing import TypeVar
-
 import asyncpg
 import click
 import msgspec
 
-from energy_platform.console import CommandGroup, emit
+from energy_platform.console import CommandGroup, emit, run_in_transaction
 from energy_platform.errors import InvalidInput
 from energy_platform.settings import Settings
 from energy_platform.tokens import new_token, token_digest
@@ -22,8 +18,6 @@ LIST_CUSTOMERS = """
 SELECT c.id, c.name, c.created_at,
        (SELECT count(*) FROM forwarder.registrations r WHERE r.customer_id = c.id) AS registered
   FROM forwarder.customers c ORDER BY c.id"""
-
-T = TypeVar("T")
 
 
 class Customer(msgspec.Struct):
@@ -40,18 +34,6 @@ class ListedCustomer(Customer):
 class NewCustomer(Customer):
     token: str
     """Shown once: only its SHA-256 is stored."""
-
-
-def _run(settings: Settings, work: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
-    async def main() -> T:
-        conn = await asyncpg.connect(settings.database.url)
-        try:
-            async with conn.transaction():
-                return await work(conn)
-        finally:
-            await conn.close()
-
-    return asyncio.run(main())
 
 
 @click.group("customers", cls=CommandGroup)
@@ -76,7 +58,7 @@ def add_customer(settings: Settings, name: str) -> None:
         assert row is not None  # noqa: S101 - INSERT ... RETURNING returns the row
         return NewCustomer(str(row["id"]), row["name"], row["created_at"].isoformat(), token)
 
-    emit(_run(settings, work))
+    emit(run_in_transaction(settings.database, work))
 
 
 @customers.command("list")
@@ -92,7 +74,7 @@ def list_customers(settings: Settings) -> None:
             for row in await conn.fetch(LIST_CUSTOMERS)
         ]
 
-    emit(_run(settings, work))
+    emit(run_in_transaction(settings.database, work))
 
 
 GROUPS = [customers]
