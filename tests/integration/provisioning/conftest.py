@@ -6,9 +6,6 @@ assertions look at what a cluster or a homebase sees and at the rows in the data
 
 from __future__ import annotations
 
-import contextlib
-import io
-import json
 import secrets
 import socket
 from collections.abc import AsyncIterator, Iterator
@@ -20,12 +17,10 @@ import psycopg
 import pytest
 
 from energy_platform.devices.coap import CoapService, CoapSite
-from energy_platform.provisioning import admin
 from energy_platform.provisioning.services import provisioning_services
 from energy_platform.settings import DeviceSettings, ProvisioningSettings, Settings
+from tests.support.admin import run_admin
 from tests.support.services import free_port, running
-
-GROUPS = {group.name: group for group in admin.GROUPS}
 
 
 class Stack(msgspec.Struct, frozen=True):
@@ -73,16 +68,6 @@ async def stack(provisioning_settings: Settings) -> AsyncIterator[Stack]:
 async def http() -> AsyncIterator[httpx.AsyncClient]:
     async with httpx.AsyncClient(timeout=10) as client:
         yield client
-
-
-def run_admin(settings: Settings, group: str, *args: str) -> Any:
-    """``energy-platform admin GROUP ARGS...`` in-process; its JSON answer."""
-    raw = io.BytesIO()
-    out = io.TextIOWrapper(raw, encoding="utf-8")
-    with contextlib.redirect_stdout(out):
-        GROUPS[group].main(list(args), obj=settings, standalone_mode=False)
-    out.flush()
-    return json.loads(raw.getvalue())
 
 
 def new_sn() -> str:

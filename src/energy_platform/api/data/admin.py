@@ -15,6 +15,7 @@ import click
 import httpx
 import msgspec
 
+from energy_platform.api.data.auth import parse_id
 from energy_platform.api.data.views import render_feeds, render_streams
 from energy_platform.console import CommandGroup, emit, parse_instant, run_in_transaction
 from energy_platform.errors import InvalidInput, NotFound
@@ -79,12 +80,6 @@ def _time_zone(name: str) -> str:
     if name not in zoneinfo.available_timezones():
         raise InvalidInput(f"{name!r} is not an IANA time zone (e.g. Europe/Prague)")
     return name
-
-
-def _id(value: str, what: str) -> int:
-    if not value.isdigit():
-        raise NotFound(f"no {what} {value!r}")
-    return int(value)
 
 
 def _user(row: asyncpg.Record) -> dict[str, Any]:
@@ -166,7 +161,7 @@ def add_feed(
     """
     start = parse_instant(sub_from)
     end = parse_instant(sub_to) if sub_to else start + timedelta(days=365)
-    owner_id, zone = _id(owner, "user"), _time_zone(tz)
+    owner_id, zone = parse_id(owner, "user"), _time_zone(tz)
 
     async def work(conn: asyncpg.Connection) -> Any:
         try:
@@ -198,7 +193,7 @@ def _check_message(constraint: str | None, sn: str) -> str:
 @click.pass_obj
 def list_feeds(settings: Settings, owner: str | None) -> None:
     """List feeds with their configurations."""
-    owner_id = None if owner is None else _id(owner, "user")
+    owner_id = None if owner is None else parse_id(owner, "user")
 
     async def work(conn: asyncpg.Connection) -> Any:
         return await render_feeds(conn, await conn.fetch(LIST_FEEDS, owner_id))
@@ -216,7 +211,7 @@ def configure_feed(
     settings: Settings, feed_id: str, since: str, title: str | None, tz: str | None
 ) -> None:
     """Set the feed's configuration from an instant on; prints the feed."""
-    instant, fid = parse_instant(since), _id(feed_id, "feed")
+    instant, fid = parse_instant(since), parse_id(feed_id, "feed")
     zone = None if tz is None else _time_zone(tz)
 
     async def work(conn: asyncpg.Connection) -> Any:
@@ -244,7 +239,7 @@ def configure_feed(
 @click.pass_obj
 def delete_feed(settings: Settings, feed_id: str, unpair: bool) -> None:
     """Delete a feed with its streams, configurations, points and notifications."""
-    fid = _id(feed_id, "feed")
+    fid = parse_id(feed_id, "feed")
 
     async def work(conn: asyncpg.Connection) -> dict[str, str]:
         sn = await conn.fetchval(DELETE_FEED, fid)
@@ -269,7 +264,7 @@ def streams() -> None:
 @click.pass_obj
 def list_streams(settings: Settings, feed_id: str) -> None:
     """List a feed's streams as the API shows them."""
-    fid = _id(feed_id, "feed")
+    fid = parse_id(feed_id, "feed")
 
     async def work(conn: asyncpg.Connection) -> Any:
         if await conn.fetchrow(FEED_BY_ID, fid) is None:
@@ -295,7 +290,7 @@ def configure_stream(
     unit: str | None,
 ) -> None:
     """Set a processed stream's configuration from an instant on; prints the stream."""
-    instant, sid = parse_instant(since), _id(stream_id, "stream")
+    instant, sid = parse_instant(since), parse_id(stream_id, "stream")
 
     async def work(conn: asyncpg.Connection) -> Any:
         stream = await conn.fetchrow(STREAM_BY_ID, sid)
