@@ -25,6 +25,7 @@ run: setup
 	@scripts/run.sh
 
 test: setup
+	@scripts/install-system.sh --for-tests
 	@scripts/test.sh
 
 lint: python

@@ -28,6 +28,8 @@ apt_install() {
 }
 
 apt_install "postgresql-$PG_MAJOR" "postgresql-server-dev-$PG_MAJOR" mosquitto
+# `--for-tests`: the browser the end-to-end page tests drive (Debian's Chromium and its driver).
+if [ "${1:-}" = "--for-tests" ]; then apt_install chromium chromium-driver; fi
 # Debian's python3 ships without ensurepip; the virtualenv needs it.
 python3 -c 'import ensurepip' 2>/dev/null || apt_install python3-venv
 
