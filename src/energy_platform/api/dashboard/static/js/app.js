@@ -245,6 +245,7 @@ async function chart() {
     return;
   }
   const drawn = await drawChart(element, series, {
+    range: [from, to],
     zone: state.zone,
     width: element.clientWidth || 800,
     started: shapeStart,

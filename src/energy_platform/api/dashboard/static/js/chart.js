@@ -6,10 +6,12 @@ import uPlot from '../vendor/uplot/uPlot.esm.js';
 const COLOURS = ['#2563eb', '#dc2626', '#16a34a', '#9333ea', '#ea580c', '#0891b2', '#4b5563'];
 
 /**
- * Draws `series` ([{label, unit, bars, times, values}]) into `element`, times shown in `zone`.
- * Resolves once the first frame is on the canvas, with the chart and the time it took.
+ * Draws `series` ([{label, unit, bars, times, values}]) over `range` ([from, to], Unix seconds)
+ * into `element`, times shown in `zone`. Resolves once the first frame is on the canvas, with
+ * the chart and the time it took. `onZoom(min, max)` follows the user's zooms.
  */
-export function drawChart(element, series, { zone, width, onZoom, started = performance.now() }) {
+export function drawChart(element, series, { range, zone, width, onZoom, started = performance.now() }) {
+  let done = false; // the first frame is drawn
   const tables = series.map((s) => [s.times, s.values]);
   const data = tables.length === 1 ? tables[0] : uPlot.join(tables);
   const units = [...new Set(series.map((s) => s.unit))];
@@ -21,7 +23,9 @@ export function drawChart(element, series, { zone, width, onZoom, started = perf
     height: 360,
     tzDate: (t) => uPlot.tzDate(new Date(t * 1000), zone),
     cursor: { drag: { x: true, y: false } },
-    scales: { x: { time: true } },
+    // uPlot fits the x axis to the data (and to a day around a single point); the range asked
+    // for is shown instead, so a day with one hour of data looks like one. Zooms pass through.
+    scales: { x: { time: true, range: (u, min, max) => (isDataExtent(u, min, max) ? range : [min, max]) } },
     series: [
       { label: 'time' },
       ...series.map((s, i) => ({
@@ -40,19 +44,21 @@ export function drawChart(element, series, { zone, width, onZoom, started = perf
         scale: scale(unit), side: i === 0 ? 3 : 1, label: unit, grid: { show: i === 0 }, size: 60,
       })),
     ],
-    hooks: { setScale: [(u, key) => { if (key === 'x' && onZoom) onZoom(u.scales.x.min, u.scales.x.max); }] },
-    plugins: [wheelZoom()],
+    hooks: { setScale: [(u, key) => { if (done && key === 'x' && onZoom) onZoom(u.scales.x.min, u.scales.x.max); }] },
+    plugins: [wheelZoom(range)],
   };
   for (const unit of units) {
     options.scales[scale(unit)] = {
-      range: (u, min, max) => (series.some((s) => s.unit === unit && s.bars)
-        ? [Math.min(0, min), max > 0 ? max * 1.05 : 1] : uPlot.rangeNum(min, max, 0.1, true)),
+      range: (u, min, max) => {
+        if (min == null || !Number.isFinite(min)) return [0, 1]; // nothing of this unit in view
+        return series.some((s) => s.unit === unit && s.bars)
+          ? [Math.min(0, min), max > 0 ? max * 1.05 : 1] : uPlot.rangeNum(min, max, 0.1, true);
+      },
     };
   }
 
   const prepared = performance.now();
   return new Promise((resolve) => {
-    let done = false;
     options.hooks.draw = [(u) => {
       if (done) return;
       done = true;
@@ -65,18 +71,21 @@ export function drawChart(element, series, { zone, width, onZoom, started = perf
   });
 }
 
+function isDataExtent(u, min, max) {
+  const xs = u.data[0];
+  return !xs.length || (min === xs[0] && (xs.length === 1 || max === xs[xs.length - 1]));
+}
+
 /** How many points each series holds (nulls that mark gaps are not points). */
 function pointsOf(u) {
   return u.data.slice(1).map((ys) => { let n = 0; for (const y of ys) if (y != null) n++; return n; });
 }
 
-/** The mouse wheel zooms the time axis around the cursor, within the loaded data. */
-function wheelZoom(factor = 0.75) {
+/** The mouse wheel zooms the time axis around the cursor, within the loaded range. */
+function wheelZoom([lo, hi], factor = 0.75) {
   return {
     hooks: {
       ready: (u) => {
-        const xs = u.data[0];
-        const [lo, hi] = [xs[0], xs[xs.length - 1]];
         u.over.addEventListener('wheel', (event) => {
           event.preventDefault();
           const { min, max } = u.scales.x;
