@@ -19,6 +19,7 @@ import pytest
 from selenium.common.exceptions import TimeoutException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.support.select import Select
 from selenium.webdriver.support.wait import WebDriverWait
 
 from tests.integration.dashboard.conftest import WEEK, ZONE, PageWorld
@@ -81,6 +82,17 @@ def browse(world: PageWorld) -> dict[str, Any]:
         sign_in_and_open_feed(driver, world)
         # Opening the feed charts its total consumption over the last day, as bars.
         seen["first"] = chart_of(driver, [world.streams["energy"]])
+        # The same consumption over the week, summed per day of the feed's time zone.
+        Select(driver.find_element(By.ID, "bucket")).select_by_value("86400")
+        driver.find_element(By.CSS_SELECTOR, '[data-range="week"]').click()
+        seen["daily"] = wait_until(
+            driver,
+            "document.querySelector('#chart').dataset.state === 'drawn'"
+            " && window.dashboard.last.bucket === 86400"
+            " && window.dashboard.last.range[1] - window.dashboard.last.range[0] === 604800"
+            " && {range: window.dashboard.last.range, bars: window.dashboard.plot.data}",
+            "the week's consumption per day",
+        )
         seen["groups"] = driver.execute_script(
             "return [...document.querySelectorAll('#streams section.channel')].map(s =>"
             " [s.dataset.channel, [...s.querySelectorAll('table')].map(t => [t.dataset.type,"
@@ -131,6 +143,22 @@ async def points_between(database_url: str, stream: str, start: int, end: int) -
     return await asyncio.to_thread(count)
 
 
+async def daily_sums(
+    database_url: str, stream: str, start: int, end: int
+) -> list[tuple[int, float]]:
+    def query() -> list[tuple[int, float]]:
+        with psycopg.connect(database_url) as conn:
+            rows = conn.execute(
+                "SELECT extract(epoch FROM date_trunc('day', ts, %s))::bigint, sum(value)"
+                " FROM cluster.processed_points WHERE stream_id = %s"
+                " AND ts BETWEEN to_timestamp(%s) AND to_timestamp(%s) GROUP BY 1 ORDER BY 1",
+                (ZONE, stream, start, end),
+            ).fetchall()
+        return [(int(day), float(total)) for day, total in rows]
+
+    return await asyncio.to_thread(query)
+
+
 async def test_a_user_signs_in_charts_streams_and_marks_a_notification_read(
     page_world: PageWorld, database_url: str
 ) -> None:
@@ -138,6 +166,13 @@ async def test_a_user_signs_in_charts_streams_and_marks_a_notification_read(
 
     first = seen["first"]
     assert first["points"][0] > 0
+    # One bar per local day, at the day's start, holding the sum of its 90 s buckets.
+    start, end = seen["daily"]["range"]
+    days = await daily_sums(database_url, page_world.streams["energy"], start, end)
+    times, sums = seen["daily"]["bars"]
+    assert len(days) == 8  # the seeded week touches eight calendar days in Prague
+    assert times == [day for day, _ in days]
+    assert sums == pytest.approx([total for _, total in days], rel=1e-9)
     # Streams grouped by channel, then raw, processed, system.
     assert seen["groups"] == [["1", [["raw", 3], ["processed", 2], ["system", 1]]]]
     assert "Electricity, channel 1, total" in seen["energy_row"]
