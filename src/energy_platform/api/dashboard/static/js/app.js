@@ -100,7 +100,13 @@ function renderFeeds() {
 async function openFeed(feed) {
   if (state.opening === feed.id) return; // already open (or opening)
   state.opening = feed.id;
-  const streams = await state.api.streams(feed.id);
+  let streams;
+  try {
+    streams = await state.api.streams(feed.id);
+  } catch (error) {
+    if (state.opening === feed.id) state.opening = state.feed?.id ?? null; // a click may retry
+    throw error;
+  }
   if (state.opening !== feed.id) return; // another feed was chosen meanwhile
   const config = feed.configs.at(-1);
   Object.assign(state, { feed, streams, zone: config?.timezone || 'UTC', selected: new Set() });
