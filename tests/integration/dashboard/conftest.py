@@ -144,7 +144,8 @@ def _seed(conn: psycopg.Connection, user: str, token: str) -> PageWorld:
     return world
 
 
-@pytest.fixture(scope="module")
+# Seeded once for the package: a week of points takes seconds to write.
+@pytest.fixture(scope="package")
 def page_data(database_url: str, settings: Settings) -> Iterator[PageWorld]:
     # The user as `make run` creates the demo user: `admin users add` prints id and token.
     user = run_admin(settings, "users", "add", "page-demo")
@@ -156,7 +157,7 @@ def page_data(database_url: str, settings: Settings) -> Iterator[PageWorld]:
         conn.execute("DELETE FROM cluster.users WHERE id = %s", (world.user,))
 
 
-@pytest_asyncio.fixture(scope="module")
+@pytest_asyncio.fixture(scope="package")
 async def page_world(page_data: PageWorld, settings: Settings) -> AsyncIterator[PageWorld]:
     port = free_port()
     service = HttpService("api", data.create_app(settings), "127.0.0.1", port)

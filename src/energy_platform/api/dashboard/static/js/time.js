@@ -38,7 +38,10 @@ export function offsetsOf(zone) {
   };
 }
 
-/** `YYYY-MM-DDTHH:MM[:SS]` as wall time in `zone` -> Unix seconds (a gap resolves forward). */
+/**
+ * `YYYY-MM-DDTHH:MM[:SS]` as wall time in `zone` -> Unix seconds. A time the clocks skip reads
+ * with the offset before the change (02:30 becomes 03:30); one that happens twice is the later.
+ */
 export function wallToUnix(zone, text) {
   const m = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2}))?$/.exec(text);
   if (!m) return null;
