@@ -19,7 +19,7 @@ async def test_the_page_and_every_asset_it_loads_are_served_from_this_origin(
         refs = [r for r in re.findall(r'(?:src|href)="([^"]+)"', page.text) if r != "data:,"]
         assert refs
         assert all(ref.startswith("/static/") for ref in refs)
-        modules = ["/static/js/app.js"]
+        modules = ["/static/js/boot.js"]
         seen = set()
         while modules:
             path = modules.pop()
@@ -27,7 +27,9 @@ async def test_the_page_and_every_asset_it_loads_are_served_from_this_origin(
             answer = await http.get(path)
             assert answer.status_code == 200, path
             assert "javascript" in answer.headers["content-type"]
-            for imported in re.findall(r"^import .* from '([^']+)';$", answer.text, re.M):
+            # Static imports (`import x from '...';`) and dynamic ones (`import('...')`).
+            imports = re.findall(r"(?:^import .* from |\bimport\()'([^']+)'", answer.text, re.M)
+            for imported in imports:
                 target = str(httpx.URL(path).join(imported))
                 assert target.startswith("/static/"), imported
                 if target not in seen:

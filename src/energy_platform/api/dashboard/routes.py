@@ -6,6 +6,7 @@ from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
 
+import structlog
 from litestar import Router, get
 from litestar.datastructures import CacheControlHeader
 from litestar.response import File
@@ -13,6 +14,8 @@ from litestar.static_files import create_static_files_router
 from litestar.types import ControllerRouterHandler
 
 STATIC = Path(str(resources.files("energy_platform.api.dashboard"))) / "static"
+UPLOT = STATIC / "vendor" / "uplot" / "uPlot.esm.js"
+log = structlog.get_logger()
 
 # The page talks only to this origin; notification HTML is sanitised by the page, and no inline
 # script runs even if some slipped through. uPlot positions its elements with inline styles.
@@ -43,6 +46,9 @@ async def page() -> File:
 
 def dashboard_routes() -> list[ControllerRouterHandler]:
     """The page and its static files, for the data API's app."""
+    if not UPLOT.is_file():
+        # The API works without it; the page then says what is missing.
+        log.warning("the page's chart library is missing: run make setup", path=str(UPLOT))
     static: Router = create_static_files_router(
         path="/static",
         directories=[STATIC],
