@@ -70,7 +70,8 @@ export class Api {
           params: { time_from: from, time_to: upper, limit: this.pageLimit },
         });
       } catch (error) {
-        if (error.status === 400 && error.field === 'limit' && this.pageLimit > SMALL_PAGE) {
+        const aboutLimit = /limit/.test(`${error.field ?? ''} ${error.message}`);
+        if (error.status === 400 && aboutLimit && this.pageLimit > SMALL_PAGE) {
           this.pageLimit = SMALL_PAGE;
           continue;
         }
