@@ -13,6 +13,12 @@
 # No Docker engine exists on the development machines: this file is checked by reading, and by
 # building the same non-editable install with uv outside Docker.
 
+# --- web: the data API page's chart library from the npm registry (web/package-lock.json) ----
+FROM node:20-bookworm-slim AS web
+WORKDIR /web
+COPY web/package.json web/package-lock.json ./
+RUN npm ci --ignore-scripts --no-audit --no-fund
+
 # --- builder: resolve the locked dependencies and install the project into /app/.venv --------
 FROM python:3.11-slim-bookworm AS builder
 
@@ -40,6 +46,9 @@ RUN --mount=type=cache,target=/root/.cache/uv \
 COPY README.md ./
 COPY src ./src
 COPY sql ./sql
+# What scripts/install-web.sh copies on a development machine; the wheel ships it (hatch artifacts).
+COPY --from=web /web/node_modules/uplot/dist/uPlot.esm.js /web/node_modules/uplot/dist/uPlot.min.css \
+     /web/node_modules/uplot/LICENSE ./src/energy_platform/api/dashboard/static/vendor/uplot/
 RUN --mount=type=cache,target=/root/.cache/uv \
     uv sync --frozen --no-dev --no-editable
 

@@ -4,7 +4,7 @@ SHELL := /bin/bash
 PYTHON_FILES := src tests benchmarks
 VENV := .venv/bin
 
-.PHONY: help setup system python run test lint format bench clean-local
+.PHONY: help setup system python web run test lint format bench clean-local
 
 help:
 	@echo "make run    install what is missing, start the private stack, serve everything"
@@ -13,13 +13,17 @@ help:
 	@echo "make format ruff format and autofix"
 	@echo "make bench  every benchmark beside its limits (FULL=1 for the full sizes)"
 
-setup: system python
+setup: system python web
 
 system:
 	@scripts/install-system.sh
 
 python:
 	@scripts/install-python.sh
+
+# The page's chart library from the npm registry (web/package-lock.json), into the served folder.
+web:
+	@scripts/install-web.sh
 
 run: setup
 	@scripts/run.sh

@@ -28,6 +28,9 @@ apt_install() {
 }
 
 apt_install "postgresql-$PG_MAJOR" "postgresql-server-dev-$PG_MAJOR" mosquitto
+# npm fetches the data API page's chart library at setup (scripts/install-web.sh). A Node.js
+# installed some other way (with its own npm) is used as it is.
+command -v npm >/dev/null || apt_install nodejs npm
 # `--for-tests`: the browser the end-to-end page tests drive (Debian's Chromium and its driver).
 if [ "${1:-}" = "--for-tests" ]; then apt_install chromium chromium-driver; fi
 # Debian's python3 ships without ensurepip; the virtualenv needs it.
@@ -48,4 +51,4 @@ if [ ! -f "$sharedir/extension/timescaledb.control" ]; then
     "$here/build-timescaledb.sh"
   fi
 fi
-log "ok: postgresql-$PG_MAJOR, timescaledb $(grep default_version "$sharedir/extension/timescaledb.control" | cut -d"'" -f2), mosquitto"
+log "ok: postgresql-$PG_MAJOR, timescaledb $(grep default_version "$sharedir/extension/timescaledb.control" | cut -d"'" -f2), mosquitto, npm $(npm --version 2>/dev/null)"

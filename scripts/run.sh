@@ -41,7 +41,10 @@ cat <<MSG
     database      $EP_DATABASE_URL
     MQTT broker   $EP_MQTT_URL
 
-  A demo homebase ($DEMO_SN) sends data every 5 s; see it with
+  A demo homebase ($DEMO_SN) sends data every 5 s. See it in the browser:
+    page          http://$host:${EP_HTTP_API_PORT:-8000}/
+    sign in as    user id $DEMO_USER, token $DEMO_TOKEN
+  or with
     curl -H "Authorization: Bearer $DEMO_TOKEN" http://$host:${EP_HTTP_API_PORT:-8000}/feeds/$DEMO_FEED/streams
 
 MSG

@@ -1,17 +1,18 @@
 from litestar import Litestar
 
 from energy_platform.api.application import build_app
+from energy_platform.api.dashboard.routes import dashboard_routes
 from energy_platform.api.data.feeds import FeedsController
 from energy_platform.api.data.notifications import NotificationsController
 from energy_platform.settings import Settings
 
 
 def create_app(settings: Settings) -> Litestar:
-    """The data API app: feeds, streams, stream data and notifications."""
+    """The data API app: feeds, streams, stream data and notifications; its page at ``/``."""
     return build_app(
         name="api",
         title="Energy platform data API",
         description="Feeds, streams, stream data and notifications.",
         settings=settings,
-        route_handlers=[FeedsController, NotificationsController],
+        route_handlers=[FeedsController, NotificationsController, *dashboard_routes()],
     )

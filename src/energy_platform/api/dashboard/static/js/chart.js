@@ -1,0 +1,102 @@
+// One uPlot chart of several series that share the time axis: bars for amounts per bucket,
+// lines for everything else, one y scale per unit (the first two get an axis each).
+
+import uPlot from '../vendor/uplot/uPlot.esm.js';
+
+const COLOURS = ['#2563eb', '#dc2626', '#16a34a', '#9333ea', '#ea580c', '#0891b2', '#4b5563'];
+
+/**
+ * Draws `series` ([{label, unit, bars, times, values}]) over `range` ([from, to], Unix seconds)
+ * into `element`, times shown in `zone`. Resolves once the first frame is on the canvas, with
+ * the chart and the time it took. `onZoom(min, max)` follows the user's zooms.
+ */
+export function drawChart(element, series, { range, zone, width, onZoom, started = performance.now() }) {
+  let done = false; // the first frame is drawn
+  const tables = series.map((s) => [s.times, s.values]);
+  const data = tables.length === 1 ? tables[0] : uPlot.join(tables);
+  const units = [...new Set(series.map((s) => s.unit))];
+  const scale = (unit) => `u${units.indexOf(unit)}`;
+  const bars = uPlot.paths.bars({ size: [0.85, 80], align: 1 });
+
+  const options = {
+    width,
+    height: 360,
+    tzDate: (t) => uPlot.tzDate(new Date(t * 1000), zone),
+    cursor: { drag: { x: true, y: false } },
+    // uPlot fits the x axis to the data (and to a day around a single point); the range asked
+    // for is shown instead, so a day with one hour of data looks like one. Zooms pass through.
+    scales: { x: { time: true, range: (u, min, max) => (isDataExtent(u, min, max) ? range : [min, max]) } },
+    series: [
+      { label: 'time' },
+      ...series.map((s, i) => ({
+        label: s.unit ? `${s.label} (${s.unit})` : s.label,
+        scale: scale(s.unit),
+        stroke: COLOURS[i % COLOURS.length],
+        fill: s.bars ? `${COLOURS[i % COLOURS.length]}55` : undefined,
+        width: s.bars ? 0 : 1.25,
+        paths: s.bars ? bars : undefined,
+        points: { show: false },
+      })),
+    ],
+    axes: [
+      {},
+      ...units.slice(0, 2).map((unit, i) => ({
+        scale: scale(unit), side: i === 0 ? 3 : 1, label: unit, grid: { show: i === 0 }, size: 60,
+      })),
+    ],
+    hooks: { setScale: [(u, key) => { if (done && key === 'x' && onZoom) onZoom(u.scales.x.min, u.scales.x.max); }] },
+    plugins: [wheelZoom(range)],
+  };
+  for (const unit of units) {
+    options.scales[scale(unit)] = {
+      range: (u, min, max) => {
+        if (min == null || !Number.isFinite(min)) return [0, 1]; // nothing of this unit in view
+        return series.some((s) => s.unit === unit && s.bars)
+          ? [Math.min(0, min), max > 0 ? max * 1.05 : 1] : uPlot.rangeNum(min, max, 0.1, true);
+      },
+    };
+  }
+
+  const prepared = performance.now();
+  return new Promise((resolve) => {
+    options.hooks.draw = [(u) => {
+      if (done) return;
+      done = true;
+      u.ctx.getImageData(0, 0, 1, 1); // waits until the canvas really holds the frame
+      const drawn = performance.now();
+      resolve({ plot: u, prepareMs: prepared - started, drawMs: drawn - prepared, points: pointsOf(u) });
+    }];
+    element.replaceChildren();
+    new uPlot(options, data, element);
+  });
+}
+
+function isDataExtent(u, min, max) {
+  const xs = u.data[0];
+  return !xs.length || (min === xs[0] && (xs.length === 1 || max === xs[xs.length - 1]));
+}
+
+/** How many points each series holds (nulls that mark gaps are not points). */
+function pointsOf(u) {
+  return u.data.slice(1).map((ys) => { let n = 0; for (const y of ys) if (y != null) n++; return n; });
+}
+
+/** The mouse wheel zooms the time axis around the cursor, within the loaded range. */
+function wheelZoom([lo, hi], factor = 0.75) {
+  return {
+    hooks: {
+      ready: (u) => {
+        u.over.addEventListener('wheel', (event) => {
+          event.preventDefault();
+          const { min, max } = u.scales.x;
+          const at = u.posToVal(event.offsetX, 'x');
+          const scaleBy = event.deltaY < 0 ? factor : 1 / factor;
+          let newMin = at - (at - min) * scaleBy;
+          let newMax = at + (max - at) * scaleBy;
+          if (newMax - newMin >= hi - lo) [newMin, newMax] = [lo, hi];
+          u.setScale('x', { min: Math.max(lo, newMin), max: Math.min(hi, newMax) });
+        }, { passive: false });
+      },
+    },
+  };
+}
