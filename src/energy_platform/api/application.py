@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -12,6 +12,7 @@ from litestar.plugins.prometheus import PrometheusConfig, PrometheusController
 from litestar.types import ControllerRouterHandler
 
 from energy_platform.api.health import healthz, readyz
+from energy_platform.api.openapi import document_problems
 from energy_platform.api.problems import EXCEPTION_HANDLERS
 from energy_platform.db.pool import create_pool
 from energy_platform.settings import Settings
@@ -29,8 +30,14 @@ def build_app(
     settings: Settings,
     route_handlers: Sequence[ControllerRouterHandler],
     description: str = "",
+    authenticating: Mapping[str, tuple[int, ...]] | None = None,
 ) -> Litestar:
-    """A Litestar app for service ``name`` with the platform's common parts."""
+    """A Litestar app for service ``name`` with the platform's common parts.
+
+    ``authenticating`` names the dependencies that authenticate a caller, with the statuses
+    they answer (``{"caller": (401,)}``): the OpenAPI document lists them on every operation
+    that uses one (see ``openapi.document_problems``).
+    """
 
     @asynccontextmanager
     async def database(app: Litestar) -> AsyncIterator[None]:
@@ -44,7 +51,7 @@ def build_app(
         app_name=name, prefix="ep_http", group_path=True, exclude=["/metrics", "/healthz"]
     )
     handlers: list[Any] = [healthz, readyz, MetricsController, *route_handlers]
-    return Litestar(
+    app = Litestar(
         route_handlers=handlers,
         lifespan=[database],
         middleware=[prometheus.middleware],
@@ -57,3 +64,5 @@ def build_app(
         debug=False,
         logging_config=None,  # the platform configures logging once, in configure_logging
     )
+    document_problems(app, authenticating or {})
+    return app

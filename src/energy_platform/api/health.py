@@ -19,7 +19,12 @@ async def healthz() -> Health:
     return Health("ok")
 
 
-@get("/readyz", tags=["operations"], summary="The database answers (else 503 problem JSON)")
+@get(
+    "/readyz",
+    tags=["operations"],
+    summary="The database answers (else 503 problem JSON)",
+    opt={"problems": (503,)},
+)
 async def readyz(state: State) -> Health:
     pool: asyncpg.Pool = state.db
     await check_database(pool)

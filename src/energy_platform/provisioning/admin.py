@@ -192,8 +192,8 @@ def _checked(row: HomebaseRow) -> HomebaseRow:
         raise InvalidInput(f"{row.sn}: generation must be 0, 3 or 6")
     if not row.partner or not row.type:
         raise InvalidInput(f"{row.sn}: partner and type must not be empty")
-    checked_text(row.partner, "partner")
-    checked_text(row.type, "type")
+    checked_text(row.partner, "partner", max_length=100)
+    checked_text(row.type, "type", max_length=100)
     return row
 
 

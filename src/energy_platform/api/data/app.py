@@ -14,4 +14,5 @@ def create_app(settings: Settings) -> Litestar:
         description="Feeds, streams, stream data and notifications.",
         settings=settings,
         route_handlers=[FeedsController, NotificationsController],
+        authenticating={"caller": (401,)},
     )

@@ -14,4 +14,5 @@ def create_app(settings: Settings) -> Litestar:
         description="Register homebases and configure webhook deliveries.",
         settings=settings,
         route_handlers=[ConfigController, RegistrationsController],
+        authenticating={"customer": (401,)},
     )

@@ -34,4 +34,5 @@ def create_app(settings: Settings, provisioning: Provisioning | None = None) -> 
         description="Clusters pair homebases and fetch secrets; homebases boot and upgrade.",
         settings=settings,
         route_handlers=[api],
+        authenticating={"cluster": (401, 403)},
     )

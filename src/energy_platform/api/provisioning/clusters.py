@@ -11,6 +11,7 @@ from typing import Any
 import msgspec
 from litestar import Controller, Request, Response, get, post
 from litestar.di import NamedDependency
+from litestar.openapi import ResponseSpec
 from litestar.params import FromPath
 from litestar.status_codes import HTTP_200_OK, HTTP_304_NOT_MODIFIED
 
@@ -32,6 +33,11 @@ from energy_platform.provisioning.crypto import cluster_secret_digest, same_dige
 from energy_platform.provisioning.serials import checked_serial
 
 HEADER = "X-SvcClusterAuth"
+
+
+SN_PROBLEMS = {"problems": (400,)}
+"""A serial number that is not ``[0-9A-F]{16}``."""
+NOT_MODIFIED = ResponseSpec(None, description="Nothing changed (no body)")
 
 
 class CallingCluster(msgspec.Struct, frozen=True):
@@ -78,7 +84,7 @@ class ClusterController(Controller):
     path = "/device/{sn:str}"
     tags = ("clusters",)
 
-    @get("/", summary="Homebase details (only for the cluster it is paired to)")
+    @get("/", summary="Homebase details (only for the cluster it is paired to)", opt=SN_PROBLEMS)
     async def details(self, sn: FromPath[str], cluster: Caller, db: Database) -> HomebaseDetails:
         sn = checked_serial(sn)
         row = await db.fetchrow(queries.HOMEBASE_DETAILS, sn)
@@ -107,14 +113,20 @@ class ClusterController(Controller):
             ),
         )
 
-    @get("/pair/", summary="Pairing status, as seen by the calling cluster")
+    @get("/pair/", summary="Pairing status, as seen by the calling cluster", opt=SN_PROBLEMS)
     async def pairing_status(
         self, sn: FromPath[str], cluster: Caller, db: Database
     ) -> PairingStatus:
         sn = checked_serial(sn)
         return _status(await _paired_cluster(db, sn), cluster)
 
-    @post("/pair/", status_code=HTTP_200_OK, summary="Pair: 200, or 304 if already paired")
+    @post(
+        "/pair/",
+        status_code=HTTP_200_OK,
+        summary="Pair: 200, or 304 if already paired",
+        opt=SN_PROBLEMS,
+        responses={304: NOT_MODIFIED},
+    )
     async def pair(
         self, sn: FromPath[str], cluster: Caller, db: Database, request: Request[Any, Any, Any]
     ) -> Response[PairingStatus | None]:
@@ -125,7 +137,13 @@ class ClusterController(Controller):
         await _paired_cluster(db, sn)  # 404 for an unknown SN
         return Response(None, status_code=HTTP_304_NOT_MODIFIED)
 
-    @post("/unpair/", status_code=HTTP_200_OK, summary="Unpair: 200, or 304 if not yours")
+    @post(
+        "/unpair/",
+        status_code=HTTP_200_OK,
+        summary="Unpair: 200, or 304 if not yours",
+        opt=SN_PROBLEMS,
+        responses={304: NOT_MODIFIED},
+    )
     async def unpair(
         self, sn: FromPath[str], cluster: Caller, db: Database, request: Request[Any, Any, Any]
     ) -> Response[PairingStatus | None]:
@@ -136,7 +154,11 @@ class ClusterController(Controller):
         await _paired_cluster(db, sn)
         return Response(None, status_code=HTTP_304_NOT_MODIFIED)
 
-    @get("/secret/", summary="The homebase secret (only for the cluster it is paired to)")
+    @get(
+        "/secret/",
+        summary="The homebase secret (only for the cluster it is paired to)",
+        opt={"problems": (400, 503)},  # 503 while no encryption key is configured
+    )
     async def secret(
         self, sn: FromPath[str], cluster: Caller, db: Database, provisioning: Shared
     ) -> HomebaseSecret:

@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 from litestar import Controller, Request, Response, get
+from litestar.openapi import ResponseSpec
 from litestar.params import FromPath, FromQuery
 from litestar.status_codes import HTTP_200_OK, HTTP_202_ACCEPTED
 
@@ -45,6 +46,10 @@ class HomebaseController(Controller):
         "/boot/",
         summary="Boot and heartbeat: the cluster's addresses (200), and an upgrade (202)",
         description="Query parameters avr, bl and msp report the running firmware versions.",
+        opt={"problems": (400, 409, 429)},
+        responses={
+            202: ResponseSpec(BootAnswer, description="An upgrade is prepared: fetch it first")
+        },
     )
     async def boot(
         self,
@@ -95,6 +100,7 @@ class HomebaseController(Controller):
         "/upgrade/",
         summary="The prepared firmware image (every generation); 404 when none is prepared",
         media_type="application/octet-stream",
+        opt={"problems": (400, 429)},
     )
     async def upgrade(
         self,
