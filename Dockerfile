@@ -5,6 +5,12 @@
 #   docker build -t energy-platform .
 #   docker run --rm -e EP_DATABASE_URL=... energy-platform migrate      # apply sql/ first
 #   docker run -e EP_DATABASE_URL=... -e EP_MQTT_URL=... energy-platform  # = serve all
+#   docker run -p 80:8001 -p 8000:8000 ... energy-platform  # provisioning on the host's port 80
+#
+# Homebases fetch their configuration over HTTP on port 80: publish the host's port 80 to 8001,
+# as compose.yaml does; the process stays unprivileged (uid 10001) on 8001 inside. HTTPS: mount
+# a certificate and key and set EP_HTTP_TLS_CERT / EP_HTTP_TLS_KEY (then every HTTP port is
+# HTTPS, and the HEALTHCHECK below must be given https and the certificate, or be disabled).
 #
 # The default command is `serve all`; it does not migrate. compose.yaml runs `migrate` as a
 # one-shot service that `platform` waits for (service_completed_successfully). Any other
@@ -68,7 +74,8 @@ ENV PATH="/app/.venv/bin:$PATH" \
 WORKDIR /app
 USER 10001:10001
 
-# HTTP: data API, provisioning, forwarder. UDP: CoAP, TFTP (firmware).
+# HTTP: data API, provisioning (published as the host's port 80 too), forwarder. UDP: CoAP,
+# TFTP (firmware).
 EXPOSE 8000 8001 8002 5683/udp 6969/udp
 
 # Ready = the data API answers and its database does (/readyz is 503 otherwise). slim has no
