@@ -14,6 +14,7 @@ from litestar.types import ControllerRouterHandler
 from energy_platform.api.health import healthz, readyz
 from energy_platform.api.openapi import document_problems
 from energy_platform.api.problems import EXCEPTION_HANDLERS
+from energy_platform.api.schema_page import schema_assets, schema_page
 from energy_platform.db.pool import create_pool
 from energy_platform.settings import Settings
 
@@ -50,14 +51,18 @@ def build_app(
     prometheus = PrometheusConfig(
         app_name=name, prefix="ep_http", group_path=True, exclude=["/metrics", "/healthz"]
     )
-    handlers: list[Any] = [healthz, readyz, MetricsController, *route_handlers]
+    handlers: list[Any] = [healthz, readyz, MetricsController, schema_assets(), *route_handlers]
     app = Litestar(
         route_handlers=handlers,
         lifespan=[database],
         middleware=[prometheus.middleware],
         exception_handlers=EXCEPTION_HANDLERS,
         openapi_config=OpenAPIConfig(
-            title=title, version="1", description=description, path="/schema"
+            title=title,
+            version="1",
+            description=description,
+            path="/schema",
+            render_plugins=[schema_page()],
         ),
         request_max_body_size=settings.http.max_body_bytes,
         state=None,
