@@ -98,7 +98,8 @@ def test_configuring_from_an_instant_closes_the_period_and_opens_a_current_one(
             "Flat",
         )
     )
-    # Back-dating replaces what started after the instant: the April period goes.
+    # Back-dating replaces what started after the instant: the April period goes. A time
+    # without a UTC offset is UTC, as in the API.
     second = ok(
         admin(
             database_url,
@@ -106,7 +107,7 @@ def test_configuring_from_an_instant_closes_the_period_and_opens_a_current_one(
             "configure",
             feed,
             "--from",
-            "2026-02-01T00:00:00Z",
+            "2026-02-01T00:00:00",
             "--timezone",
             "Europe/London",
         )
