@@ -40,6 +40,7 @@ class Credentials(msgspec.Struct, frozen=True):
     user_token: str
     customer_token: str
     cluster_secret: str
+    customer_id: int
     known: dict[str, str]
     """Ids and serial numbers that exist: the fuzzer uses them half of the time."""
 
@@ -134,8 +135,10 @@ def credentials(fuzz_settings: Settings) -> Iterator[Credentials]:
         "notification_id": str(notification[0]),
         "sn": sn,
     }
-    yield Credentials(user_token, customer_token, cluster_secret, known)
+    yield Credentials(user_token, customer_token, cluster_secret, customer[0], known)
     with psycopg.connect(database_url) as conn:
+        # Whatever the fuzzer registered (registrations have no foreign key to customers).
+        conn.execute("DELETE FROM forwarder.registrations WHERE customer_id = %s", (customer[0],))
         conn.execute("DELETE FROM forwarder.customers WHERE id = %s", (customer[0],))
         conn.execute(
             "UPDATE provisioning.homebases SET cluster_id = NULL, paired_at = NULL"
@@ -206,6 +209,12 @@ async def test_every_answer_of_every_service_is_documented_and_none_is_a_5xx(
             ),
         ]
         results = await asyncio.gather(*(fuzz(c) for c in commands))
+    with psycopg.connect(settings.database.url) as conn:
+        configured = conn.execute(
+            "SELECT count(*) FROM forwarder.configs WHERE customer_id = %s",
+            (credentials.customer_id,),
+        ).fetchone()
+    assert configured == (0,)  # the fuzzer never set a delivery destination
     for name, (code, output) in zip(apps, results, strict=True):
         (tmp_path / f"{name}.txt").write_text(output)
         failures = output[output.find("FAILURES") :]
