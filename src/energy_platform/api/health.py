@@ -7,6 +7,7 @@ import msgspec
 from litestar import get
 from litestar.datastructures import State
 
+from energy_platform.api.openapi import problems
 from energy_platform.db.pool import check_database
 
 
@@ -23,7 +24,7 @@ async def healthz() -> Health:
     "/readyz",
     tags=["operations"],
     summary="The database answers (else 503 problem JSON)",
-    opt={"problems": (503,)},
+    opt=problems(503),
 )
 async def readyz(state: State) -> Health:
     pool: asyncpg.Pool = state.db

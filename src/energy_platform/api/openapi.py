@@ -9,7 +9,7 @@ every operation in one place, from what the operation has:
   parameter has a format of its own (declared, see below);
 - a dependency that authenticates (``authenticating`` of ``build_app``): its statuses (401,
   403);
-- anything a handler raises on its own: ``opt={"problems": (409, 429)}`` on its decorator.
+- anything a handler raises on its own: ``opt=problems(409, 429)`` on its decorator.
 
 It also writes fixed-length tuples (a data point ``[t, v]``) without ``prefixItems``: an
 array of ``anyOf`` its member types with ``minItems = maxItems``. Schemathesis (4.32) turns
@@ -47,6 +47,12 @@ from energy_platform.api.problems import PROBLEM_JSON
 PROBLEMS_OPT = "problems"
 """Key of a handler's ``opt`` naming the error statuses its own body can answer."""
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+
+
+def problems(*statuses: int) -> dict[str, tuple[int, ...]]:
+    """A handler's ``opt`` naming the error statuses its own body answers (409, 429, 503...)."""
+    return {PROBLEMS_OPT: statuses}
+
 
 PROBLEM_SCHEMA = Schema(
     type=OpenAPIType.OBJECT,

@@ -17,6 +17,7 @@ from energy_platform.api.forwarder.schemas import (
     Registration,
     Unregistration,
 )
+from energy_platform.api.openapi import problems
 from energy_platform.errors import Conflict, InvalidInput, NotFound
 
 Authenticated = NamedDependency[Customer]
@@ -42,7 +43,7 @@ class RegistrationsController(Controller):
     @post(
         "/{sn:str}",
         summary="Register a homebase (201; 200 if already the caller's; 409 if another's)",
-        opt={"problems": (400, 409)},
+        opt=problems(400, 409),
         responses={200: ResponseSpec(Registration, description="Already the caller's")},
     )
     async def register(
@@ -65,7 +66,7 @@ class RegistrationsController(Controller):
         "/{sn:str}",
         status_code=200,
         summary="Unregister a homebase (404 if not the caller's)",
-        opt={"problems": (400,)},
+        opt=problems(400),
     )
     async def unregister(
         self, sn: FromPath[str], customer: Authenticated, state: State

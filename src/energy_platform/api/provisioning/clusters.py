@@ -15,6 +15,7 @@ from litestar.openapi import ResponseSpec
 from litestar.params import FromPath
 from litestar.status_codes import HTTP_200_OK, HTTP_304_NOT_MODIFIED
 
+from energy_platform.api.openapi import problems
 from energy_platform.api.provisioning.context import Database, Shared, iso_millis
 from energy_platform.api.provisioning.schemas import (
     AvrFirmware,
@@ -35,7 +36,7 @@ from energy_platform.provisioning.serials import checked_serial
 HEADER = "X-SvcClusterAuth"
 
 
-SN_PROBLEMS = {"problems": (400,)}
+SN_PROBLEMS = problems(400)
 """A serial number that is not ``[0-9A-F]{16}``."""
 NOT_MODIFIED = ResponseSpec(None, description="Nothing changed (no body)")
 
@@ -157,7 +158,7 @@ class ClusterController(Controller):
     @get(
         "/secret/",
         summary="The homebase secret (only for the cluster it is paired to)",
-        opt={"problems": (400, 503)},  # 503 while no encryption key is configured
+        opt=problems(400, 503),  # 503 while no encryption key is configured
     )
     async def secret(
         self, sn: FromPath[str], cluster: Caller, db: Database, provisioning: Shared

@@ -14,6 +14,7 @@ from litestar.openapi import ResponseSpec
 from litestar.params import FromPath, FromQuery
 from litestar.status_codes import HTTP_200_OK, HTTP_202_ACCEPTED
 
+from energy_platform.api.openapi import problems
 from energy_platform.api.provisioning.context import Database, Shared
 from energy_platform.api.provisioning.schemas import BootAnswer, Servers, TftpLocation, UpgradeOffer
 from energy_platform.errors import Conflict, NotFound
@@ -46,7 +47,7 @@ class HomebaseController(Controller):
         "/boot/",
         summary="Boot and heartbeat: the cluster's addresses (200), and an upgrade (202)",
         description="Query parameters avr, bl and msp report the running firmware versions.",
-        opt={"problems": (400, 409, 429)},
+        opt=problems(400, 409, 429),
         responses={
             202: ResponseSpec(BootAnswer, description="An upgrade is prepared: fetch it first")
         },
@@ -100,7 +101,7 @@ class HomebaseController(Controller):
         "/upgrade/",
         summary="The prepared firmware image (every generation); 404 when none is prepared",
         media_type="application/octet-stream",
-        opt={"problems": (400, 429)},
+        opt=problems(400, 429),
     )
     async def upgrade(
         self,
