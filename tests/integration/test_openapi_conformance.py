@@ -162,9 +162,10 @@ def fuzz_command(config: Path, url: str, *options: str) -> list[str]:
     ]  # fmt: skip
 
 
-async def fuzz(command: list[str]) -> tuple[int, str]:
+async def fuzz(command: list[str], workdir: Path) -> tuple[int, str]:
+    # schemathesis keeps a cache (.schemathesis/, .hypothesis/) in its working directory.
     process = await asyncio.create_subprocess_exec(
-        *command, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
+        *command, cwd=workdir, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
     )
     out, _ = await process.communicate()
     assert process.returncode is not None
@@ -208,7 +209,7 @@ async def test_every_answer_of_every_service_is_documented_and_none_is_a_5xx(
                 "/config",
             ),
         ]
-        results = await asyncio.gather(*(fuzz(c) for c in commands))
+        results = await asyncio.gather(*(fuzz(c, tmp_path) for c in commands))
     with psycopg.connect(settings.database.url) as conn:
         configured = conn.execute(
             "SELECT count(*) FROM forwarder.configs WHERE customer_id = %s",
