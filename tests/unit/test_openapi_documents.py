@@ -53,6 +53,13 @@ def test_data_api_operations_list_what_they_answer() -> None:
         "205", "400", "401", "404", "413",
     }  # fmt: skip
     assert answers(doc, "get", "/readyz") == {"200", "503"}
+    assert doc["components"]["securitySchemes"]["caller"] == {
+        "type": "http",
+        "scheme": "bearer",
+        "description": "A user token (`admin users add`).",
+    }
+    assert doc["paths"]["/feeds/{feed_id}"]["get"]["security"] == [{"caller": []}]
+    assert "security" not in doc["paths"]["/healthz"]["get"]
     assert answers(doc, "get", "/healthz") == {"200"}
 
 
@@ -68,6 +75,8 @@ def test_provisioning_operations_list_what_they_answer() -> None:
     assert answers(doc, "get", "/api/device/{sn}/secret") == {
         "200", "400", "401", "403", "404", "503",
     }  # fmt: skip
+    assert doc["paths"]["/api/device/{sn}/secret"]["get"]["security"] == [{"cluster": []}]
+    assert "security" not in doc["paths"]["/api/device/{sn}/boot"]["get"]  # homebases: by SN
     upgrade = doc["paths"]["/api/device/{sn}/upgrade"]["get"]["responses"]["200"]
     assert set(upgrade["content"]) == {"application/octet-stream"}
 

@@ -12,7 +12,7 @@ from litestar.plugins.prometheus import PrometheusConfig, PrometheusController
 from litestar.types import ControllerRouterHandler
 
 from energy_platform.api.health import healthz, readyz
-from energy_platform.api.openapi import document_problems
+from energy_platform.api.openapi import Authentication, document_problems
 from energy_platform.api.problems import EXCEPTION_HANDLERS
 from energy_platform.api.schema_page import schema_assets, schema_page
 from energy_platform.db.pool import create_pool
@@ -31,13 +31,13 @@ def build_app(
     settings: Settings,
     route_handlers: Sequence[ControllerRouterHandler],
     description: str = "",
-    authenticating: Mapping[str, tuple[int, ...]] | None = None,
+    authenticating: Mapping[str, Authentication] | None = None,
 ) -> Litestar:
     """A Litestar app for service ``name`` with the platform's common parts.
 
-    ``authenticating`` names the dependencies that authenticate a caller, with the statuses
-    they answer (``{"caller": (401,)}``): the OpenAPI document lists them on every operation
-    that uses one (see ``openapi.document_problems``).
+    ``authenticating`` names the dependencies that authenticate a caller, with their scheme and
+    the statuses they answer (``{"caller": bearer(...)}``): the OpenAPI document lists them on
+    every operation that uses one (see ``openapi.document_problems``).
     """
 
     @asynccontextmanager

@@ -8,7 +8,7 @@ every operation in one place, from what the operation has:
 - path parameters: 404 (an id or serial number that names nothing), and 400 where a path
   parameter has a format of its own (declared, see below);
 - a dependency that authenticates (``authenticating`` of ``build_app``): its statuses (401,
-  403);
+  403), and its security scheme (so that API explorers offer to send the credential);
 - anything a handler raises on its own: ``opt=problems(409, 429)`` on its decorator.
 
 It also writes fixed-length tuples (a data point ``[t, v]``) without ``prefixItems``: an
@@ -25,9 +25,10 @@ in plain text.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from http import HTTPStatus
 
+import msgspec
 from litestar import Litestar
 from litestar._openapi.plugin import OpenAPIPlugin
 from litestar.handlers import HTTPRouteHandler
@@ -39,6 +40,8 @@ from litestar.openapi.spec import (
     Operation,
     Reference,
     Schema,
+    SecurityRequirement,
+    SecurityScheme,
 )
 from litestar.routes import HTTPRoute
 
@@ -70,17 +73,39 @@ PROBLEM_SCHEMA = Schema(
 )
 
 
+class Authentication(msgspec.Struct, frozen=True):
+    """How a dependency authenticates callers: its scheme and the statuses it answers."""
+
+    scheme: SecurityScheme
+    statuses: tuple[int, ...] = (401,)
+
+
+def bearer(description: str) -> Authentication:
+    return Authentication(SecurityScheme(type="http", scheme="bearer", description=description))
+
+
+def api_key_header(name: str, description: str, *statuses: int) -> Authentication:
+    scheme = SecurityScheme(
+        type="apiKey", name=name, security_scheme_in="header", description=description
+    )
+    return Authentication(scheme, statuses)
+
+
 UNPARSABLE = Schema(
     type=OpenAPIType.STRING, description="The HTTP server's answer to a request it cannot parse."
 )
 
 
-def document_problems(app: Litestar, authenticating: Mapping[str, Iterable[int]]) -> None:
+def document_problems(app: Litestar, authenticating: Mapping[str, Authentication]) -> None:
     """Add the error answers of every operation of ``app`` to its OpenAPI document."""
     openapi = app.plugins.get(OpenAPIPlugin).provide_openapi()  # built once, then served
     if openapi.components.schemas is None:
         openapi.components.schemas = {}
     openapi.components.schemas["Problem"] = PROBLEM_SCHEMA
+    if authenticating:
+        openapi.components.security_schemes = {
+            name: auth.scheme for name, auth in authenticating.items()
+        }
     _tuples_without_prefix_items(openapi)
     for route in app.routes:
         if not isinstance(route, HTTPRoute):
@@ -90,8 +115,16 @@ def document_problems(app: Litestar, authenticating: Mapping[str, Iterable[int]]
                 continue
             for method in handler.http_methods:
                 operation = _operation(openapi, route.path_format or "/", method)
-                if operation is not None:
-                    _add_problems(operation, _statuses(handler, method, operation, authenticating))
+                if operation is None:
+                    continue
+                used = _authentications(handler, authenticating)
+                if used:
+                    requirements: list[SecurityRequirement] = [{name: []} for name in used]
+                    operation.security = requirements
+                statuses = _statuses(handler, method, operation)
+                for name in used:
+                    statuses.update(authenticating[name].statuses)
+                _add_problems(operation, statuses)
 
 
 def _tuples_without_prefix_items(node: object) -> None:
@@ -118,12 +151,16 @@ def _operation(openapi: OpenAPI, path: str, method: str) -> Operation | None:
     return operation if isinstance(operation, Operation) else None
 
 
-def _statuses(
-    handler: HTTPRouteHandler,
-    method: str,
-    operation: Operation,
-    authenticating: Mapping[str, Iterable[int]],
-) -> set[int]:
+def _authentications(
+    handler: HTTPRouteHandler, authenticating: Mapping[str, Authentication]
+) -> list[str]:
+    """The authenticating dependencies this handler resolves."""
+    dependencies = handler.resolve_dependencies()
+    parameters = handler.parsed_fn_signature.parameters
+    return [name for name in authenticating if name in dependencies and name in parameters]
+
+
+def _statuses(handler: HTTPRouteHandler, method: str, operation: Operation) -> set[int]:
     statuses = set(handler.opt.get(PROBLEMS_OPT, ()))
     places = {getattr(p, "param_in", None) for p in operation.parameters or []}
     if "query" in places:
@@ -132,10 +169,6 @@ def _statuses(
         statuses.add(404)
     if method in BODY_METHODS and "request" in handler.parsed_fn_signature.parameters:
         statuses.update((400, 413))
-    dependencies = handler.resolve_dependencies()
-    for name, answers in authenticating.items():
-        if name in dependencies and name in handler.parsed_fn_signature.parameters:
-            statuses.update(answers)
     return statuses
 
 

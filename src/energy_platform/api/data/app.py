@@ -3,6 +3,7 @@ from litestar import Litestar
 from energy_platform.api.application import build_app
 from energy_platform.api.data.feeds import FeedsController
 from energy_platform.api.data.notifications import NotificationsController
+from energy_platform.api.openapi import bearer
 from energy_platform.settings import Settings
 
 
@@ -14,5 +15,5 @@ def create_app(settings: Settings) -> Litestar:
         description="Feeds, streams, stream data and notifications.",
         settings=settings,
         route_handlers=[FeedsController, NotificationsController],
-        authenticating={"caller": (401,)},
+        authenticating={"caller": bearer("A user token (`admin users add`).")},
     )
