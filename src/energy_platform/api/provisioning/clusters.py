@@ -12,11 +12,10 @@ import msgspec
 from litestar import Controller, Request, Response, get, post
 from litestar.di import NamedDependency
 from litestar.openapi import ResponseSpec
-from litestar.params import FromPath
 from litestar.status_codes import HTTP_200_OK, HTTP_304_NOT_MODIFIED
 
 from energy_platform.api.openapi import problems
-from energy_platform.api.provisioning.context import Database, Shared, iso_millis
+from energy_platform.api.provisioning.context import Database, SerialNumber, Shared, iso_millis
 from energy_platform.api.provisioning.schemas import (
     AvrFirmware,
     ClusterSummary,
@@ -86,7 +85,7 @@ class ClusterController(Controller):
     tags = ("clusters",)
 
     @get("/", summary="Homebase details (only for the cluster it is paired to)", opt=SN_PROBLEMS)
-    async def details(self, sn: FromPath[str], cluster: Caller, db: Database) -> HomebaseDetails:
+    async def details(self, sn: SerialNumber, cluster: Caller, db: Database) -> HomebaseDetails:
         sn = checked_serial(sn)
         row = await db.fetchrow(queries.HOMEBASE_DETAILS, sn)
         if row is None:
@@ -116,7 +115,7 @@ class ClusterController(Controller):
 
     @get("/pair/", summary="Pairing status, as seen by the calling cluster", opt=SN_PROBLEMS)
     async def pairing_status(
-        self, sn: FromPath[str], cluster: Caller, db: Database
+        self, sn: SerialNumber, cluster: Caller, db: Database
     ) -> PairingStatus:
         sn = checked_serial(sn)
         return _status(await _paired_cluster(db, sn), cluster)
@@ -129,7 +128,7 @@ class ClusterController(Controller):
         responses={304: NOT_MODIFIED},
     )
     async def pair(
-        self, sn: FromPath[str], cluster: Caller, db: Database, request: Request[Any, Any, Any]
+        self, sn: SerialNumber, cluster: Caller, db: Database, request: Request[Any, Any, Any]
     ) -> Response[PairingStatus | None]:
         sn = checked_serial(sn)
         await request.body()  # no body is defined; reading it enforces the size limit (413)
@@ -146,7 +145,7 @@ class ClusterController(Controller):
         responses={304: NOT_MODIFIED},
     )
     async def unpair(
-        self, sn: FromPath[str], cluster: Caller, db: Database, request: Request[Any, Any, Any]
+        self, sn: SerialNumber, cluster: Caller, db: Database, request: Request[Any, Any, Any]
     ) -> Response[PairingStatus | None]:
         sn = checked_serial(sn)
         await request.body()
@@ -161,7 +160,7 @@ class ClusterController(Controller):
         opt=problems(400, 503),  # 503 while no encryption key is configured
     )
     async def secret(
-        self, sn: FromPath[str], cluster: Caller, db: Database, provisioning: Shared
+        self, sn: SerialNumber, cluster: Caller, db: Database, provisioning: Shared
     ) -> HomebaseSecret:
         sn = checked_serial(sn)
         row = await db.fetchrow(queries.PAIRED_CIPHERTEXT, sn)

@@ -11,11 +11,11 @@ from typing import Any
 
 from litestar import Controller, Request, Response, get
 from litestar.openapi import ResponseSpec
-from litestar.params import FromPath, FromQuery
+from litestar.params import FromQuery
 from litestar.status_codes import HTTP_200_OK, HTTP_202_ACCEPTED
 
 from energy_platform.api.openapi import problems
-from energy_platform.api.provisioning.context import Database, Shared
+from energy_platform.api.provisioning.context import Database, SerialNumber, Shared
 from energy_platform.api.provisioning.schemas import BootAnswer, Servers, TftpLocation, UpgradeOffer
 from energy_platform.errors import Conflict, NotFound
 from energy_platform.provisioning import queries
@@ -54,7 +54,7 @@ class HomebaseController(Controller):
     )
     async def boot(
         self,
-        sn: FromPath[str],
+        sn: SerialNumber,
         request: Request[Any, Any, Any],
         db: Database,
         provisioning: Shared,
@@ -105,7 +105,7 @@ class HomebaseController(Controller):
     )
     async def upgrade(
         self,
-        sn: FromPath[str],
+        sn: SerialNumber,
         request: Request[Any, Any, Any],
         db: Database,
         provisioning: Shared,
