@@ -5,6 +5,12 @@
 #   docker build -t energy-platform .
 #   docker run --rm -e EP_DATABASE_URL=... energy-platform migrate      # apply sql/ first
 #   docker run -e EP_DATABASE_URL=... -e EP_MQTT_URL=... energy-platform  # = serve all
+#   docker run -p 80:8001 -p 8000:8000 ... energy-platform  # provisioning on the host's port 80
+#
+# Homebases fetch their configuration over HTTP on port 80: publish the host's port 80 to 8001,
+# as compose.yaml does; the process stays unprivileged (uid 10001) on 8001 inside. HTTPS: mount
+# a certificate and key and set EP_HTTP_TLS_CERT / EP_HTTP_TLS_KEY (then every HTTP port is
+# HTTPS; the HEALTHCHECK below follows).
 #
 # The default command is `serve all`; it does not migrate. compose.yaml runs `migrate` as a
 # one-shot service that `platform` waits for (service_completed_successfully). Any other
@@ -77,15 +83,18 @@ ENV PATH="/app/.venv/bin:$PATH" \
 WORKDIR /app
 USER 10001:10001
 
-# HTTP: data API, provisioning, forwarder. UDP: CoAP, TFTP (firmware).
+# HTTP: data API, provisioning (published as the host's port 80 too), forwarder. UDP: CoAP,
+# TFTP (firmware).
 EXPOSE 8000 8001 8002 5683/udp 6969/udp
 
 # Ready = the data API answers and its database does (/readyz is 503 otherwise). slim has no
 # curl; urlopen raises on any non-2xx status, so the exit status is the answer. The port follows
-# EP_HTTP_API_PORT; 127.0.0.1 works because EP_HTTP_HOST is 0.0.0.0. Only meaningful for
+# EP_HTTP_API_PORT; 127.0.0.1 works because EP_HTTP_HOST is 0.0.0.0. With EP_HTTP_TLS_CERT set
+# it asks over HTTPS without checking the certificate (issued for the public name, not
+# 127.0.0.1; the probe only asks whether this process answers). Only meaningful for
 # `serve all` / `serve api`: compose disables it for the one-shot `migrate` service.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
-    CMD ["python", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:' + os.environ.get('EP_HTTP_API_PORT', '8000') + '/readyz', timeout=4)"]
+    CMD ["python", "-c", "import os, ssl, urllib.request; tls = bool(os.environ.get('EP_HTTP_TLS_CERT')); urllib.request.urlopen(('https' if tls else 'http') + '://127.0.0.1:' + os.environ.get('EP_HTTP_API_PORT', '8000') + '/readyz', timeout=4, context=ssl._create_unverified_context() if tls else None)"]
 
 # Exec form: energy-platform is PID 1 and receives SIGTERM itself; run_services stops every
 # service within EP_SHUTDOWN_TIMEOUT (10 s by default).

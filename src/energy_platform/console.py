@@ -13,7 +13,8 @@ import asyncpg
 import click
 import msgspec
 
-from energy_platform.errors import InvalidInput, PlatformError
+from energy_platform import inputs
+from energy_platform.errors import PlatformError
 from energy_platform.settings import DatabaseSettings
 
 T = TypeVar("T")
@@ -61,14 +62,8 @@ def run_in_transaction(
     return asyncio.run(main())
 
 
-def parse_instant(value: str) -> datetime:
-    """``now`` or an ISO 8601 time with its UTC offset (a bare local time is ambiguous)."""
+def parse_instant(value: str, field: str = "time") -> datetime:
+    """``now`` or an ISO 8601 time; without a UTC offset it is UTC, as in the APIs."""
     if value == "now":
         return datetime.now(UTC).replace(microsecond=0)
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        raise InvalidInput(f"{value!r} is not an ISO 8601 time") from None
-    if parsed.tzinfo is None:
-        raise InvalidInput(f"{value!r} has no UTC offset; write e.g. {value}+01:00")
-    return parsed
+    return inputs.parse_instant(value, field)

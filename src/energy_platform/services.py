@@ -24,13 +24,13 @@ from energy_platform.settings import Settings
 
 
 def _api(s: Settings, _: CoapSite) -> list[Service]:
-    return [HttpService("api", data.create_app(s), s.http.host, s.http.api_port)]
+    return [HttpService("api", data.create_app(s), s.http.host, s.http.api_port, tls=s.http.tls)]
 
 
 def _forwarder(s: Settings, _: CoapSite) -> list[Service]:
     app = forwarder.create_app(s)
     return [
-        HttpService("forwarder", app, s.http.host, s.http.forwarder_port),
+        HttpService("forwarder", app, s.http.host, s.http.forwarder_port, tls=s.http.tls),
         DeliveryService(s.database, s.forwarder),
     ]
 

@@ -48,6 +48,24 @@ class HttpSettings(msgspec.Struct, frozen=True, kw_only=True):
     """Port of the forwarder API."""
     max_body_bytes: int = 1_048_576
     """Largest accepted request body; larger ones get 413."""
+    tls_cert: str = ""
+    """PEM certificate (chain) file: with ``tls_key``, every HTTP service serves HTTPS only."""
+    tls_key: str = ""
+    """PEM private key file of ``tls_cert``."""
+
+    def __post_init__(self) -> None:
+        if bool(self.tls_cert) != bool(self.tls_key):
+            raise ConfigurationError("EP_HTTP_TLS_CERT and EP_HTTP_TLS_KEY go together")
+
+    @property
+    def tls(self) -> TlsFiles | None:
+        """The certificate and key when HTTPS is configured."""
+        return TlsFiles(self.tls_cert, self.tls_key) if self.tls_cert else None
+
+
+class TlsFiles(msgspec.Struct, frozen=True):
+    cert: str
+    key: str
 
 
 class DeviceSettings(msgspec.Struct, frozen=True, kw_only=True):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -12,7 +12,9 @@ from litestar.plugins.prometheus import PrometheusConfig, PrometheusController
 from litestar.types import ControllerRouterHandler
 
 from energy_platform.api.health import healthz, readyz
+from energy_platform.api.openapi import Authentication, document_problems
 from energy_platform.api.problems import EXCEPTION_HANDLERS
+from energy_platform.api.schema_page import schema_assets, schema_page
 from energy_platform.db.pool import create_pool
 from energy_platform.settings import Settings
 
@@ -29,8 +31,14 @@ def build_app(
     settings: Settings,
     route_handlers: Sequence[ControllerRouterHandler],
     description: str = "",
+    authenticating: Mapping[str, Authentication] | None = None,
 ) -> Litestar:
-    """A Litestar app for service ``name`` with the platform's common parts."""
+    """A Litestar app for service ``name`` with the platform's common parts.
+
+    ``authenticating`` names the dependencies that authenticate a caller, with their scheme and
+    the statuses they answer (``{"caller": bearer(...)}``): the OpenAPI document lists them on
+    every operation that uses one (see ``openapi.document_problems``).
+    """
 
     @asynccontextmanager
     async def database(app: Litestar) -> AsyncIterator[None]:
@@ -43,17 +51,23 @@ def build_app(
     prometheus = PrometheusConfig(
         app_name=name, prefix="ep_http", group_path=True, exclude=["/metrics", "/healthz"]
     )
-    handlers: list[Any] = [healthz, readyz, MetricsController, *route_handlers]
-    return Litestar(
+    handlers: list[Any] = [healthz, readyz, MetricsController, schema_assets(), *route_handlers]
+    app = Litestar(
         route_handlers=handlers,
         lifespan=[database],
         middleware=[prometheus.middleware],
         exception_handlers=EXCEPTION_HANDLERS,
         openapi_config=OpenAPIConfig(
-            title=title, version="1", description=description, path="/schema"
+            title=title,
+            version="1",
+            description=description,
+            path="/schema",
+            render_plugins=[schema_page()],
         ),
         request_max_body_size=settings.http.max_body_bytes,
         state=None,
         debug=False,
         logging_config=None,  # the platform configures logging once, in configure_logging
     )
+    document_problems(app, authenticating or {})
+    return app

@@ -7,6 +7,7 @@ import msgspec
 from litestar import get
 from litestar.datastructures import State
 
+from energy_platform.api.openapi import problems
 from energy_platform.db.pool import check_database
 
 
@@ -19,7 +20,12 @@ async def healthz() -> Health:
     return Health("ok")
 
 
-@get("/readyz", tags=["operations"], summary="The database answers (else 503 problem JSON)")
+@get(
+    "/readyz",
+    tags=["operations"],
+    summary="The database answers (else 503 problem JSON)",
+    opt=problems(503),
+)
 async def readyz(state: State) -> Health:
     pool: asyncpg.Pool = state.db
     await check_database(pool)

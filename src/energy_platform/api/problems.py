@@ -47,14 +47,14 @@ def platform_error_handler(_: Request[Any, Any, Any], exc: PlatformError) -> Res
     )
 
 
-def http_exception_handler(_: Request[Any, Any, Any], exc: HTTPException) -> Response[bytes]:
+def http_exception_handler(request: Request[Any, Any, Any], exc: HTTPException) -> Response[bytes]:
     """Litestar's own errors (unknown route, wrong method, invalid parameter, body too large)."""
     field = None
     detail = exc.detail
     if isinstance(exc, ValidationException) and isinstance(exc.extra, list) and exc.extra:
         first = exc.extra[0]
         if isinstance(first, dict):
-            field = first.get("key")
+            field = _wire_name(request, first.get("key"))
             detail = first.get("message") or detail
             if field and detail:
                 detail = f"{field}: {detail}"
@@ -62,6 +62,16 @@ def http_exception_handler(_: Request[Any, Any, Any], exc: HTTPException) -> Res
     slug = "invalid-input" if status == 400 else _slug(status)
     title = "Invalid input" if status == 400 else _title(status)
     return problem_response(Problem(problem_type(slug), title, status, detail, field), exc.headers)
+
+
+def _wire_name(request: Request[Any, Any, Any], key: str | None) -> str | None:
+    """The parameter's name in the request (``id``), not in the handler's signature (``ids``)."""
+    try:
+        parameter = request.route_handler.parsed_fn_signature.parameters[key or ""]
+    except (KeyError, AttributeError):
+        return key
+    name = getattr(parameter.kwarg_definition, "name", None)
+    return name or key
 
 
 def unexpected_error_handler(_: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:

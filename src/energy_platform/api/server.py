@@ -10,6 +10,8 @@ import structlog
 import uvicorn
 from litestar import Litestar
 
+from energy_platform.settings import TlsFiles
+
 log = structlog.get_logger()
 
 
@@ -21,11 +23,16 @@ class _Server(uvicorn.Server):
 
 
 class HttpService:
-    """Serves ``app`` on ``host:port`` until stopped; open requests get a grace period."""
+    """Serves ``app`` on ``host:port`` until stopped; open requests get a grace period.
 
-    def __init__(self, name: str, app: Litestar, host: str, port: int) -> None:
+    With ``tls`` (``EP_HTTP_TLS_CERT``/``_KEY``) it speaks HTTPS only on that port.
+    """
+
+    def __init__(
+        self, name: str, app: Litestar, host: str, port: int, *, tls: TlsFiles | None = None
+    ) -> None:
         self.name = name
-        self.url = f"http://{host}:{port}"
+        self.url = f"{'https' if tls else 'http'}://{host}:{port}"
         config = uvicorn.Config(
             app,
             host=host,
@@ -35,6 +42,8 @@ class HttpService:
             lifespan="on",
             timeout_graceful_shutdown=5,
             server_header=False,
+            ssl_certfile=tls.cert if tls else None,
+            ssl_keyfile=tls.key if tls else None,
         )
         self._server = _Server(config)
 

@@ -15,6 +15,7 @@ import msgspec
 
 from energy_platform.console import CommandGroup, emit, parse_instant, run_in_transaction
 from energy_platform.errors import InvalidInput, NotFound
+from energy_platform.inputs import parse_id
 from energy_platform.settings import Settings
 
 FEED_EXISTS = "SELECT 1 FROM cluster.feeds WHERE id = $1"
@@ -48,9 +49,7 @@ class Tariff(msgspec.Struct):
 
 
 def _feed_id(value: str) -> int:
-    if not value.isdigit():
-        raise NotFound(f"no feed {value!r}")
-    return int(value)
+    return parse_id(value, "feed")
 
 
 def _price(text: str) -> float:

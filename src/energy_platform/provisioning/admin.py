@@ -17,6 +17,7 @@ import psycopg
 
 from energy_platform.console import CommandGroup, emit
 from energy_platform.errors import InvalidInput, NotFound, PlatformError
+from energy_platform.inputs import INT8_MAX, checked_text
 from energy_platform.provisioning.crypto import (
     SecretKey,
     cluster_secret_digest,
@@ -126,6 +127,7 @@ def clusters() -> None:
 def add_cluster(settings: Settings, title: str, http: str, mqtt: str) -> None:
     """Add a cluster; its secret is printed now and never again."""
     http_address, mqtt_address = _address(http, "--http"), _address(mqtt, "--mqtt")
+    title = checked_text(title, "--title")
     secret = new_cluster_secret()
     with _connect(settings) as conn:
         row = conn.execute(
@@ -161,7 +163,7 @@ def _set_enabled(settings: Settings, cluster_id: int, enabled: bool) -> None:
 
 
 @clusters.command("enable")
-@click.argument("cluster_id", type=int)
+@click.argument("cluster_id", type=click.IntRange(1, INT8_MAX))
 @click.pass_obj
 def enable_cluster(settings: Settings, cluster_id: int) -> None:
     """Let the cluster use the provisioning API again."""
@@ -169,7 +171,7 @@ def enable_cluster(settings: Settings, cluster_id: int) -> None:
 
 
 @clusters.command("disable")
-@click.argument("cluster_id", type=int)
+@click.argument("cluster_id", type=click.IntRange(1, INT8_MAX))
 @click.pass_obj
 def disable_cluster(settings: Settings, cluster_id: int) -> None:
     """Refuse the cluster's API calls (403); its homebases keep booting."""
@@ -190,6 +192,8 @@ def _checked(row: HomebaseRow) -> HomebaseRow:
         raise InvalidInput(f"{row.sn}: generation must be 0, 3 or 6")
     if not row.partner or not row.type:
         raise InvalidInput(f"{row.sn}: partner and type must not be empty")
+    checked_text(row.partner, "partner", max_length=100)
+    checked_text(row.type, "type", max_length=100)
     return row
 
 
@@ -253,6 +257,8 @@ def upload_firmware(
 ) -> None:
     """Store an image; a homebase gets it once an upgrade to it is prepared."""
     checked_version(version, field="--version")
+    for tag in tags:
+        checked_text(tag, "--tag")
     content = image.read_bytes()
     digest = hashlib.sha256(content).digest()
     with _connect(settings) as conn:

@@ -1,4 +1,5 @@
-"""Where a prepared firmware image is found: over HTTP (generation 6) or TFTP (0 and 3)."""
+"""Where a prepared firmware image is found: over HTTP (every generation; offered to 6) or TFTP
+(offered to 0 and 3)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ from energy_platform.errors import NotFound
 from energy_platform.provisioning import queries
 from energy_platform.provisioning.serials import SERIAL_NUMBER
 
-HTTP_GENERATIONS = frozenset({6})
 TFTP_GENERATIONS = frozenset({0, 3})
 
 

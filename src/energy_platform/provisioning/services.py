@@ -28,7 +28,7 @@ def provisioning_services(s: Settings, coap: CoapSite) -> list[Service]:
 
     app = provisioning.create_app(s, shared)
     return [
-        HttpService("provisioning", app, s.http.host, s.http.provisioning_port),
+        HttpService("provisioning", app, s.http.host, s.http.provisioning_port, tls=s.http.tls),
         TftpService(
             "tftp", s.devices.host, s.devices.tftp_port, firmware, resources=firmware_db.opened
         ),

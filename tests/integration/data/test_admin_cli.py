@@ -98,7 +98,8 @@ def test_configuring_from_an_instant_closes_the_period_and_opens_a_current_one(
             "Flat",
         )
     )
-    # Back-dating replaces what started after the instant: the April period goes.
+    # Back-dating replaces what started after the instant: the April period goes. A time
+    # without a UTC offset is UTC, as in the API.
     second = ok(
         admin(
             database_url,
@@ -106,7 +107,7 @@ def test_configuring_from_an_instant_closes_the_period_and_opens_a_current_one(
             "configure",
             feed,
             "--from",
-            "2026-02-01T00:00:00Z",
+            "2026-02-01T00:00:00",
             "--timezone",
             "Europe/London",
         )
@@ -192,9 +193,14 @@ def test_a_stream_configured_with_medium_none_is_unprocessed_from_then_on(
             "no user '424242'",
         ),
         (
-            ("feeds", "configure", "1", "--from", "2026-01-01T00:00:00", "--title", "x"),
-            "no UTC offset",
+            ("feeds", "configure", "1", "--from", "0001-01-01T00:00:00+01:00", "--title", "x"),
+            "outside the years 1 to 9999",
         ),
+        (("feeds", "configure", "1", "--from", "now", "--title", "a\x01b"), "control characters"),
+        (("feeds", "configure", "\u00b2", "--from", "now", "--title", "x"), "no feed"),
+        (("users", "add", "tab\tname"), "control characters"),
+        (("users", "add", "x" * 201), "at most 200 characters"),
+        (("feeds", "list", "--owner", "9223372036854775808"), "no user"),
         (("streams", "configure", "424242", "--from", "now", "--title", "x"), "no processed"),
     ],
 )

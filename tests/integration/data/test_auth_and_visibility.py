@@ -55,11 +55,31 @@ async def test_an_admin_sees_every_users_feeds(world: World) -> None:
     assert nobody.status_code == 404
 
 
-@pytest.mark.parametrize("path", ["/feeds/abc", "/feeds/-1", "/feeds/99999999999999999999999"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/feeds/abc",
+        "/feeds/-1",
+        "/feeds/0",
+        "/feeds/99999999999999999999999",
+        "/feeds/9223372036854775808",  # one past the largest bigint
+        "/feeds/%C2%B2",  # "²": str.isdigit() says yes, int() says no
+        "/feeds/%D9%A3",  # "٣", an Arabic-Indic 3: not feed 3
+        "/feeds/%EF%BC%91",  # U+FF11, a full-width 1
+        "/feeds/1%00",
+        "/users/%C2%B2/feeds",
+        "/users/9223372036854775808/notifications",
+        "/users/%D9%A3/notification_count",
+        "/feeds/1/streams/%C2%B2",
+        "/feeds/%C2%B2/streams/1/data",
+    ],
+)
 async def test_ids_that_name_nothing_are_404(world: World, path: str) -> None:
     async with world.client("root") as http:
         response = await http.get(path)
     assert response.status_code == 404
+    assert response.headers["content-type"] == "application/problem+json"
+    assert response.json()["status"] == 404
 
 
 async def test_a_forwarded_feed_is_hidden_until_unregistered(

@@ -36,12 +36,22 @@ async def test_streams_carry_exactly_their_types_fields(world: World) -> None:
         response = await http.get(f"/feeds/{world.feeds['home']}/streams")
     by_id = {s["id"]: s for s in response.json()}
     s = world.streams
+    # phase1 and phase2 come from one three-phase clamp sensor: only index tells them apart.
     assert by_id[s["phase1"]] == {
         "id": s["phase1"],
         "type": "raw",
         "channel": 1,
         "device": 3,
         "medium": 1,
+        "index": 1,
+    }
+    assert by_id[s["phase2"]]["index"] == 2
+    assert by_id[s["gas"]] == {
+        "id": s["gas"],
+        "type": "raw",
+        "channel": 2,
+        "device": 5,
+        "medium": 7,
     }
     assert by_id[s["signal"]] == {"id": s["signal"], "type": "system", "channel": 0}
     assert by_id[s["energy"]] == {

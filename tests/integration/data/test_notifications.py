@@ -164,7 +164,19 @@ async def test_bad_bodies_are_400_and_change_nothing(
     assert await state(world) == before
 
 
-@pytest.mark.parametrize("since", ["yesterday", "2026-13-01T00:00:00Z", "2026-03-01T10:00:00", ""])
+@pytest.mark.parametrize(
+    "since",
+    [
+        "yesterday",
+        "2026-13-01T00:00:00Z",
+        "",
+        "0001-01-01T00:00:00+01:00",  # before year 1 in UTC
+        "9999-12-31T23:00:00-02:00",  # after year 9999 in UTC
+        "2026-03-01T10:00:00\x00",
+        "٢٠٢٦-03-01",
+        "2026-03-01T10:00:00" + "0" * 100,
+    ],
+)
 async def test_a_malformed_since_is_400_and_changes_nothing(
     world: World, seeded: list[str], since: str
 ) -> None:
@@ -177,6 +189,65 @@ async def test_a_malformed_since_is_400_and_changes_nothing(
     assert (listed.status_code, bulk.status_code) == (400, 400)
     assert listed.json()["field"] == "since"
     assert await state(world) == before
+
+
+async def test_a_since_without_offset_is_utc(world: World, seeded: list[str]) -> None:
+    async with world.client("alice") as http:
+        # CREATED[2] is 2026-03-03T10:00:00+00:00: a bare 10:00:00 includes it, 10:00:01 not.
+        at = await http.get(base(world) + "/notifications", params={"since": "2026-03-03T10:00:00"})
+        after = await http.get(
+            base(world) + "/notifications", params={"since": "2026-03-03T10:00:01"}
+        )
+        marked = await http.patch(
+            base(world) + "/notifications",
+            params={"since": "2026-03-04T10:00:00"},
+            json={"read": True},
+        )
+    assert at.status_code == 200
+    assert [n["title"] for n in at.json()] == ["n3", "n2"]
+    assert [n["title"] for n in after.json()] == ["n3"]
+    assert marked.status_code == 205
+    assert (await state(world))[seeded[3]] == (True, False)
+    assert (await state(world))[seeded[2]] == (False, False)
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "id=9223372036854775808",
+        "id=0",
+        "id=-1",
+        "id=%D9%A3",
+        "id=%C2%B2",
+        "id=1e30",
+        "&".join(["id=1"] * 1001),
+    ],
+)
+async def test_ids_beyond_what_the_database_holds_are_400(
+    world: World, seeded: list[str], query: str
+) -> None:
+    before = await state(world)
+    async with world.client("alice") as http:
+        bulk = await http.patch(f"{base(world)}/notifications?{query}", json={"read": True})
+    assert bulk.status_code == 400, bulk.text
+    assert bulk.headers["content-type"] == "application/problem+json"
+    assert bulk.json()["field"] == "id"
+    assert await state(world) == before
+
+
+@pytest.mark.parametrize(
+    "notification", ["9223372036854775808", "99999999999999999999", "%C2%B2", "%D9%A3", "-1"]
+)
+async def test_a_notification_id_that_names_nothing_is_404(
+    world: World, seeded: list[str], notification: str
+) -> None:
+    async with world.client("alice") as http:
+        one = await http.get(f"{base(world)}/notifications/{notification}")
+        patched = await http.patch(
+            f"{base(world)}/notifications/{notification}", json={"read": True}
+        )
+    assert (one.status_code, patched.status_code) == (404, 404)
+    assert one.headers["content-type"] == "application/problem+json"
 
 
 async def test_another_users_notifications_are_404(world: World, seeded: list[str]) -> None:

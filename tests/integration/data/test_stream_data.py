@@ -35,6 +35,14 @@ async def test_limit_keeps_the_newest_points_of_the_window(world: World) -> None
     assert len(everything.json()) == 300
 
 
+async def test_a_day_of_5_s_points_fits_one_request(world: World) -> None:
+    async with world.client("alice") as http:
+        day = await http.get(data_path(world), params={"limit": 17_280})
+        most = await http.get(data_path(world), params={"limit": 100_000})
+    assert day.status_code == most.status_code == 200
+    assert len(day.json()) == len(most.json()) == 300  # all phase1 has
+
+
 async def test_every_stream_type_serves_its_own_points(world: World) -> None:
     async with world.client("alice") as http:
         processed = (await http.get(data_path(world, "energy1"), params={"limit": 2})).json()
@@ -50,7 +58,11 @@ async def test_every_stream_type_serves_its_own_points(world: World) -> None:
     [
         ({"time_from": T0 + 20, "time_to": T0 + 10}, "time_from"),
         ({"limit": 0}, "limit"),
-        ({"limit": 10_001}, "limit"),
+        ({"limit": 100_001}, "limit"),
+        ({"limit": 2**63}, "limit"),
+        ({"limit": "\u0663"}, "limit"),  # "٣"
+        ({"limit": "\u00b2"}, "limit"),  # "²"
+        ({"time_from": "\u0661\u0662"}, "time_from"),
         ({"limit": "many"}, "limit"),
         ({"limit": ""}, "limit"),
         ({"time_from": "yesterday"}, "time_from"),
@@ -82,6 +94,11 @@ async def test_bad_data_parameters_are_400_problem_json(
         f"data_time_from={T0 + 10}&data_time_to={T0}",
         "data_time_from=",
         f"data_time_to={10**19}",
+        "channel=2147483648",  # one past the largest integer column value
+        "channel=%C2%B2",
+        "channel=%D9%A3",
+        "&".join(["channel=1"] * 1001),
+        "&".join(["type=raw"] * 1001),
     ],
 )
 async def test_bad_stream_filters_are_400_problem_json(world: World, query: str) -> None:

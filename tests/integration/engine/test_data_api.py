@@ -41,6 +41,14 @@ async def test_the_api_shows_phases_their_combined_stream_and_cost(
             )
             total_points = (await client.get(f"/feeds/{feed.id}/streams/{total['id']}/data")).json()
             cost_points = (await client.get(f"/feeds/{feed.id}/streams/{cost['id']}/data")).json()
+            raw = (await client.get(f"/feeds/{feed.id}/streams", params={"type": "raw"})).json()
+
+    # The three raw phases share channel, device and medium: index alone tells L1 from L3.
+    assert sorted((s["channel"], s["device"], s["medium"], s["index"]) for s in raw) == [
+        (1, 3, 1, 1),
+        (1, 3, 1, 2),
+        (1, 3, 1, 3),
+    ]
 
     assert shown == {
         "Electricity, channel 1, L1": (1, False, "Wh"),

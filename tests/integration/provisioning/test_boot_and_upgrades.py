@@ -152,7 +152,56 @@ async def test_generation_3_downloads_its_upgrade_over_tftp_byte_for_byte(
     assert hashlib.sha256(sized).hexdigest() == image["sha256"]
     assert int(negotiated["blksize"]) == 1428
     assert int(negotiated["tsize"]) == 70_001
-    assert over_http.status_code == 404  # generation 3 fetches its firmware over TFTP
+    # Offered TFTP at boot, but the spec's upgrade/ serves the binary to every generation.
+    assert over_http.status_code == 200
+    assert hashlib.sha256(over_http.content).hexdigest() == image["sha256"]
+
+
+@pytest.mark.parametrize("generation", [0, 3, 6])
+async def test_upgrade_serves_the_prepared_binary_to_every_generation(
+    stack: Stack, http: httpx.AsyncClient, tmp_path: Path, generation: int
+) -> None:
+    sn = await paired_homebase(stack, generation)
+    image = upload(stack, tmp_path, 5000)
+    run_admin(
+        stack.settings, "upgrades", "prepare", sn, "--component", "avr", "--version",
+        image["version"],
+    )  # fmt: skip
+    response = await http.get(f"{stack.base}/device/{sn}/upgrade/")
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "application/octet-stream"
+    assert hashlib.sha256(response.content).hexdigest() == image["sha256"]
+
+
+@pytest.mark.parametrize("generation", [0, 6])
+async def test_a_prepared_upgrade_wins_at_boot_even_before_pairing(
+    stack: Stack, http: httpx.AsyncClient, db: psycopg.Connection, tmp_path: Path, generation: int
+) -> None:
+    sn = add_homebase(stack.settings, generation)  # stock: not paired to any cluster
+    image = upload(stack, tmp_path, 1000)
+    run_admin(
+        stack.settings, "upgrades", "prepare", sn, "--component", "avr", "--version",
+        image["version"],
+    )  # fmt: skip
+    url = f"{stack.base}/device/{sn}/"
+
+    offer = await http.get(url + "boot/", params={"avr": "1.0"})
+    assert offer.status_code == 202
+    body = offer.json()
+    assert "cluster" not in body  # no cluster to name yet
+    assert body["upgrade"]["sha256"] == image["sha256"]
+    if generation == 6:
+        assert body["url"] == url + "upgrade/"
+    else:
+        assert body["tftp"]["file"] == f"{sn}/avr-{image['version']}.bin"
+    download = await http.get(url + "upgrade/")
+    assert hashlib.sha256(download.content).hexdigest() == image["sha256"]
+
+    done = await http.get(url + "boot/", params={"avr": image["version"]})
+    assert done.status_code == 409  # upgraded, and still not paired
+    row = homebase_row(db, sn)
+    assert row is not None
+    assert row["last_upgrade"] is not None
 
 
 async def test_tftp_serves_nothing_but_prepared_upgrades_and_accepts_no_uploads(

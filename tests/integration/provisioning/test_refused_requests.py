@@ -19,7 +19,15 @@ from tests.integration.provisioning.conftest import (
 )
 from tests.support.services import free_port, running
 
-BAD_SERIALS = ["0123456789abcdef", "0123456789ABCDE", "0123456789ABCDEF0", "G123456789ABCDEF"]
+BAD_SERIALS = [
+    "0123456789abcdef",
+    "0123456789ABCDE",
+    "0123456789ABCDEF0",
+    "G123456789ABCDEF",
+    "\u0660123456789ABCDEF",  # an Arabic-Indic zero first
+    "0123456789ABCDE%00",
+    "0123456789ABCDE%C2%B2",
+]
 
 
 def assert_problem(response: httpx.Response, status: int) -> None:
@@ -86,9 +94,10 @@ async def test_an_invalid_reported_version_is_400_and_records_no_boot(
 ) -> None:
     sn = add_homebase(stack.settings)
     before = all_rows(db)
-    response = await http.get(f"{stack.base}/device/{sn}/boot/", params={"avr": "1.0; drop"})
-    assert_problem(response, 400)
-    assert response.json()["field"] == "avr"
+    for avr in ("1.0; drop", "1.0\x00", "\u0661.0", "1" * 33, ""):
+        response = await http.get(f"{stack.base}/device/{sn}/boot/", params={"avr": avr})
+        assert_problem(response, 400)
+        assert response.json()["field"] == "avr"
     assert all_rows(db) == before
 
 

@@ -15,10 +15,10 @@ import click
 import httpx
 import msgspec
 
-from energy_platform.api.data.auth import parse_id
 from energy_platform.api.data.views import render_feeds, render_streams
 from energy_platform.console import CommandGroup, emit, parse_instant, run_in_transaction
 from energy_platform.errors import InvalidInput, NotFound
+from energy_platform.inputs import checked_text, parse_id
 from energy_platform.provisioning.client import ProvisioningClient
 from energy_platform.settings import Settings
 from energy_platform.tokens import new_token, token_digest
@@ -77,7 +77,7 @@ class NewUser(User):
 
 
 def _time_zone(name: str) -> str:
-    if name not in zoneinfo.available_timezones():
+    if checked_text(name, "--timezone") not in zoneinfo.available_timezones():
         raise InvalidInput(f"{name!r} is not an IANA time zone (e.g. Europe/Prague)")
     return name
 
@@ -102,6 +102,7 @@ def users() -> None:
 @click.pass_obj
 def add_user(settings: Settings, name: str, admin: bool) -> None:
     """Add a user; prints its token, which is shown only this once."""
+    name = checked_text(name, "name")
     token = new_token()
 
     async def work(conn: asyncpg.Connection) -> NewUser:
@@ -162,6 +163,7 @@ def add_feed(
     start = parse_instant(sub_from)
     end = parse_instant(sub_to) if sub_to else start + timedelta(days=365)
     owner_id, zone = parse_id(owner, "user"), _time_zone(tz)
+    title = checked_text(title, "--title")
 
     async def work(conn: asyncpg.Connection) -> Any:
         try:
@@ -213,6 +215,7 @@ def configure_feed(
     """Set the feed's configuration from an instant on; prints the feed."""
     instant, fid = parse_instant(since), parse_id(feed_id, "feed")
     zone = None if tz is None else _time_zone(tz)
+    title = None if title is None else checked_text(title, "--title")
 
     async def work(conn: asyncpg.Connection) -> Any:
         feed = await conn.fetchrow(FEED_BY_ID, fid)
@@ -291,6 +294,8 @@ def configure_stream(
 ) -> None:
     """Set a processed stream's configuration from an instant on; prints the stream."""
     instant, sid = parse_instant(since), parse_id(stream_id, "stream")
+    title = None if title is None else checked_text(title, "--title")
+    unit = None if unit is None else checked_text(unit, "--unit")
 
     async def work(conn: asyncpg.Connection) -> Any:
         stream = await conn.fetchrow(STREAM_BY_ID, sid)

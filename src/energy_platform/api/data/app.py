@@ -4,6 +4,7 @@ from energy_platform.api.application import build_app
 from energy_platform.api.dashboard.routes import dashboard_routes
 from energy_platform.api.data.feeds import FeedsController
 from energy_platform.api.data.notifications import NotificationsController
+from energy_platform.api.openapi import bearer
 from energy_platform.settings import Settings
 
 
@@ -15,4 +16,5 @@ def create_app(settings: Settings) -> Litestar:
         description="Feeds, streams, stream data and notifications.",
         settings=settings,
         route_handlers=[FeedsController, NotificationsController, *dashboard_routes()],
+        authenticating={"caller": bearer("A user token (`admin users add`).")},
     )

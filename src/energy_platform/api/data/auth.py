@@ -11,6 +11,7 @@ from litestar.datastructures import State
 
 from energy_platform.api.data import queries
 from energy_platform.errors import NotFound, Unauthorized
+from energy_platform.inputs import parse_id
 from energy_platform.tokens import token_digest
 
 
@@ -44,10 +45,3 @@ async def visible_user(pool: asyncpg.Pool, user_id: str, caller: Caller) -> int:
     if not caller.may_see_user(owner) or not await pool.fetchval(queries.USER_EXISTS, owner):
         raise NotFound(f"no user {user_id!r}")
     return owner
-
-
-def parse_id(value: str, what: str) -> int:
-    """Ids are strings on the wire and bigints inside; anything else names nothing: 404."""
-    if not value.isdigit() or len(value) > 18:
-        raise NotFound(f"no {what} {value!r}")
-    return int(value)

@@ -12,17 +12,20 @@ from litestar.di import NamedDependency, Provide
 from litestar.params import FromPath, QueryParameter
 
 from energy_platform.api.data import queries
-from energy_platform.api.data.auth import Caller, authenticate, parse_id, visible_user
+from energy_platform.api.data.auth import Caller, authenticate, visible_user
 from energy_platform.api.data.schemas import Feed, Stream, StreamType
 from energy_platform.api.data.views import render_feeds, render_streams
 from energy_platform.errors import InvalidInput, NotFound
+from energy_platform.inputs import MAX_REPEATED, Channels, parse_id
 
 # Unix seconds of 0001-01-01 and 9999-12-31T23:59:59Z: what a timestamp can hold.
 EARLIEST = -62_135_596_800
 LATEST = 253_402_300_799
 UnixTime = Annotated[int | None, QueryParameter(ge=EARLIEST, le=LATEST)]
 Authenticated = NamedDependency[Caller]
-Channel = Annotated[int, msgspec.Meta(ge=0)]
+Types = Annotated[list[StreamType], msgspec.Meta(max_length=MAX_REPEATED)]
+MAX_POINTS = 100_000
+"""A week of 5 s points (DESIGN: at least 100,000)."""
 
 
 class FeedsController(Controller):
@@ -50,8 +53,10 @@ class FeedsController(Controller):
         feed_id: FromPath[str],
         caller: Authenticated,
         state: State,
-        types: Annotated[list[StreamType] | None, QueryParameter(name="type")] = None,
-        channels: Annotated[list[Channel] | None, QueryParameter(name="channel")] = None,
+        types: Annotated[Types | None, QueryParameter(name="type", max_items=MAX_REPEATED)] = None,
+        channels: Annotated[
+            Channels | None, QueryParameter(name="channel", max_items=MAX_REPEATED)
+        ] = None,
         data_time_from: UnixTime = None,
         data_time_to: UnixTime = None,
     ) -> list[Stream]:
@@ -83,7 +88,7 @@ class FeedsController(Controller):
         state: State,
         time_from: UnixTime = None,
         time_to: UnixTime = None,
-        limit: Annotated[int, QueryParameter(ge=1, le=10_000)] = 100,
+        limit: Annotated[int, QueryParameter(ge=1, le=MAX_POINTS)] = 100,
     ) -> list[tuple[int, float]]:
         _check_order(time_from, time_to, "time_from", "time_to")
         pool: asyncpg.Pool = state.db

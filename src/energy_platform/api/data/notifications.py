@@ -1,7 +1,8 @@
 """Notifications of a user: ``/users/{user_id}/notifications`` and ``/notification_count``.
 
-``since`` (ISO 8601 with an offset) keeps notifications created at or after it; the bulk PATCH
-changes every notification that the same query (``since``, repeated ``id``) selects.
+``since`` (ISO 8601; without a UTC offset it is UTC) keeps notifications created at or after
+it; the bulk PATCH changes every notification that the same query (``since``, repeated ``id``)
+selects.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ from litestar.di import NamedDependency, Provide
 from litestar.params import FromPath, QueryParameter
 from litestar.status_codes import HTTP_205_RESET_CONTENT
 
-from energy_platform.api.data.auth import Caller, authenticate, parse_id, visible_user
+from energy_platform.api.data.auth import Caller, authenticate, visible_user
 from energy_platform.errors import InvalidInput, NotFound
+from energy_platform.inputs import MAX_REPEATED, Ids, parse_id, parse_instant
 
 COLUMNS = """
 SELECT n.id, n.title, n.content, coalesce(fc.title, '') AS feed_title, n.created_at, n.read,
@@ -73,7 +75,11 @@ class Flags(msgspec.Struct, forbid_unknown_fields=True):
 _flags = msgspec.json.Decoder(Flags)
 Authenticated = NamedDependency[Caller]
 Since = Annotated[
-    str | None, QueryParameter(description="ISO 8601 with offset: created at or after")
+    str | None,
+    QueryParameter(
+        description="ISO 8601, UTC unless it has an offset: created at or after",
+        max_length=64,
+    ),
 ]
 
 
@@ -90,15 +96,7 @@ async def _flags_of(request: Request[object, object, State]) -> tuple[bool | Non
 
 
 def _since(value: str | None) -> datetime | None:
-    if value is None:
-        return None
-    try:
-        since = datetime.fromisoformat(value)
-    except ValueError:
-        raise InvalidInput(f"since: {value!r} is not an ISO 8601 time", field="since") from None
-    if since.tzinfo is None:
-        raise InvalidInput("since: give a UTC offset, e.g. 2026-01-01T00:00:00Z", field="since")
-    return since
+    return None if value is None else parse_instant(value, "since")
 
 
 def _notification(row: asyncpg.Record) -> Notification:
@@ -138,7 +136,7 @@ class NotificationsController(Controller):
         state: State,
         request: Request[object, object, State],
         since: Since = None,
-        ids: Annotated[list[int] | None, QueryParameter(name="id")] = None,
+        ids: Annotated[Ids | None, QueryParameter(name="id", max_items=MAX_REPEATED)] = None,
     ) -> Response[bytes]:
         pool: asyncpg.Pool = state.db
         owner = await visible_user(pool, user_id, caller)

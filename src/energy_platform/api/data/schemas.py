@@ -35,12 +35,14 @@ class StreamConfig(msgspec.Struct):
     valid_to: str | None
 
 
-class RawStream(msgspec.Struct):
+class RawStream(msgspec.Struct, omit_defaults=True):
     id: str
     type: Literal["raw"]
     channel: int
     device: int
     medium: int
+    index: int | msgspec.UnsetType = msgspec.UNSET
+    """Present only when a sensor produces several streams of the same kind (phases 1..3)."""
 
 
 class ProcessedStream(msgspec.Struct, omit_defaults=True):

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 
 import asyncpg
+import msgspec
 
 from energy_platform.api.data import queries
 from energy_platform.api.data.schemas import (
@@ -63,11 +64,11 @@ async def render_streams(db: Queryable, rows: Iterable[asyncpg.Record]) -> list[
 
 def _stream(row: asyncpg.Record, configs: list[StreamConfig]) -> Stream:
     stream_id = str(row["id"])
+    index = msgspec.UNSET if row["idx"] is None else row["idx"]
     if row["type"] == "raw":
-        return RawStream(stream_id, "raw", row["channel"], row["device"], row["medium"])
+        return RawStream(stream_id, "raw", row["channel"], row["device"], row["medium"], index)
     if row["type"] == "processed":
-        stream = ProcessedStream(stream_id, "processed", row["channel"], row["combined"], configs)
-        if row["idx"] is not None:
-            stream.index = row["idx"]
-        return stream
+        return ProcessedStream(
+            stream_id, "processed", row["channel"], row["combined"], configs, index
+        )
     return SystemStream(stream_id, "system", row["channel"])

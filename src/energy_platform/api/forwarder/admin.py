@@ -8,6 +8,7 @@ import msgspec
 
 from energy_platform.console import CommandGroup, emit, run_in_transaction
 from energy_platform.errors import InvalidInput
+from energy_platform.inputs import checked_text
 from energy_platform.settings import Settings
 from energy_platform.tokens import new_token, token_digest
 
@@ -46,6 +47,7 @@ def customers() -> None:
 @click.pass_obj
 def add_customer(settings: Settings, name: str) -> None:
     """Add a customer; prints its bearer token, which is shown only this once."""
+    name = checked_text(name, "name")
     token = new_token()
 
     async def work(conn: asyncpg.Connection) -> NewCustomer:

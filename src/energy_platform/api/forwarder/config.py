@@ -17,6 +17,7 @@ from energy_platform.api.forwarder.schemas import (
     decode_config,
     destination,
 )
+from energy_platform.api.openapi import problems
 from energy_platform.errors import NotFound
 
 Authenticated = NamedDependency[Customer]
@@ -27,7 +28,7 @@ class ConfigController(Controller):
     dependencies = {"customer": Provide(authenticate)}  # noqa: RUF012 - Litestar's own convention
     tags = ["forwarder configuration"]  # noqa: RUF012
 
-    @get(summary="The stored configuration (404 when none was posted)")
+    @get(summary="The stored configuration (404 when none was posted)", opt=problems(404))
     async def read(self, customer: Authenticated, state: State) -> ForwarderConfig:
         pool: asyncpg.Pool = state.db
         async with pool.acquire() as conn:

@@ -6,6 +6,7 @@ import asyncpg
 from litestar import Controller, Response, delete, get, post
 from litestar.datastructures import State
 from litestar.di import NamedDependency, Provide
+from litestar.openapi import ResponseSpec
 from litestar.params import FromPath
 
 from energy_platform.api.forwarder import queries
@@ -16,6 +17,7 @@ from energy_platform.api.forwarder.schemas import (
     Registration,
     Unregistration,
 )
+from energy_platform.api.openapi import problems
 from energy_platform.errors import Conflict, InvalidInput, NotFound
 
 Authenticated = NamedDependency[Customer]
@@ -41,6 +43,8 @@ class RegistrationsController(Controller):
     @post(
         "/{sn:str}",
         summary="Register a homebase (201; 200 if already the caller's; 409 if another's)",
+        opt=problems(400, 409),
+        responses={200: ResponseSpec(Registration, description="Already the caller's")},
     )
     async def register(
         self, sn: FromPath[str], customer: Authenticated, state: State
@@ -58,7 +62,12 @@ class RegistrationsController(Controller):
         body = Registration(serial, int(row["registered_at"].timestamp()))
         return Response(body, status_code=201 if row["added"] else 200)
 
-    @delete("/{sn:str}", status_code=200, summary="Unregister a homebase (404 if not the caller's)")
+    @delete(
+        "/{sn:str}",
+        status_code=200,
+        summary="Unregister a homebase (404 if not the caller's)",
+        opt=problems(400),
+    )
     async def unregister(
         self, sn: FromPath[str], customer: Authenticated, state: State
     ) -> Unregistration:

@@ -10,20 +10,29 @@ import msgspec
 
 from energy_platform.devices.codec.obis import normalise
 from energy_platform.errors import InvalidInput
+from energy_platform.inputs import (
+    MAX_REPEATED,
+    PLAIN_TEXT,
+    URL_LENGTH,
+    NaturalInt4,
+    checked_text,
+)
 
 SN_PATTERN = re.compile(r"[0-9A-F]{16}")
-OBIS_PATTERN = re.compile(r"(\d{1,3}-\d{1,3}:)?\d{1,3}\.\d{1,3}\.\d{1,3}")
+# [0-9], not \d: \d also matches "٣" and other non-ASCII digits.
+OBIS_PATTERN = re.compile(r"([0-9]{1,3}-[0-9]{1,3}:)?[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}")
 Interval = Annotated[int, msgspec.Meta(ge=1, le=60)]
-Index = Annotated[int, msgspec.Meta(ge=0)]
+Url = Annotated[str, msgspec.Meta(max_length=URL_LENGTH, pattern=PLAIN_TEXT)]
+Obis = Annotated[str, msgspec.Meta(max_length=16)]
 
 
 class Filter(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     """A stream matches when every field given matches; at least one must be given."""
 
-    medium: int | None = None
-    index: Annotated[list[Index], msgspec.Meta(min_length=1)] | None = None
+    medium: NaturalInt4 | None = None
+    index: Annotated[list[NaturalInt4], msgspec.Meta(min_length=1, max_length=64)] | None = None
     """Only together with ``medium``."""
-    obis: str | None = None
+    obis: Obis | None = None
 
 
 class ForwarderConfig(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
@@ -31,12 +40,12 @@ class ForwarderConfig(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=
 
     interval: Interval
     """Minutes between deliveries, 1..60."""
-    url: str
+    url: Url
     """Absolute http(s) URL; ``user:password@`` credentials are sent as HTTP Basic."""
     format: Literal["json"]
     mode: Literal["all", "aggregated"]
-    allow_list: list[Filter] | None = None
-    deny_list: list[Filter] | None = None
+    allow_list: Annotated[list[Filter], msgspec.Meta(max_length=MAX_REPEATED)] | None = None
+    deny_list: Annotated[list[Filter], msgspec.Meta(max_length=MAX_REPEATED)] | None = None
 
 
 def decode_config(body: bytes) -> ForwarderConfig:
@@ -83,8 +92,9 @@ def destination(url: str) -> Destination:
         raise InvalidInput("url: must be an absolute http:// or https:// URL", field="url")
     if parsed.fragment:
         raise InvalidInput("url: must not have a fragment", field="url")
-    username = parsed.username or None
-    password = parsed.password or None
+    # The user info arrives percent-encoded: "%00" is a NUL once decoded.
+    username = checked_text(parsed.username, "url", max_length=URL_LENGTH) or None
+    password = checked_text(parsed.password, "url", max_length=URL_LENGTH) or None
     if password is not None and username is None:
         raise InvalidInput("url: a password needs a user name", field="url")
     bare = str(parsed.copy_with(username=None, password=None))

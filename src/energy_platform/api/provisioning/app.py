@@ -6,7 +6,8 @@ from litestar import Litestar, Router
 from litestar.di import Provide
 
 from energy_platform.api.application import build_app
-from energy_platform.api.provisioning.clusters import ClusterController, calling_cluster
+from energy_platform.api.openapi import api_key_header
+from energy_platform.api.provisioning.clusters import HEADER, ClusterController, calling_cluster
 from energy_platform.api.provisioning.context import Provisioning, database
 from energy_platform.api.provisioning.homebases import HomebaseController
 from energy_platform.settings import Settings
@@ -34,4 +35,9 @@ def create_app(settings: Settings, provisioning: Provisioning | None = None) -> 
         description="Clusters pair homebases and fetch secrets; homebases boot and upgrade.",
         settings=settings,
         route_handlers=[api],
+        authenticating={
+            "cluster": api_key_header(
+                HEADER, "The cluster's secret (`admin clusters add`).", 401, 403
+            )
+        },
     )

@@ -11,10 +11,11 @@ from typing import Any
 import msgspec
 from litestar import Controller, Request, Response, get, post
 from litestar.di import NamedDependency
-from litestar.params import FromPath
+from litestar.openapi import ResponseSpec
 from litestar.status_codes import HTTP_200_OK, HTTP_304_NOT_MODIFIED
 
-from energy_platform.api.provisioning.context import Database, Shared, iso_millis
+from energy_platform.api.openapi import problems
+from energy_platform.api.provisioning.context import Database, SerialNumber, Shared, iso_millis
 from energy_platform.api.provisioning.schemas import (
     AvrFirmware,
     ClusterSummary,
@@ -32,6 +33,11 @@ from energy_platform.provisioning.crypto import cluster_secret_digest, same_dige
 from energy_platform.provisioning.serials import checked_serial
 
 HEADER = "X-SvcClusterAuth"
+
+
+SN_PROBLEMS = problems(400)
+"""A serial number that is not ``[0-9A-F]{16}``."""
+NOT_MODIFIED = ResponseSpec(None, description="Nothing changed (no body)")
 
 
 class CallingCluster(msgspec.Struct, frozen=True):
@@ -78,8 +84,8 @@ class ClusterController(Controller):
     path = "/device/{sn:str}"
     tags = ("clusters",)
 
-    @get("/", summary="Homebase details (only for the cluster it is paired to)")
-    async def details(self, sn: FromPath[str], cluster: Caller, db: Database) -> HomebaseDetails:
+    @get("/", summary="Homebase details (only for the cluster it is paired to)", opt=SN_PROBLEMS)
+    async def details(self, sn: SerialNumber, cluster: Caller, db: Database) -> HomebaseDetails:
         sn = checked_serial(sn)
         row = await db.fetchrow(queries.HOMEBASE_DETAILS, sn)
         if row is None:
@@ -107,16 +113,22 @@ class ClusterController(Controller):
             ),
         )
 
-    @get("/pair/", summary="Pairing status, as seen by the calling cluster")
+    @get("/pair/", summary="Pairing status, as seen by the calling cluster", opt=SN_PROBLEMS)
     async def pairing_status(
-        self, sn: FromPath[str], cluster: Caller, db: Database
+        self, sn: SerialNumber, cluster: Caller, db: Database
     ) -> PairingStatus:
         sn = checked_serial(sn)
         return _status(await _paired_cluster(db, sn), cluster)
 
-    @post("/pair/", status_code=HTTP_200_OK, summary="Pair: 200, or 304 if already paired")
+    @post(
+        "/pair/",
+        status_code=HTTP_200_OK,
+        summary="Pair: 200, or 304 if already paired",
+        opt=SN_PROBLEMS,
+        responses={304: NOT_MODIFIED},
+    )
     async def pair(
-        self, sn: FromPath[str], cluster: Caller, db: Database, request: Request[Any, Any, Any]
+        self, sn: SerialNumber, cluster: Caller, db: Database, request: Request[Any, Any, Any]
     ) -> Response[PairingStatus | None]:
         sn = checked_serial(sn)
         await request.body()  # no body is defined; reading it enforces the size limit (413)
@@ -125,9 +137,15 @@ class ClusterController(Controller):
         await _paired_cluster(db, sn)  # 404 for an unknown SN
         return Response(None, status_code=HTTP_304_NOT_MODIFIED)
 
-    @post("/unpair/", status_code=HTTP_200_OK, summary="Unpair: 200, or 304 if not yours")
+    @post(
+        "/unpair/",
+        status_code=HTTP_200_OK,
+        summary="Unpair: 200, or 304 if not yours",
+        opt=SN_PROBLEMS,
+        responses={304: NOT_MODIFIED},
+    )
     async def unpair(
-        self, sn: FromPath[str], cluster: Caller, db: Database, request: Request[Any, Any, Any]
+        self, sn: SerialNumber, cluster: Caller, db: Database, request: Request[Any, Any, Any]
     ) -> Response[PairingStatus | None]:
         sn = checked_serial(sn)
         await request.body()
@@ -136,9 +154,13 @@ class ClusterController(Controller):
         await _paired_cluster(db, sn)
         return Response(None, status_code=HTTP_304_NOT_MODIFIED)
 
-    @get("/secret/", summary="The homebase secret (only for the cluster it is paired to)")
+    @get(
+        "/secret/",
+        summary="The homebase secret (only for the cluster it is paired to)",
+        opt=problems(400, 503),  # 503 while no encryption key is configured
+    )
     async def secret(
-        self, sn: FromPath[str], cluster: Caller, db: Database, provisioning: Shared
+        self, sn: SerialNumber, cluster: Caller, db: Database, provisioning: Shared
     ) -> HomebaseSecret:
         sn = checked_serial(sn)
         row = await db.fetchrow(queries.PAIRED_CIPHERTEXT, sn)

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Annotated
 
 import asyncpg
 import msgspec
 import structlog
 from litestar.datastructures import State
 from litestar.di import NamedDependency
+from litestar.params import Parameter
 
 from energy_platform.errors import Unavailable
 from energy_platform.provisioning.crypto import SecretKey
 from energy_platform.provisioning.ratelimit import DeviceRateLimits
+from energy_platform.provisioning.serials import SERIAL_NUMBER
 from energy_platform.settings import Settings
 
 log = structlog.get_logger()
@@ -54,6 +57,14 @@ def iso_millis(moment: datetime | None) -> str | None:
     return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+SerialNumber = Annotated[
+    str,
+    Parameter(
+        pattern=f"^{SERIAL_NUMBER.pattern}$",
+        description="The homebase's serial number, 16 characters [0-9A-F] (else 400).",
+    ),
+]
+"""The ``{sn}`` path parameter, its format in the OpenAPI document (handlers check it too)."""
 Database = NamedDependency[asyncpg.Pool]
 """The app's pool (``db``)."""
 Shared = NamedDependency[Provisioning]

@@ -1,4 +1,4 @@
-"""Homebase-facing endpoints: the boot heartbeat and the firmware download (generation 6).
+"""Homebase-facing endpoints: the boot heartbeat and the firmware download.
 
 A homebase is known by its SN alone; both endpoints are rate-limited per SN and per address.
 """
@@ -10,15 +10,16 @@ import time
 from typing import Any
 
 from litestar import Controller, Request, Response, get
-from litestar.params import FromPath, FromQuery
+from litestar.openapi import ResponseSpec
+from litestar.params import FromQuery
 from litestar.status_codes import HTTP_200_OK, HTTP_202_ACCEPTED
 
-from energy_platform.api.provisioning.context import Database, Shared
+from energy_platform.api.openapi import problems
+from energy_platform.api.provisioning.context import Database, SerialNumber, Shared
 from energy_platform.api.provisioning.schemas import BootAnswer, Servers, TftpLocation, UpgradeOffer
 from energy_platform.errors import Conflict, NotFound
 from energy_platform.provisioning import queries
 from energy_platform.provisioning.firmware import (
-    HTTP_GENERATIONS,
     TFTP_GENERATIONS,
     prepared_image,
     tftp_file_name,
@@ -46,10 +47,14 @@ class HomebaseController(Controller):
         "/boot/",
         summary="Boot and heartbeat: the cluster's addresses (200), and an upgrade (202)",
         description="Query parameters avr, bl and msp report the running firmware versions.",
+        opt=problems(400, 409, 429),
+        responses={
+            202: ResponseSpec(BootAnswer, description="An upgrade is prepared: fetch it first")
+        },
     )
     async def boot(
         self,
-        sn: FromPath[str],
+        sn: SerialNumber,
         request: Request[Any, Any, Any],
         db: Database,
         provisioning: Shared,
@@ -68,47 +73,47 @@ class HomebaseController(Controller):
                 raise NotFound(f"no homebase has serial number {sn}")
             await conn.execute(queries.COMPLETE_UPGRADE, sn, avr, bl, msp)
             row = await conn.fetchrow(queries.BOOT_ANSWER, sn)
-        if row is None or row["cluster_id"] is None:
-            raise Conflict("the homebase is not paired to any cluster")
-        answer = BootAnswer(
-            cluster=Servers(
+        if row is None:
+            raise NotFound(f"no homebase has serial number {sn}")
+        cluster = None
+        if row["cluster_id"] is not None:
+            cluster = Servers(
                 (row["http_address"], row["http_port"]), (row["mqtt_address"], row["mqtt_port"])
-            ),
-            time=int(time.time()),
-        )
+            )
+        now = int(time.time())
+        # A prepared upgrade wins, paired or not: a stock homebase upgrades before it is sold.
         if row["component"] is None:
-            return Response(answer, status_code=HTTP_200_OK)
+            if cluster is None:
+                raise Conflict("the homebase is not paired to any cluster")
+            return Response(BootAnswer(cluster=cluster, time=now), status_code=HTTP_200_OK)
         offer = UpgradeOffer(row["component"], row["version"], row["size"], row["sha256"].hex())
         if row["generation"] in TFTP_GENERATIONS:
             file = tftp_file_name(sn, row["component"], row["version"])
-            answer = BootAnswer(
-                answer.cluster, answer.time, offer, tftp=TftpLocation(provisioning.tftp_port, file)
-            )
+            tftp = TftpLocation(provisioning.tftp_port, file)
+            answer = BootAnswer(cluster=cluster, time=now, upgrade=offer, tftp=tftp)
         else:
             path = f"/api/device/{sn}/upgrade/"
             url = str(request.url.with_replacements(path=path, query=""))
-            answer = BootAnswer(answer.cluster, answer.time, offer, url=url)
+            answer = BootAnswer(cluster=cluster, time=now, upgrade=offer, url=url)
         return Response(answer, status_code=HTTP_202_ACCEPTED)
 
     @get(
         "/upgrade/",
-        summary="The prepared firmware image (generation 6); 404 when none is prepared",
+        summary="The prepared firmware image (every generation); 404 when none is prepared",
         media_type="application/octet-stream",
+        opt=problems(400, 429),
     )
     async def upgrade(
         self,
-        sn: FromPath[str],
+        sn: SerialNumber,
         request: Request[Any, Any, Any],
         db: Database,
         provisioning: Shared,
     ) -> Response[bytes]:
         sn = checked_serial(sn)
         provisioning.limits.check(sn, _client(request))
+        # Generations 0 and 3 are offered TFTP at boot, but HTTP serves them the same bytes.
         prepared = await prepared_image(db, sn)
-        if prepared.generation not in HTTP_GENERATIONS:
-            raise NotFound(
-                f"a generation {prepared.generation} homebase fetches its firmware over TFTP"
-            )
         return Response(
             prepared.image,
             media_type="application/octet-stream",

@@ -76,8 +76,9 @@ class TftpLocation(msgspec.Struct, frozen=True):
     file: str
 
 
-class BootAnswer(msgspec.Struct, frozen=True, omit_defaults=True):
-    cluster: Servers
+class BootAnswer(msgspec.Struct, frozen=True, omit_defaults=True, kw_only=True):
+    cluster: Servers | None = None
+    """Absent only in a 202 to a homebase that is not paired yet (it upgrades before it is sold)."""
     time: int
     upgrade: UpgradeOffer | None = None
     tftp: TftpLocation | None = None

@@ -1,0 +1,88 @@
+"""The OpenAPI documents list the error answers of each operation as problem JSON."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from litestar import Litestar
+
+from energy_platform.api.data import app as data
+from energy_platform.api.forwarder import app as forwarder
+from energy_platform.api.provisioning import app as provisioning
+from energy_platform.settings import Settings
+
+BUILDERS = {
+    "api": data.create_app,
+    "provisioning": provisioning.create_app,
+    "forwarder": forwarder.create_app,
+}
+
+
+def document(name: str) -> dict[str, Any]:
+    app: Litestar = BUILDERS[name](Settings())
+    return app.openapi_schema.to_schema()
+
+
+def answers(doc: dict[str, Any], method: str, path: str) -> set[str]:
+    return set(doc["paths"][path][method]["responses"])
+
+
+@pytest.mark.parametrize("name", sorted(BUILDERS))
+def test_every_error_answer_is_problem_json_with_its_schema(name: str) -> None:
+    doc = document(name)
+    assert "Problem" in doc["components"]["schemas"]
+    for path, item in doc["paths"].items():
+        for method, operation in item.items():
+            for status, response in operation["responses"].items():
+                if int(status) >= 400:
+                    content = response["content"]
+                    schema = content["application/problem+json"]["schema"]
+                    assert schema == {"$ref": "#/components/schemas/Problem"}, (method, path)
+
+
+def test_data_api_operations_list_what_they_answer() -> None:
+    doc = document("api")
+    for path, item in doc["paths"].items():
+        for method, operation in item.items():
+            if path.startswith(("/users", "/feeds")):
+                assert {"401", "404"} <= set(operation["responses"]), (method, path)
+    data_path = "/feeds/{feed_id}/streams/{stream_id}/data"
+    assert answers(doc, "get", data_path) == {"200", "400", "401", "404"}
+    assert answers(doc, "patch", "/users/{user_id}/notifications") == {
+        "205", "400", "401", "404", "413",
+    }  # fmt: skip
+    assert answers(doc, "get", "/readyz") == {"200", "503"}
+    assert doc["components"]["securitySchemes"]["caller"] == {
+        "type": "http",
+        "scheme": "bearer",
+        "description": "A user token (`admin users add`).",
+    }
+    assert doc["paths"]["/feeds/{feed_id}"]["get"]["security"] == [{"caller": []}]
+    assert "security" not in doc["paths"]["/healthz"]["get"]
+    assert answers(doc, "get", "/healthz") == {"200"}
+
+
+def test_provisioning_operations_list_what_they_answer() -> None:
+    doc = document("provisioning")
+    assert answers(doc, "get", "/api/device/{sn}/boot") == {
+        "200", "202", "400", "404", "409", "429",
+    }  # fmt: skip
+    assert answers(doc, "get", "/api/device/{sn}/upgrade") == {"200", "400", "404", "429"}
+    assert answers(doc, "post", "/api/device/{sn}/pair") == {
+        "200", "304", "400", "401", "403", "404", "413",
+    }  # fmt: skip
+    assert answers(doc, "get", "/api/device/{sn}/secret") == {
+        "200", "400", "401", "403", "404", "503",
+    }  # fmt: skip
+    assert doc["paths"]["/api/device/{sn}/secret"]["get"]["security"] == [{"cluster": []}]
+    assert "security" not in doc["paths"]["/api/device/{sn}/boot"]["get"]  # homebases: by SN
+    upgrade = doc["paths"]["/api/device/{sn}/upgrade"]["get"]["responses"]["200"]
+    assert set(upgrade["content"]) == {"application/octet-stream"}
+
+
+def test_forwarder_operations_list_what_they_answer() -> None:
+    doc = document("forwarder")
+    assert answers(doc, "get", "/config") == {"200", "401", "404"}
+    assert answers(doc, "post", "/config") == {"200", "400", "401", "413"}
+    assert {"200", "201", "400", "401", "409"} <= answers(doc, "post", "/register/{sn}")
