@@ -46,7 +46,9 @@ def settings(database_url: str, mqtt_url: str) -> Settings:
     """Settings for services started by a test: the session database, free ports."""
     return Settings(
         database=DatabaseSettings(url=database_url, connect_timeout=2.0),
-        mqtt=MqttSettings(url=mqtt_url),
+        mqtt=MqttSettings(
+            url=mqtt_url, accounts_url=Settings.from_env(os.environ).mqtt.accounts_url
+        ),
         http=HttpSettings(
             api_port=free_port(), provisioning_port=free_port(), forwarder_port=free_port()
         ),

@@ -4,15 +4,21 @@ their feeds added with the real admin commands."""
 
 from __future__ import annotations
 
+import os
 import secrets
 import socket
+import subprocess
+import sys
 from collections.abc import AsyncIterator
-from typing import Any
+from pathlib import Path
+from typing import Any, Literal
 
 import httpx
 import msgspec
 import pytest
 
+from energy_platform.devices.broker_accounts import give_account
+from energy_platform.devices.simulator import data_topic, homebase_client, status_topic
 from energy_platform.services import build_services
 from energy_platform.settings import (
     ClusterSettings,
@@ -26,6 +32,8 @@ from energy_platform.settings import (
 from tests.integration.provisioning.conftest import add_cluster, add_homebase
 from tests.support.admin import run_admin_async
 from tests.support.services import free_port, running
+
+CLI = str(Path(sys.executable).with_name("energy-platform"))
 
 
 class Platform(msgspec.Struct, frozen=True):
@@ -54,6 +62,7 @@ def platform_settings(settings: Settings, mqtt_url: str, **ingest: Any) -> Setti
         ),
         mqtt=MqttSettings(
             url=mqtt_url,
+            accounts_url=settings.mqtt.accounts_url,
             client_id=f"ingest-test-{tag}",
             share_group=f"test-{tag}",
             session_expiry=120,
@@ -71,6 +80,34 @@ def with_cluster(settings: Settings) -> Settings:
     return msgspec.structs.replace(
         settings, cluster=ClusterSettings(provisioning_url=provisioning, secret=cluster.secret)
     )
+
+
+def serve_env(s: Settings) -> dict[str, str]:
+    """The environment of an ``energy-platform serve`` process that runs with settings ``s``."""
+    return {
+        **os.environ,
+        "EP_DATABASE_URL": s.database.url,
+        "EP_MQTT_URL": s.mqtt.url,
+        "EP_MQTT_ACCOUNTS_URL": s.mqtt.accounts_url,
+        "EP_MQTT_CLIENT_ID": s.mqtt.client_id,
+        "EP_MQTT_SHARE_GROUP": s.mqtt.share_group,
+        "EP_MQTT_SESSION_EXPIRY": str(s.mqtt.session_expiry),
+        "EP_MQTT_TOPIC_PREFIX": s.mqtt.topic_prefix,
+        "EP_HTTP_API_PORT": str(s.http.api_port),
+        "EP_HTTP_PROVISIONING_PORT": str(s.http.provisioning_port),
+        "EP_HTTP_FORWARDER_PORT": str(s.http.forwarder_port),
+        "EP_DEVICES_COAP_PORT": str(s.devices.coap_port),
+        "EP_DEVICES_TFTP_PORT": str(s.devices.tftp_port),
+        "EP_PROVISIONING_SECRET_KEY": s.provisioning.secret_key,
+        "EP_CLUSTER_PROVISIONING_URL": s.cluster.provisioning_url,
+        "EP_CLUSTER_SECRET": s.cluster.secret,
+        "EP_LOG_FORMAT": "json",
+    }
+
+
+def start_serve(s: Settings, service: str) -> subprocess.Popen[bytes]:
+    """``energy-platform serve SERVICE`` as a real process; its JSON log on stderr."""
+    return subprocess.Popen([CLI, "serve", service], env=serve_env(s), stderr=subprocess.PIPE)
 
 
 @pytest.fixture(scope="module")
@@ -114,4 +151,23 @@ async def paired_homebase(
         else:
             assert (await http.post(f"/device/{sn}/pair/")).status_code == 200
         secret = bytes.fromhex((await http.get(f"/device/{sn}/secret/")).json()["secret"])
+    if not feed:
+        # What this cluster's pairing gives a homebase (admin feeds add does it itself).
+        await give_account(s.mqtt, sn, secret)
     return sn, secret, feed_id
+
+
+async def publish_as(
+    platform: Platform,
+    sn: str,
+    secret: bytes,
+    payload: bytes,
+    *,
+    kind: Literal["data", "status"] = "data",
+    retain: bool = False,
+) -> None:
+    """Publish ``payload`` (QoS 1) as homebase ``sn`` does: logged in with its own account."""
+    prefix = platform.settings.mqtt.topic_prefix
+    topic = data_topic(sn, prefix) if kind == "data" else status_topic(sn, prefix)
+    async with homebase_client(platform.settings.mqtt, sn, secret, will=False) as client:
+        await client.publish(topic, payload, qos=1, retain=retain)

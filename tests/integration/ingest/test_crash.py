@@ -5,29 +5,27 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import asyncpg
+import msgspec
 import pytest
 
 from energy_platform.devices.codec.format_v4 import HomebaseRecord
-from energy_platform.devices.ingest.service import broker_client
-from energy_platform.devices.simulator import SimulatedHomebase, data_topic
+from energy_platform.devices.simulator import SimulatedHomebase, data_topic, homebase_client
 from energy_platform.services import build_services
-from energy_platform.settings import Settings
+from energy_platform.settings import DeviceSettings, Settings
 from tests.integration.ingest.conftest import (
     Platform,
     paired_homebase,
     platform_settings,
+    start_serve,
     with_cluster,
 )
 from tests.support.admin import run_admin_async
 from tests.support.services import eventually, free_port, running
 
-CLI = str(Path(sys.executable).with_name("energy-platform"))
 MESSAGES = 2_000
 TIMES_PER_MESSAGE = 10  # x 5 readings = 50 points a message, 100,000 in all
 
@@ -42,20 +40,9 @@ async def provisioning_only(settings: Settings, mqtt_url: str) -> AsyncIterator[
 
 
 def start_ingest(s: Settings) -> subprocess.Popen[bytes]:
-    env = {
-        **os.environ,
-        "EP_DATABASE_URL": s.database.url,
-        "EP_MQTT_URL": s.mqtt.url,
-        "EP_MQTT_CLIENT_ID": s.mqtt.client_id,
-        "EP_MQTT_SHARE_GROUP": s.mqtt.share_group,
-        "EP_MQTT_SESSION_EXPIRY": "120",
-        "EP_MQTT_TOPIC_PREFIX": s.mqtt.topic_prefix,
-        "EP_CLUSTER_PROVISIONING_URL": s.cluster.provisioning_url,
-        "EP_CLUSTER_SECRET": s.cluster.secret,
-        "EP_DEVICES_COAP_PORT": str(free_port(socket.SOCK_DGRAM)),
-        "EP_LOG_FORMAT": "json",
-    }
-    return subprocess.Popen([CLI, "serve", "ingest"], env=env, stderr=subprocess.PIPE)
+    # Its own CoAP port: the provisioning service of this module holds the settings' one.
+    own_port = DeviceSettings(coap_port=free_port(socket.SOCK_DGRAM))
+    return start_serve(msgspec.structs.replace(s, devices=own_port), "ingest")
 
 
 async def wait_subscribed(process: subprocess.Popen[bytes]) -> None:
@@ -97,7 +84,7 @@ async def test_kill_9_while_publishing_loses_and_duplicates_nothing(
         await wait_subscribed(ingest)
 
         async def publish_all() -> None:
-            async with broker_client(platform.settings.mqtt, f"crash-publisher-{sn}") as client:
+            async with homebase_client(platform.settings.mqtt, sn, secret) as client:
                 for i, payload in enumerate(payloads):
                     await client.publish(
                         data_topic(sn, platform.settings.mqtt.topic_prefix), payload, qos=1

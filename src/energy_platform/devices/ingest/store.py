@@ -11,6 +11,11 @@ import msgspec
 from asyncpg.pool import PoolConnectionProxy
 
 from energy_platform.devices.codec.format_v4 import Series
+from energy_platform.devices.ingest.drops import (
+    INSERT_DEAD_LETTERS,
+    DeadLetter,
+    dead_letter_columns,
+)
 from energy_platform.devices.ingest.routes import Route
 
 # Streams: unique per identity (partial unique indexes), created concurrently by several
@@ -75,10 +80,19 @@ ForwarderKey = tuple[str, int, int, int | None, int | None, str | None]
 
 
 class Accepted(msgspec.Struct):
-    """The series of one message (or CoAP request) that passed validation."""
+    """The series of one message (or CoAP request) that passed validation, with what it came
+    from (the plaintext), in case the database refuses it and it becomes a dead letter."""
 
     route: Route
     series: list[Series]
+    topic: str = ""
+    payload: bytes = b""
+    transport: str = "mqtt"
+
+    def dead_letter(self, cause: str, detail: str) -> DeadLetter:
+        return DeadLetter.of(
+            self.transport, self.route.sn, self.topic, cause, detail, self.payload, sealed=False
+        )
 
 
 class _Columns:
@@ -117,8 +131,9 @@ class PointStore:
         self._cluster_ids: dict[ClusterKey, int] = {}
         self._forwarder_ids: dict[ForwarderKey, int] = {}
 
-    async def write(self, batch: Sequence[Accepted]) -> int:
-        """Store ``batch`` in one transaction; returns the number of points written."""
+    async def write(self, batch: Sequence[Accepted], dead: Sequence[DeadLetter] = ()) -> int:
+        """Store ``batch`` and the dead letters ``dead`` in one transaction; returns the number
+        of points written."""
         cluster_keys = {
             cluster_key(a.route.feed_id, r): None
             for a in batch
@@ -173,7 +188,10 @@ class PointStore:
                     CHANNELS_SEEN, feeds, channels, [newest[k] for k in sorted(newest)]
                 )
             seen = sorted({a.route.sn for a in batch})
-            await conn.execute(DATA_SEEN, seen)
+            if seen:
+                await conn.execute(DATA_SEEN, seen)
+            if dead:
+                await conn.execute(INSERT_DEAD_LETTERS, *dead_letter_columns(list(dead)))
         self._cluster_ids.update(new_cluster)
         self._forwarder_ids.update(new_forwarder)
         return count
