@@ -12,6 +12,7 @@ import math
 import random
 import time
 from collections.abc import Sequence
+from contextlib import AsyncExitStack
 from urllib.parse import urlsplit
 
 import aiomqtt
@@ -100,25 +101,31 @@ def status_topic(sn: str, prefix: str = "") -> str:
 
 
 async def publish_forever(
-    client: aiomqtt.Client,
+    mqtt: MqttSettings,
     homebases: Sequence[SimulatedHomebase],
     interval: float,
     stop: asyncio.Event,
     batches: int | None = None,
-    prefix: str = "",
 ) -> int:
-    """Publish one batch per homebase every ``interval`` seconds (QoS 1); returns the count."""
+    """Publish one batch per homebase every ``interval`` seconds (QoS 1), each homebase over its
+    own connection and account; returns the count."""
     sent = 0
-    for homebase in homebases:
-        await client.publish(status_topic(homebase.sn, prefix), b"online", qos=1, retain=True)
-    while not stop.is_set() and (batches is None or sent < batches * len(homebases)):
-        t = int(time.time())
-        for homebase in homebases:
-            await client.publish(data_topic(homebase.sn, prefix), homebase.batch([t]), qos=1)
-            sent += 1
-        try:
-            async with asyncio.timeout(interval):
-                await stop.wait()
-        except TimeoutError:
-            pass
+    prefix = mqtt.topic_prefix
+    async with AsyncExitStack() as stack:
+        clients = [
+            await stack.enter_async_context(homebase_client(mqtt, h.sn, h.secret))
+            for h in homebases
+        ]
+        for homebase, client in zip(homebases, clients, strict=True):
+            await client.publish(status_topic(homebase.sn, prefix), b"online", qos=1, retain=True)
+        while not stop.is_set() and (batches is None or sent < batches * len(homebases)):
+            t = int(time.time())
+            for homebase, client in zip(homebases, clients, strict=True):
+                await client.publish(data_topic(homebase.sn, prefix), homebase.batch([t]), qos=1)
+                sent += 1
+            try:
+                async with asyncio.timeout(interval):
+                    await stop.wait()
+            except TimeoutError:
+                pass
     return sent

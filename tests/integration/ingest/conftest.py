@@ -4,11 +4,13 @@ their feeds added with the real admin commands."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import secrets
 import socket
 import subprocess
 import sys
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, Literal
@@ -119,6 +121,41 @@ async def platform(settings: Settings, mqtt_url: str) -> AsyncIterator[Platform]
     services = build_services(["api", "provisioning", "ingest"], s)
     async with running(*services, ready_urls=(api + "/healthz", provisioning + "/healthz")):
         yield Platform(s, api, provisioning, user["token"], user["id"])
+
+
+@pytest.fixture(scope="module")
+async def provisioning_only(settings: Settings, mqtt_url: str) -> AsyncIterator[Platform]:
+    """Provisioning in the test's loop, for tests that run ingest as a process of its own."""
+    s = with_cluster(platform_settings(settings, mqtt_url))
+    user = await run_admin_async(s, "users", "add", f"ingest-{secrets.token_hex(3)}")
+    base = s.cluster.provisioning_url
+    async with running(*build_services("provisioning", s), ready_urls=(base + "/healthz",)):
+        yield Platform(s, "", base, user["token"], user["id"])
+
+
+def start_ingest(s: Settings) -> subprocess.Popen[bytes]:
+    """``serve ingest`` as a process, beside ``provisioning_only`` (its own CoAP port)."""
+    own_port = DeviceSettings(coap_port=free_port(socket.SOCK_DGRAM))
+    return start_serve(msgspec.structs.replace(s, devices=own_port), "ingest")
+
+
+async def wait_subscribed(process: subprocess.Popen[bytes]) -> None:
+    """Read the process's log until ingest has subscribed (the log is JSON lines), then keep
+    reading it in the background: a full pipe would stall the process."""
+    stderr = process.stderr
+    assert stderr is not None
+    async with asyncio.timeout(20):
+        while True:
+            line = await asyncio.to_thread(stderr.readline)
+            assert line, "ingest exited before subscribing"
+            if b'"subscribed"' in line:
+                break
+
+    def drain() -> None:
+        for _ in iter(stderr.readline, b""):
+            pass
+
+    threading.Thread(target=drain, daemon=True).start()
 
 
 async def paired_homebase(
