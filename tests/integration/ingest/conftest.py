@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, Literal
 
+import aiocoap
 import httpx
 import msgspec
 import pytest
@@ -121,6 +122,14 @@ async def platform(settings: Settings, mqtt_url: str) -> AsyncIterator[Platform]
     services = build_services(["api", "provisioning", "ingest"], s)
     async with running(*services, ready_urls=(api + "/healthz", provisioning + "/healthz")):
         yield Platform(s, api, provisioning, user["token"], user["id"])
+
+
+@pytest.fixture(scope="module")
+async def coap() -> AsyncIterator[aiocoap.Context]:
+    """A CoAP client, as a device uses."""
+    context = await aiocoap.Context.create_client_context()
+    yield context
+    await context.shutdown()
 
 
 @pytest.fixture(scope="module")

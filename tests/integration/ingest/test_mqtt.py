@@ -1,8 +1,11 @@
 import asyncio
+import os
+import re
 import time
 from collections import defaultdict
 
 import asyncpg
+import httpx
 
 from energy_platform.devices.codec.format_v4 import RAW_MEDIA, HomebaseRecord
 from energy_platform.devices.simulator import SimulatedHomebase
@@ -145,3 +148,43 @@ async def test_presence_messages_set_the_homebase_online_state(
             platform, sn, secret, b"", kind="status", retain=True
         )  # clear the retained state
         await conn.close()
+
+
+def secret_requests(metrics: str) -> float:
+    return sum(
+        float(m["value"])
+        for m in re.finditer(
+            r"ep_http_requests_total\{[^}]*"
+            r'path="/api/device/\{sn:str\}/secret/"[^}]*\} (?P<value>\S+)',
+            metrics,
+        )
+    )
+
+
+async def test_garbage_from_one_homebase_costs_at_most_one_secret_request_a_minute(
+    platform: Platform, database_url: str
+) -> None:
+    sn, secret, _ = await paired_homebase(platform)
+    conn = await asyncpg.connect(database_url)
+    try:
+        await publish_as(platform, sn, secret, SimulatedHomebase(sn, secret).batch([1_790_000_000]))
+
+        async def presence_seen() -> bool:
+            query = "SELECT last_data_at FROM cluster.homebase_presence WHERE homebase_sn = $1"
+            return await conn.fetchval(query, sn) is not None
+
+        await eventually(presence_seen)  # its key is known now
+        async with httpx.AsyncClient() as http:
+            before = secret_requests((await http.get(platform.api + "/metrics")).text)
+            for _ in range(20):
+                await publish_as(platform, sn, secret, b"\x01" + os.urandom(60))
+
+            async def all_dead() -> bool:
+                query = "SELECT count(*) FROM cluster.dead_letters WHERE sn = $1"
+                return bool(await conn.fetchval(query, sn) == 20)
+
+            await eventually(all_dead)
+            after = secret_requests((await http.get(platform.api + "/metrics")).text)
+    finally:
+        await conn.close()
+    assert after - before <= 1  # one refresh (the secret may have changed), then none
