@@ -4,7 +4,8 @@
 #
 #   docker build -t energy-platform .
 #   docker run --rm -e EP_DATABASE_URL=... energy-platform migrate      # apply sql/ first
-#   docker run -e EP_DATABASE_URL=... -e EP_MQTT_URL=... energy-platform  # = serve all
+#   docker run -e EP_DATABASE_URL=... -e EP_MQTT_URL=mqtt://ingest:PW@host:1883 \
+#              -e EP_MQTT_ACCOUNTS_URL=mqtt://accounts:PW@host:1883 energy-platform  # = serve all
 #
 # The default command is `serve all`; it does not migrate. compose.yaml runs `migrate` as a
 # one-shot service that `platform` waits for (service_completed_successfully). Any other
