@@ -103,9 +103,11 @@ class IngestService:
                     backoff.reset()
                     log.info("broker connected", url=_public(mqtt.url))
                     await pipeline.consume(client, stop, self.subscribed)
-            except aiomqtt.MqttError as e:
+            # A lost connection surfaces from the pipeline's task group as a group.
+            except* aiomqtt.MqttError as group:
                 delay = backoff.next_delay()
-                log.warning("broker unreachable; retrying", error=str(e), retry_in=round(delay, 2))
+                error = str(group.exceptions[0])
+                log.warning("broker unreachable; retrying", error=error, retry_in=round(delay, 2))
                 await sleep_unless_stopped(stop, delay)
             finally:
                 BROKER_CONNECTED.set(0)
