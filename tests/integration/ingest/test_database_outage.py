@@ -1,7 +1,8 @@
 """The database goes away while a homebase publishes 20,000 points: ingest waits, never exits,
-and stores every point exactly once when the database is back."""
+and stores every point exactly once when the database is back. The same for the broker."""
 
 import asyncio
+import time
 from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
@@ -12,6 +13,7 @@ from energy_platform.settings import DatabaseSettings
 from tests.integration.ingest.conftest import (
     Platform,
     paired_homebase,
+    publish_as,
     start_ingest,
     wait_subscribed,
 )
@@ -78,3 +80,45 @@ async def test_a_database_outage_while_publishing_loses_and_duplicates_nothing(
     assert alive
     assert at_cut < POINTS
     assert total == distinct == POINTS
+
+
+async def test_ingest_rides_out_a_broker_outage(
+    provisioning_only: Platform, database_url: str
+) -> None:
+    platform = provisioning_only
+    sn, secret, feed = await paired_homebase(platform)
+    homebase = SimulatedHomebase(sn, secret)
+    mqtt = urlsplit(platform.settings.mqtt.url)
+    # Ingest reaches the broker through a relay the test cuts; the homebase goes direct.
+    proxy = TcpProxy(mqtt.hostname or "127.0.0.1", mqtt.port or 1883, free_port())
+    await proxy.start()
+    relayed = mqtt._replace(netloc=f"{mqtt.username}:{mqtt.password}@127.0.0.1:{proxy.port}")
+    s = msgspec.structs.replace(
+        platform.settings,
+        mqtt=msgspec.structs.replace(platform.settings.mqtt, url=urlunsplit(relayed)),
+    )
+    conn = await asyncpg.connect(database_url)
+    ingest = start_ingest(s)
+    try:
+        await wait_subscribed(ingest)
+
+        async def stored(at_least: int) -> bool:
+            total, _ = await conn.fetchrow(COUNT, int(feed or 0))
+            return bool(total >= at_least)
+
+        t = int(time.time()) - 60
+        await publish_as(platform, sn, secret, homebase.batch([t]))
+        await eventually(lambda: stored(5))
+        await proxy.cut()
+        await publish_as(platform, sn, secret, homebase.batch([t + 5]))  # queued by the broker
+        await asyncio.sleep(1)
+        assert ingest.poll() is None, "ingest exited when the broker went away"
+        await proxy.start()
+        await eventually(lambda: stored(10), within=40)
+        alive = ingest.poll() is None
+    finally:
+        ingest.kill()
+        ingest.wait(10)
+        await proxy.cut()
+        await conn.close()
+    assert alive
