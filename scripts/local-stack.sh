@@ -126,7 +126,8 @@ start_broker() {
     mosquitto_ctrl dynsec init "$dynsec" accounts "$MQTT_ACCOUNTS_PASSWORD" >/dev/null
   fi
   if is_root; then chown -R mosquitto:mosquitto "$MQ"; user_line="user mosquitto"; fi
-  cat > "$MQ/mosquitto.conf" <<CONF
+  local conf
+  conf=$(cat <<CONF
 # energy-platform private broker: loopback only, accounts only (dynamic security plugin),
 # persistent sessions kept on disk. Same limits as deploy/mosquitto/mosquitto.conf.
 $user_line
@@ -149,7 +150,14 @@ log_type error
 log_type warning
 log_type notice
 CONF
-  if [ -f "$MQ/mosquitto.pid" ] && kill -0 "$(cat "$MQ/mosquitto.pid")" 2>/dev/null; then return; fi
+)
+  if [ -f "$MQ/mosquitto.pid" ] && kill -0 "$(cat "$MQ/mosquitto.pid")" 2>/dev/null; then
+    # Running with this very configuration: nothing to do. Started with an older one (say,
+    # anonymous, before broker accounts): restart it, or its clients would find no accounts.
+    [ "$conf" = "$(cat "$MQ/mosquitto.conf" 2>/dev/null)" ] && return
+    stop_broker
+  fi
+  printf '%s\n' "$conf" > "$MQ/mosquitto.conf"
   mosquitto -c "$MQ/mosquitto.conf" -d
   for _ in $(seq 50); do port_busy "$MQTT_PORT" && break; sleep 0.1; done
   port_busy "$MQTT_PORT" || { tail -n 20 "$MQ/mosquitto.log" >&2; exit 1; }
