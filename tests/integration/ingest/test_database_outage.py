@@ -36,10 +36,15 @@ async def test_a_database_outage_while_publishing_loses_and_duplicates_nothing(
     payloads = messages(SimulatedHomebase(sn, secret), POINTS // 50)
     db = urlsplit(database_url)
     # Ingest reaches the database only through a relay the test cuts: connections break
-    # mid-transaction, then new ones are refused, as during a restart.
+    # mid-transaction, then new ones are refused, as during a restart. Its sessions carry an
+    # application name, so that the test can also end them as a server shutdown does.
     proxy = TcpProxy(db.hostname or "127.0.0.1", db.port or 5432, free_port())
     await proxy.start()
-    relayed = urlunsplit(db._replace(netloc=f"{db.username}@127.0.0.1:{proxy.port}"))
+    relayed = urlunsplit(
+        db._replace(
+            netloc=f"{db.username}@127.0.0.1:{proxy.port}", query="application_name=outage-test"
+        )
+    )
     s = msgspec.structs.replace(
         platform.settings, database=DatabaseSettings(url=relayed, connect_timeout=1.0)
     )
@@ -62,6 +67,12 @@ async def test_a_database_outage_while_publishing_loses_and_duplicates_nothing(
 
         publisher = asyncio.create_task(publish_all())
         await eventually(lambda: stored(2_000), within=20)
+        # First what a restart does to open sessions (57P01 admin shutdown), then the outage.
+        terminated = await conn.fetchval(
+            "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity"
+            " WHERE application_name = 'outage-test'"
+        )
+        await eventually(lambda: stored(6_000), within=20)
         await proxy.cut()
         at_cut, _ = await conn.fetchrow(COUNT, int(feed or 0))
         await asyncio.sleep(3)  # ingest retries against a refusing database meanwhile
@@ -78,6 +89,7 @@ async def test_a_database_outage_while_publishing_loses_and_duplicates_nothing(
         await proxy.cut()
         await conn.close()
     assert alive
+    assert terminated >= 1
     assert at_cut < POINTS
     assert total == distinct == POINTS
 
