@@ -126,10 +126,11 @@ def forwarder_key(sn: str, r: Series) -> ForwarderKey:
 
 
 class PointStore:
-    def __init__(self, pool: asyncpg.Pool) -> None:
+    def __init__(self, pool: asyncpg.Pool, max_cached_streams: int = 1_000_000) -> None:
         self._pool = pool
         self._cluster_ids: dict[ClusterKey, int] = {}
         self._forwarder_ids: dict[ForwarderKey, int] = {}
+        self._max_cached = max_cached_streams
 
     async def write(self, batch: Sequence[Accepted], dead: Sequence[DeadLetter] = ()) -> int:
         """Store ``batch`` and the dead letters ``dead`` in one transaction; returns the number
@@ -192,8 +193,10 @@ class PointStore:
                 await conn.execute(DATA_SEEN, seen)
             if dead:
                 await conn.execute(INSERT_DEAD_LETTERS, *dead_letter_columns(list(dead)))
-        self._cluster_ids.update(new_cluster)
-        self._forwarder_ids.update(new_forwarder)
+        # Bounded memory whatever streams devices invent: past the limit, start afresh (the ids
+        # are read back from the database as they are needed again).
+        _remember(self._cluster_ids, new_cluster, self._max_cached)
+        _remember(self._forwarder_ids, new_forwarder, self._max_cached)
         return count
 
     @staticmethod
@@ -208,3 +211,9 @@ class PointStore:
         await conn.execute(upsert, *columns)
         rows = await conn.fetch(select, *columns)
         return {keys[row["n"] - 1]: row["id"] for row in rows}
+
+
+def _remember(ids: dict[K, int], new: dict[K, int], limit: int) -> None:
+    if len(ids) + len(new) > limit:
+        ids.clear()
+    ids.update(new)
