@@ -4,7 +4,8 @@
 #
 #   docker build -t energy-platform .
 #   docker run --rm -e EP_DATABASE_URL=... energy-platform migrate      # apply sql/ first
-#   docker run -e EP_DATABASE_URL=... -e EP_MQTT_URL=... energy-platform  # = serve all
+#   docker run -e EP_DATABASE_URL=... -e EP_MQTT_URL=mqtt://ingest:PW@host:1883 \
+#              -e EP_MQTT_ACCOUNTS_URL=mqtt://accounts:PW@host:1883 energy-platform  # = serve all
 #   docker run -p 80:8001 -p 8000:8000 ... energy-platform  # provisioning on the host's port 80
 #
 # Homebases fetch their configuration over HTTP on port 80: publish the host's port 80 to 8001,

@@ -23,8 +23,8 @@ import msgspec
 
 from benchmarks.support import bench_database, figure, report, tag
 from energy_platform.devices.codec.format_v4 import HomebaseRecord
-from energy_platform.devices.ingest.service import READINGS, IngestService, broker_client
-from energy_platform.devices.simulator import SimulatedHomebase, data_topic
+from energy_platform.devices.ingest.service import READINGS, IngestService
+from energy_platform.devices.simulator import SimulatedHomebase, data_topic, homebase_client
 from energy_platform.services import build_services
 from energy_platform.settings import (
     ClusterSettings,
@@ -59,6 +59,7 @@ async def setup(s: Settings, homebases: int) -> tuple[Settings, list[SimulatedHo
         provisioning=ProvisioningSettings(secret_key=key),
         mqtt=MqttSettings(
             url=s.mqtt.url,
+            accounts_url=s.mqtt.accounts_url,
             client_id=f"bench-{tag()}",
             share_group=f"bench-{tag()}",
             session_expiry=600,
@@ -192,9 +193,12 @@ async def main(full: bool, runs: int) -> None:
             for run in range(runs + 1):  # run 0 warms up (secrets, stream ids) and is not counted
                 t0 = int(time.time()) - 3 * 86_400 + run * 86_400 // (runs + 1)
                 batch = backlog(homebases, messages, t0)
-                async with broker_client(s.mqtt, f"bench-pub-{tag()}") as client:
-                    for sn, payload in batch:
-                        await client.publish(data_topic(sn, s.mqtt.topic_prefix), payload, qos=1)
+                for h in homebases:  # each logged in with its own account, as in the field
+                    async with homebase_client(s.mqtt, h.sn, h.secret) as client:
+                        topic = data_topic(h.sn, s.mqtt.topic_prefix)
+                        for sn, payload in batch:
+                            if sn == h.sn:
+                                await client.publish(topic, payload, qos=1)
                 seconds = await drain(s, points)
                 rate = await copy_rate(s.database.url, points)
                 if run:

@@ -1,8 +1,8 @@
 """The demo homebase of `make run`: a newcomer sees data within a minute.
 
-    demo.py prepare   create (once) a cluster, a user, a homebase and its feed; print their
-                      settings as shell assignments (kept in .local/demo.env for later runs)
-    demo.py run       pair the homebase once provisioning answers, then simulate it until stopped
+demo.py prepare   create (once) a cluster, a user, a homebase and its feed; print their
+                  settings as shell assignments (kept in .local/demo.env for later runs)
+demo.py run       pair the homebase once provisioning answers, then simulate it until stopped
 """
 
 from __future__ import annotations
@@ -41,12 +41,34 @@ def prepare(settings: Settings) -> dict[str, str]:
     if STATE.exists():
         return dict(line.split("=", 1) for line in STATE.read_text().split() if "=" in line)
     mqtt_port = settings.mqtt.url.rsplit(":", 1)[-1]
-    cluster = admin(settings, "clusters", "add", "--title", "Local cluster",
-                    "--http", f"127.0.0.1:{settings.http.api_port}", "--mqtt", f"127.0.0.1:{mqtt_port}")
+    cluster = admin(
+        settings,
+        "clusters",
+        "add",
+        "--title",
+        "Local cluster",
+        "--http",
+        f"127.0.0.1:{settings.http.api_port}",
+        "--mqtt",
+        f"127.0.0.1:{mqtt_port}",
+    )
     user = admin(settings, "users", "add", "demo")
-    admin(settings, "homebases", "add", SN, "--partner", "demo", "--type", "HB-6", "--generation", "6")
-    feed = admin(settings, "feeds", "add", "--owner", user["id"], "--homebase", SN,
-                 "--title", "Demo home", "--timezone", "Europe/Prague")
+    admin(
+        settings, "homebases", "add", SN, "--partner", "demo", "--type", "HB-6", "--generation", "6"
+    )
+    feed = admin(
+        settings,
+        "feeds",
+        "add",
+        "--owner",
+        user["id"],
+        "--homebase",
+        SN,
+        "--title",
+        "Demo home",
+        "--timezone",
+        "Europe/Prague",
+    )
     state = {
         "EP_CLUSTER_SECRET": cluster["secret"],
         "DEMO_TOKEN": user["token"],
@@ -60,7 +82,7 @@ def prepare(settings: Settings) -> dict[str, str]:
 
 
 async def run(settings: Settings) -> None:
-    from energy_platform.devices.ingest.service import broker_client
+    from energy_platform.devices.broker_accounts import give_account
     from energy_platform.devices.simulate import fetch_secret
     from energy_platform.devices.simulator import SimulatedHomebase, publish_forever
 
@@ -77,8 +99,9 @@ async def run(settings: Settings) -> None:
                     raise
                 await asyncio.sleep(0.5)
     homebase = SimulatedHomebase(SN, await fetch_secret(settings.cluster, SN))
-    async with broker_client(settings.mqtt, "demo-homebase") as client:
-        await publish_forever(client, [homebase], 5.0, asyncio.Event())
+    # What this cluster's pairing gives a homebase: its own broker account.
+    await give_account(settings.mqtt, SN, homebase.secret)
+    await publish_forever(settings.mqtt, [homebase], 5.0, asyncio.Event())
 
 
 def main() -> None:

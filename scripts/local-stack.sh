@@ -4,8 +4,9 @@
 #                          or unless EP_DATABASE_URL / EP_MQTT_URL point elsewhere
 #   local-stack.sh stop    stop what it started
 #   local-stack.sh running exit 0 when the private database (or, with EP_DATABASE_URL set, broker) runs
-#   local-stack.sh env     print the EP_* variables that point at the private stack, and the
-#                          checkout's provisioning key (made once, kept in .local/provisioning.key)
+#   local-stack.sh env     print the EP_* variables that point at the private stack (the broker
+#                          URLs with the service accounts' passwords, .local/mqtt-accounts.env),
+#                          and the checkout's provisioning key (made once, .local/provisioning.key)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -63,8 +64,24 @@ provisioning_key() {
   cat "$file"
 }
 
+# The broker's service passwords: made once per checkout like the key above, kept in
+# .local/mqtt-accounts.env, printed only by `env` (inside the URLs).
+mqtt_passwords() {
+  local file="$root/.local/mqtt-accounts.env"
+  if [ ! -s "$file" ]; then
+    (umask 077; printf 'MQTT_ACCOUNTS_PASSWORD=%s\nMQTT_INGEST_PASSWORD=%s\n' \
+      "$(od -An -tx1 -N24 /dev/urandom | tr -d ' \n')" \
+      "$(od -An -tx1 -N24 /dev/urandom | tr -d ' \n')" > "$file")
+  fi
+  # shellcheck disable=SC1090
+  . "$file"
+}
+
 db_url() { printf 'postgresql://postgres@127.0.0.1:%s/%s' "$PG_PORT" "${1:-$DB_NAME}"; }
-mqtt_url() { printf 'mqtt://127.0.0.1:%s' "$MQTT_PORT"; }
+mqtt_url() { mqtt_passwords; printf 'mqtt://ingest:%s@127.0.0.1:%s' "$MQTT_INGEST_PASSWORD" "$MQTT_PORT"; }
+mqtt_accounts_url() {
+  mqtt_passwords; printf 'mqtt://accounts:%s@127.0.0.1:%s' "$MQTT_ACCOUNTS_PASSWORD" "$MQTT_PORT"
+}
 
 start_db() {
   if [ ! -f "$PGDATA/PG_VERSION" ]; then
@@ -101,31 +118,59 @@ CONF
 
 start_broker() {
   mkdir -p "$MQ/data"
-  local user_line=""
+  mqtt_passwords
+  local user_line="" dynsec="$MQ/data/dynamic-security.json"
+  # No anonymous client: every account lives in the dynamic security plugin's file, the
+  # platform's own ones made below, homebases' ones when the cluster pairs them.
+  if [ ! -s "$dynsec" ]; then
+    mosquitto_ctrl dynsec init "$dynsec" accounts "$MQTT_ACCOUNTS_PASSWORD" >/dev/null
+  fi
   if is_root; then chown -R mosquitto:mosquitto "$MQ"; user_line="user mosquitto"; fi
-  cat > "$MQ/mosquitto.conf" <<CONF
-# energy-platform private broker: loopback only, anonymous, persistent sessions kept on disk.
+  local conf
+  conf=$(cat <<CONF
+# energy-platform private broker: loopback only, accounts only (dynamic security plugin),
+# persistent sessions kept on disk. Same limits as deploy/mosquitto/mosquitto.conf.
 $user_line
 listener $MQTT_PORT 127.0.0.1
-allow_anonymous true
+allow_anonymous false
+plugin $(dynsec_plugin)
+plugin_opt_config_file $dynsec
 persistence true
 persistence_location $MQ/data/
 autosave_interval 10
-# An ingest outage must not drop queued QoS 1 messages after the default 1000.
+# Only ingest may subscribe (ACLs), so only its queue grows: never dropped, however long it is
+# away. Ingest acknowledges after commit; its Receive Maximum (2000) bounds what is in flight.
 max_queued_messages 0
-# Ingest acknowledges after commit; its Receive Maximum (2000) bounds what is in flight.
 max_inflight_messages 2000
+# 1 MiB of payload (ingest's MAX_PAYLOAD_BYTES) and its headers; larger packets are refused.
+max_packet_size 1049600
 pid_file $MQ/mosquitto.pid
 log_dest file $MQ/mosquitto.log
 log_type error
 log_type warning
 log_type notice
 CONF
-  if [ -f "$MQ/mosquitto.pid" ] && kill -0 "$(cat "$MQ/mosquitto.pid")" 2>/dev/null; then return; fi
+)
+  if [ -f "$MQ/mosquitto.pid" ] && kill -0 "$(cat "$MQ/mosquitto.pid")" 2>/dev/null; then
+    # Running with this very configuration: nothing to do. Started with an older one (say,
+    # anonymous, before broker accounts): restart it, or its clients would find no accounts.
+    [ "$conf" = "$(cat "$MQ/mosquitto.conf" 2>/dev/null)" ] && return
+    stop_broker
+  fi
+  printf '%s\n' "$conf" > "$MQ/mosquitto.conf"
   mosquitto -c "$MQ/mosquitto.conf" -d
   for _ in $(seq 50); do port_busy "$MQTT_PORT" && break; sleep 0.1; done
   port_busy "$MQTT_PORT" || { tail -n 20 "$MQ/mosquitto.log" >&2; exit 1; }
+  MQTT_ACCOUNTS_PASSWORD=$MQTT_ACCOUNTS_PASSWORD MQTT_INGEST_PASSWORD=$MQTT_INGEST_PASSWORD \
+    "$root/deploy/mosquitto/accounts.sh" 127.0.0.1 "$MQTT_PORT"
   log "Mosquitto on 127.0.0.1:$MQTT_PORT"
+}
+
+dynsec_plugin() {
+  local found
+  found=$(find /usr/lib -name mosquitto_dynamic_security.so 2>/dev/null | head -n 1)
+  [ -n "$found" ] || { log "mosquitto_dynamic_security.so not found (apt-get install mosquitto)"; exit 1; }
+  printf '%s' "$found"
 }
 
 stop_db() {
@@ -163,6 +208,7 @@ case "${1:-}" in
   env)
     echo "export EP_DATABASE_URL=${EP_DATABASE_URL:-$(db_url)}"
     echo "export EP_MQTT_URL=${EP_MQTT_URL:-$(mqtt_url)}"
+    echo "export EP_MQTT_ACCOUNTS_URL=${EP_MQTT_ACCOUNTS_URL:-$(mqtt_accounts_url)}"
     echo "export EP_PROVISIONING_SECRET_KEY=${EP_PROVISIONING_SECRET_KEY:-$(provisioning_key)}"
     ;;
   *) echo "usage: $0 start|stop|running|env" >&2; exit 2 ;;

@@ -39,7 +39,7 @@ cat <<MSG
     CoAP          udp://${EP_DEVICES_HOST:-127.0.0.1}:${EP_DEVICES_COAP_PORT:-5683}
     TFTP          udp://${EP_DEVICES_HOST:-127.0.0.1}:${EP_DEVICES_TFTP_PORT:-6969}
     database      $EP_DATABASE_URL
-    MQTT broker   $EP_MQTT_URL
+    MQTT broker   mqtt://${EP_MQTT_URL##*@}   (accounts only; passwords in .local/mqtt-accounts.env)
 
   A demo homebase ($DEMO_SN) sends data every 5 s. See it in the browser:
     page          http://$host:${EP_HTTP_API_PORT:-8000}/

@@ -1,9 +1,11 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 
 import pytest
+import structlog
 
 from energy_platform.settings import DatabaseSettings, HttpSettings, MqttSettings, Settings
 from tests.support.databases import (
@@ -13,6 +15,13 @@ from tests.support.databases import (
     drop_database,
 )
 from tests.support.services import free_port
+
+
+@pytest.fixture(scope="session", autouse=True)
+def logs_on_stderr() -> None:
+    """Services in the test's loop log to stderr, never into the stdout that ``run_admin``
+    reads the admin commands' JSON from (sys.stderr looked up at each line: pytest swaps it)."""
+    structlog.configure(logger_factory=lambda *_: structlog.PrintLogger(sys.stderr))
 
 
 @pytest.fixture(scope="session")
@@ -46,7 +55,9 @@ def settings(database_url: str, mqtt_url: str) -> Settings:
     """Settings for services started by a test: the session database, free ports."""
     return Settings(
         database=DatabaseSettings(url=database_url, connect_timeout=2.0),
-        mqtt=MqttSettings(url=mqtt_url),
+        mqtt=MqttSettings(
+            url=mqtt_url, accounts_url=Settings.from_env(os.environ).mqtt.accounts_url
+        ),
         http=HttpSettings(
             api_port=free_port(), provisioning_port=free_port(), forwarder_port=free_port()
         ),

@@ -3,6 +3,11 @@
 A service is anything with a ``name`` and an async ``run(stop)`` that returns soon after ``stop``
 is set. :func:`run_services` runs several in one TaskGroup, turns SIGTERM/SIGINT into ``stop``,
 and cancels whatever is still running once the deadline passes, so no task outlives it.
+
+A service that fails is restarted after a jittered backoff, logged with its traceback and
+counted in ``ep_service_restarts_total``: one failing service never stops the others (the data
+API keeps answering while ingest waits for its database). Only a ConfigurationError, which no
+restart can heal, stops the process.
 """
 
 from __future__ import annotations
@@ -13,10 +18,17 @@ from collections.abc import Sequence
 from typing import Protocol
 
 import structlog
+from prometheus_client import Counter, Gauge
 
+from energy_platform.devices.backoff import Backoff, sleep_unless_stopped
+from energy_platform.errors import ConfigurationError
 from energy_platform.logs import bind_service
 
 log = structlog.get_logger()
+RESTARTS = Counter("ep_service_restarts_total", "Restarts of a failed service", ["service"])
+UP = Gauge("ep_service_up", "1 while the service runs, 0 while it waits to restart", ["service"])
+# A service that ran this long before failing starts its backoff afresh.
+HEALTHY_AFTER = 60.0
 
 
 class Service(Protocol):
@@ -47,15 +59,37 @@ async def run_services(services: Sequence[Service], *, shutdown_timeout: float) 
             loop.remove_signal_handler(sig)
 
 
-async def _run_one(service: Service, stop: asyncio.Event) -> None:
+async def _run_one(service: Service, stop: asyncio.Event, backoff: Backoff | None = None) -> None:
     bind_service(service.name)
-    log.info("service started")
-    try:
-        await service.run(stop)
-    except BaseException:
-        # One failed service stops the others: a half-running platform is worse than none.
-        stop.set()
-        raise
+    backoff = backoff or Backoff(base=0.5, cap=30.0)
+    loop = asyncio.get_running_loop()
+    while True:
+        log.info("service started")
+        UP.labels(service.name).set(1)
+        started = loop.time()
+        try:
+            await service.run(stop)
+        except ConfigurationError:
+            stop.set()  # no restart can heal a setting: stop, and say why
+            raise
+        except Exception:
+            if stop.is_set():
+                raise
+            log.exception("service failed; restarting")
+        else:
+            if stop.is_set():
+                break
+            log.error("service returned without being stopped; restarting")
+        finally:
+            UP.labels(service.name).set(0)
+        if loop.time() - started >= HEALTHY_AFTER:
+            backoff.reset()
+        delay = backoff.next_delay()
+        RESTARTS.labels(service.name).inc()
+        log.info("service restarting", retry_in=round(delay, 2))
+        await sleep_unless_stopped(stop, delay)
+        if stop.is_set():
+            break
     log.info("service stopped")
 
 

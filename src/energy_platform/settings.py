@@ -26,7 +26,10 @@ class DatabaseSettings(msgspec.Struct, frozen=True, kw_only=True):
 
 class MqttSettings(msgspec.Struct, frozen=True, kw_only=True):
     url: str = "mqtt://127.0.0.1:1883"
-    """Broker URL, ``mqtt://[user:password@]host:port``."""
+    """Broker URL with the ingest service's account, ``mqtt://user:password@host:port``."""
+    accounts_url: str = ""
+    """Broker URL with the account that manages homebase accounts (dynamic security admin);
+    empty: pairing gives no broker account (a broker without the plugin)."""
     client_id: str = "energy-platform-ingest"
     """Client id of the persistent ingest session; each ingest worker needs its own."""
     share_group: str = "ingest"
@@ -34,7 +37,13 @@ class MqttSettings(msgspec.Struct, frozen=True, kw_only=True):
     session_expiry: int = 7 * 24 * 3600
     """Seconds the broker keeps an ingest session (and queues for it) while it is away."""
     topic_prefix: str = ""
-    """Put before ``homebases/...``; empty in production (tests use one to stay apart)."""
+    """Put before ``homebases/...``; empty in production. At most one level (``test-1/``):
+    the ingest account's ACLs allow that much (tests use one to stay apart)."""
+
+    def __repr__(self) -> str:
+        # URLs carry passwords, and settings end up in tracebacks and test reports.
+        fields = [f"{f}={getattr(self, f)!r}" for f in self.__struct_fields__ if "url" not in f]
+        return f"MqttSettings({', '.join(fields)})"
 
 
 class HttpSettings(msgspec.Struct, frozen=True, kw_only=True):
@@ -118,6 +127,16 @@ class IngestSettings(msgspec.Struct, frozen=True, kw_only=True):
     """How long a batch waits for more messages before it is written."""
     route_cache_seconds: float = 10.0
     """How long a homebase's feed or forwarder registration is cached."""
+    cache_size: int = 100_000
+    """Serial numbers each per-SN cache (routes, keys, drop logs) holds at most."""
+    dead_letter_days: int = 30
+    """Days a refused message is kept in ``cluster.dead_letters``."""
+    coap_requests_per_minute: int = 60
+    """CoAP ``/data`` and ``/events`` requests allowed per device (4.29 beyond)."""
+    coap_burst: int = 30
+    """CoAP requests one device may make at once before the per-minute rate applies."""
+    coap_max_body_bytes: int = 65_536
+    """Largest CoAP request body, block-wise uploads included (4.13 beyond)."""
     coap_data_server: str = ""
     """``ip:port`` provisioning assigns devices to for this data server (default: the bind)."""
 

@@ -6,6 +6,8 @@ import pytest
 from energy_platform.devices.codec.envelope import EnvelopeError, derive_key, seal, unseal
 from energy_platform.devices.codec.format_v4 import (
     EARLIEST,
+    MAX_PAYLOAD_BYTES,
+    MAX_RECORDS,
     RecordError,
     Series,
     decode_batch,
@@ -41,8 +43,7 @@ def test_a_batch_becomes_readings_with_phases_system_media_and_obis_codes() -> N
     payload = msgspec.json.encode(
         [record(s={"1": [100, 200.5, 300], "40": -70, "99": 1}, o={"1.8.0": 12345, "9.9.9": 2})]
     )
-    readings, errors = decode_batch(payload, NOW)
-    assert errors == []
+    readings = decode_batch(payload, NOW)
     assert readings == [
         Series(1, 3, 1, 1, None, None, [NOW], [100.0]),
         Series(1, 3, 1, 2, None, None, [NOW], [200.5]),
@@ -58,8 +59,7 @@ def test_records_of_one_stream_at_several_times_become_one_series() -> None:
     payload = msgspec.json.encode(
         [record(t=NOW - 10, s={"7": 1.0}), record(t=NOW - 5, s={"7": 1.5, "1": 9})]
     )
-    series, errors = decode_batch(payload, NOW)
-    assert errors == []
+    series = decode_batch(payload, NOW)
     assert series == [
         Series(1, 3, 7, None, None, None, [NOW - 10, NOW - 5], [1.0, 1.5]),
         Series(1, 3, 1, None, None, None, [NOW - 5], [9.0]),
@@ -75,34 +75,63 @@ def test_records_of_one_stream_at_several_times_become_one_series() -> None:
         ({"s": {"1": 1e400}}, "invalid_record"),
         ({"t": EARLIEST - 1}, "bad_timestamp"),
         ({"t": NOW + 601}, "bad_timestamp"),
+        ({"t": 2**70}, "invalid_record"),
         ({"f": 3}, "unsupported_format"),
         ({"s": {"power": 1}}, "invalid_record"),
+        ({"s": {"\u00b2": 5}}, "invalid_record"),  # "²": isdigit() but not int()
+        ({"s": {"123456": 5}}, "invalid_record"),
+        ({"s": {"1": []}}, "invalid_record"),
         ({"ch": -1}, "invalid_record"),
+        ({"ch": 2**31}, "invalid_record"),
+        ({"d": 2**31}, "invalid_record"),
+        ({"uniq": 2**63}, "invalid_record"),
+        ({"uniq": "a\u0000b"}, "invalid_record"),
+        ({"uniq": "line\nbreak"}, "invalid_record"),
+        ({"o": {"1-0:1.8.0\u0000": 1}}, "invalid_record"),
+        ({"o": {"x" * 5000: 1}}, "invalid_record"),
+        ({"o": {"not obis": 1}}, "invalid_record"),
+        ({"extra": [[[1]]]}, "invalid_record"),
     ],
 )
-def test_a_bad_record_is_dropped_with_its_cause_and_the_rest_kept(
+def test_a_bad_record_rejects_its_whole_message_with_the_cause(
     bad: dict[str, object], cause: str
 ) -> None:
     broken = record(s={"1": 5}) | bad
     if bad.get("ch", 0) is None:
         del broken["ch"]
-    payload = msgspec.json.encode([broken, record(s={"7": 1234.5})])
-    readings, errors = decode_batch(payload, NOW)
-    assert [e.cause for e in errors] == [cause]
-    assert readings == [Series(1, 3, 7, None, None, None, [NOW], [1234.5])]
+    payload = msgspec.json.encode([record(s={"7": 1234.5}), broken])
+    with pytest.raises(RecordError) as error:
+        decode_batch(payload, NOW)
+    assert error.value.cause == cause
 
 
 def test_a_record_ten_minutes_ahead_is_still_accepted() -> None:
-    readings, errors = decode_batch(msgspec.json.encode([record(t=NOW + 600, s={"1": 1})]), NOW)
-    assert errors == []
+    readings = decode_batch(msgspec.json.encode([record(t=NOW + 600, s={"1": 1})]), NOW)
     assert len(readings) == 1
 
 
-@pytest.mark.parametrize("payload", [b"not json", b'{"f": 4}', b"[1, 2"])
-def test_a_payload_that_is_not_a_json_array_is_refused_whole(payload: bytes) -> None:
+HOSTILE_PAYLOADS = [
+    (b"not json", "invalid_json"),
+    (b'[{"f": 4', "invalid_json"),
+    (b'{"f": 4}', "invalid_record"),
+    (b'[{"f":4,"t":1790000000,"d":1,"ch":1,"uniq":1,"s":{"1":Infinity}}]', "invalid_json"),
+    (b'[{"f":4,"t":1790000000,"d":1,"ch":1,"uniq":1,"s":{"1":NaN}}]', "invalid_json"),
+    (b"[" * 5000 + b"]" * 5000, "invalid_record"),
+    (b'[{"f":4,"x":' + b"[" * 5000 + b"]" * 5000 + b"}]", "invalid_record"),
+    (b'[{"f":4,"t":1790000000,"d":1,"ch":1,"uniq":"\xff\xfe"}]', "not_utf8"),
+    (b" " * (MAX_PAYLOAD_BYTES + 1), "too_large"),
+    (
+        b"[" + b",".join([msgspec.json.encode(record())] * (MAX_RECORDS + 1)) + b"]",
+        "invalid_record",
+    ),
+]
+
+
+@pytest.mark.parametrize(("payload", "cause"), HOSTILE_PAYLOADS)
+def test_a_hostile_payload_is_refused_whole_with_its_cause(payload: bytes, cause: str) -> None:
     with pytest.raises(RecordError) as error:
         decode_batch(payload, NOW)
-    assert error.value.cause == "invalid_json"
+    assert error.value.cause == cause
 
 
 def test_a_coap_record_carries_obis_codes_only() -> None:

@@ -3,7 +3,9 @@ import os
 import signal
 
 import pytest
+from prometheus_client import REGISTRY
 
+from energy_platform.errors import ConfigurationError
 from energy_platform.lifecycle import run_services
 
 
@@ -31,14 +33,6 @@ class Stubborn:
             raise
 
 
-class Broken:
-    name = "broken"
-
-    async def run(self, stop: asyncio.Event) -> None:
-        await asyncio.sleep(0.05)
-        raise RuntimeError("boom")
-
-
 async def test_sigterm_stops_every_service() -> None:
     services = [Polite("a"), Polite("b")]
     loop = asyncio.get_running_loop()
@@ -58,9 +52,44 @@ async def test_a_service_that_ignores_stop_is_cancelled_at_the_deadline() -> Non
     assert stubborn.cancelled
 
 
-async def test_one_failing_service_stops_the_others_and_the_error_surfaces() -> None:
+class FailsTwice:
+    name = "fails-twice"
+
+    def __init__(self) -> None:
+        self.runs = 0
+
+    async def run(self, stop: asyncio.Event) -> None:
+        self.runs += 1
+        if self.runs <= 2:
+            raise RuntimeError("boom")
+        await stop.wait()
+
+
+async def test_a_failing_service_is_restarted_and_the_others_keep_running() -> None:
+    polite, failing = Polite("a"), FailsTwice()
+    before = (
+        REGISTRY.get_sample_value("ep_service_restarts_total", {"service": "fails-twice"}) or 0.0
+    )
+    loop = asyncio.get_running_loop()
+    # Backoff starts at 0.5 s (jittered down), so two restarts fit well within 2.5 s.
+    loop.call_later(2.5, os.kill, os.getpid(), signal.SIGTERM)
+    await asyncio.wait_for(run_services([polite, failing], shutdown_timeout=5), 10)
+    assert failing.runs == 3
+    assert polite.stopped
+    restarts = REGISTRY.get_sample_value("ep_service_restarts_total", {"service": "fails-twice"})
+    assert restarts == before + 2
+
+
+class Misconfigured:
+    name = "misconfigured"
+
+    async def run(self, stop: asyncio.Event) -> None:
+        raise ConfigurationError("EP_MQTT_URL must look like mqtt://host:port")
+
+
+async def test_a_configuration_error_stops_the_process_with_its_message() -> None:
     polite = Polite("a")
     with pytest.raises(ExceptionGroup) as error:
-        await asyncio.wait_for(run_services([polite, Broken()], shutdown_timeout=5), 5)
-    assert error.group_contains(RuntimeError, match="boom")
+        await asyncio.wait_for(run_services([polite, Misconfigured()], shutdown_timeout=5), 5)
+    assert error.group_contains(ConfigurationError, match="EP_MQTT_URL")
     assert polite.stopped

@@ -10,20 +10,32 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, NoReturn
 
 import aiocoap
+import aiocoap.error
 import aiocoap.resource
 import msgspec
 import structlog
 
 from energy_platform.db.pool import PoolHolder
 from energy_platform.devices.coap import JSON, CoapSite, error_code, json_response
-from energy_platform.devices.codec.format_v4 import RecordError, decode_coap
-from energy_platform.devices.ingest.drops import Drops
+from energy_platform.devices.codec.format_v4 import RecordError, check_time, decode_coap
+from energy_platform.devices.ingest.drops import DeadLetter, Drops
+from energy_platform.devices.ingest.faults import is_outside_fault
 from energy_platform.devices.ingest.routes import Route, RouteTable
 from energy_platform.devices.ingest.store import Accepted, PointStore
-from energy_platform.errors import BadOption, InvalidInput, NotFound, PlatformError, Unauthorized
+from energy_platform.errors import (
+    BadOption,
+    InvalidInput,
+    NotFound,
+    PayloadTooLarge,
+    PlatformError,
+    TooManyRequests,
+    Unauthorized,
+    Unavailable,
+)
+from energy_platform.provisioning.ratelimit import TokenBuckets
 from energy_platform.provisioning.serials import checked_serial
 from energy_platform.settings import Settings
 
@@ -56,14 +68,20 @@ class DataServer:
 
     def __init__(self, settings: Settings) -> None:
         self.database = PoolHolder(settings.database)
+        ingest = settings.ingest
         self._address = _own_address(settings)
-        self._route_ttl = settings.ingest.route_cache_seconds
+        self._route_ttl = ingest.route_cache_seconds
+        self._cache_size = ingest.cache_size
         self._routes: RouteTable | None = None
         self._store: PointStore | None = None
-        self.drops = Drops()
+        self.drops = Drops(ingest.cache_size)
+        self.max_body_bytes = ingest.coap_max_body_bytes
+        self._rate = TokenBuckets(ingest.coap_requests_per_minute, ingest.coap_burst)
 
     async def authorised_route(self, raw_sn: str) -> Route:
         sn = checked_serial(raw_sn)
+        if not self._rate.take(sn):
+            raise TooManyRequests(f"{sn} sends faster than its limit")
         pool = self.database.pool
         row = await pool.fetchrow(DEVICE_ASSIGNMENT, sn)
         if row is None:
@@ -71,7 +89,7 @@ class DataServer:
         if (row["address"], row["port"]) != self._address:
             raise Unauthorized(f"{sn} is assigned to another data server")
         if self._routes is None:
-            self._routes = RouteTable(pool, self._route_ttl)
+            self._routes = RouteTable(pool, self._route_ttl, self._cache_size)
         route = await self._routes.resolve(sn)
         if route is None:
             raise Unauthorized(f"{sn} has no feed on this cluster")
@@ -99,19 +117,34 @@ async def _store_data(server: DataServer, route: Route, payload: bytes) -> None:
     try:
         series = decode_coap(payload, time.time())
     except RecordError as e:
-        server.drops.record(e.cause, route.sn, str(e))
-        raise InvalidInput(str(e)) from None
-    await server.store.write([Accepted(route, series)])
+        await _refuse(server, route, "/data", e, payload)
+    accepted = Accepted(route, series, f"/data/{route.sn}", payload, "coap")
+    await server.store.write([accepted])
 
 
 async def _store_event(server: DataServer, route: Route, payload: bytes) -> None:
     try:
         event = _power_change.decode(payload)
+        check_time(event.timestamp, time.time())
     except (msgspec.DecodeError, msgspec.ValidationError) as e:
-        raise InvalidInput(str(e)) from None
+        await _refuse(server, route, "/events", RecordError("invalid_event", str(e)), payload)
+    except RecordError as e:
+        await _refuse(server, route, "/events", e, payload)
     await server.database.pool.execute(
         INSERT_EVENT, route.sn, event.timestamp, event.event, list(event.phases)
     )
+
+
+async def _refuse(
+    server: DataServer, route: Route, path: str, error: RecordError, payload: bytes
+) -> NoReturn:
+    """Count and keep a refused request as a dead letter, then answer 4.00."""
+    server.drops.record(error.cause, route.sn, str(error))
+    letter = DeadLetter.of(
+        "coap", route.sn, f"{path}/{route.sn}", error.cause, str(error), payload, sealed=False
+    )
+    await server.store.write([], [letter])
+    raise InvalidInput(str(error))
 
 
 def _own_address(settings: Settings) -> tuple[str, int]:
@@ -147,24 +180,46 @@ class _DeviceResource(_PathResource):
         self._server = server
         self._handle = handle
 
+    async def needs_blockwise_assembly(self, request: aiocoap.Message) -> bool:
+        # Refuse a block-wise upload as soon as it announces (Size1) or reaches the cap, so
+        # that no device makes the server assemble an unbounded body.
+        block1, cap = request.opt.block1, self._server.max_body_bytes
+        if block1 is not None and (
+            (request.opt.size1 or 0) > cap or block1.start + len(request.payload) > cap
+        ):
+            raise aiocoap.error.RequestEntityTooLarge()
+        return True
+
     async def render_post(self, request: aiocoap.Message) -> aiocoap.Message:
         try:
-            path = request.opt.uri_path
-            if len(path) != 1:
-                raise InvalidInput("the path is /data/{sn} or /events/{sn}")
-            route = await self._server.authorised_route(path[0])
-            if request.opt.content_format is None:
-                raise InvalidInput("the Content-Format option is missing")
-            if request.opt.content_format != JSON:
-                raise BadOption(f"Content-Format must be {JSON} (application/json)")
-            if not request.payload:
-                raise InvalidInput("the payload is missing")
-            await self._handle(self._server, route, request.payload)
-        except PlatformError as e:
-            if e.status >= 500:
-                log.exception("coap request failed", error=e.detail)
-            return aiocoap.Message(code=error_code(e))
+            await self._serve(request)
+        except Exception as e:
+            error = e
+            if not isinstance(error, PlatformError):
+                if not is_outside_fault(error):
+                    raise
+                # The database is away: 5.03, and the device sends again later.
+                log.warning("coap data not stored; database unavailable", error=type(e).__name__)
+                error = Unavailable("the database is unavailable")
+            if error.status >= 500:
+                log.warning("coap request failed", error=error.detail)
+            return aiocoap.Message(code=error_code(error))
         return aiocoap.Message(code=aiocoap.CHANGED)
+
+    async def _serve(self, request: aiocoap.Message) -> None:
+        path = request.opt.uri_path
+        if len(path) != 1:
+            raise InvalidInput("the path is /data/{sn} or /events/{sn}")
+        route = await self._server.authorised_route(path[0])
+        if request.opt.content_format is None:
+            raise InvalidInput("the Content-Format option is missing")
+        if request.opt.content_format != JSON:
+            raise BadOption(f"Content-Format must be {JSON} (application/json)")
+        if not request.payload:
+            raise InvalidInput("the payload is missing")
+        if len(request.payload) > self._server.max_body_bytes:
+            raise PayloadTooLarge(f"the body is over {self._server.max_body_bytes} bytes")
+        await self._handle(self._server, route, request.payload)
 
 
 class _ClockResource(_Resource):

@@ -35,7 +35,6 @@ def simulate_homebase(
     batches: int | None,
 ) -> None:
     """Publish encrypted v4 batches over MQTT as the given homebases would."""
-    from energy_platform.devices.ingest.service import broker_client
     from energy_platform.devices.simulator import SimulatedHomebase, publish_forever
 
     async def main() -> int:
@@ -46,9 +45,7 @@ def simulate_homebase(
             for sn in sns
         ]
         stop = _stop_on_signals()
-        async with broker_client(settings.mqtt, f"simulator-{sns[0]}") as client:
-            prefix = settings.mqtt.topic_prefix
-            return await publish_forever(client, homebases, interval, stop, batches, prefix)
+        return await publish_forever(settings.mqtt, homebases, interval, stop, batches)
 
     emit({"published": asyncio.run(main())})
 

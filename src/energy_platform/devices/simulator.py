@@ -12,13 +12,16 @@ import math
 import random
 import time
 from collections.abc import Sequence
+from contextlib import AsyncExitStack
+from urllib.parse import urlsplit
 
 import aiomqtt
 import msgspec
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from energy_platform.devices.codec.envelope import derive_key, seal
+from energy_platform.devices.codec.envelope import derive_key, mqtt_password, seal
 from energy_platform.devices.codec.format_v4 import HomebaseRecord
+from energy_platform.settings import MqttSettings
 
 
 class SimulatedHomebase:
@@ -26,6 +29,7 @@ class SimulatedHomebase:
 
     def __init__(self, sn: str, secret: bytes, seed: int | None = None) -> None:
         self.sn = sn
+        self.secret = secret
         self.aead: AESGCM = derive_key(secret)
         self._random = random.Random(seed if seed is not None else sn)  # noqa: S311 - sensor noise
         self._gas = self._random.uniform(1000, 5000)
@@ -68,6 +72,26 @@ class SimulatedHomebase:
         return seal(self.aead, self.sn, msgspec.json.encode(records))
 
 
+def homebase_client(
+    mqtt: MqttSettings, sn: str, secret: bytes, *, will: bool = True
+) -> aiomqtt.Client:
+    """The MQTT connection of homebase ``sn``, logged in as a real homebase is: username and
+    client id = SN, password derived from its secret, ``offline`` as its retained last will.
+
+    Only the broker's host and port are taken from ``mqtt.url`` (not its service account)."""
+    url = urlsplit(mqtt.url)
+    last_will = aiomqtt.Will(status_topic(sn, mqtt.topic_prefix), b"offline", qos=1, retain=True)
+    return aiomqtt.Client(
+        url.hostname or "127.0.0.1",
+        url.port or 1883,
+        username=sn,
+        password=mqtt_password(secret),
+        identifier=sn,  # the account is bound to it: no other client can take the session
+        protocol=aiomqtt.ProtocolVersion.V5,
+        will=last_will if will else None,
+    )
+
+
 def data_topic(sn: str, prefix: str = "") -> str:
     return f"{prefix}homebases/{sn}/data"
 
@@ -77,25 +101,31 @@ def status_topic(sn: str, prefix: str = "") -> str:
 
 
 async def publish_forever(
-    client: aiomqtt.Client,
+    mqtt: MqttSettings,
     homebases: Sequence[SimulatedHomebase],
     interval: float,
     stop: asyncio.Event,
     batches: int | None = None,
-    prefix: str = "",
 ) -> int:
-    """Publish one batch per homebase every ``interval`` seconds (QoS 1); returns the count."""
+    """Publish one batch per homebase every ``interval`` seconds (QoS 1), each homebase over its
+    own connection and account; returns the count."""
     sent = 0
-    for homebase in homebases:
-        await client.publish(status_topic(homebase.sn, prefix), b"online", qos=1, retain=True)
-    while not stop.is_set() and (batches is None or sent < batches * len(homebases)):
-        t = int(time.time())
-        for homebase in homebases:
-            await client.publish(data_topic(homebase.sn, prefix), homebase.batch([t]), qos=1)
-            sent += 1
-        try:
-            async with asyncio.timeout(interval):
-                await stop.wait()
-        except TimeoutError:
-            pass
+    prefix = mqtt.topic_prefix
+    async with AsyncExitStack() as stack:
+        clients = [
+            await stack.enter_async_context(homebase_client(mqtt, h.sn, h.secret))
+            for h in homebases
+        ]
+        for homebase, client in zip(homebases, clients, strict=True):
+            await client.publish(status_topic(homebase.sn, prefix), b"online", qos=1, retain=True)
+        while not stop.is_set() and (batches is None or sent < batches * len(homebases)):
+            t = int(time.time())
+            for homebase, client in zip(homebases, clients, strict=True):
+                await client.publish(data_topic(homebase.sn, prefix), homebase.batch([t]), qos=1)
+                sent += 1
+            try:
+                async with asyncio.timeout(interval):
+                    await stop.wait()
+            except TimeoutError:
+                pass
     return sent

@@ -25,10 +25,21 @@ class ProvisioningClient:
         self._http = http
 
     async def secret(self, sn: str) -> bytes:
-        """The homebase's 256-byte secret; NotFound unless it is paired to this cluster."""
+        """The homebase's 256-byte secret; NotFound unless it is paired to this cluster.
+
+        Unavailable when provisioning cannot answer or refuses this cluster itself (disabled,
+        wrong secret): that is no verdict on the homebase, and its data must wait, not drop."""
         response = await self._call("GET", f"{sn}/secret/")
-        if response.status_code in (403, 404, 409):
+        if response.status_code == 403:
+            # 403 is both "not your homebase" and "this cluster is disabled": ask which.
+            status = await self._call("GET", f"{sn}/pair/")
+            if status.status_code in (401, 403):
+                raise Unavailable(f"provisioning refuses this cluster ({status.status_code})")
             raise NotFound(f"provisioning has no secret of {sn} for this cluster")
+        if response.status_code in (404, 409):
+            raise NotFound(f"provisioning has no secret of {sn} for this cluster")
+        if response.status_code == 401:
+            raise Unavailable("provisioning does not know this cluster's secret (401)")
         self._check(response)
         try:
             return bytes.fromhex(msgspec.json.decode(response.content, type=SecretBody).secret)

@@ -2,23 +2,14 @@
 
 import secrets
 import time
-from collections.abc import AsyncIterator
 
 import aiocoap
 import asyncpg
 import msgspec
-import pytest
 
 from energy_platform.devices.coap import JSON
 from tests.integration.ingest.conftest import Platform
 from tests.support.admin import run_admin_async
-
-
-@pytest.fixture(scope="module")
-async def coap() -> AsyncIterator[aiocoap.Context]:
-    context = await aiocoap.Context.create_client_context()
-    yield context
-    await context.shutdown()
 
 
 async def device(platform: Platform, *, here: bool = True, feed: bool = True) -> str:

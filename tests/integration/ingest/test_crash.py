@@ -1,77 +1,30 @@
 """``kill -9`` of a real ingest process in the middle of a stream: nothing acknowledged is lost."""
 
 import asyncio
-import os
 import signal
-import socket
-import subprocess
-import sys
 import time
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import asyncpg
-import pytest
 
 from energy_platform.devices.codec.format_v4 import HomebaseRecord
-from energy_platform.devices.ingest.service import broker_client
-from energy_platform.devices.simulator import SimulatedHomebase, data_topic
-from energy_platform.services import build_services
-from energy_platform.settings import Settings
+from energy_platform.devices.simulator import SimulatedHomebase, data_topic, homebase_client
 from tests.integration.ingest.conftest import (
     Platform,
     paired_homebase,
-    platform_settings,
-    with_cluster,
+    start_ingest,
+    wait_subscribed,
 )
-from tests.support.admin import run_admin_async
-from tests.support.services import eventually, free_port, running
+from tests.support.services import eventually
 
-CLI = str(Path(sys.executable).with_name("energy-platform"))
 MESSAGES = 2_000
 TIMES_PER_MESSAGE = 10  # x 5 readings = 50 points a message, 100,000 in all
 
 
-@pytest.fixture(scope="module")
-async def provisioning_only(settings: Settings, mqtt_url: str) -> AsyncIterator[Platform]:
-    s = with_cluster(platform_settings(settings, mqtt_url))
-    user = await run_admin_async(s, "users", "add", f"crash-{os.getpid()}-{time.time_ns()}")
-    base = s.cluster.provisioning_url
-    async with running(*build_services("provisioning", s), ready_urls=(base + "/healthz",)):
-        yield Platform(s, "", base, user["token"], user["id"])
-
-
-def start_ingest(s: Settings) -> subprocess.Popen[bytes]:
-    env = {
-        **os.environ,
-        "EP_DATABASE_URL": s.database.url,
-        "EP_MQTT_URL": s.mqtt.url,
-        "EP_MQTT_CLIENT_ID": s.mqtt.client_id,
-        "EP_MQTT_SHARE_GROUP": s.mqtt.share_group,
-        "EP_MQTT_SESSION_EXPIRY": "120",
-        "EP_MQTT_TOPIC_PREFIX": s.mqtt.topic_prefix,
-        "EP_CLUSTER_PROVISIONING_URL": s.cluster.provisioning_url,
-        "EP_CLUSTER_SECRET": s.cluster.secret,
-        "EP_DEVICES_COAP_PORT": str(free_port(socket.SOCK_DGRAM)),
-        "EP_LOG_FORMAT": "json",
-    }
-    return subprocess.Popen([CLI, "serve", "ingest"], env=env, stderr=subprocess.PIPE)
-
-
-async def wait_subscribed(process: subprocess.Popen[bytes]) -> None:
-    assert process.stderr is not None
-    async with asyncio.timeout(20):
-        while True:
-            line = await asyncio.to_thread(process.stderr.readline)
-            assert line, "ingest exited before subscribing"
-            if b'"subscribed"' in line:
-                return
-
-
-def messages(homebase: SimulatedHomebase) -> list[bytes]:
-    t0 = int(time.time()) - MESSAGES * TIMES_PER_MESSAGE - 60
+def messages(homebase: SimulatedHomebase, count: int = MESSAGES) -> list[bytes]:
+    """``count`` messages of 50 points each, at distinct times ending a minute ago."""
+    t0 = int(time.time()) - count * TIMES_PER_MESSAGE - 60
     out = []
-    for m in range(MESSAGES):
+    for m in range(count):
         records = []
         for k in range(TIMES_PER_MESSAGE):
             t = t0 + m * TIMES_PER_MESSAGE + k
@@ -97,7 +50,7 @@ async def test_kill_9_while_publishing_loses_and_duplicates_nothing(
         await wait_subscribed(ingest)
 
         async def publish_all() -> None:
-            async with broker_client(platform.settings.mqtt, f"crash-publisher-{sn}") as client:
+            async with homebase_client(platform.settings.mqtt, sn, secret) as client:
                 for i, payload in enumerate(payloads):
                     await client.publish(
                         data_topic(sn, platform.settings.mqtt.topic_prefix), payload, qos=1

@@ -6,7 +6,9 @@ import pytest
 import pytest_asyncio
 
 from energy_platform.devices.codec.format_v4 import Series
+from energy_platform.devices.ingest.drops import Drops
 from energy_platform.devices.ingest.routes import Route, RouteTable
+from energy_platform.devices.ingest.service import store_until_done
 from energy_platform.devices.ingest.store import Accepted, PointStore
 
 T = 1_790_000_000
@@ -102,7 +104,7 @@ async def test_a_resent_batch_changes_nothing_and_dirties_nothing(
 async def test_a_registered_homebase_is_routed_to_the_forwarder_points(
     pool: asyncpg.Pool, feed_id: int
 ) -> None:
-    routes = RouteTable(pool, ttl=0)
+    routes = RouteTable(pool, ttl=0, size=100)
     forwarded = await routes.resolve(SN_FORWARDED)
     assert forwarded == Route(SN_FORWARDED, None)
     assert await routes.resolve(SN_FEED) == Route(SN_FEED, feed_id)
@@ -128,3 +130,35 @@ async def test_a_registered_homebase_is_routed_to_the_forwarder_points(
         (2, 7, 22, None, "1-0:1.8.0", 5000.0),
     ]
     assert in_cluster == 0
+
+
+async def test_a_batch_the_database_refuses_is_split_and_only_the_guilty_message_dead_lettered(
+    pool: asyncpg.Pool, feed_id: int
+) -> None:
+    store = PointStore(pool)
+    route = Route(SN_FEED, feed_id)
+    # A channel past int4 slips by no decoder here, so the database itself refuses it.
+    guilty = Accepted(route, [Series(2**40, 3, 1, None, None, None, [T + 60], [1.0])], "t", b"[x]")
+    good = [Accepted(route, phases([T + 60 + i], [float(i)]), "t", b"[]") for i in range(5)]
+    before = await pool.fetchval("SELECT count(*) FROM cluster.dead_letters WHERE sn = $1", SN_FEED)
+
+    written = await store_until_done(store, [*good[:2], guilty, *good[2:]], Drops())
+
+    letters = await pool.fetch(
+        "SELECT cause, payload, sealed FROM cluster.dead_letters WHERE sn = $1 ORDER BY id",
+        SN_FEED,
+    )
+    stored = await pool.fetchval(
+        "SELECT count(*) FROM cluster.raw_points p JOIN cluster.streams s ON s.id = p.stream_id"
+        " WHERE s.feed_id = $1 AND p.ts >= to_timestamp($2) AND p.ts < to_timestamp($2 + 5)",
+        feed_id,
+        T + 60,
+    )
+    assert written == 5
+    assert stored == 5
+    assert len(letters) == before + 1
+    assert (letters[-1]["cause"], letters[-1]["payload"], letters[-1]["sealed"]) == (
+        "rejected_by_database",
+        b"[x]",
+        False,
+    )

@@ -10,8 +10,7 @@ import msgspec
 import psycopg
 
 from energy_platform.devices.coap import JSON
-from energy_platform.devices.ingest.service import broker_client
-from energy_platform.devices.simulator import SimulatedHomebase, data_topic
+from energy_platform.devices.simulator import SimulatedHomebase, data_topic, homebase_client
 from tests.integration.ingest.conftest import Platform, paired_homebase
 from tests.integration.notifications.conftest import OFFLINE_AFTER
 from tests.support.admin import run_admin_async
@@ -28,7 +27,7 @@ async def notifications(platform: Platform, **params: Any) -> list[dict[str, Any
 
 async def send(platform: Platform, homebase: SimulatedHomebase) -> None:
     prefix = platform.settings.mqtt.topic_prefix
-    async with broker_client(platform.settings.mqtt, f"rules-{secrets.token_hex(3)}") as client:
+    async with homebase_client(platform.settings.mqtt, homebase.sn, homebase.secret) as client:
         await client.publish(
             data_topic(homebase.sn, prefix), homebase.batch([int(time.time())]), qos=1
         )
@@ -127,7 +126,7 @@ async def test_a_silent_channel_of_a_live_homebase_is_told(platform: Platform) -
     homebase = SimulatedHomebase(sn, secret)
     await send(platform, homebase)  # channels 1..4
     prefix = platform.settings.mqtt.topic_prefix
-    async with broker_client(platform.settings.mqtt, f"rules-{sn}") as client:
+    async with homebase_client(platform.settings.mqtt, sn, secret) as client:
         deadline = time.monotonic() + 4
         while time.monotonic() < deadline:  # only channel 1 goes on
             await client.publish(

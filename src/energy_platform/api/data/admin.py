@@ -17,6 +17,7 @@ import msgspec
 
 from energy_platform.api.data.views import render_feeds, render_streams
 from energy_platform.console import CommandGroup, emit, parse_instant, run_in_transaction
+from energy_platform.devices.broker_accounts import give_account, remove_account
 from energy_platform.errors import InvalidInput, NotFound
 from energy_platform.inputs import checked_text, parse_id
 from energy_platform.provisioning.client import ProvisioningClient
@@ -178,7 +179,10 @@ def add_feed(
         if pair and settings.cluster.secret:
             # Inside the transaction: a refused pairing leaves no feed behind.
             async with httpx.AsyncClient(timeout=10) as http:
-                await ProvisioningClient(settings.cluster, http).pair(sn)
+                provisioning = ProvisioningClient(settings.cluster, http)
+                await provisioning.pair(sn)
+                if settings.mqtt.accounts_url:
+                    await give_account(settings.mqtt, sn, await provisioning.secret(sn))
         return (await render_feeds(conn, [row]))[0]
 
     emit(run_in_transaction(settings.database, work))
@@ -252,6 +256,7 @@ def delete_feed(settings: Settings, feed_id: str, unpair: bool) -> None:
             # Inside the transaction: the feed stays if provisioning cannot be told.
             async with httpx.AsyncClient(timeout=10) as http:
                 await ProvisioningClient(settings.cluster, http).unpair(sn)
+            await remove_account(settings.mqtt, sn)
         return {"deleted": feed_id, "homebase": sn}
 
     emit(run_in_transaction(settings.database, work))

@@ -16,6 +16,7 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 VERSION = 0x01
 NONCE_BYTES = 12
 INFO = b"energy-platform v4"
+MQTT_INFO = b"energy-platform mqtt"
 
 
 class EnvelopeError(ValueError):
@@ -26,6 +27,16 @@ def derive_key(secret: bytes) -> AESGCM:
     """The AEAD for a homebase secret (256 bytes, as provisioning hands it out)."""
     key = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=INFO).derive(secret)
     return AESGCM(key)
+
+
+def mqtt_password(secret: bytes) -> str:
+    """The homebase's broker password: hex of HKDF-SHA256(secret, info ``energy-platform mqtt``).
+
+    Derived, never stored: the cluster makes it when it pairs the homebase, the homebase
+    computes it from the secret it already holds."""
+    return (
+        HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=MQTT_INFO).derive(secret).hex()
+    )
 
 
 def seal(aead: AESGCM, sn: str, plaintext: bytes) -> bytes:

@@ -1,14 +1,18 @@
 """Data format v4: the homebase batch (MQTT) and the CoAP record, decoded and validated.
 
-Decoding is per record: one bad record of a batch is dropped and counted, the others are kept.
-Readings are grouped into one :class:`Series` per stream; whether a stream is raw or system is
-decided here, from the medium and OBIS tables of docs/devices.md.
+A message is judged whole: anything wrong inside it (JSON, a field's type or range, text, size,
+time) rejects the whole message with a :class:`RecordError` naming the cause, and the caller
+dead-letters it. Every integer is checked against the column it lands in, every number is
+finite, every key matches its pattern, and the schema forbids unknown fields, so nesting is
+bounded by the schema itself. Readings are grouped into one :class:`Series` per stream; whether a
+stream is raw or system is decided here, from the medium and OBIS tables of docs/devices.md.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Final, TypeVar
+import re
+from typing import Annotated, Final, TypeVar
 
 import msgspec
 
@@ -17,41 +21,53 @@ from energy_platform.devices.codec import obis
 FORMAT: Final = 4
 EARLIEST: Final = 946_684_800  # 2000-01-01T00:00:00Z
 MAX_AHEAD: Final = 600  # a device clock may run at most 10 minutes fast
+MAX_PAYLOAD_BYTES: Final = 1_048_576  # the broker's message_size_limit, and CoAP's block cap
+MAX_RECORDS: Final = 20_000
 # Media stored as raw streams; 40 (signal) and 41 (battery) and unknown ones are system streams.
 RAW_MEDIA: Final = frozenset({1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 13, 14, 18, 22, 23, 24, 28})
 SIGNAL, BATTERY = 40, 41
+MAX_INDEXES: Final = 64  # values per medium (phases, tariff registers)
+# ``int`` columns of PostgreSQL; a time must fit the window checked in _check_header anyway.
+Int32 = Annotated[int, msgspec.Meta(ge=0, le=2**31 - 1)]
+Int64 = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
+# Printable ASCII only: no NUL, no control characters, nothing a log or a CSV export chokes on.
+Uniq = Int64 | Annotated[str, msgspec.Meta(min_length=1, max_length=64, pattern=r"^[\x20-\x7e]+$")]
+Medium = Annotated[str, msgspec.Meta(min_length=1, max_length=5)]
+ObisCode = Annotated[str, msgspec.Meta(min_length=1, max_length=32)]
+# ``A-B:C.D.E`` or the short ``C.D.E``, optionally ``*F``: digits, separators, nothing else.
+OBIS_PATTERN: Final = re.compile(r"(?:\d{1,3}-\d{1,3}:)?\d{1,3}\.\d{1,3}\.\d{1,3}(?:\*\d{1,3})?")
 
 
 class RecordError(ValueError):
-    """A record that cannot be stored; ``cause`` names the reason for the drop counters."""
+    """A message that cannot be stored; ``cause`` names the reason for the drop counters."""
 
     def __init__(self, cause: str, detail: str) -> None:
         super().__init__(detail)
         self.cause = cause
 
 
-Value = float | list[float]
+Value = float | Annotated[list[float], msgspec.Meta(min_length=1, max_length=MAX_INDEXES)]
 T = TypeVar("T")
 
 
-class HomebaseRecord(msgspec.Struct):
-    f: int
-    t: int
-    d: int
-    ch: int
-    uniq: int | str
-    s: dict[str, Value] = msgspec.field(default_factory=dict)
-    o: dict[str, float] = msgspec.field(default_factory=dict)
+class HomebaseRecord(msgspec.Struct, forbid_unknown_fields=True):
+    f: Int64
+    t: Int64
+    d: Int32
+    ch: Int32
+    uniq: Uniq
+    s: dict[Medium, Value] = msgspec.field(default_factory=dict)
+    o: dict[ObisCode, float] = msgspec.field(default_factory=dict)
 
 
-class CoapRecord(msgspec.Struct):
-    f: int
-    t: int
-    d: int
-    o: dict[str, float]
+class CoapRecord(msgspec.Struct, forbid_unknown_fields=True):
+    f: Int64
+    t: Int64
+    d: Int32
+    o: dict[ObisCode, float]
     # Present only to refuse them: CoAP data comes from the device itself, as OBIS codes.
-    ch: int | msgspec.UnsetType | None = msgspec.UNSET
-    uniq: int | str | msgspec.UnsetType | None = msgspec.UNSET
+    ch: object = msgspec.UNSET
+    uniq: object = msgspec.UNSET
     s: object = msgspec.UNSET
 
 
@@ -92,31 +108,20 @@ class _Grouped:
         series.values.append(value)
 
 
-_homebase_record = msgspec.json.Decoder(HomebaseRecord)
+Batch = Annotated[list[HomebaseRecord], msgspec.Meta(max_length=MAX_RECORDS)]
+_batch = msgspec.json.Decoder(Batch)
 _coap_record = msgspec.json.Decoder(CoapRecord)
-_batch = msgspec.json.Decoder(list[msgspec.Raw])
 
 
-def decode_batch(payload: bytes, now: float) -> tuple[list[Series], list[RecordError]]:
-    """Series of a homebase batch and the errors of the records that were dropped.
-
-    Raises RecordError (cause ``invalid_json``) when the payload is not a JSON array at all.
-    """
-    try:
-        raws = _batch.decode(payload)
-    except msgspec.DecodeError as e:
-        raise RecordError("invalid_json", str(e)) from None
+def decode_batch(payload: bytes, now: float) -> list[Series]:
+    """Series of a homebase batch (none for an empty one); RecordError (with its cause) if
+    anything in it is wrong."""
+    records = _decode(_batch, payload)
     grouped = _Grouped()
-    errors: list[RecordError] = []
-    for raw in raws:
-        try:
-            record = _decode(_homebase_record, raw)
-            # Checked whole before anything is kept: a bad record is dropped entirely.
-            for key, t, value in _homebase_points(record, now):
-                grouped.add(key, t, value)
-        except RecordError as e:
-            errors.append(e)
-    return list(grouped.series.values()), errors
+    for record in records:
+        for key, t, value in _homebase_points(record, now):
+            grouped.add(key, t, value)
+    return list(grouped.series.values())
 
 
 def decode_coap(payload: bytes, now: float) -> list[Series]:
@@ -125,7 +130,9 @@ def decode_coap(payload: bytes, now: float) -> list[Series]:
     for name in ("ch", "uniq", "s"):
         if getattr(record, name) is not msgspec.UNSET:
             raise RecordError("forbidden_field", f"{name!r} is not allowed in CoAP data")
-    _check_header(record.f, record.t, now)
+    check_time(record.t, now)
+    if record.f != FORMAT:
+        raise RecordError("unsupported_format", f"format {record.f} is not {FORMAT}")
     if not record.o:
         raise RecordError("empty", "'o' has no values")
     grouped = _Grouped()
@@ -134,20 +141,29 @@ def decode_coap(payload: bytes, now: float) -> list[Series]:
     return list(grouped.series.values())
 
 
-def _decode(decoder: msgspec.json.Decoder[T], raw: bytes | msgspec.Raw) -> T:
+def check_time(t: int, now: float) -> None:
+    """A measurement or event time must lie between 2000 and ten minutes from now."""
+    if t < EARLIEST or t > now + MAX_AHEAD:
+        raise RecordError("bad_timestamp", f"time {t} is before 2000 or over 10 min ahead")
+
+
+def _decode(decoder: msgspec.json.Decoder[T], payload: bytes) -> T:
+    if len(payload) > MAX_PAYLOAD_BYTES:
+        raise RecordError("too_large", f"{len(payload)} bytes, over {MAX_PAYLOAD_BYTES}")
+    # msgspec checks UTF-8 only in the strings it keeps: refuse any invalid text up front.
+    if not payload.isascii():
+        try:
+            payload.decode()
+        except UnicodeDecodeError:
+            raise RecordError("not_utf8", "the payload is not UTF-8 text") from None
     try:
-        return decoder.decode(raw)
+        return decoder.decode(payload)
     except msgspec.ValidationError as e:
         raise RecordError("invalid_record", str(e)) from None
     except msgspec.DecodeError as e:
         raise RecordError("invalid_json", str(e)) from None
-
-
-def _check_header(f: int, t: int, now: float) -> None:
-    if f != FORMAT:
-        raise RecordError("unsupported_format", f"format {f} is not {FORMAT}")
-    if t < EARLIEST or t > now + MAX_AHEAD:
-        raise RecordError("bad_timestamp", f"time {t} is before 2000 or over 10 min ahead")
+    except RecursionError:
+        raise RecordError("too_deep", "the JSON is nested too deeply") from None
 
 
 def _finite(value: float) -> float:
@@ -156,16 +172,21 @@ def _finite(value: float) -> float:
     return value
 
 
+def _medium(name: str) -> int:
+    # ASCII digits only: str.isdigit() also accepts "²", which int() refuses.
+    if not (name.isascii() and name.isdigit()):
+        raise RecordError("invalid_record", f"medium {name!r} is not a number")
+    return int(name)
+
+
 def _homebase_points(record: HomebaseRecord, now: float) -> list[tuple[Key, int, float]]:
-    _check_header(record.f, record.t, now)
-    if record.ch < 0 or record.d < 0:
-        raise RecordError("invalid_record", "channel and device are non-negative")
+    if record.f != FORMAT:
+        raise RecordError("unsupported_format", f"format {record.f} is not {FORMAT}")
+    check_time(record.t, now)
     t, channel, device = record.t, record.ch, record.d
     out: list[tuple[Key, int, float]] = []
     for name, value in record.s.items():
-        if not name.isdigit():
-            raise RecordError("invalid_record", f"medium {name!r} is not a number")
-        medium = int(name)
+        medium = _medium(name)
         if isinstance(value, list):
             for index, v in enumerate(value, start=1):
                 out.append((_medium_key(channel, device, medium, index), t, _finite(v)))
@@ -184,6 +205,8 @@ def _medium_key(channel: int, device: int, medium: int, index: int | None) -> Ke
 
 def _obis_key(channel: int, device: int, code: str) -> Key:
     known = obis.lookup(code)
+    if known is None and OBIS_PATTERN.fullmatch(code) is None:
+        raise RecordError("invalid_record", f"OBIS code {code[:40]!r} is not A-B:C.D.E")
     name = obis.normalise(code)
     if known is None:
         return (channel, device, None, None, f"obis:{name}", name)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
+from collections import deque
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
@@ -25,12 +26,13 @@ from prometheus_client import Counter, Gauge
 from energy_platform.db.pool import create_pool
 from energy_platform.devices.backoff import Backoff, sleep_unless_stopped
 from energy_platform.devices.codec.envelope import EnvelopeError, unseal
-from energy_platform.devices.codec.format_v4 import RecordError, decode_batch
-from energy_platform.devices.ingest.drops import Drops
+from energy_platform.devices.codec.format_v4 import MAX_PAYLOAD_BYTES, RecordError, decode_batch
+from energy_platform.devices.ingest.drops import DeadLetter, Drops
+from energy_platform.devices.ingest.faults import blames_the_data, is_outside_fault
 from energy_platform.devices.ingest.keys import KeyStore
 from energy_platform.devices.ingest.routes import RouteTable
 from energy_platform.devices.ingest.store import Accepted, PointStore
-from energy_platform.errors import ConfigurationError, NotFound, Unavailable
+from energy_platform.errors import ConfigurationError, NotFound
 from energy_platform.provisioning.client import ProvisioningClient
 from energy_platform.settings import MqttSettings, Settings
 
@@ -41,7 +43,6 @@ TOPIC = re.compile(r"^homebases/([0-9A-F]{16})/(data|status)$")
 BROKER_CONNECTED = Gauge("ep_mqtt_connected", "1 while the ingest service holds its broker session")
 MESSAGES = Counter("ep_ingest_messages_total", "MQTT messages handled, by outcome", ["outcome"])
 READINGS = Counter("ep_ingest_points_total", "Points stored (resent ones included)")
-DB_RETRY = 1.0
 
 
 def broker_client(
@@ -72,17 +73,20 @@ class IngestService:
 
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
-        self._drops = Drops()
+        self._drops = Drops(settings.ingest.cache_size)
         self.subscribed = asyncio.Event()
         """Set while the session is subscribed (the broker queues for it from then on)."""
 
     async def run(self, stop: asyncio.Event) -> None:
         pool = await create_pool(self._settings.database)
+        ingest = self._settings.ingest
         try:
-            async with httpx.AsyncClient(timeout=5.0) as http:
-                keys = KeyStore(ProvisioningClient(self._settings.cluster, http))
-                routes = RouteTable(pool, self._settings.ingest.route_cache_seconds)
-                await self._stay_connected(stop, _Pipeline(self._settings, pool, keys, routes))
+            async with httpx.AsyncClient(timeout=5.0) as http, asyncio.TaskGroup() as group:
+                keys = KeyStore(ProvisioningClient(self._settings.cluster, http), ingest.cache_size)
+                routes = RouteTable(pool, ingest.route_cache_seconds, ingest.cache_size)
+                pipeline = _Pipeline(self._settings, pool, keys, routes, self._drops)
+                group.create_task(expire_dead_letters(pool, ingest.dead_letter_days, stop))
+                await self._stay_connected(stop, pipeline)
         finally:
             await pool.close()
 
@@ -98,21 +102,52 @@ class IngestService:
                     BROKER_CONNECTED.set(1)
                     backoff.reset()
                     log.info("broker connected", url=_public(mqtt.url))
-                    await pipeline.consume(client, stop, self._drops, self.subscribed)
-            except aiomqtt.MqttError as e:
+                    await pipeline.consume(client, stop, self.subscribed)
+            # A lost connection surfaces from the pipeline's task group as a group.
+            except* aiomqtt.MqttError as group:
                 delay = backoff.next_delay()
-                log.warning("broker unreachable; retrying", error=str(e), retry_in=round(delay, 2))
+                error = str(group.exceptions[0])
+                log.warning("broker unreachable; retrying", error=error, retry_in=round(delay, 2))
                 await sleep_unless_stopped(stop, delay)
             finally:
                 BROKER_CONNECTED.set(0)
                 self.subscribed.clear()
 
 
+async def expire_dead_letters(pool: asyncpg.Pool, days: int, stop: asyncio.Event) -> None:
+    """Delete dead letters older than ``days``, once an hour (a database fault waits an hour)."""
+    while not stop.is_set():
+        try:
+            deleted = await pool.execute(EXPIRE_DEAD_LETTERS, days)
+            log.debug("dead letters expired", result=deleted)
+        except Exception as e:
+            if not is_outside_fault(e):
+                raise
+            log.warning("dead letters not expired", error=type(e).__name__)
+        await sleep_unless_stopped(stop, 3600)
+
+
+class _Held(Exception):
+    """A fault outside the message (database, provisioning): the message waits for it."""
+
+
+Item = Accepted | DeadLetter
+
+
 class _Pipeline:
-    """Receive (decrypt, validate) and write (batch, commit, acknowledge) as two tasks."""
+    """Receive (decrypt, validate) and write (batch, commit, acknowledge) as two tasks.
+
+    A message that meets a fault outside itself is held, with every later message of its SN,
+    in that SN's lane, retried with backoff, while other homebases' messages go on.
+    """
 
     def __init__(
-        self, settings: Settings, pool: asyncpg.Pool, keys: KeyStore, routes: RouteTable
+        self,
+        settings: Settings,
+        pool: asyncpg.Pool,
+        keys: KeyStore,
+        routes: RouteTable,
+        drops: Drops,
     ) -> None:
         self._settings = settings.ingest
         self._share_group = settings.mqtt.share_group
@@ -120,10 +155,13 @@ class _Pipeline:
         self._pool = pool
         self._keys = keys
         self._routes = routes
+        self._drops = drops
         self._store = PointStore(pool)
+        self._held: dict[str, deque[aiomqtt.Message]] = {}
+        self._lanes: list[asyncio.Task[None]] = []
 
     async def consume(
-        self, client: aiomqtt.Client, stop: asyncio.Event, drops: Drops, subscribed: asyncio.Event
+        self, client: aiomqtt.Client, stop: asyncio.Event, subscribed: asyncio.Event
     ) -> None:
         paho = client._client  # aiomqtt has no manual-ack option of its own (aiomqtt#345)
         paho.manual_ack_set(True)
@@ -133,20 +171,25 @@ class _Pipeline:
         await client.subscribe(f"{prefix}homebases/+/status", qos=1)
         log.info("subscribed", share_group=self._share_group)
         subscribed.set()
-        queue: asyncio.Queue[tuple[Accepted, int]] = asyncio.Queue()
+        queue: asyncio.Queue[tuple[Item, int]] = asyncio.Queue()
+        # A new session: the broker sends the unacknowledged (held) ones again.
+        self._held.clear()
+        self._lanes.clear()
 
         def ack(mid: int) -> None:
             paho.ack(mid, 1)
 
         async with asyncio.TaskGroup() as group:
             receiving = group.create_task(
-                self._receive(client, queue, drops, ack), name="ingest-receive"
+                self._receive(client, queue, ack, group), name="ingest-receive"
             )
-            writing = group.create_task(self._write(queue, ack, stop), name="ingest-write")
+            writing = group.create_task(self._write(queue, ack), name="ingest-write")
             stopping = group.create_task(stop.wait(), name="ingest-stop")
             await asyncio.wait({receiving, writing, stopping}, return_when="FIRST_COMPLETED")
             receiving.cancel()
             stopping.cancel()
+            for task in self._lanes:
+                task.cancel()  # held messages stay unacknowledged: the broker keeps them
             # What was received is written (and acknowledged) before the session closes.
             await queue.join()
             writing.cancel()
@@ -154,69 +197,122 @@ class _Pipeline:
     async def _receive(
         self,
         client: aiomqtt.Client,
-        queue: asyncio.Queue[tuple[Accepted, int]],
-        drops: Drops,
+        queue: asyncio.Queue[tuple[Item, int]],
         ack: Ack,
+        group: asyncio.TaskGroup,
     ) -> None:
         async for message in client.messages:
-            topic = TOPIC.match(message.topic.value.removeprefix(self._topic_prefix))
-            payload = message.payload if isinstance(message.payload, bytes) else b""
-            if topic is None:
-                drops.record("bad_topic", "-", message.topic.value)
-                ack(message.mid)
-                continue
-            sn, kind = topic.groups()
+            sn = self._sn(message)
+            lane = self._held.get(sn) if sn is not None else None
+            if lane is not None:
+                lane.append(message)  # behind the held one: a homebase's order is kept
+            elif sn is not None and not await self._handle(message, queue, ack):
+                self._held[sn] = deque([message])
+                self._lanes = [t for t in self._lanes if not t.done()]
+                self._lanes.append(
+                    group.create_task(self._retry_held(sn, queue, ack), name=f"held-{sn}")
+                )
+            elif sn is None:
+                await self._handle(message, queue, ack)
+
+    def _sn(self, message: aiomqtt.Message) -> str | None:
+        topic = TOPIC.match(message.topic.value.removeprefix(self._topic_prefix))
+        return None if topic is None else topic.group(1)
+
+    async def _retry_held(self, sn: str, queue: asyncio.Queue[tuple[Item, int]], ack: Ack) -> None:
+        backoff = Backoff(cap=10.0)
+        lane = self._held[sn]
+        while lane:
+            await asyncio.sleep(backoff.next_delay())
+            while lane and await self._handle(lane[0], queue, ack):
+                lane.popleft()
+                backoff.reset()
+        del self._held[sn]
+
+    async def _handle(
+        self, message: aiomqtt.Message, queue: asyncio.Queue[tuple[Item, int]], ack: Ack
+    ) -> bool:
+        """Judge ``message`` and pass it on; False when a fault outside it holds it."""
+        try:
+            item = await self._judge(message)
+        except _Held as e:
+            log.warning("message held; retrying", sn=self._sn(message), error=str(e))
+            return False
+        if item is None:
+            ack(message.mid)
+        else:
+            await queue.put((item, message.mid))
+        return True
+
+    async def _judge(self, message: aiomqtt.Message) -> Item | None:
+        """What to store for ``message``: its points, its dead letter, or nothing at all."""
+        full_topic = message.topic.value
+        topic = full_topic.removeprefix(self._topic_prefix)
+        payload = message.payload if isinstance(message.payload, bytes) else b""
+        match = TOPIC.match(topic)
+        if match is None:
+            return self._dead(None, topic, "bad_topic", "not homebases/{SN}/data|status", payload)
+        sn, kind = match.groups()
+        try:
             if kind == "status":
                 await self._presence(sn, payload)
-                ack(message.mid)
-                continue
-            accepted = await self._accept(sn, payload, drops)
-            if accepted is None:
-                MESSAGES.labels("dropped").inc()
-                ack(message.mid)  # it can never become valid: redelivery would not help
-            else:
-                await queue.put((accepted, message.mid))
+                MESSAGES.labels("presence").inc()
+                return None
+            return await self._accept(sn, topic, payload)
+        except Exception as e:
+            if is_outside_fault(e):
+                raise _Held(f"{type(e).__name__}: {e}") from e
+            # A bug met by one message must not stop everyone's ingest: keep it, and say so.
+            log.exception("message could not be judged", sn=sn)
+            return self._dead(sn, topic, "unexpected", type(e).__name__, payload)
 
-    async def _accept(self, sn: str, payload: bytes, drops: Drops) -> Accepted | None:
+    def _dead(
+        self,
+        sn: str | None,
+        topic: str,
+        cause: str,
+        detail: str,
+        payload: bytes,
+        *,
+        sealed: bool = True,
+    ) -> DeadLetter:
+        self._drops.record(cause, sn or "-", detail)
+        MESSAGES.labels("dead_letter").inc()
+        return DeadLetter.of("mqtt", sn, topic, cause, detail, payload, sealed=sealed)
+
+    async def _accept(self, sn: str, topic: str, payload: bytes) -> Item | None:
+        if len(payload) > MAX_PAYLOAD_BYTES:
+            detail = f"{len(payload)} bytes, over {MAX_PAYLOAD_BYTES}"
+            return self._dead(sn, topic, "too_large", detail, payload)
         route = await self._routes.resolve(sn)
         if route is None:
-            drops.record("unknown_sn", sn, "no feed and no forwarder registration")
-            return None
+            return self._dead(
+                sn, topic, "unknown_sn", "no feed and no forwarder registration", payload
+            )
         try:
             plaintext = await self._decrypt(sn, payload)
         except NotFound as e:
-            drops.record("unknown_sn", sn, e.detail)
-            return None
+            return self._dead(sn, topic, "unknown_sn", e.detail, payload)
         except EnvelopeError as e:
-            drops.record("undecryptable", sn, str(e))
-            return None
+            return self._dead(sn, topic, "undecryptable", str(e), payload)
         try:
-            series, errors = decode_batch(plaintext, time.time())
+            series = decode_batch(plaintext, time.time())
         except RecordError as e:
-            drops.record(e.cause, sn, str(e))
+            return self._dead(sn, topic, e.cause, str(e), plaintext, sealed=False)
+        if not series:
+            MESSAGES.labels("empty").inc()
             return None
-        for error in errors:
-            drops.record(error.cause, sn, str(error))
-        return Accepted(route, series) if series else None
+        return Accepted(route, series, topic, plaintext)
 
     async def _decrypt(self, sn: str, payload: bytes) -> bytes:
-        backoff = Backoff(cap=10.0)
-        refetched = False
-        while True:
-            try:
-                key = await self._keys.key(sn)
-            except Unavailable as e:
-                # Provisioning is down: wait, keeping the message unacknowledged meanwhile.
-                log.warning("secret unavailable; retrying", sn=sn, error=e.detail)
-                await asyncio.sleep(backoff.next_delay())
-                continue
-            try:
-                return unseal(key, sn, payload)
-            except EnvelopeError:
-                if refetched:
-                    raise
-                refetched = True
-                self._keys.forget(sn)  # the secret may have changed: ask once more
+        key = await self._keys.key(sn)
+        try:
+            return unseal(key, sn, payload)
+        except EnvelopeError:
+            # The secret may have changed: ask provisioning again, at most once a minute.
+            if not self._keys.may_refresh(sn):
+                raise
+        return unseal(await self._keys.key(sn), sn, payload)
 
     async def _presence(self, sn: str, payload: bytes) -> None:
         state = payload.strip().lower()
@@ -224,9 +320,7 @@ class _Pipeline:
             return
         await self._pool.execute(PRESENCE, sn, state == b"online")
 
-    async def _write(
-        self, queue: asyncio.Queue[tuple[Accepted, int]], ack: Ack, stop: asyncio.Event
-    ) -> None:
+    async def _write(self, queue: asyncio.Queue[tuple[Item, int]], ack: Ack) -> None:
         linger = self._settings.batch_linger_ms / 1000
         while True:
             batch = [await queue.get()]
@@ -239,24 +333,42 @@ class _Pipeline:
                     batch.append(await asyncio.wait_for(queue.get(), remaining))
                 except TimeoutError:
                     break
-            count = await self._store_until_done([accepted for accepted, _ in batch])
+            count = await store_until_done(self._store, [i for i, _ in batch], self._drops)
             for _, mid in batch:
                 ack(mid)
                 queue.task_done()
-            MESSAGES.labels("stored").inc(len(batch))
+            MESSAGES.labels("stored").inc(sum(isinstance(i, Accepted) for i, _ in batch))
             READINGS.inc(count)
 
-    async def _store_until_done(self, batch: list[Accepted]) -> int:
-        backoff = Backoff(cap=10.0)
-        while True:
-            try:
-                return await self._store.write(batch)
-            except (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError) as e:
-                # Unacknowledged, the batch stays the broker's until it is committed here.
-                log.warning("database unavailable; retrying batch", error=type(e).__name__)
-                await asyncio.sleep(backoff.next_delay())
+
+async def store_until_done(store: PointStore, items: list[Item], drops: Drops) -> int:
+    """Store ``items`` whatever it takes: a fault outside them is waited out; data the database
+    refuses is split until the guilty message alone is dead-lettered. Returns points stored."""
+    backoff = Backoff(cap=10.0)
+    while True:
+        accepted = [i for i in items if isinstance(i, Accepted)]
+        dead = [i for i in items if isinstance(i, DeadLetter)]
+        try:
+            return await store.write(accepted, dead)
+        except Exception as e:
+            if blames_the_data(e) and accepted:
+                if len(items) > 1:
+                    half = len(items) // 2
+                    first = await store_until_done(store, items[:half], drops)
+                    return first + await store_until_done(store, items[half:], drops)
+                detail = f"{type(e).__name__}: {e}"
+                drops.record("rejected_by_database", accepted[0].route.sn, detail)
+                items = [accepted[0].dead_letter("rejected_by_database", detail)]
+                continue
+            if not is_outside_fault(e):
+                raise
+            # Unacknowledged, the batch stays the broker's until it is committed here.
+            log.warning("database unavailable; retrying batch", error=type(e).__name__)
+            await asyncio.sleep(backoff.next_delay())
 
 
+EXPIRE_DEAD_LETTERS = """
+DELETE FROM cluster.dead_letters WHERE received_at < now() - make_interval(days => $1)"""
 PRESENCE = """
 INSERT INTO cluster.homebase_presence (homebase_sn, online, changed_at) VALUES ($1, $2, now())
 ON CONFLICT (homebase_sn) DO UPDATE

@@ -11,6 +11,11 @@ import msgspec
 from asyncpg.pool import PoolConnectionProxy
 
 from energy_platform.devices.codec.format_v4 import Series
+from energy_platform.devices.ingest.drops import (
+    INSERT_DEAD_LETTERS,
+    DeadLetter,
+    dead_letter_columns,
+)
 from energy_platform.devices.ingest.routes import Route
 
 # Streams: unique per identity (partial unique indexes), created concurrently by several
@@ -75,10 +80,19 @@ ForwarderKey = tuple[str, int, int, int | None, int | None, str | None]
 
 
 class Accepted(msgspec.Struct):
-    """The series of one message (or CoAP request) that passed validation."""
+    """The series of one message (or CoAP request) that passed validation, with what it came
+    from (the plaintext), in case the database refuses it and it becomes a dead letter."""
 
     route: Route
     series: list[Series]
+    topic: str = ""
+    payload: bytes = b""
+    transport: str = "mqtt"
+
+    def dead_letter(self, cause: str, detail: str) -> DeadLetter:
+        return DeadLetter.of(
+            self.transport, self.route.sn, self.topic, cause, detail, self.payload, sealed=False
+        )
 
 
 class _Columns:
@@ -112,13 +126,15 @@ def forwarder_key(sn: str, r: Series) -> ForwarderKey:
 
 
 class PointStore:
-    def __init__(self, pool: asyncpg.Pool) -> None:
+    def __init__(self, pool: asyncpg.Pool, max_cached_streams: int = 1_000_000) -> None:
         self._pool = pool
         self._cluster_ids: dict[ClusterKey, int] = {}
         self._forwarder_ids: dict[ForwarderKey, int] = {}
+        self._max_cached = max_cached_streams
 
-    async def write(self, batch: Sequence[Accepted]) -> int:
-        """Store ``batch`` in one transaction; returns the number of points written."""
+    async def write(self, batch: Sequence[Accepted], dead: Sequence[DeadLetter] = ()) -> int:
+        """Store ``batch`` and the dead letters ``dead`` in one transaction; returns the number
+        of points written."""
         cluster_keys = {
             cluster_key(a.route.feed_id, r): None
             for a in batch
@@ -173,9 +189,14 @@ class PointStore:
                     CHANNELS_SEEN, feeds, channels, [newest[k] for k in sorted(newest)]
                 )
             seen = sorted({a.route.sn for a in batch})
-            await conn.execute(DATA_SEEN, seen)
-        self._cluster_ids.update(new_cluster)
-        self._forwarder_ids.update(new_forwarder)
+            if seen:
+                await conn.execute(DATA_SEEN, seen)
+            if dead:
+                await conn.execute(INSERT_DEAD_LETTERS, *dead_letter_columns(list(dead)))
+        # Bounded memory whatever streams devices invent: past the limit, start afresh (the ids
+        # are read back from the database as they are needed again).
+        _remember(self._cluster_ids, new_cluster, self._max_cached)
+        _remember(self._forwarder_ids, new_forwarder, self._max_cached)
         return count
 
     @staticmethod
@@ -190,3 +211,9 @@ class PointStore:
         await conn.execute(upsert, *columns)
         rows = await conn.fetch(select, *columns)
         return {keys[row["n"] - 1]: row["id"] for row in rows}
+
+
+def _remember(ids: dict[K, int], new: dict[K, int], limit: int) -> None:
+    if len(ids) + len(new) > limit:
+        ids.clear()
+    ids.update(new)

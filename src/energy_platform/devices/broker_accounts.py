@@ -1,0 +1,129 @@
+"""Broker accounts of homebases, on Mosquitto's dynamic security plugin (docs/ingest.md).
+
+A homebase logs in with username = its SN, client id = its SN and password =
+:func:`~energy_platform.devices.codec.envelope.mqtt_password` of its secret. Its role
+``homebase-{SN}`` allows publishing to its own ``homebases/{SN}/data`` and ``.../status`` (under
+the cluster's topic prefix) and nothing else: the plugin denies every other publish and every
+subscription by default. The cluster gives the account when it pairs the homebase and removes it
+when it unpairs, over the plugin's ``$CONTROL/dynamic-security/v1`` topic, as the account of
+``EP_MQTT_ACCOUNTS_URL``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from typing import Any
+from urllib.parse import urlsplit
+
+import aiomqtt
+import msgspec
+
+from energy_platform.devices.codec.envelope import mqtt_password
+from energy_platform.errors import ConfigurationError, Unavailable
+from energy_platform.settings import MqttSettings
+
+CONTROL = "$CONTROL/dynamic-security/v1"
+TIMEOUT = 10.0
+
+
+class _Result(msgspec.Struct, rename="camel"):
+    command: str
+    error: str | None = None
+    correlation_data: str | None = None
+
+
+class _Response(msgspec.Struct):
+    responses: list[_Result]
+
+
+def role_name(sn: str) -> str:
+    return f"homebase-{sn}"
+
+
+async def give_account(mqtt: MqttSettings, sn: str, secret: bytes) -> None:
+    """Create (or renew) the broker account of homebase ``sn``; a no-op without an accounts
+    URL (a broker without the plugin)."""
+    role = role_name(sn)
+    acls = [
+        {
+            "acltype": "publishClientSend",
+            "topic": f"{mqtt.topic_prefix}homebases/{sn}/{leaf}",
+            "priority": 0,
+            "allow": True,
+        }
+        for leaf in ("data", "status")
+    ]
+    await _run(
+        mqtt,
+        # Deleted first so that a re-pairing (a new secret, a new prefix) starts clean.
+        [{"command": "deleteClient", "username": sn}, {"command": "deleteRole", "rolename": role}],
+        [
+            {"command": "createRole", "rolename": role, "acls": acls},
+            {
+                "command": "createClient",
+                "username": sn,
+                "password": mqtt_password(secret),
+                "clientid": sn,
+                "roles": [{"rolename": role, "priority": 0}],
+            },
+        ],
+    )
+
+
+async def remove_account(mqtt: MqttSettings, sn: str) -> None:
+    """Remove the broker account of homebase ``sn`` (its open connection is closed too)."""
+    await _run(
+        mqtt,
+        [
+            {"command": "deleteClient", "username": sn},
+            {"command": "deleteRole", "rolename": role_name(sn)},
+        ],
+        [],
+    )
+
+
+async def _run(
+    mqtt: MqttSettings, tolerant: list[dict[str, Any]], strict: list[dict[str, Any]]
+) -> None:
+    """Send the commands; errors of ``tolerant`` ones (deleting what is not there) are fine."""
+    if not mqtt.accounts_url:
+        return
+    url = urlsplit(mqtt.accounts_url)
+    if url.scheme != "mqtt" or not url.hostname:
+        raise ConfigurationError(
+            "EP_MQTT_ACCOUNTS_URL must look like mqtt://user:password@host:port"
+        )
+    # Responses carry no MQTT correlation property in 2.0.11; the plugin echoes a command's
+    # own correlationData field, which tells this answer from another client's.
+    correlation = secrets.token_hex(8)
+    commands = [*tolerant, *strict]
+    commands[0] = {**commands[0], "correlationData": correlation}
+    response: _Response | None = None
+    try:
+        async with aiomqtt.Client(
+            url.hostname,
+            url.port or 1883,
+            username=url.username,
+            password=url.password,
+            identifier=f"accounts-{secrets.token_hex(4)}",
+            protocol=aiomqtt.ProtocolVersion.V5,
+            timeout=TIMEOUT,
+        ) as client:
+            await client.subscribe(f"{CONTROL}/response", qos=1)
+            await client.publish(CONTROL, msgspec.json.encode({"commands": commands}), qos=1)
+            async with asyncio.timeout(TIMEOUT):
+                async for message in client.messages:
+                    payload = message.payload if isinstance(message.payload, bytes) else b""
+                    candidate = msgspec.json.decode(payload, type=_Response)
+                    first = candidate.responses[0] if candidate.responses else None
+                    if first is not None and first.correlation_data == correlation:
+                        response = candidate
+                        break
+    except (aiomqtt.MqttError, TimeoutError, msgspec.DecodeError) as e:
+        raise Unavailable(f"the broker's account service is unreachable: {e!r}") from e
+    if response is None:
+        raise Unavailable("the broker's account service did not answer")
+    failed = [f"{r.command}: {r.error}" for r in response.responses[len(tolerant) :] if r.error]
+    if failed:
+        raise Unavailable(f"the broker refused: {'; '.join(failed)}")

@@ -1,0 +1,136 @@
+"""The database goes away while a homebase publishes 20,000 points: ingest waits, never exits,
+and stores every point exactly once when the database is back. The same for the broker."""
+
+import asyncio
+import time
+from urllib.parse import urlsplit, urlunsplit
+
+import asyncpg
+import msgspec
+
+from energy_platform.devices.simulator import SimulatedHomebase, data_topic, homebase_client
+from energy_platform.settings import DatabaseSettings
+from tests.integration.ingest.conftest import (
+    Platform,
+    paired_homebase,
+    publish_as,
+    start_ingest,
+    wait_subscribed,
+)
+from tests.integration.ingest.test_crash import messages
+from tests.support.services import eventually, free_port
+from tests.support.tcp_proxy import TcpProxy
+
+POINTS = 20_000  # 400 messages of 50 points
+COUNT = (
+    "SELECT count(*), count(DISTINCT (p.stream_id, p.ts)) FROM cluster.raw_points p"
+    " JOIN cluster.streams s ON s.id = p.stream_id WHERE s.feed_id = $1"
+)
+
+
+async def test_a_database_outage_while_publishing_loses_and_duplicates_nothing(
+    provisioning_only: Platform, database_url: str
+) -> None:
+    platform = provisioning_only
+    sn, secret, feed = await paired_homebase(platform)
+    payloads = messages(SimulatedHomebase(sn, secret), POINTS // 50)
+    db = urlsplit(database_url)
+    # Ingest reaches the database only through a relay the test cuts: connections break
+    # mid-transaction, then new ones are refused, as during a restart. Its sessions carry an
+    # application name, so that the test can also end them as a server shutdown does.
+    proxy = TcpProxy(db.hostname or "127.0.0.1", db.port or 5432, free_port())
+    await proxy.start()
+    relayed = urlunsplit(
+        db._replace(
+            netloc=f"{db.username}@127.0.0.1:{proxy.port}", query="application_name=outage-test"
+        )
+    )
+    s = msgspec.structs.replace(
+        platform.settings, database=DatabaseSettings(url=relayed, connect_timeout=1.0)
+    )
+    conn = await asyncpg.connect(database_url)
+    ingest = start_ingest(s)
+    try:
+        await wait_subscribed(ingest)
+
+        async def stored(at_least: int) -> bool:
+            total, _ = await conn.fetchrow(COUNT, int(feed or 0))
+            return bool(total >= at_least)
+
+        async def publish_all() -> None:
+            async with homebase_client(platform.settings.mqtt, sn, secret) as client:
+                topic = data_topic(sn, platform.settings.mqtt.topic_prefix)
+                for i, payload in enumerate(payloads):
+                    await client.publish(topic, payload, qos=1)
+                    if i % 20 == 19:
+                        await asyncio.sleep(0.05)  # ~400 messages/s: the outage lands mid-stream
+
+        publisher = asyncio.create_task(publish_all())
+        await eventually(lambda: stored(2_000), within=20)
+        # First what a restart does to open sessions (57P01 admin shutdown), then the outage.
+        terminated = await conn.fetchval(
+            "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity"
+            " WHERE application_name = 'outage-test'"
+        )
+        await eventually(lambda: stored(6_000), within=20)
+        await proxy.cut()
+        at_cut, _ = await conn.fetchrow(COUNT, int(feed or 0))
+        await asyncio.sleep(3)  # ingest retries against a refusing database meanwhile
+        assert ingest.poll() is None, "ingest exited during the outage"
+        await publisher  # every message is the broker's now
+        await proxy.start()
+        await eventually(lambda: stored(POINTS), within=30)
+        await asyncio.sleep(1)  # anything beyond would be a duplicate
+        total, distinct = await conn.fetchrow(COUNT, int(feed or 0))
+        alive = ingest.poll() is None
+    finally:
+        ingest.kill()
+        ingest.wait(10)
+        await proxy.cut()
+        await conn.close()
+    assert alive
+    assert terminated >= 1
+    assert at_cut < POINTS
+    assert total == distinct == POINTS
+
+
+async def test_ingest_rides_out_a_broker_outage(
+    provisioning_only: Platform, database_url: str
+) -> None:
+    platform = provisioning_only
+    sn, secret, feed = await paired_homebase(platform)
+    homebase = SimulatedHomebase(sn, secret)
+    mqtt = urlsplit(platform.settings.mqtt.url)
+    # Ingest reaches the broker through a relay the test cuts; the homebase goes direct.
+    proxy = TcpProxy(mqtt.hostname or "127.0.0.1", mqtt.port or 1883, free_port())
+    await proxy.start()
+    relayed = mqtt._replace(netloc=f"{mqtt.username}:{mqtt.password}@127.0.0.1:{proxy.port}")
+    s = msgspec.structs.replace(
+        platform.settings,
+        mqtt=msgspec.structs.replace(platform.settings.mqtt, url=urlunsplit(relayed)),
+    )
+    conn = await asyncpg.connect(database_url)
+    ingest = start_ingest(s)
+    try:
+        await wait_subscribed(ingest)
+
+        async def stored(at_least: int) -> bool:
+            total, _ = await conn.fetchrow(COUNT, int(feed or 0))
+            return bool(total >= at_least)
+
+        t = int(time.time()) - 60
+        await publish_as(platform, sn, secret, homebase.batch([t]))
+        await eventually(lambda: stored(5))
+        await proxy.cut()
+        await publish_as(platform, sn, secret, homebase.batch([t + 5]))  # queued by the broker
+        await asyncio.sleep(1)
+        assert ingest.poll() is None, "ingest exited when the broker went away"
+        await proxy.start()
+        await eventually(lambda: stored(10), within=40)
+        alive = ingest.poll() is None
+    finally:
+        ingest.kill()
+        ingest.wait(10)
+        await proxy.cut()
+        await conn.close()
+    assert alive
