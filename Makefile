@@ -1,7 +1,7 @@
 # Two commands on a fresh Debian 12 machine: `make run` and `make test`.
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
-PYTHON_FILES := src tests benchmarks
+PYTHON_FILES := src tests benchmarks scripts
 VENV := .venv/bin
 
 .PHONY: help setup system python web run test lint format bench clean-local

@@ -10,7 +10,8 @@ PG_MAJOR=${PG_MAJOR:-15}
 SUITE=${TIMESCALEDB_SUITE:-trixie}
 work="$root/.local/apt"
 log() { printf 'build-timescaledb: %s\n' "$*" >&2; }
-as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+# shellcheck source=scripts/lib.sh
+. "$here/lib.sh"
 
 # Reuse the Debian mirror this machine is already configured with.
 mirror=$(grep -hE '^(URIs:|deb )' /etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null \

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import io
-import json
 import os
 import shlex
 import sys
@@ -20,21 +18,17 @@ from typing import Any
 
 import httpx
 
-from energy_platform.cli import ADMIN_GROUPS
+from energy_platform import cli
+from energy_platform.console import run_command
 from energy_platform.settings import Settings
 
 STATE = Path(__file__).resolve().parents[1] / ".local" / "demo.env"
 SN = "DE00000000000001"
-GROUPS = {group.name: group for group in ADMIN_GROUPS}
 
 
-def admin(settings: Settings, group: str, *args: str) -> Any:
-    raw = io.BytesIO()
-    out = io.TextIOWrapper(raw, encoding="utf-8")
-    with contextlib.redirect_stdout(out):
-        GROUPS[group].main(list(args), obj=settings, standalone_mode=False)
-    out.flush()
-    return json.loads(raw.getvalue())
+def admin(settings: Settings, *args: str) -> Any:
+    """``energy-platform admin ARGS...`` in this process: its JSON answer."""
+    return run_command(cli.admin, settings, *args)
 
 
 def prepare(settings: Settings) -> dict[str, str]:

@@ -9,11 +9,8 @@ PG_BIN=/usr/lib/postgresql/$PG_MAJOR/bin
 
 log() { printf 'install-system: %s\n' "$*" >&2; }
 
-as_root() {
-  if [ "$(id -u)" -eq 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else
-    log "need root (or sudo) to run: $*"; exit 1
-  fi
-}
+# shellcheck source=scripts/lib.sh
+. "$here/lib.sh"
 
 apt_updated=0
 apt_install() {

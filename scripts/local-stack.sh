@@ -7,6 +7,10 @@
 #   local-stack.sh env     print the EP_* variables that point at the private stack (the broker
 #                          URLs with the service accounts' passwords, .local/mqtt-accounts.env),
 #                          and the checkout's provisioning key (made once, .local/provisioning.key)
+#   local-stack.sh with CMD...
+#                          start what is missing, export those variables, run CMD, then stop what
+#                          this call started (a stack already running stays running); exits with
+#                          CMD's status. run.sh, test.sh and bench.sh run inside it.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -173,6 +177,38 @@ dynsec_plugin() {
   printf '%s' "$found"
 }
 
+db_running() {
+  [ -f "$PGDATA/PG_VERSION" ] && as_user postgres "$PG_BIN/pg_ctl" -D "$PGDATA" status >/dev/null 2>&1
+}
+
+broker_running() { [ -f "$MQ/mosquitto.pid" ] && kill -0 "$(cat "$MQ/mosquitto.pid")" 2>/dev/null; }
+
+print_env() {
+  echo "export EP_DATABASE_URL=${EP_DATABASE_URL:-$(db_url)}"
+  echo "export EP_MQTT_URL=${EP_MQTT_URL:-$(mqtt_url)}"
+  echo "export EP_MQTT_ACCOUNTS_URL=${EP_MQTT_ACCOUNTS_URL:-$(mqtt_accounts_url)}"
+  echo "export EP_PROVISIONING_SECRET_KEY=${EP_PROVISIONING_SECRET_KEY:-$(provisioning_key)}"
+}
+
+# `with CMD...`: what this call starts it stops again, whatever way CMD ends. A URL given in the
+# environment means that part runs elsewhere: it is neither started nor stopped.
+run_with() {
+  local started=()
+  if [ -z "${EP_DATABASE_URL:-}" ] && ! db_running; then started+=(db); fi
+  if [ -z "${EP_MQTT_URL:-}" ] && ! broker_running; then started+=(broker); fi
+  # shellcheck disable=SC2064 # the list is fixed now, on purpose
+  trap "for part in ${started[*]:-}; do stop_\$part; done" EXIT
+  [ -n "${EP_DATABASE_URL:-}" ] || start_db
+  [ -n "${EP_MQTT_URL:-}" ] || start_broker
+  eval "$(print_env)"
+  # Ctrl-C goes to CMD (the whole foreground group gets it); this shell waits for CMD to end,
+  # then stops what it started. A trap with a command, unlike '', is not inherited by CMD.
+  trap ':' INT
+  local status=0
+  LOCAL_STACK_INSIDE=1 "$@" || status=$?
+  exit "$status"
+}
+
 stop_db() {
   [ -f "$PGDATA/PG_VERSION" ] || return 0
   as_user postgres "$PG_BIN/pg_ctl" -D "$PGDATA" status >/dev/null 2>&1 || return 0
@@ -200,16 +236,16 @@ case "${1:-}" in
     ;;
   running)
     if [ -z "${EP_DATABASE_URL:-}" ]; then
-      [ -f "$PGDATA/PG_VERSION" ] && as_user postgres "$PG_BIN/pg_ctl" -D "$PGDATA" status >/dev/null 2>&1
+      db_running
     else
       [ -n "${EP_MQTT_URL:-}" ] || port_busy "$MQTT_PORT"
     fi
     ;;
-  env)
-    echo "export EP_DATABASE_URL=${EP_DATABASE_URL:-$(db_url)}"
-    echo "export EP_MQTT_URL=${EP_MQTT_URL:-$(mqtt_url)}"
-    echo "export EP_MQTT_ACCOUNTS_URL=${EP_MQTT_ACCOUNTS_URL:-$(mqtt_accounts_url)}"
-    echo "export EP_PROVISIONING_SECRET_KEY=${EP_PROVISIONING_SECRET_KEY:-$(provisioning_key)}"
+  env) print_env ;;
+  with)
+    shift
+    [ $# -gt 0 ] || { echo "usage: $0 with CMD [ARG...]" >&2; exit 2; }
+    run_with "$@"
     ;;
-  *) echo "usage: $0 start|stop|running|env" >&2; exit 2 ;;
+  *) echo "usage: $0 start|stop|running|env|with CMD..." >&2; exit 2 ;;
 esac

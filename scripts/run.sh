@@ -1,25 +1,17 @@
 #!/usr/bin/env bash
-# `make run`: start the private stack (unless EP_DATABASE_URL / EP_MQTT_URL point elsewhere),
-# migrate, and serve every service in the foreground, with a demo homebase sending data.
-# Ctrl-C stops the platform, the demo, then the private database and broker if this run
-# started them.
+# `make run`: inside the private stack (scripts/local-stack.sh with: started unless running or
+# pointed elsewhere by EP_DATABASE_URL / EP_MQTT_URL), migrate, and serve every service in the
+# foreground, with a demo homebase sending data. Ctrl-C stops the platform, the demo, then the
+# private database and broker if this run started them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-given_db=${EP_DATABASE_URL:-}; given_mqtt=${EP_MQTT_URL:-}
-stack_was_running=yes
-scripts/local-stack.sh running || stack_was_running=no
+[ -n "${LOCAL_STACK_INSIDE:-}" ] || exec scripts/local-stack.sh with scripts/run.sh "$@"
 demo=""
 
 cleanup() {
   if [ -n "$demo" ]; then kill "$demo" 2>/dev/null || true; wait "$demo" 2>/dev/null || true; fi
-  if [ "$stack_was_running" = no ]; then
-    EP_DATABASE_URL=$given_db EP_MQTT_URL=$given_mqtt scripts/local-stack.sh stop
-  fi
 }
 trap cleanup EXIT
-
-scripts/local-stack.sh start
-eval "$(scripts/local-stack.sh env)"
 # Ctrl-C reaches the platform directly; it stops cleanly and this script then cleans up.
 trap '' INT
 

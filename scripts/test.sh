@@ -1,15 +1,9 @@
 #!/usr/bin/env bash
-# `make test`: the private stack as for `make run` (unless pointed elsewhere), then lint and
-# pytest. What this script started it stops again; a stack already running stays running.
+# `make test`: inside the private stack (scripts/local-stack.sh with: started unless running or
+# pointed elsewhere, stopped again if this run started it), migrate, lint, then pytest "$@".
 set -euo pipefail
 cd "$(dirname "$0")/.."
-given_db=${EP_DATABASE_URL:-}; given_mqtt=${EP_MQTT_URL:-}
-
-if ! scripts/local-stack.sh running; then
-  trap 'EP_DATABASE_URL=$given_db EP_MQTT_URL=$given_mqtt scripts/local-stack.sh stop' EXIT
-fi
-scripts/local-stack.sh start
-eval "$(scripts/local-stack.sh env)"
+[ -n "${LOCAL_STACK_INSIDE:-}" ] || exec scripts/local-stack.sh with scripts/test.sh "$@"
 
 .venv/bin/energy-platform migrate >/dev/null
 make --no-print-directory lint

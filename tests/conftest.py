@@ -1,9 +1,15 @@
+"""The fixtures every test directory shares, registered here once; helpers that are not
+fixtures live in tests/support/ and are imported from there (never from a conftest)."""
+
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 
+import aiocoap
+import asyncpg
+import psycopg
 import pytest
 import structlog
 
@@ -62,3 +68,28 @@ def settings(database_url: str, mqtt_url: str) -> Settings:
             api_port=free_port(), provisioning_port=free_port(), forwarder_port=free_port()
         ),
     )
+
+
+@pytest.fixture
+async def db(database_url: str) -> AsyncIterator[asyncpg.Connection]:
+    """A connection to the session database for setting up and asserting on rows."""
+    conn = await asyncpg.connect(database_url)
+    try:
+        yield conn
+    finally:
+        await conn.close()
+
+
+@pytest.fixture(scope="session")
+def sync_db(database_url: str) -> Iterator[psycopg.Connection]:
+    """The same from synchronous code (autocommit: each query sees the latest state)."""
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        yield conn
+
+
+@pytest.fixture(scope="module")
+async def coap() -> AsyncIterator[aiocoap.Context]:
+    """A CoAP client, as a device uses."""
+    context = await aiocoap.Context.create_client_context()
+    yield context
+    await context.shutdown()

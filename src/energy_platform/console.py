@@ -4,6 +4,8 @@ database transaction per admin command, and instants as operators write them."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import io
 import sys
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
@@ -15,7 +17,7 @@ import msgspec
 
 from energy_platform import inputs
 from energy_platform.errors import PlatformError
-from energy_platform.settings import DatabaseSettings
+from energy_platform.settings import DatabaseSettings, Settings
 
 T = TypeVar("T")
 
@@ -60,6 +62,21 @@ def run_in_transaction(
             await conn.close()
 
     return asyncio.run(main())
+
+
+def run_command(command: click.Command, settings: Settings, *args: str) -> Any:
+    """Run ``command ARGS...`` in this process as the CLI would, and return its JSON answer.
+
+    For scripts and tests that set things up through the admin commands themselves (say
+    ``run_command(cli.admin, settings, "users", "add", "demo")``). An error propagates as the
+    exception the command raised, not as exit status 1.
+    """
+    raw = io.BytesIO()
+    out = io.TextIOWrapper(raw, encoding="utf-8")
+    with contextlib.redirect_stdout(out):
+        command.main(list(args), obj=settings, standalone_mode=False)
+    out.flush()
+    return msgspec.json.decode(raw.getvalue())
 
 
 def parse_instant(value: str, field: str = "time") -> datetime:

@@ -20,7 +20,7 @@ from typing import Protocol
 import structlog
 from prometheus_client import Counter, Gauge
 
-from energy_platform.devices.backoff import Backoff, sleep_unless_stopped
+from energy_platform.background import Backoff, sleep_unless_stopped
 from energy_platform.errors import ConfigurationError
 from energy_platform.logs import bind_service
 

@@ -1,10 +1,8 @@
 import json
 import os
 import subprocess
-import sys
-from pathlib import Path
 
-CLI = str(Path(sys.executable).with_name("energy-platform"))
+from tests.support.platform import CLI
 
 
 def run(*args: str, **env: str) -> subprocess.CompletedProcess[str]:

@@ -5,16 +5,13 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import httpx
 import pytest
 
+from tests.support.platform import CLI
 from tests.support.services import free_port
-
-CLI = str(Path(sys.executable).with_name("energy-platform"))
 
 
 def start(args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:

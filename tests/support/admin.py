@@ -3,25 +3,25 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import io
-import json
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from energy_platform.cli import ADMIN_GROUPS
+from energy_platform import cli
+from energy_platform.console import run_command
 from energy_platform.settings import Settings
-
-GROUPS = {group.name: group for group in ADMIN_GROUPS}
 
 
 def run_admin(settings: Settings, group: str, *args: str) -> Any:
     """The command's JSON answer; its error propagates as the exception it raised."""
-    raw = io.BytesIO()
-    out = io.TextIOWrapper(raw, encoding="utf-8")
-    with contextlib.redirect_stdout(out):
-        GROUPS[group].main(list(args), obj=settings, standalone_mode=False)
-    out.flush()
-    return json.loads(raw.getvalue())
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return run_command(cli.admin, settings, group, *args)
+    # Called from a test's event loop: the command runs a loop of its own (asyncio.run), so it
+    # gets a thread while this loop waits. A command that needs a service of this loop (feeds
+    # add pairs through provisioning) goes through run_admin_async instead.
+    with ThreadPoolExecutor(1) as worker:
+        return worker.submit(run_command, cli.admin, settings, group, *args).result()
 
 
 async def run_admin_async(settings: Settings, group: str, *args: str) -> Any:

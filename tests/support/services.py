@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -50,10 +51,14 @@ async def running(*services: Service, ready_urls: tuple[str, ...] = ()) -> Async
 EVENTUALLY = 15.0
 
 
-async def eventually(check: Callable[[], Awaitable[bool]], within: float = EVENTUALLY) -> None:
-    """Poll ``check`` until it holds; fail after ``within`` seconds."""
+async def eventually(
+    check: Callable[[], Awaitable[bool] | bool], within: float = EVENTUALLY
+) -> None:
+    """Poll ``check`` (a coroutine function, or a plain one) until it holds; fail after
+    ``within`` seconds."""
     async with asyncio.timeout(within):
         while True:
-            if await check():
+            holds = check()
+            if await holds if inspect.isawaitable(holds) else holds:
                 return
             await asyncio.sleep(0.1)

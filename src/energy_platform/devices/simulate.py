@@ -12,6 +12,7 @@ import time
 import click
 import msgspec
 
+from energy_platform.background import sleep_unless_stopped
 from energy_platform.console import CommandGroup, emit
 from energy_platform.settings import ClusterSettings, Settings
 
@@ -100,11 +101,7 @@ def simulate_coap_device(
                 else:
                     refused += 1
                     click.echo(f"simulate: data server answered {response.code}", err=True)
-                try:
-                    async with asyncio.timeout(interval):
-                        await stop.wait()
-                except TimeoutError:
-                    pass
+                await sleep_unless_stopped(stop, interval)
         finally:
             await context.shutdown()
         return {"sent": sent, "refused": refused}

@@ -19,6 +19,7 @@ import aiomqtt
 import msgspec
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
+from energy_platform.background import sleep_unless_stopped
 from energy_platform.devices.codec.envelope import derive_key, mqtt_password, seal
 from energy_platform.devices.codec.format_v4 import HomebaseRecord
 from energy_platform.settings import MqttSettings
@@ -123,9 +124,5 @@ async def publish_forever(
             for homebase, client in zip(homebases, clients, strict=True):
                 await client.publish(data_topic(homebase.sn, prefix), homebase.batch([t]), qos=1)
                 sent += 1
-            try:
-                async with asyncio.timeout(interval):
-                    await stop.wait()
-            except TimeoutError:
-                pass
+            await sleep_unless_stopped(stop, interval)
     return sent

@@ -48,10 +48,6 @@ class Tariff(msgspec.Struct):
     bands: list[Band]
 
 
-def _feed_id(value: str) -> int:
-    return parse_id(value, "feed")
-
-
 def _price(text: str) -> float:
     try:
         price = float(text)
@@ -130,7 +126,11 @@ def set_tariff(
     none: bool,
 ) -> None:
     """Set the feed's tariff for a medium from an instant on; prints the feed's tariffs."""
-    fid, instant, parsed = _feed_id(feed_id), parse_instant(since), _bands(price, bands, none)
+    fid, instant, parsed = (
+        parse_id(feed_id, "feed"),
+        parse_instant(since),
+        _bands(price, bands, none),
+    )
 
     async def work(conn: asyncpg.Connection) -> list[Tariff]:
         await _require_feed(conn, fid, feed_id)
@@ -147,7 +147,7 @@ def set_tariff(
 @click.pass_obj
 def list_tariffs(settings: Settings, feed_id: str) -> None:
     """List the feed's tariff periods with their bands."""
-    fid = _feed_id(feed_id)
+    fid = parse_id(feed_id, "feed")
 
     async def work(conn: asyncpg.Connection) -> list[Tariff]:
         await _require_feed(conn, fid, feed_id)
@@ -163,7 +163,7 @@ def list_tariffs(settings: Settings, feed_id: str) -> None:
 @click.pass_obj
 def reprocess(settings: Settings, feed_id: str, since: str, until: str) -> None:
     """Queue a feed's raw data in [--from, --to) for processing again."""
-    fid, start, end = _feed_id(feed_id), parse_instant(since), parse_instant(until)
+    fid, start, end = parse_id(feed_id, "feed"), parse_instant(since), parse_instant(until)
     if start >= end:
         raise InvalidInput("--from must be before --to")
 

@@ -14,8 +14,8 @@ import asyncpg
 import structlog
 from asyncpg.pool import PoolConnectionProxy
 
+from energy_platform.background import sleep_unless_stopped
 from energy_platform.db.pool import create_pool
-from energy_platform.devices.backoff import sleep_unless_stopped
 from energy_platform.settings import DatabaseSettings, RulesSettings
 
 log = structlog.get_logger()

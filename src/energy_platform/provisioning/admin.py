@@ -11,12 +11,12 @@ import hashlib
 import ipaddress
 from pathlib import Path
 
+import asyncpg
 import click
 import msgspec
-import psycopg
 
-from energy_platform.console import CommandGroup, emit
-from energy_platform.errors import InvalidInput, NotFound, PlatformError
+from energy_platform.console import CommandGroup, emit, run_in_transaction
+from energy_platform.errors import InvalidInput, NotFound
 from energy_platform.inputs import INT8_MAX, checked_text
 from energy_platform.provisioning.crypto import (
     SecretKey,
@@ -30,7 +30,7 @@ from energy_platform.settings import Settings
 INSERT_CLUSTER = """
 INSERT INTO provisioning.clusters (title, http_address, http_port, mqtt_address, mqtt_port,
                                    secret_sha256)
-VALUES (%s, %s, %s, %s, %s, %s)
+VALUES ($1, $2, $3, $4, $5, $6)
 RETURNING id
 """
 LIST_CLUSTERS = """
@@ -38,30 +38,30 @@ SELECT id, title, enabled, host(http_address), http_port, host(mqtt_address), mq
        (SELECT count(*) FROM provisioning.homebases AS h WHERE h.cluster_id = c.id)
 FROM provisioning.clusters AS c ORDER BY id
 """
-SET_CLUSTER_ENABLED = "UPDATE provisioning.clusters SET enabled = %s WHERE id = %s RETURNING id"
+SET_CLUSTER_ENABLED = "UPDATE provisioning.clusters SET enabled = $1 WHERE id = $2 RETURNING id"
 INSERT_HOMEBASE = """
 INSERT INTO provisioning.homebases (sn, partner, type, generation, secret_encrypted)
-VALUES (%s, %s, %s, %s, %s)
+VALUES ($1, $2, $3, $4, $5)
 ON CONFLICT (sn) DO NOTHING
 RETURNING sn
 """
 INSERT_FIRMWARE = """
 INSERT INTO provisioning.firmware_images (component, version, tags, image, sha256)
-VALUES (%s, %s, %s, %s, %s)
+VALUES ($1, $2, $3, $4, $5)
 RETURNING id, size
 """
-FIRMWARE_ID = "SELECT id FROM provisioning.firmware_images WHERE component = %s AND version = %s"
-KNOWN_HOMEBASES = "SELECT sn FROM provisioning.homebases WHERE sn = ANY(%s)"
+FIRMWARE_ID = "SELECT id FROM provisioning.firmware_images WHERE component = $1 AND version = $2"
+KNOWN_HOMEBASES = "SELECT sn FROM provisioning.homebases WHERE sn = ANY($1::text[])"
 PREPARE_UPGRADES = """
 INSERT INTO provisioning.upgrades (sn, firmware_id)
-SELECT sn, %s FROM unnest(%s::text[]) AS sn
+SELECT sn, $1 FROM unnest($2::text[]) AS sn
 ON CONFLICT (sn) DO UPDATE SET firmware_id = excluded.firmware_id, prepared_at = now()
 RETURNING sn
 """
-CANCEL_UPGRADES = "DELETE FROM provisioning.upgrades WHERE sn = ANY(%s) RETURNING sn"
+CANCEL_UPGRADES = "DELETE FROM provisioning.upgrades WHERE sn = ANY($1::text[]) RETURNING sn"
 UPSERT_COAP_DEVICE = """
 INSERT INTO provisioning.coap_devices (sn, data_server_address, data_server_port)
-VALUES (%s, %s, %s)
+VALUES ($1, $2, $3)
 ON CONFLICT (sn) DO UPDATE
 SET data_server_address = excluded.data_server_address,
     data_server_port = excluded.data_server_port
@@ -107,10 +107,6 @@ def _address(value: str, field: str) -> Address:
     return Address(str(ip), number)
 
 
-def _connect(settings: Settings) -> psycopg.Connection:
-    return psycopg.connect(settings.database.url)
-
-
 # --- clusters -------------------------------------------------------------------------------
 
 
@@ -129,36 +125,39 @@ def add_cluster(settings: Settings, title: str, http: str, mqtt: str) -> None:
     http_address, mqtt_address = _address(http, "--http"), _address(mqtt, "--mqtt")
     title = checked_text(title, "--title")
     secret = new_cluster_secret()
-    with _connect(settings) as conn:
-        row = conn.execute(
+
+    async def work(conn: asyncpg.Connection) -> int:
+        cluster_id: int = await conn.fetchval(
             INSERT_CLUSTER,
-            (
-                title,
-                http_address.host,
-                http_address.port,
-                mqtt_address.host,
-                mqtt_address.port,
-                cluster_secret_digest(secret),
-            ),
-        ).fetchone()
-    if row is None:
-        raise PlatformError("the insert returned no row")
-    emit(ClusterOut(row[0], title, True, http_address.pair(), mqtt_address.pair(), secret=secret))
+            title,
+            http_address.host,
+            http_address.port,
+            mqtt_address.host,
+            mqtt_address.port,
+            cluster_secret_digest(secret),
+        )
+        return cluster_id
+
+    cluster_id = run_in_transaction(settings.database, work)
+    emit(
+        ClusterOut(cluster_id, title, True, http_address.pair(), mqtt_address.pair(), secret=secret)
+    )
 
 
 @clusters.command("list")
 @click.pass_obj
 def list_clusters(settings: Settings) -> None:
     """Every cluster with its addresses and number of paired homebases (no secrets)."""
-    with _connect(settings) as conn:
-        rows = conn.execute(LIST_CLUSTERS).fetchall()
+    rows = run_in_transaction(settings.database, lambda conn: conn.fetch(LIST_CLUSTERS))
     emit([ClusterOut(r[0], r[1], r[2], (r[3], r[4]), (r[5], r[6]), r[7]) for r in rows])
 
 
 def _set_enabled(settings: Settings, cluster_id: int, enabled: bool) -> None:
-    with _connect(settings) as conn:
-        if conn.execute(SET_CLUSTER_ENABLED, (enabled, cluster_id)).fetchone() is None:
+    async def work(conn: asyncpg.Connection) -> None:
+        if await conn.fetchval(SET_CLUSTER_ENABLED, enabled, cluster_id) is None:
             raise NotFound(f"no cluster has id {cluster_id}")
+
+    run_in_transaction(settings.database, work)
     emit({"id": cluster_id, "enabled": enabled})
 
 
@@ -199,14 +198,19 @@ def _checked(row: HomebaseRow) -> HomebaseRow:
 
 def _insert_homebases(settings: Settings, rows: list[HomebaseRow]) -> list[str]:
     key = SecretKey(settings.provisioning.secret_key)
-    with _connect(settings) as conn, conn.cursor() as cursor:
+
+    async def work(conn: asyncpg.Connection) -> list[str]:
         added: list[str] = []
         for row in rows:
             secret = key.encrypt(row.sn, new_homebase_secret())
-            cursor.execute(INSERT_HOMEBASE, (row.sn, row.partner, row.type, row.generation, secret))
-            if cursor.fetchone() is not None:
+            inserted = await conn.fetchval(
+                INSERT_HOMEBASE, row.sn, row.partner, row.type, row.generation, secret
+            )
+            if inserted is not None:
                 added.append(row.sn)
-    return added
+        return added
+
+    return run_in_transaction(settings.database, work)
 
 
 @homebases.command("add")
@@ -261,12 +265,12 @@ def upload_firmware(
         checked_text(tag, "--tag")
     content = image.read_bytes()
     digest = hashlib.sha256(content).digest()
-    with _connect(settings) as conn:
-        row = conn.execute(
-            INSERT_FIRMWARE, (component, version, list(tags), content, digest)
-        ).fetchone()
-    if row is None:
-        raise PlatformError("the insert returned no row")
+
+    async def work(conn: asyncpg.Connection) -> asyncpg.Record:
+        (row,) = await conn.fetch(INSERT_FIRMWARE, component, version, list(tags), content, digest)
+        return row
+
+    row = run_in_transaction(settings.database, work)
     emit(
         {
             "id": row[0],
@@ -309,14 +313,17 @@ def prepare_upgrades(
 ) -> None:
     """Prepare an upgrade to an uploaded image for each homebase (replacing a prepared one)."""
     serials = _serials(sns, listing)
-    with _connect(settings) as conn:
-        image = conn.execute(FIRMWARE_ID, (component, version)).fetchone()
-        if image is None:
+
+    async def work(conn: asyncpg.Connection) -> list[str]:
+        image_id = await conn.fetchval(FIRMWARE_ID, component, version)
+        if image_id is None:
             raise NotFound(f"no {component} image has version {version}")
-        known = {r[0] for r in conn.execute(KNOWN_HOMEBASES, (serials,)).fetchall()}
+        known = {r[0] for r in await conn.fetch(KNOWN_HOMEBASES, serials)}
         if unknown := [sn for sn in serials if sn not in known]:
             raise NotFound(f"unknown homebases: {', '.join(unknown)}")
-        prepared = [r[0] for r in conn.execute(PREPARE_UPGRADES, (image[0], serials)).fetchall()]
+        return [r[0] for r in await conn.fetch(PREPARE_UPGRADES, image_id, serials)]
+
+    prepared = run_in_transaction(settings.database, work)
     emit({"prepared": sorted(prepared), "component": component, "version": version})
 
 
@@ -332,8 +339,11 @@ def prepare_upgrades(
 def cancel_upgrades(settings: Settings, sns: tuple[str, ...], listing: Path | None) -> None:
     """Cancel the prepared upgrades of these homebases."""
     serials = _serials(sns, listing)
-    with _connect(settings) as conn:
-        cancelled = [r[0] for r in conn.execute(CANCEL_UPGRADES, (serials,)).fetchall()]
+
+    async def work(conn: asyncpg.Connection) -> list[str]:
+        return [r[0] for r in await conn.fetch(CANCEL_UPGRADES, serials)]
+
+    cancelled = run_in_transaction(settings.database, work)
     emit({"cancelled": sorted(cancelled)})
 
 
@@ -353,8 +363,11 @@ def add_coap_device(settings: Settings, sn: str, data_server: str) -> None:
     """Add a CoAP device (or move it to another data server)."""
     checked_serial(sn)
     server = _address(data_server, "--data-server")
-    with _connect(settings) as conn:
-        conn.execute(UPSERT_COAP_DEVICE, (sn, server.host, server.port))
+
+    async def work(conn: asyncpg.Connection) -> None:
+        await conn.execute(UPSERT_COAP_DEVICE, sn, server.host, server.port)
+
+    run_in_transaction(settings.database, work)
     emit({"sn": sn, "data_server": server.pair()})
 
 

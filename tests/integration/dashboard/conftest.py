@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass, field
 
-import httpx
 import psycopg
 import pytest
 import pytest_asyncio
@@ -20,29 +18,11 @@ from energy_platform.api.data import app as data
 from energy_platform.api.server import HttpService
 from energy_platform.settings import Settings
 from tests.support.admin import run_admin
+from tests.support.page import WEEK, ZONE, PageWorld
 from tests.support.services import free_port, running
 
-WEEK = 7 * 86_400
 DAY = 86_400
 SN = "DB00000000000016"
-ZONE = "Europe/Prague"
-
-
-@dataclass
-class PageWorld:
-    url: str
-    user: str
-    token: str
-    feed: str
-    now: int
-    """The newest point of every stream, a multiple of 5 s."""
-    streams: dict[str, str] = field(default_factory=dict)
-    notifications: list[str] = field(default_factory=list)
-
-    def client(self) -> httpx.AsyncClient:
-        return httpx.AsyncClient(
-            base_url=self.url, headers={"Authorization": f"Bearer {self.token}"}
-        )
 
 
 # A household's daily curve (as the simulator's) times a share: base load, morning and evening

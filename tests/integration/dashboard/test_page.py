@@ -22,8 +22,8 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.select import Select
 from selenium.webdriver.support.wait import WebDriverWait
 
-from tests.integration.dashboard.conftest import WEEK, ZONE, PageWorld
 from tests.support.browser import chromium
+from tests.support.page import WEEK, ZONE, PageWorld
 
 ROOT = Path(__file__).resolve().parents[3]
 # Where the screenshot goes: .local/ (not committed); docs/images/dashboard.png is a copy.

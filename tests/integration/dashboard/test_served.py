@@ -4,7 +4,7 @@ import re
 
 import httpx
 
-from tests.integration.dashboard.conftest import PageWorld
+from tests.support.page import PageWorld
 
 
 async def test_the_page_and_every_asset_it_loads_are_served_from_this_origin(

@@ -9,8 +9,8 @@ from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from tests.integration.dashboard.conftest import PageWorld
 from tests.support.browser import chromium
+from tests.support.page import PageWorld
 
 # Whole-hour DST (Prague), a half-hour zone without DST (Kolkata), a half-hour DST shift
 # (Lord Howe), a -3:30 zone with DST (St John's).

@@ -1,116 +1,19 @@
 """The platform as a cluster runs it: provisioning (secrets), ingest (MQTT + CoAP data server)
 and the data API, in the test's loop; homebases are paired through the real provisioning API and
-their feeds added with the real admin commands."""
+their feeds added with the real admin commands (helpers in tests/support/platform.py)."""
 
 from __future__ import annotations
 
-import asyncio
-import os
 import secrets
-import socket
-import subprocess
-import sys
-import threading
 from collections.abc import AsyncIterator
-from pathlib import Path
-from typing import Any, Literal
 
-import aiocoap
-import httpx
-import msgspec
 import pytest
 
-from energy_platform.devices.broker_accounts import give_account
-from energy_platform.devices.simulator import data_topic, homebase_client, status_topic
 from energy_platform.services import build_services
-from energy_platform.settings import (
-    ClusterSettings,
-    DeviceSettings,
-    HttpSettings,
-    IngestSettings,
-    MqttSettings,
-    ProvisioningSettings,
-    Settings,
-)
-from tests.integration.provisioning.conftest import add_cluster, add_homebase
+from energy_platform.settings import Settings
 from tests.support.admin import run_admin_async
-from tests.support.services import free_port, running
-
-CLI = str(Path(sys.executable).with_name("energy-platform"))
-
-
-class Platform(msgspec.Struct, frozen=True):
-    settings: Settings
-    api: str
-    provisioning: str
-    user_token: str
-    user_id: str
-
-    def client(self) -> httpx.AsyncClient:
-        return httpx.AsyncClient(
-            base_url=self.api, headers={"Authorization": f"Bearer {self.user_token}"}, timeout=10
-        )
-
-
-def platform_settings(settings: Settings, mqtt_url: str, **ingest: Any) -> Settings:
-    """Free ports, a fresh MQTT identity and share group, and a short-lived broker session."""
-    tag = secrets.token_hex(4)
-    return msgspec.structs.replace(
-        settings,
-        http=HttpSettings(
-            api_port=free_port(), provisioning_port=free_port(), forwarder_port=free_port()
-        ),
-        devices=DeviceSettings(
-            coap_port=free_port(socket.SOCK_DGRAM), tftp_port=free_port(socket.SOCK_DGRAM)
-        ),
-        mqtt=MqttSettings(
-            url=mqtt_url,
-            accounts_url=settings.mqtt.accounts_url,
-            client_id=f"ingest-test-{tag}",
-            share_group=f"test-{tag}",
-            session_expiry=120,
-            topic_prefix=f"test-{tag}/",
-        ),
-        provisioning=ProvisioningSettings(secret_key=secrets.token_hex(32)),
-        ingest=IngestSettings(route_cache_seconds=0.2, **ingest),
-    )
-
-
-def with_cluster(settings: Settings) -> Settings:
-    """Register this cluster with provisioning; settings that carry its secret."""
-    cluster = add_cluster(settings, "ingest-test cluster")
-    provisioning = f"http://127.0.0.1:{settings.http.provisioning_port}"
-    return msgspec.structs.replace(
-        settings, cluster=ClusterSettings(provisioning_url=provisioning, secret=cluster.secret)
-    )
-
-
-def serve_env(s: Settings) -> dict[str, str]:
-    """The environment of an ``energy-platform serve`` process that runs with settings ``s``."""
-    return {
-        **os.environ,
-        "EP_DATABASE_URL": s.database.url,
-        "EP_MQTT_URL": s.mqtt.url,
-        "EP_MQTT_ACCOUNTS_URL": s.mqtt.accounts_url,
-        "EP_MQTT_CLIENT_ID": s.mqtt.client_id,
-        "EP_MQTT_SHARE_GROUP": s.mqtt.share_group,
-        "EP_MQTT_SESSION_EXPIRY": str(s.mqtt.session_expiry),
-        "EP_MQTT_TOPIC_PREFIX": s.mqtt.topic_prefix,
-        "EP_HTTP_API_PORT": str(s.http.api_port),
-        "EP_HTTP_PROVISIONING_PORT": str(s.http.provisioning_port),
-        "EP_HTTP_FORWARDER_PORT": str(s.http.forwarder_port),
-        "EP_DEVICES_COAP_PORT": str(s.devices.coap_port),
-        "EP_DEVICES_TFTP_PORT": str(s.devices.tftp_port),
-        "EP_PROVISIONING_SECRET_KEY": s.provisioning.secret_key,
-        "EP_CLUSTER_PROVISIONING_URL": s.cluster.provisioning_url,
-        "EP_CLUSTER_SECRET": s.cluster.secret,
-        "EP_LOG_FORMAT": "json",
-    }
-
-
-def start_serve(s: Settings, service: str) -> subprocess.Popen[bytes]:
-    """``energy-platform serve SERVICE`` as a real process; its JSON log on stderr."""
-    return subprocess.Popen([CLI, "serve", service], env=serve_env(s), stderr=subprocess.PIPE)
+from tests.support.platform import Platform, platform_settings, with_cluster
+from tests.support.services import running
 
 
 @pytest.fixture(scope="module")
@@ -125,14 +28,6 @@ async def platform(settings: Settings, mqtt_url: str) -> AsyncIterator[Platform]
 
 
 @pytest.fixture(scope="module")
-async def coap() -> AsyncIterator[aiocoap.Context]:
-    """A CoAP client, as a device uses."""
-    context = await aiocoap.Context.create_client_context()
-    yield context
-    await context.shutdown()
-
-
-@pytest.fixture(scope="module")
 async def provisioning_only(settings: Settings, mqtt_url: str) -> AsyncIterator[Platform]:
     """Provisioning in the test's loop, for tests that run ingest as a process of its own."""
     s = with_cluster(platform_settings(settings, mqtt_url))
@@ -140,80 +35,3 @@ async def provisioning_only(settings: Settings, mqtt_url: str) -> AsyncIterator[
     base = s.cluster.provisioning_url
     async with running(*build_services("provisioning", s), ready_urls=(base + "/healthz",)):
         yield Platform(s, "", base, user["token"], user["id"])
-
-
-def start_ingest(s: Settings) -> subprocess.Popen[bytes]:
-    """``serve ingest`` as a process, beside ``provisioning_only`` (its own CoAP port)."""
-    own_port = DeviceSettings(coap_port=free_port(socket.SOCK_DGRAM))
-    return start_serve(msgspec.structs.replace(s, devices=own_port), "ingest")
-
-
-async def wait_subscribed(process: subprocess.Popen[bytes]) -> None:
-    """Read the process's log until ingest has subscribed (the log is JSON lines), then keep
-    reading it in the background: a full pipe would stall the process."""
-    stderr = process.stderr
-    assert stderr is not None
-    async with asyncio.timeout(20):
-        while True:
-            line = await asyncio.to_thread(stderr.readline)
-            assert line, "ingest exited before subscribing"
-            if b'"subscribed"' in line:
-                break
-
-    def drain() -> None:
-        for _ in iter(stderr.readline, b""):
-            pass
-
-    threading.Thread(target=drain, daemon=True).start()
-
-
-async def paired_homebase(
-    platform: Platform, *, feed: bool = True
-) -> tuple[str, bytes, str | None]:
-    """A new homebase paired with this cluster: (sn, secret, feed id or None).
-
-    With a feed, the pairing is what ``admin feeds add`` does; without one, a direct call.
-    """
-    s = platform.settings
-    sn = add_homebase(s)
-    auth = {"X-SvcClusterAuth": s.cluster.secret}
-    feed_id = None
-    async with httpx.AsyncClient(base_url=platform.provisioning + "/api", headers=auth) as http:
-        if feed:
-            added = await run_admin_async(
-                s,
-                "feeds",
-                "add",
-                "--owner",
-                platform.user_id,
-                "--homebase",
-                sn,
-                "--title",
-                "Test home",
-                "--timezone",
-                "Europe/Prague",
-            )
-            feed_id = added["id"]
-        else:
-            assert (await http.post(f"/device/{sn}/pair/")).status_code == 200
-        secret = bytes.fromhex((await http.get(f"/device/{sn}/secret/")).json()["secret"])
-    if not feed:
-        # What this cluster's pairing gives a homebase (admin feeds add does it itself).
-        await give_account(s.mqtt, sn, secret)
-    return sn, secret, feed_id
-
-
-async def publish_as(
-    platform: Platform,
-    sn: str,
-    secret: bytes,
-    payload: bytes,
-    *,
-    kind: Literal["data", "status"] = "data",
-    retain: bool = False,
-) -> None:
-    """Publish ``payload`` (QoS 1) as homebase ``sn`` does: logged in with its own account."""
-    prefix = platform.settings.mqtt.topic_prefix
-    topic = data_topic(sn, prefix) if kind == "data" else status_topic(sn, prefix)
-    async with homebase_client(platform.settings.mqtt, sn, secret, will=False) as client:
-        await client.publish(topic, payload, qos=1, retain=retain)

@@ -15,8 +15,8 @@ from energy_platform.devices.simulator import (
     status_topic,
 )
 from energy_platform.settings import MqttSettings
-from tests.integration.ingest.conftest import Platform, paired_homebase, publish_as
 from tests.support.admin import run_admin_async
+from tests.support.platform import Platform, paired_homebase, publish_as
 from tests.support.services import eventually
 
 

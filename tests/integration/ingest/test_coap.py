@@ -8,55 +8,8 @@ import asyncpg
 import msgspec
 
 from energy_platform.devices.coap import JSON
-from tests.integration.ingest.conftest import Platform
-from tests.support.admin import run_admin_async
-
-
-async def device(platform: Platform, *, here: bool = True, feed: bool = True) -> str:
-    sn = secrets.token_hex(8).upper()
-    port = platform.settings.devices.coap_port if here else 1
-    await run_admin_async(
-        platform.settings, "coap-devices", "add", sn, "--data-server", f"127.0.0.1:{port}"
-    )
-    if feed:
-        await run_admin_async(
-            platform.settings,
-            "feeds",
-            "add",
-            "--owner",
-            platform.user_id,
-            "--homebase",
-            sn,
-            "--title",
-            "Meter",
-            "--timezone",
-            "Europe/Prague",
-            "--no-pair",  # a CoAP device is assigned by provisioning, not paired like a homebase
-        )
-    return sn
-
-
-async def post(
-    coap: aiocoap.Context,
-    platform: Platform,
-    path: str,
-    payload: bytes | None,
-    content_format: int | None = JSON,
-) -> aiocoap.numbers.codes.Code:
-    request = aiocoap.Message(
-        code=aiocoap.POST,
-        uri=f"coap://127.0.0.1:{platform.settings.devices.coap_port}/{path}",
-        payload=payload or b"",
-    )
-    if content_format is not None:
-        request.opt.content_format = content_format
-    response = await coap.request(request).response
-    assert response.payload == b""
-    return response.code
-
-
-def reading(**fields: object) -> bytes:
-    return msgspec.json.encode({"f": 4, "t": int(time.time()) - 5, "d": 9, **fields})
+from tests.support.coap import device, post, reading
+from tests.support.platform import Platform
 
 
 async def test_data_posted_over_coap_is_stored_and_served(

@@ -7,8 +7,8 @@ import aiocoap
 import asyncpg
 import msgspec
 
-from tests.integration.ingest.conftest import Platform
-from tests.integration.ingest.test_coap import device, post, reading
+from tests.support.coap import device, post, reading
+from tests.support.platform import Platform
 
 TOO_LARGE = aiocoap.numbers.codes.Code(4 << 5 | 13)
 TOO_MANY = aiocoap.numbers.codes.Code(4 << 5 | 29)

@@ -2,36 +2,18 @@
 
 import asyncio
 import signal
-import time
 
 import asyncpg
 
-from energy_platform.devices.codec.format_v4 import HomebaseRecord
 from energy_platform.devices.simulator import SimulatedHomebase, data_topic, homebase_client
-from tests.integration.ingest.conftest import (
+from tests.support.platform import (
     Platform,
+    messages,
     paired_homebase,
     start_ingest,
     wait_subscribed,
 )
 from tests.support.services import eventually
-
-MESSAGES = 2_000
-TIMES_PER_MESSAGE = 10  # x 5 readings = 50 points a message, 100,000 in all
-
-
-def messages(homebase: SimulatedHomebase, count: int = MESSAGES) -> list[bytes]:
-    """``count`` messages of 50 points each, at distinct times ending a minute ago."""
-    t0 = int(time.time()) - count * TIMES_PER_MESSAGE - 60
-    out = []
-    for m in range(count):
-        records = []
-        for k in range(TIMES_PER_MESSAGE):
-            t = t0 + m * TIMES_PER_MESSAGE + k
-            records.append(HomebaseRecord(4, t, 3, 1, 1, {"1": [float(t % 1000), 2.0, 3.0]}))
-            records.append(HomebaseRecord(4, t, 5, 2, 2, {"7": t / 1000, "5": 21.5}))
-        out.append(homebase.encrypt(records))
-    return out
 
 
 async def test_kill_9_while_publishing_loses_and_duplicates_nothing(

@@ -10,14 +10,14 @@ import msgspec
 
 from energy_platform.devices.simulator import SimulatedHomebase, data_topic, homebase_client
 from energy_platform.settings import DatabaseSettings
-from tests.integration.ingest.conftest import (
+from tests.support.platform import (
     Platform,
+    messages,
     paired_homebase,
     publish_as,
     start_ingest,
     wait_subscribed,
 )
-from tests.integration.ingest.test_crash import messages
 from tests.support.services import eventually, free_port
 from tests.support.tcp_proxy import TcpProxy
 

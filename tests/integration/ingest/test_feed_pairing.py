@@ -4,30 +4,14 @@ import httpx
 import psycopg
 import pytest
 
-from tests.integration.ingest.conftest import Platform
-from tests.integration.provisioning.conftest import add_cluster, add_homebase
 from tests.support.admin import run_admin_async
-
-
-async def feed_add(platform: Platform, sn: str) -> object:
-    return await run_admin_async(
-        platform.settings,
-        "feeds",
-        "add",
-        "--owner",
-        platform.user_id,
-        "--homebase",
-        sn,
-        "--title",
-        "Pairing",
-        "--timezone",
-        "UTC",
-    )
+from tests.support.platform import Platform, add_feed
+from tests.support.provisioning import add_cluster, add_homebase
 
 
 async def test_adding_a_feed_pairs_the_homebase_with_this_cluster(platform: Platform) -> None:
     sn = add_homebase(platform.settings)
-    await feed_add(platform, sn)
+    await add_feed(platform, sn, title="Pairing", timezone="UTC")
     auth = {"X-SvcClusterAuth": platform.settings.cluster.secret}
     async with httpx.AsyncClient(base_url=platform.provisioning + "/api", headers=auth) as http:
         status = (await http.get(f"/device/{sn}/pair/")).json()
@@ -42,7 +26,7 @@ async def test_a_homebase_paired_elsewhere_gets_no_feed(
     async with httpx.AsyncClient(base_url=platform.provisioning + "/api") as http:
         await http.post(f"/device/{sn}/pair/", headers={"X-SvcClusterAuth": other.secret})
     with pytest.raises(SystemExit) as exit_:
-        await feed_add(platform, sn)
+        await add_feed(platform, sn, title="Pairing", timezone="UTC")
     assert exit_.value.code == 1
     assert f"homebase {sn} is paired to another cluster" in capsys.readouterr().err
     with psycopg.connect(database_url) as conn:
@@ -56,7 +40,7 @@ async def test_deleting_a_feed_removes_its_data_and_unpairs_the_homebase(
     platform: Platform, database_url: str
 ) -> None:
     sn = add_homebase(platform.settings)
-    feed = await feed_add(platform, sn)
+    feed = await add_feed(platform, sn, title="Pairing", timezone="UTC")
     assert isinstance(feed, dict)
     with psycopg.connect(database_url) as conn:
         stream = conn.execute(

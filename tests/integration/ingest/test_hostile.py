@@ -17,7 +17,8 @@ import pytest
 from energy_platform.devices.codec.envelope import derive_key, seal
 from energy_platform.devices.simulator import SimulatedHomebase
 from energy_platform.settings import Settings
-from tests.integration.ingest.conftest import (
+from tests.support.admin import run_admin_async
+from tests.support.platform import (
     Platform,
     paired_homebase,
     platform_settings,
@@ -25,7 +26,6 @@ from tests.integration.ingest.conftest import (
     start_serve,
     with_cluster,
 )
-from tests.support.admin import run_admin_async
 from tests.support.services import eventually, wait_for_http
 
 

@@ -9,7 +9,7 @@ import httpx
 
 from energy_platform.devices.codec.format_v4 import RAW_MEDIA, HomebaseRecord
 from energy_platform.devices.simulator import SimulatedHomebase
-from tests.integration.ingest.conftest import Platform, paired_homebase, publish_as
+from tests.support.platform import Platform, paired_homebase, publish_as
 from tests.support.services import eventually
 
 

@@ -13,14 +13,9 @@ import pytest
 from energy_platform.devices.simulator import SimulatedHomebase
 from energy_platform.services import build_services
 from energy_platform.settings import ClusterSettings, Settings
-from tests.integration.ingest.conftest import (
-    Platform,
-    paired_homebase,
-    platform_settings,
-    publish_as,
-)
-from tests.integration.provisioning.conftest import add_cluster
 from tests.support.admin import run_admin_async
+from tests.support.platform import Platform, paired_homebase, platform_settings, publish_as
+from tests.support.provisioning import add_cluster
 from tests.support.services import eventually, running
 
 POINTS = (

@@ -10,8 +10,8 @@ import pytest
 
 from energy_platform.services import build_services
 from energy_platform.settings import RulesSettings, Settings
-from tests.integration.ingest.conftest import Platform, platform_settings, with_cluster
 from tests.support.admin import run_admin_async
+from tests.support.platform import Platform, platform_settings, with_cluster
 from tests.support.services import running
 
 OFFLINE_AFTER = 2

@@ -11,9 +11,8 @@ import psycopg
 
 from energy_platform.devices.coap import JSON
 from energy_platform.devices.simulator import SimulatedHomebase, data_topic, homebase_client
-from tests.integration.ingest.conftest import Platform, paired_homebase
-from tests.integration.notifications.conftest import OFFLINE_AFTER
 from tests.support.admin import run_admin_async
+from tests.support.platform import Platform, add_feed, paired_homebase
 from tests.support.services import eventually
 
 
@@ -49,7 +48,8 @@ async def test_an_offline_homebase_is_told_once_and_again_when_it_is_back(
         return len(await about_it("Homebase offline")) == 1
 
     await eventually(offline_once)
-    await asyncio.sleep(OFFLINE_AFTER)  # ten more rounds of the rules: still one
+    # As long again (ten more rounds of the rules at 0.2 s a round): still one.
+    await asyncio.sleep(platform.settings.rules.offline_after)
     assert len(await about_it("Homebase offline")) == 1
 
     await send(platform, homebase)
@@ -73,20 +73,7 @@ async def test_a_power_change_over_coap_names_the_phases(platform: Platform) -> 
     await run_admin_async(
         s, "coap-devices", "add", sn, "--data-server", f"127.0.0.1:{s.devices.coap_port}"
     )
-    await run_admin_async(
-        s,
-        "feeds",
-        "add",
-        "--owner",
-        platform.user_id,
-        "--homebase",
-        sn,
-        "--title",
-        "Meter <b>&</b>",
-        "--timezone",
-        "Europe/Prague",
-        "--no-pair",
-    )
+    await add_feed(platform, sn, title="Meter <b>&</b>", pair=False)
     context = await aiocoap.Context.create_client_context()
     try:
         now = int(time.time())
@@ -199,19 +186,7 @@ async def test_a_day_over_twice_its_28_day_median_is_unusual(
         await run_admin_async(
             s, "homebases", "add", sn, "--partner", "x", "--type", "HB", "--generation", "6"
         )
-        feed = await run_admin_async(
-            s,
-            "feeds",
-            "add",
-            "--owner",
-            platform.user_id,
-            "--homebase",
-            sn,
-            "--title",
-            label,
-            "--timezone",
-            "UTC",
-        )
+        feed = await add_feed(platform, sn, title=label, timezone="UTC")
         feeds[label] = (int(feed["id"]), yesterday_wh)
     # One transaction: the rules (running meanwhile) see the whole history or none of it; a
     # verdict they already took on the new feeds' empty yesterday is taken back with it.

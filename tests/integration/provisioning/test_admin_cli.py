@@ -5,16 +5,15 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import psycopg
 import pytest
 
 from energy_platform.settings import Settings
-from tests.integration.provisioning.conftest import new_sn, run_admin
-
-CLI = str(Path(sys.executable).with_name("energy-platform"))
+from tests.support.admin import run_admin
+from tests.support.platform import CLI
+from tests.support.provisioning import new_sn
 
 
 def cli(settings: Settings, *args: str) -> subprocess.CompletedProcess[str]:
@@ -29,7 +28,7 @@ def cli(settings: Settings, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_a_cluster_secret_is_printed_once_and_stored_only_as_a_hash(
-    provisioning_settings: Settings, db: psycopg.Connection
+    provisioning_settings: Settings, sync_db: psycopg.Connection
 ) -> None:
     added = cli(provisioning_settings, "clusters", "add", "--title", "north",
                 "--http", "192.0.2.1:8080", "--mqtt", "192.0.2.1:1883")  # fmt: skip
@@ -43,7 +42,7 @@ def test_a_cluster_secret_is_printed_once_and_stored_only_as_a_hash(
     assert cluster["secret"] not in listed.stdout
     mine = [c for c in json.loads(listed.stdout) if c["id"] == cluster["id"]]
     assert mine == [{**cluster, "secret": None, "homebases": 0}]
-    stored = db.execute(
+    stored = sync_db.execute(
         "SELECT secret_sha256 FROM provisioning.clusters WHERE id = %s", (cluster["id"],)
     ).fetchone()
     assert stored is not None
@@ -51,7 +50,7 @@ def test_a_cluster_secret_is_printed_once_and_stored_only_as_a_hash(
 
 
 def test_homebases_are_imported_from_csv_all_or_none(
-    provisioning_settings: Settings, db: psycopg.Connection, tmp_path: Path
+    provisioning_settings: Settings, sync_db: psycopg.Connection, tmp_path: Path
 ) -> None:
     first, second = new_sn(), new_sn()
     good = tmp_path / "good.csv"
@@ -70,7 +69,7 @@ def test_homebases_are_imported_from_csv_all_or_none(
     assert refused.stdout == ""
     assert refused.stderr.startswith("energy-platform: ")
     assert len(refused.stderr.strip().splitlines()) == 1
-    rows = db.execute(
+    rows = sync_db.execute(
         "SELECT sn, generation, length(secret_encrypted) FROM provisioning.homebases"
         " WHERE sn = ANY(%s) ORDER BY sn",
         ([first, second],),
@@ -79,7 +78,7 @@ def test_homebases_are_imported_from_csv_all_or_none(
 
 
 def test_an_upgrade_for_a_list_is_prepared_for_all_or_none(
-    provisioning_settings: Settings, db: psycopg.Connection, tmp_path: Path
+    provisioning_settings: Settings, sync_db: psycopg.Connection, tmp_path: Path
 ) -> None:
     sns = [new_sn() for _ in range(3)]
     for sn in sns:
@@ -102,7 +101,7 @@ def test_an_upgrade_for_a_list_is_prepared_for_all_or_none(
 
     assert prepared["prepared"] == sorted(sns)
     assert cancelled == {"cancelled": [sns[2]]}
-    rows = db.execute(
+    rows = sync_db.execute(
         "SELECT sn FROM provisioning.upgrades WHERE sn = ANY(%s) ORDER BY sn", (sns,)
     ).fetchall()
     assert [r[0] for r in rows] == sorted(sns[:2])

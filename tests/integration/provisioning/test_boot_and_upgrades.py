@@ -16,13 +16,8 @@ import psycopg
 import pytest
 import tftpy
 
-from tests.integration.provisioning.conftest import (
-    Stack,
-    add_cluster,
-    add_homebase,
-    homebase_row,
-    run_admin,
-)
+from tests.support.admin import run_admin
+from tests.support.provisioning import Stack, add_cluster, add_homebase, homebase_row
 
 
 def upload(stack: Stack, tmp_path: Path, size: int, component: str = "avr") -> dict[str, Any]:
@@ -53,21 +48,21 @@ def tftp_download(stack: Stack, name: str, options: dict[str, int]) -> tuple[byt
 
 
 async def test_boot_of_an_unpaired_homebase_is_409_but_counts_as_a_heartbeat(
-    stack: Stack, http: httpx.AsyncClient, db: psycopg.Connection
+    stack: Stack, http: httpx.AsyncClient, sync_db: psycopg.Connection
 ) -> None:
     sn = add_homebase(stack.settings)
     response = await http.get(f"{stack.base}/device/{sn}/boot/", params={"avr": "1.0"})
 
     assert response.status_code == 409
     assert response.headers["content-type"] == "application/problem+json"
-    row = homebase_row(db, sn)
+    row = homebase_row(sync_db, sn)
     assert row is not None
     assert row["last_boot"] is not None
     assert row["avr_version"] == "1.0"
 
 
 async def test_boot_of_a_paired_homebase_answers_both_cluster_addresses_and_the_time(
-    stack: Stack, http: httpx.AsyncClient, db: psycopg.Connection
+    stack: Stack, http: httpx.AsyncClient, sync_db: psycopg.Connection
 ) -> None:
     sn = await paired_homebase(stack, 6)
     response = await http.get(
@@ -79,14 +74,14 @@ async def test_boot_of_a_paired_homebase_answers_both_cluster_addresses_and_the_
     assert body["cluster"] == {"http": ["10.0.0.1", 80], "mqtt": ["10.0.0.2", 1883]}
     assert abs(body["time"] - time.time()) < 5
     assert "upgrade" not in body
-    row = homebase_row(db, sn)
+    row = homebase_row(sync_db, sn)
     assert row is not None
     assert (row["avr_version"], row["bl_version"], row["msp_version"]) == ("1.2", "3", "4.0")
     assert str(row["last_boot_address"]) == "127.0.0.1"
 
 
 async def test_generation_6_downloads_its_upgrade_over_http_and_a_boot_with_it_completes_it(
-    stack: Stack, http: httpx.AsyncClient, db: psycopg.Connection, tmp_path: Path
+    stack: Stack, http: httpx.AsyncClient, sync_db: psycopg.Connection, tmp_path: Path
 ) -> None:
     sn = await paired_homebase(stack, 6)
     image = upload(stack, tmp_path, 300_000)
@@ -118,7 +113,7 @@ async def test_generation_6_downloads_its_upgrade_over_http_and_a_boot_with_it_c
     done = await http.get(url + "boot/", params={"avr": image["version"]})
     assert done.status_code == 200
     assert "upgrade" not in done.json()
-    row = homebase_row(db, sn)
+    row = homebase_row(sync_db, sn)
     assert row is not None
     assert row["last_upgrade"] is not None
     assert row["avr_tags"] == ["beta"]
@@ -175,7 +170,11 @@ async def test_upgrade_serves_the_prepared_binary_to_every_generation(
 
 @pytest.mark.parametrize("generation", [0, 6])
 async def test_a_prepared_upgrade_wins_at_boot_even_before_pairing(
-    stack: Stack, http: httpx.AsyncClient, db: psycopg.Connection, tmp_path: Path, generation: int
+    stack: Stack,
+    http: httpx.AsyncClient,
+    sync_db: psycopg.Connection,
+    tmp_path: Path,
+    generation: int,
 ) -> None:
     sn = add_homebase(stack.settings, generation)  # stock: not paired to any cluster
     image = upload(stack, tmp_path, 1000)
@@ -199,7 +198,7 @@ async def test_a_prepared_upgrade_wins_at_boot_even_before_pairing(
 
     done = await http.get(url + "boot/", params={"avr": image["version"]})
     assert done.status_code == 409  # upgraded, and still not paired
-    row = homebase_row(db, sn)
+    row = homebase_row(sync_db, sn)
     assert row is not None
     assert row["last_upgrade"] is not None
 

@@ -4,20 +4,12 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator
 
 import aiocoap
 import psycopg
-import pytest
 
-from tests.integration.provisioning.conftest import Stack, new_sn, run_admin
-
-
-@pytest.fixture
-async def coap() -> AsyncIterator[aiocoap.Context]:
-    context = await aiocoap.Context.create_client_context()
-    yield context
-    await context.shutdown()
+from tests.support.admin import run_admin
+from tests.support.provisioning import Stack, new_sn
 
 
 async def get(coap: aiocoap.Context, stack: Stack, path: str) -> aiocoap.Message:
@@ -26,7 +18,7 @@ async def get(coap: aiocoap.Context, stack: Stack, path: str) -> aiocoap.Message
 
 
 async def test_a_registered_device_gets_its_data_server_and_the_time(
-    stack: Stack, coap: aiocoap.Context, db: psycopg.Connection
+    stack: Stack, coap: aiocoap.Context, sync_db: psycopg.Connection
 ) -> None:
     sn = new_sn()
     run_admin(stack.settings, "coap-devices", "add", sn, "--data-server", "192.0.2.7:5683")
@@ -39,7 +31,7 @@ async def test_a_registered_device_gets_its_data_server_and_the_time(
     assert body["data_server"] == ["192.0.2.7", 5683]
     assert abs(body["time"] - time.time()) < 5
     assert body["interval"] == stack.settings.provisioning.config_interval
-    row = db.execute(
+    row = sync_db.execute(
         "SELECT last_config FROM provisioning.coap_devices WHERE sn = %s", (sn,)
     ).fetchone()
     assert row is not None

@@ -5,17 +5,12 @@ from __future__ import annotations
 import httpx
 import psycopg
 
-from tests.integration.provisioning.conftest import (
-    Stack,
-    add_cluster,
-    add_homebase,
-    homebase_row,
-    run_admin,
-)
+from tests.support.admin import run_admin
+from tests.support.provisioning import Stack, add_cluster, add_homebase, homebase_row
 
 
 async def test_pairing_follows_the_state_table_row_by_row(
-    stack: Stack, http: httpx.AsyncClient, db: psycopg.Connection
+    stack: Stack, http: httpx.AsyncClient, sync_db: psycopg.Connection
 ) -> None:
     first, second = add_cluster(stack.settings, "first"), add_cluster(stack.settings, "second")
     sn = add_homebase(stack.settings)
@@ -24,7 +19,7 @@ async def test_pairing_follows_the_state_table_row_by_row(
     # unpaired --POST pair/ by a cluster--> paired to that cluster, 200
     paired = await http.post(url + "/pair/", headers=first.auth)
     assert paired.status_code == 200
-    row = homebase_row(db, sn)
+    row = homebase_row(sync_db, sn)
     assert row is not None
     assert row["cluster_id"] == first.id
 
@@ -44,17 +39,17 @@ async def test_pairing_follows_the_state_table_row_by_row(
         again = await http.post(url + "/pair/", headers=cluster.auth)
         assert again.status_code == 304
         assert again.content == b""
-        assert homebase_row(db, sn)["cluster_id"] == first.id  # type: ignore[index]
+        assert homebase_row(sync_db, sn)["cluster_id"] == first.id  # type: ignore[index]
 
     # any --POST unpair/ that does not happen (another cluster's homebase)--> unchanged, 304
     refused = await http.post(url + "/unpair/", headers=second.auth)
     assert refused.status_code == 304
-    assert homebase_row(db, sn)["cluster_id"] == first.id  # type: ignore[index]
+    assert homebase_row(sync_db, sn)["cluster_id"] == first.id  # type: ignore[index]
 
     # paired --POST unpair/ by its cluster--> unpaired, 200
     unpaired = await http.post(url + "/unpair/", headers=first.auth)
     assert unpaired.status_code == 200
-    assert homebase_row(db, sn)["cluster_id"] is None  # type: ignore[index]
+    assert homebase_row(sync_db, sn)["cluster_id"] is None  # type: ignore[index]
     status = (await http.get(url + "/pair/", headers=second.auth)).json()
     assert (status["paired"], status["your_device"]) == (False, False)
 
@@ -68,7 +63,7 @@ async def test_pairing_follows_the_state_table_row_by_row(
 
 
 async def test_details_are_shown_to_the_paired_cluster_only(
-    stack: Stack, http: httpx.AsyncClient, db: psycopg.Connection
+    stack: Stack, http: httpx.AsyncClient, sync_db: psycopg.Connection
 ) -> None:
     owner, other = add_cluster(stack.settings, "owner"), add_cluster(stack.settings, "other")
     sn = add_homebase(stack.settings, generation=3)
@@ -95,7 +90,7 @@ async def test_details_are_shown_to_the_paired_cluster_only(
         "bl": {"version": "2"},
         "msp": {"version": "7.1"},
     }
-    db.execute(  # the next heartbeat is late: 2 h 15 min after the last boot, not alive
+    sync_db.execute(  # the next heartbeat is late: 2 h 15 min after the last boot, not alive
         "UPDATE provisioning.homebases SET last_boot = now() - interval '2 hours 16 minutes'"
         " WHERE sn = %s",
         (sn,),
@@ -110,7 +105,7 @@ async def test_details_are_shown_to_the_paired_cluster_only(
 
 
 async def test_the_secret_is_256_bytes_the_same_on_every_call_and_only_for_the_paired_cluster(
-    stack: Stack, http: httpx.AsyncClient, db: psycopg.Connection
+    stack: Stack, http: httpx.AsyncClient, sync_db: psycopg.Connection
 ) -> None:
     owner, other = add_cluster(stack.settings), add_cluster(stack.settings)
     sn, neighbour = add_homebase(stack.settings), add_homebase(stack.settings)
@@ -132,7 +127,7 @@ async def test_the_secret_is_256_bytes_the_same_on_every_call_and_only_for_the_p
     assert neighbours.json()["secret"] != secret
     assert refused.status_code == 403
     assert "secret" not in refused.json()
-    stored = homebase_row(db, sn)["secret_encrypted"]  # type: ignore[index]
+    stored = homebase_row(sync_db, sn)["secret_encrypted"]  # type: ignore[index]
     assert bytes.fromhex(secret) not in bytes(stored)
 
 
@@ -155,7 +150,7 @@ async def test_unknown_serial_numbers_are_404_on_every_cluster_path(
 
 
 async def test_a_disabled_cluster_is_refused_until_enabled_again(
-    stack: Stack, http: httpx.AsyncClient, db: psycopg.Connection
+    stack: Stack, http: httpx.AsyncClient, sync_db: psycopg.Connection
 ) -> None:
     cluster = add_cluster(stack.settings)
     sn = add_homebase(stack.settings)
@@ -163,7 +158,7 @@ async def test_a_disabled_cluster_is_refused_until_enabled_again(
 
     run_admin(stack.settings, "clusters", "disable", str(cluster.id))
     refused = await http.post(url, headers=cluster.auth)
-    unchanged = homebase_row(db, sn)
+    unchanged = homebase_row(sync_db, sn)
     run_admin(stack.settings, "clusters", "enable", str(cluster.id))
     accepted = await http.post(url, headers=cluster.auth)
 

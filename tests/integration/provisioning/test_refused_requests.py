@@ -10,13 +10,7 @@ import pytest
 from energy_platform.api.provisioning import app as provisioning
 from energy_platform.api.server import HttpService
 from energy_platform.settings import Settings
-from tests.integration.provisioning.conftest import (
-    Stack,
-    add_cluster,
-    add_homebase,
-    all_rows,
-    new_sn,
-)
+from tests.support.provisioning import Stack, add_cluster, add_homebase, all_rows, new_sn
 from tests.support.services import free_port, running
 
 BAD_SERIALS = [
@@ -40,12 +34,12 @@ def assert_problem(response: httpx.Response, status: int) -> None:
 
 
 async def test_a_missing_or_wrong_cluster_header_is_401_and_changes_nothing(
-    stack: Stack, http: httpx.AsyncClient, db: psycopg.Connection
+    stack: Stack, http: httpx.AsyncClient, sync_db: psycopg.Connection
 ) -> None:
     cluster = add_cluster(stack.settings)
     sn = add_homebase(stack.settings)
     url = f"{stack.base}/device/{sn}/"
-    before = all_rows(db)
+    before = all_rows(sync_db)
 
     for headers in ({}, {"X-SvcClusterAuth": ""}, {"X-SvcClusterAuth": cluster.secret + "0"}):
         for method, path in (
@@ -59,14 +53,14 @@ async def test_a_missing_or_wrong_cluster_header_is_401_and_changes_nothing(
             assert_problem(response, 401)
             assert "secret" not in response.json()
 
-    assert all_rows(db) == before
+    assert all_rows(sync_db) == before
 
 
 async def test_bad_serial_numbers_are_400_on_every_path(
-    stack: Stack, http: httpx.AsyncClient, db: psycopg.Connection
+    stack: Stack, http: httpx.AsyncClient, sync_db: psycopg.Connection
 ) -> None:
     cluster = add_cluster(stack.settings)
-    before = all_rows(db)
+    before = all_rows(sync_db)
     for sn in BAD_SERIALS:
         url = f"{stack.base}/device/{sn}/"
         for method, path in (("GET", ""), ("GET", "pair/"), ("POST", "pair/"),
@@ -76,43 +70,43 @@ async def test_bad_serial_numbers_are_400_on_every_path(
             assert response.json()["field"] == "sn"
         for path in ("boot/", "upgrade/"):
             assert_problem(await http.get(url + path), 400)
-    assert all_rows(db) == before
+    assert all_rows(sync_db) == before
 
 
 async def test_unknown_serial_numbers_are_404_for_homebases_too(
-    stack: Stack, http: httpx.AsyncClient, db: psycopg.Connection
+    stack: Stack, http: httpx.AsyncClient, sync_db: psycopg.Connection
 ) -> None:
-    before = all_rows(db)
+    before = all_rows(sync_db)
     sn = new_sn()
     assert_problem(await http.get(f"{stack.base}/device/{sn}/boot/", params={"avr": "1"}), 404)
     assert_problem(await http.get(f"{stack.base}/device/{sn}/upgrade/"), 404)
-    assert all_rows(db) == before
+    assert all_rows(sync_db) == before
 
 
 async def test_an_invalid_reported_version_is_400_and_records_no_boot(
-    stack: Stack, http: httpx.AsyncClient, db: psycopg.Connection
+    stack: Stack, http: httpx.AsyncClient, sync_db: psycopg.Connection
 ) -> None:
     sn = add_homebase(stack.settings)
-    before = all_rows(db)
+    before = all_rows(sync_db)
     for avr in ("1.0; drop", "1.0\x00", "\u0661.0", "1" * 33, ""):
         response = await http.get(f"{stack.base}/device/{sn}/boot/", params={"avr": avr})
         assert_problem(response, 400)
         assert response.json()["field"] == "avr"
-    assert all_rows(db) == before
+    assert all_rows(sync_db) == before
 
 
 async def test_an_oversized_body_is_413_and_pairs_nothing(
-    stack: Stack, http: httpx.AsyncClient, db: psycopg.Connection
+    stack: Stack, http: httpx.AsyncClient, sync_db: psycopg.Connection
 ) -> None:
     cluster = add_cluster(stack.settings)
     sn = add_homebase(stack.settings)
-    before = all_rows(db)
+    before = all_rows(sync_db)
     body = b"x" * (stack.settings.http.max_body_bytes + 1)
     response = await http.post(
         f"{stack.base}/device/{sn}/pair/", headers=cluster.auth, content=body
     )
     assert_problem(response, 413)
-    assert all_rows(db) == before
+    assert all_rows(sync_db) == before
 
 
 @pytest.mark.parametrize(
@@ -121,14 +115,14 @@ async def test_an_oversized_body_is_413_and_pairs_nothing(
      ("POST", "boot/"), ("DELETE", "upgrade/"), ("POST", "")],
 )  # fmt: skip
 async def test_a_wrong_method_is_405_and_changes_nothing(
-    stack: Stack, http: httpx.AsyncClient, db: psycopg.Connection, method: str, path: str
+    stack: Stack, http: httpx.AsyncClient, sync_db: psycopg.Connection, method: str, path: str
 ) -> None:
     cluster = add_cluster(stack.settings)
     sn = add_homebase(stack.settings)
-    before = all_rows(db)
+    before = all_rows(sync_db)
     response = await http.request(method, f"{stack.base}/device/{sn}/{path}", headers=cluster.auth)
     assert_problem(response, 405)
-    assert all_rows(db) == before
+    assert all_rows(sync_db) == before
 
 
 async def test_homebase_requests_are_rate_limited_per_serial_number_and_per_address(

@@ -23,8 +23,8 @@ from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 from prometheus_client import Counter, Gauge
 
+from energy_platform.background import Backoff, sleep_unless_stopped
 from energy_platform.db.pool import create_pool
-from energy_platform.devices.backoff import Backoff, sleep_unless_stopped
 from energy_platform.devices.codec.envelope import EnvelopeError, unseal
 from energy_platform.devices.codec.format_v4 import MAX_PAYLOAD_BYTES, RecordError, decode_batch
 from energy_platform.devices.ingest.drops import DeadLetter, Drops

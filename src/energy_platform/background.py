@@ -1,4 +1,10 @@
-"""Jittered exponential backoff for reconnect loops."""
+"""How a background loop waits: jittered backoff between retries, and sleeps that end when the
+service is asked to stop.
+
+Background loops (ingest, the notification rules, the lifecycle's restarts, the simulators)
+wait through these two, so a stop is never held up by a sleep and the retries of many workers
+never fall into step. It sits beside ``lifecycle`` rather than in one domain's folder because
+``devices/``, ``engine/`` and the lifecycle all use it."""
 
 from __future__ import annotations
 
@@ -25,7 +31,7 @@ class Backoff:
 
 
 async def sleep_unless_stopped(stop: asyncio.Event, seconds: float) -> None:
-    """Sleep ``seconds``, waking early when ``stop`` is set."""
+    """Sleep ``seconds``, waking early when ``stop`` is set (check ``stop`` after it)."""
     try:
         async with asyncio.timeout(seconds):
             await stop.wait()

@@ -1,0 +1,226 @@
+"""The platform as a cluster runs it, for tests across domains: settings on free ports with a
+fresh broker identity, this cluster registered with provisioning, ``serve`` as a real process,
+and homebases paired and publishing as real ones do."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+import httpx
+import msgspec
+
+from energy_platform.devices.broker_accounts import give_account
+from energy_platform.devices.codec.format_v4 import HomebaseRecord
+from energy_platform.devices.simulator import (
+    SimulatedHomebase,
+    data_topic,
+    homebase_client,
+    status_topic,
+)
+from energy_platform.settings import (
+    ClusterSettings,
+    DeviceSettings,
+    HttpSettings,
+    IngestSettings,
+    MqttSettings,
+    ProvisioningSettings,
+    Settings,
+)
+from tests.support.admin import run_admin_async
+from tests.support.provisioning import add_cluster, add_homebase
+from tests.support.services import free_port
+
+CLI = str(Path(sys.executable).with_name("energy-platform"))
+"""The ``energy-platform`` command of this virtualenv."""
+
+
+class Platform(msgspec.Struct, frozen=True):
+    settings: Settings
+    api: str
+    provisioning: str
+    user_token: str
+    user_id: str
+
+    def client(self) -> httpx.AsyncClient:
+        return httpx.AsyncClient(
+            base_url=self.api, headers={"Authorization": f"Bearer {self.user_token}"}, timeout=10
+        )
+
+
+def platform_settings(settings: Settings, mqtt_url: str, **ingest: Any) -> Settings:
+    """Free ports, a fresh MQTT identity and share group, and a short-lived broker session."""
+    tag = secrets.token_hex(4)
+    return msgspec.structs.replace(
+        settings,
+        http=HttpSettings(
+            api_port=free_port(), provisioning_port=free_port(), forwarder_port=free_port()
+        ),
+        devices=DeviceSettings(
+            coap_port=free_port(socket.SOCK_DGRAM), tftp_port=free_port(socket.SOCK_DGRAM)
+        ),
+        mqtt=MqttSettings(
+            url=mqtt_url,
+            accounts_url=settings.mqtt.accounts_url,
+            client_id=f"ingest-test-{tag}",
+            share_group=f"test-{tag}",
+            session_expiry=120,
+            topic_prefix=f"test-{tag}/",
+        ),
+        provisioning=ProvisioningSettings(secret_key=secrets.token_hex(32)),
+        ingest=IngestSettings(route_cache_seconds=0.2, **ingest),
+    )
+
+
+def with_cluster(settings: Settings) -> Settings:
+    """Register this cluster with provisioning; settings that carry its secret."""
+    cluster = add_cluster(settings, "ingest-test cluster")
+    provisioning = f"http://127.0.0.1:{settings.http.provisioning_port}"
+    return msgspec.structs.replace(
+        settings, cluster=ClusterSettings(provisioning_url=provisioning, secret=cluster.secret)
+    )
+
+
+def serve_env(s: Settings) -> dict[str, str]:
+    """The environment of an ``energy-platform serve`` process that runs with settings ``s``."""
+    return {
+        **os.environ,
+        "EP_DATABASE_URL": s.database.url,
+        "EP_MQTT_URL": s.mqtt.url,
+        "EP_MQTT_ACCOUNTS_URL": s.mqtt.accounts_url,
+        "EP_MQTT_CLIENT_ID": s.mqtt.client_id,
+        "EP_MQTT_SHARE_GROUP": s.mqtt.share_group,
+        "EP_MQTT_SESSION_EXPIRY": str(s.mqtt.session_expiry),
+        "EP_MQTT_TOPIC_PREFIX": s.mqtt.topic_prefix,
+        "EP_HTTP_API_PORT": str(s.http.api_port),
+        "EP_HTTP_PROVISIONING_PORT": str(s.http.provisioning_port),
+        "EP_HTTP_FORWARDER_PORT": str(s.http.forwarder_port),
+        "EP_DEVICES_COAP_PORT": str(s.devices.coap_port),
+        "EP_DEVICES_TFTP_PORT": str(s.devices.tftp_port),
+        "EP_PROVISIONING_SECRET_KEY": s.provisioning.secret_key,
+        "EP_CLUSTER_PROVISIONING_URL": s.cluster.provisioning_url,
+        "EP_CLUSTER_SECRET": s.cluster.secret,
+        "EP_LOG_FORMAT": "json",
+    }
+
+
+def start_serve(s: Settings, service: str) -> subprocess.Popen[bytes]:
+    """``energy-platform serve SERVICE`` as a real process; its JSON log on stderr."""
+    return subprocess.Popen([CLI, "serve", service], env=serve_env(s), stderr=subprocess.PIPE)
+
+
+def start_ingest(s: Settings) -> subprocess.Popen[bytes]:
+    """``serve ingest`` as a process, beside ``provisioning_only`` (its own CoAP port)."""
+    own_port = DeviceSettings(coap_port=free_port(socket.SOCK_DGRAM))
+    return start_serve(msgspec.structs.replace(s, devices=own_port), "ingest")
+
+
+async def wait_subscribed(process: subprocess.Popen[bytes]) -> None:
+    """Read the process's log until ingest has subscribed (the log is JSON lines), then keep
+    reading it in the background: a full pipe would stall the process."""
+    stderr = process.stderr
+    assert stderr is not None
+    async with asyncio.timeout(20):
+        while True:
+            line = await asyncio.to_thread(stderr.readline)
+            assert line, "ingest exited before subscribing"
+            if b'"subscribed"' in line:
+                break
+
+    def drain() -> None:
+        for _ in iter(stderr.readline, b""):
+            pass
+
+    threading.Thread(target=drain, daemon=True).start()
+
+
+async def add_feed(
+    platform: Platform,
+    sn: str,
+    *,
+    title: str = "Test home",
+    timezone: str = "Europe/Prague",
+    pair: bool = True,
+) -> Any:
+    """``admin feeds add`` for the platform's user; its JSON answer. With ``pair`` the command
+    pairs the homebase with this cluster too, as it does for an operator."""
+    no_pair = () if pair else ("--no-pair",)
+    return await run_admin_async(
+        platform.settings,
+        "feeds",
+        "add",
+        "--owner",
+        platform.user_id,
+        "--homebase",
+        sn,
+        "--title",
+        title,
+        "--timezone",
+        timezone,
+        *no_pair,
+    )
+
+
+async def paired_homebase(
+    platform: Platform, *, feed: bool = True
+) -> tuple[str, bytes, str | None]:
+    """A new homebase paired with this cluster: (sn, secret, feed id or None).
+
+    With a feed, the pairing is what ``admin feeds add`` does; without one, a direct call.
+    """
+    s = platform.settings
+    sn = add_homebase(s)
+    auth = {"X-SvcClusterAuth": s.cluster.secret}
+    feed_id = None
+    async with httpx.AsyncClient(base_url=platform.provisioning + "/api", headers=auth) as http:
+        if feed:
+            feed_id = (await add_feed(platform, sn))["id"]
+        else:
+            assert (await http.post(f"/device/{sn}/pair/")).status_code == 200
+        secret = bytes.fromhex((await http.get(f"/device/{sn}/secret/")).json()["secret"])
+    if not feed:
+        # What this cluster's pairing gives a homebase (admin feeds add does it itself).
+        await give_account(s.mqtt, sn, secret)
+    return sn, secret, feed_id
+
+
+async def publish_as(
+    platform: Platform,
+    sn: str,
+    secret: bytes,
+    payload: bytes,
+    *,
+    kind: Literal["data", "status"] = "data",
+    retain: bool = False,
+) -> None:
+    """Publish ``payload`` (QoS 1) as homebase ``sn`` does: logged in with its own account."""
+    prefix = platform.settings.mqtt.topic_prefix
+    topic = data_topic(sn, prefix) if kind == "data" else status_topic(sn, prefix)
+    async with homebase_client(platform.settings.mqtt, sn, secret, will=False) as client:
+        await client.publish(topic, payload, qos=1, retain=retain)
+
+
+MESSAGES = 2_000
+TIMES_PER_MESSAGE = 10  # x 5 readings = 50 points a message, 100,000 in all
+
+
+def messages(homebase: SimulatedHomebase, count: int = MESSAGES) -> list[bytes]:
+    """``count`` messages of 50 points each, at distinct times ending a minute ago."""
+    t0 = int(time.time()) - count * TIMES_PER_MESSAGE - 60
+    out = []
+    for m in range(count):
+        records = []
+        for k in range(TIMES_PER_MESSAGE):
+            t = t0 + m * TIMES_PER_MESSAGE + k
+            records.append(HomebaseRecord(4, t, 3, 1, 1, {"1": [float(t % 1000), 2.0, 3.0]}))
+            records.append(HomebaseRecord(4, t, 5, 2, 2, {"7": t / 1000, "5": 21.5}))
+        out.append(homebase.encrypt(records))
+    return out
