@@ -29,12 +29,16 @@ def build_app(
     settings: Settings,
     route_handlers: Sequence[ControllerRouterHandler],
     description: str = "",
+    generic_plans: bool = False,
 ) -> Litestar:
-    """A Litestar app for service ``name`` with the platform's common parts."""
+    """A Litestar app for service ``name`` with the platform's common parts.
+
+    ``generic_plans``: see :func:`create_pool`; for apps whose queries only ever read by key.
+    """
 
     @asynccontextmanager
     async def database(app: Litestar) -> AsyncIterator[None]:
-        app.state.db = await create_pool(settings.database)
+        app.state.db = await create_pool(settings.database, generic_plans=generic_plans)
         try:
             yield
         finally:

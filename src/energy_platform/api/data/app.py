@@ -14,4 +14,6 @@ def create_app(settings: Settings) -> Litestar:
         description="Feeds, streams, stream data and notifications.",
         settings=settings,
         route_handlers=[FeedsController, NotificationsController],
+        # Every query here reads by key (token, feed, stream, user): one plan fits all calls.
+        generic_plans=True,
     )
