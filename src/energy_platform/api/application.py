@@ -29,16 +29,16 @@ def build_app(
     settings: Settings,
     route_handlers: Sequence[ControllerRouterHandler],
     description: str = "",
-    generic_plans: bool = False,
+    stateless_queries: bool = False,
 ) -> Litestar:
     """A Litestar app for service ``name`` with the platform's common parts.
 
-    ``generic_plans``: see :func:`create_pool`; for apps whose queries only ever read by key.
+    ``stateless_queries``: see :func:`create_pool`.
     """
 
     @asynccontextmanager
     async def database(app: Litestar) -> AsyncIterator[None]:
-        app.state.db = await create_pool(settings.database, generic_plans=generic_plans)
+        app.state.db = await create_pool(settings.database, stateless_queries=stateless_queries)
         try:
             yield
         finally:

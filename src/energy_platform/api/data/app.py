@@ -14,6 +14,7 @@ def create_app(settings: Settings) -> Litestar:
         description="Feeds, streams, stream data and notifications.",
         settings=settings,
         route_handlers=[FeedsController, NotificationsController],
-        # Every query here reads by key (token, feed, stream, user): one plan fits all calls.
-        generic_plans=True,
+        # Every query here is one self-contained statement (or transaction) by key: one plan
+        # fits all calls, and a connection needs no reset between requests.
+        stateless_queries=True,
     )
