@@ -27,6 +27,8 @@ BENCHMARKS = [
     ("benchmarks.ingest_throughput", "ingestion", []),
     # A full round of the engine takes about 20 minutes here: one counted round after a warm-up.
     ("benchmarks.engine_throughput", "engine", ["--runs", "1"]),
+    # Real time: 10,000 streams every 5 s; a warm-up, then 2 (quick) or 8 (full) buckets.
+    ("benchmarks.engine_freshness", "engine", []),
     ("benchmarks.forwarder_delivery", "forwarder", []),
 ]
 
