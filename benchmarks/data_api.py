@@ -108,7 +108,7 @@ def seed_extras(url: str, feed: int) -> Extras:
         )
         big = conn.execute(
             "INSERT INTO cluster.streams (feed_id, type, channel, device, medium)"
-            " VALUES (%s, 'raw', 200, 3, 1) RETURNING id",
+            " VALUES (%s, 'raw', 1, 99, 1) RETURNING id",  # device 99: no seeded stream's
             (feed,),
         ).fetchone()
         assert big

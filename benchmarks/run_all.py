@@ -131,7 +131,7 @@ def chart(report: Report, path: Path) -> None:
             fontsize=8,
         )
     ax.axvline(1.0, color="grey", linestyle="--", linewidth=1)
-    ax.set_xlim(0, max([1.2, *[min(r.ratio, 8) + 1.6 for r in rows]]))
+    ax.set_xlim(0, max([1.2, *[min(r.ratio, 8) + 3 for r in rows]]))
     ax.invert_yaxis()
     ax.set_xlabel(
         "figure / its limit measured in the same run (blue: higher is better; orange: lower is)"
