@@ -1,5 +1,7 @@
-"""Data API throughput: the stream-data endpoint (newest 100 points of a random window of a random
-stream) under wrk, beside an idle handler on the same server and the bare asyncpg query.
+"""Data API: the stream-data endpoint (newest 100 points of a random window of a random stream)
+under wrk at 50 and 10 connections, beside an idle handler on the same server and the endpoint's
+own statement straight from asyncpg; a dashboard (10 processed streams, one week of 90 s points
+each, fetched as 10 parallel requests); one request of 100,000 points.
 
     python -m benchmarks.data_api [--full] [--runs N]
 """
@@ -11,6 +13,7 @@ import asyncio
 import os
 import random
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -18,6 +21,7 @@ import time
 
 import asyncpg
 import httpx
+import msgspec
 import psycopg
 
 from benchmarks.support import bench_database, figure, report
@@ -30,6 +34,11 @@ DAY = 86_400
 STEP = 5
 TOKEN = "bench-token"
 CONNECTIONS = 50
+FEW_CONNECTIONS = 10
+WEEK_OF_BUCKETS = 7 * 86_400 // 90  # 6,720 processed points per dashboard stream
+DASHBOARD_STREAMS = 10
+BIG = 100_000
+EARLIEST = -62_135_596_800
 WRK_SCRIPT = """
 math.randomseed(os.time())
 request = function()
@@ -73,9 +82,51 @@ def seed(url: str, streams: int) -> tuple[int, int, int]:
     return feed[0], min(ids), max(ids)
 
 
-def wrk(url: str, script: str | None, seconds: int) -> tuple[float, float, float]:
-    """(requests/s, p50 ms, p99 ms) of one wrk run with CONNECTIONS connections."""
-    command = ["wrk", "-t2", f"-c{CONNECTIONS}", f"-d{seconds}s", "--latency"]
+class Extras(msgspec.Struct, frozen=True):
+    dashboard: list[int]
+    """Processed streams with a week of 90 s points each, ending at T0."""
+    big: int
+    """A raw stream with more than 100,000 points at 5 s, ending at T0."""
+
+
+def seed_extras(url: str, feed: int) -> Extras:
+    with psycopg.connect(url) as conn:
+        dashboard = [
+            row[0]
+            for row in conn.execute(
+                "INSERT INTO cluster.streams (feed_id, type, channel, idx, combined)"
+                " SELECT %s, 'processed', 100 + i, NULL, false FROM generate_series(1, %s) i"
+                " RETURNING id",
+                (feed, DASHBOARD_STREAMS),
+            ).fetchall()
+        ]
+        conn.execute(
+            "INSERT INTO cluster.processed_points (stream_id, ts, value)"
+            " SELECT s, to_timestamp(%s - 90 * i), round((random() * 50)::numeric, 3)"
+            "   FROM unnest(%s::bigint[]) s, generate_series(1, %s) i",
+            (T0, dashboard, WEEK_OF_BUCKETS),
+        )
+        big = conn.execute(
+            "INSERT INTO cluster.streams (feed_id, type, channel, device, medium)"
+            " VALUES (%s, 'raw', 1, 99, 1) RETURNING id",  # device 99: no seeded stream's
+            (feed,),
+        ).fetchone()
+        assert big
+        conn.execute(
+            "INSERT INTO cluster.raw_points (stream_id, ts, value)"
+            " SELECT %s, to_timestamp(%s - 5 * i), random() * 3000 FROM generate_series(1, %s) i",
+            (big[0], T0, BIG + 1000),
+        )
+        conn.execute("ANALYZE cluster.raw_points")
+        conn.execute("ANALYZE cluster.processed_points")
+    return Extras(dashboard, big[0])
+
+
+def wrk(
+    url: str, script: str | None, seconds: int, connections: int = CONNECTIONS
+) -> tuple[float, float, float]:
+    """(requests/s, p50 ms, p99 ms) of one wrk run with ``connections`` connections."""
+    command = ["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "--latency"]
     with tempfile.NamedTemporaryFile("w", suffix=".lua") as lua:
         if script:
             lua.write(script)
@@ -91,53 +142,108 @@ def _latency(out: str, label: str) -> float:
     return float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
 
 
-async def asyncpg_rate(url: str, first: int, last: int, seconds: float) -> float:
-    """The endpoint's own prepared statement, CONNECTIONS at once, straight from asyncpg."""
-    pool = await asyncpg.create_pool(url, min_size=CONNECTIONS // 5, max_size=CONNECTIONS // 5)
+async def asyncpg_rate(url: str, digest: bytes, feed: int, streams: range, seconds: float) -> float:
+    """The endpoint's own prepared statement, as the API's pool runs it, straight from asyncpg."""
+    workers = CONNECTIONS // 5
+    pool = await asyncpg.create_pool(
+        url,
+        min_size=workers,
+        max_size=workers,
+        server_settings={"plan_cache_mode": "force_generic_plan"},
+    )
     done = 0
     stop = time.perf_counter() + seconds
 
     async def worker() -> None:
         nonlocal done
         async with pool.acquire() as conn:
-            statement = await conn.prepare(queries.RAW_POINTS)
+            statement = await conn.prepare(queries.STREAM_DATA)
             while time.perf_counter() < stop:
                 t = T0 + random.randint(0, DAY)
-                await statement.fetchrow(random.randint(first, last), -62_135_596_800, t, 100)
+                await statement.fetchrow(digest, feed, random.choice(streams), EARLIEST, t, 100)
                 done += 1
 
     started = time.perf_counter()
-    await asyncio.gather(*(worker() for _ in range(CONNECTIONS // 5)))
+    await asyncio.gather(*(worker() for _ in range(workers)))
     elapsed = time.perf_counter() - started
     await pool.close()
     return done / elapsed
 
 
+async def timed_requests(base: str, paths: list[str], rounds: int) -> list[float]:
+    """Wall time (ms) of fetching ``paths`` in parallel, each round; every body is checked."""
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    limits = httpx.Limits(max_connections=len(paths))
+    times = []
+    async with httpx.AsyncClient(base_url=base, headers=headers, limits=limits, timeout=60) as http:
+        for _ in range(rounds + 1):  # the first round opens the connections: not counted
+            started = time.perf_counter()
+            responses = await asyncio.gather(*(http.get(p) for p in paths))
+            times.append((time.perf_counter() - started) * 1000)
+            for r in responses:
+                assert r.status_code == 200, r.text[:200]
+                assert r.content.startswith(b"[["), "every request must return points"
+    return times[1:]
+
+
+async def timed_statements(
+    url: str, digest: bytes, feed: int, requests: list[tuple[int, int]], rounds: int
+) -> list[float]:
+    """The same requests' statements from asyncpg, one connection each, in parallel (ms)."""
+    conns = [
+        await asyncpg.connect(url, server_settings={"plan_cache_mode": "force_generic_plan"})
+        for _ in requests
+    ]
+    times = []
+    try:
+        for _ in range(rounds + 1):
+            started = time.perf_counter()
+            await asyncio.gather(
+                *(
+                    conn.fetchrow(queries.STREAM_DATA, digest, feed, stream, EARLIEST, T0, limit)
+                    for conn, (stream, limit) in zip(conns, requests, strict=True)
+                )
+            )
+            times.append((time.perf_counter() - started) * 1000)
+    finally:
+        for conn in conns:
+            await conn.close()
+    return times[1:]
+
+
+def start_server(url: str, port: int) -> subprocess.Popen[bytes]:
+    env = {
+        **os.environ,
+        "EP_DATABASE_URL": url,
+        "EP_HTTP_API_PORT": str(port),
+        "EP_DATABASE_POOL_MAX": "10",
+        "EP_LOG_LEVEL": "warning",
+    }
+    server = subprocess.Popen([sys.executable, "-m", "benchmarks.data_api_server"], env=env)
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200:
+                return server
+        except httpx.TransportError:
+            pass
+        if time.monotonic() > deadline:
+            server.terminate()
+            raise RuntimeError("the bench server did not start")
+        time.sleep(0.1)
+
+
 def main(full: bool, runs: int) -> None:
     streams, seconds = (1000, 10) if full else (50, 5)
+    digest = token_digest(TOKEN)
     with bench_database() as settings:
-        feed, first, last = seed(settings.database.url, streams)
+        url = settings.database.url
+        feed, first, last = seed(url, streams)
+        extras = seed_extras(url, feed)
         port = free_port()
-        env = {
-            **os.environ,
-            "EP_DATABASE_URL": settings.database.url,
-            "EP_HTTP_API_PORT": str(port),
-            "EP_DATABASE_POOL_MAX": "10",
-            "EP_LOG_LEVEL": "warning",
-        }
-        server = subprocess.Popen([sys.executable, "-m", "benchmarks.data_api_server"], env=env)
+        server = start_server(url, port)
         try:
             base = f"http://127.0.0.1:{port}"
-            deadline = time.monotonic() + 20
-            while True:
-                try:
-                    if httpx.get(base + "/readyz", timeout=1).status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                if time.monotonic() > deadline:
-                    raise RuntimeError("the bench server did not start")
-                time.sleep(0.1)
             script = WRK_SCRIPT.format(
                 first=first, last=last, t0=T0, span=DAY, feed=feed, token=TOKEN
             )
@@ -148,28 +254,91 @@ def main(full: bool, runs: int) -> None:
             assert len(sample) == 100, "the endpoint must return 100 points"
             wrk(base + "/bench/idle", None, 2)  # warm-up, not counted
             wrk(base + "/", script, 2)
-            api, idle, direct, p50, p99 = [], [], [], [], []
+            api, idle, direct, p50, p99, idle_p50, idle_p99 = [], [], [], [], [], [], []
+            few_p99, idle_few_p99 = [], []
             for _ in range(runs):
                 rate, median, tail = wrk(base + "/", script, seconds)
                 api.append(rate)
                 p50.append(median)
                 p99.append(tail)
-                idle.append(wrk(base + "/bench/idle", None, seconds)[0])
+                rate, median, tail = wrk(base + "/bench/idle", None, seconds)
+                idle.append(rate)
+                idle_p50.append(median)
+                idle_p99.append(tail)
+                few_p99.append(wrk(base + "/", script, seconds, FEW_CONNECTIONS)[2])
+                idle_few_p99.append(wrk(base + "/bench/idle", None, seconds, FEW_CONNECTIONS)[2])
                 direct.append(
-                    asyncio.run(asyncpg_rate(settings.database.url, first, last, seconds))
+                    asyncio.run(asyncpg_rate(url, digest, feed, range(first, last + 1), seconds))
                 )
+            week = f"time_from={T0 - 7 * 86_400}&time_to={T0}&limit={WEEK_OF_BUCKETS}"
+            dashboard_paths = [f"/feeds/{feed}/streams/{s}/data?{week}" for s in extras.dashboard]
+            rounds = 5 * runs
+            dashboard = asyncio.run(timed_requests(base, dashboard_paths, rounds))
+            dashboard_db = asyncio.run(
+                timed_statements(
+                    url, digest, feed, [(s, WEEK_OF_BUCKETS) for s in extras.dashboard], rounds
+                )
+            )
+            big_path = f"/feeds/{feed}/streams/{extras.big}/data?limit={BIG}"
+            big_body = httpx.get(
+                base + big_path, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60
+            ).json()
+            assert len(big_body) == BIG, "the endpoint must return 100,000 points"
+            big = asyncio.run(timed_requests(base, [big_path], rounds))
+            big_db = asyncio.run(timed_statements(url, digest, feed, [(extras.big, BIG)], rounds))
         finally:
             server.terminate()
             server.wait(10)
     print(
-        f"data API: {streams} streams x 1 day of 5 s points, {CONNECTIONS} connections, "
-        f"{runs} runs of {seconds} s after a warm-up"
+        f"data API: {streams} streams x 1 day of 5 s points, wrk at {CONNECTIONS} and "
+        f"{FEW_CONNECTIONS} connections, {runs} runs of {seconds} s after a warm-up; dashboard "
+        f"and 100,000-point request: {rounds} rounds after one"
     )
+    ratio = statistics.median(api) / statistics.median(idle)
+    few = statistics.median(few_p99)
     report(
         [
-            figure("data endpoint req/s (100 points)", "req/s", api, "idle handler req/s", idle),
+            figure(
+                "data endpoint req/s (100 points)",
+                "req/s",
+                api,
+                "idle handler req/s",
+                idle,
+                goal="ratio >= 0.8",
+                goal_met=ratio >= 0.8,
+            ),
             figure("data endpoint req/s vs asyncpg", "req/s", api, "asyncpg queries/s", direct),
-            figure("data endpoint p50 latency", "ms", p50, "p99 latency ms", p99),
+            figure(
+                f"data endpoint p99 latency, {FEW_CONNECTIONS} connections",
+                "ms",
+                few_p99,
+                "idle handler p99 ms",
+                idle_few_p99,
+                goal="<= 20 ms",
+                goal_met=few <= 20,
+            ),
+            figure(
+                f"data endpoint p99 latency, {CONNECTIONS} connections",
+                "ms",
+                p99,
+                "idle handler p99 ms",
+                idle_p99,
+            ),
+            figure(
+                f"data endpoint p50 latency, {CONNECTIONS} connections",
+                "ms",
+                p50,
+                "idle handler p50 ms",
+                idle_p50,
+            ),
+            figure(
+                "dashboard: 10 x 1 week of 90 s points",
+                "ms",
+                dashboard,
+                "same statements, asyncpg ms",
+                dashboard_db,
+            ),
+            figure("one request of 100,000 points", "ms", big, "its statement, asyncpg ms", big_db),
         ]
     )
 

@@ -8,8 +8,7 @@ import os
 
 from litestar import get
 
-from energy_platform.api.application import build_app
-from energy_platform.api.data.feeds import FeedsController
+from energy_platform.api.data.app import create_app
 from energy_platform.api.server import HttpService
 from energy_platform.lifecycle import run_services
 from energy_platform.logs import configure_logging
@@ -26,9 +25,8 @@ async def idle() -> list[tuple[int, float]]:
 def main() -> None:
     settings = Settings.from_env(os.environ)
     configure_logging(settings.log)
-    app = build_app(
-        name="api", title="bench", settings=settings, route_handlers=[FeedsController, idle]
-    )
+    app = create_app(settings)
+    app.register(idle)
     service = HttpService("api", app, settings.http.host, settings.http.api_port)
     asyncio.run(run_services([service], shutdown_timeout=5))
 

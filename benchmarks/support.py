@@ -35,6 +35,9 @@ def bench_database() -> Iterator[Settings]:
         drop_database(url)
 
 
+TIME_UNITS = frozenset({"ms", "s"})
+
+
 class Figure(msgspec.Struct):
     """One measured figure beside the limit it is compared against, from the same run."""
 
@@ -45,6 +48,11 @@ class Figure(msgspec.Struct):
     high: float
     limit_name: str
     limit: float
+    better: str = "high"
+    """"high" when a larger figure is better (throughput), "low" when smaller is (latency)."""
+    goal: str = ""
+    """The issue's goal for this figure, e.g. "ratio >= 0.8" or "<= 20 ms"; empty if none."""
+    goal_met: bool | None = None
 
     @property
     def ratio(self) -> float:
@@ -52,8 +60,17 @@ class Figure(msgspec.Struct):
 
 
 def figure(
-    name: str, unit: str, runs: Sequence[float], limit_name: str, limits: Sequence[float]
+    name: str,
+    unit: str,
+    runs: Sequence[float],
+    limit_name: str,
+    limits: Sequence[float],
+    *,
+    better: str | None = None,
+    goal: str = "",
+    goal_met: bool | None = None,
 ) -> Figure:
+    """``better`` defaults to "low" for times (ms, s) and "high" for everything else."""
     return Figure(
         name,
         unit,
@@ -62,15 +79,19 @@ def figure(
         max(runs),
         limit_name,
         statistics.median(limits),
+        better or ("low" if unit in TIME_UNITS else "high"),
+        goal,
+        goal_met,
     )
 
 
 def report(figures: Sequence[Figure]) -> None:
     """A table for people, then one JSON line per figure for `make bench`."""
     for f in figures:
+        goal = f"  goal {f.goal}: {'met' if f.goal_met else 'NOT met'}" if f.goal else ""
         print(
-            f"{f.name:<34} {f.median:>12,.0f} {f.unit:<10} (min {f.low:,.0f}, max {f.high:,.0f})"
-            f"  {f.limit_name}: {f.limit:,.0f}  ratio {f.ratio:.2f}"
+            f"{f.name:<34} {f.median:>12,.1f} {f.unit:<10} (min {f.low:,.1f}, max {f.high:,.1f})"
+            f"  {f.limit_name}: {f.limit:,.1f}  ratio {f.ratio:.2f} ({f.better} is better){goal}"
         )
     for f in figures:
         print(

@@ -32,17 +32,19 @@ def build_app(
     route_handlers: Sequence[ControllerRouterHandler],
     description: str = "",
     authenticating: Mapping[str, Authentication] | None = None,
+    stateless_queries: bool = False,
 ) -> Litestar:
     """A Litestar app for service ``name`` with the platform's common parts.
 
     ``authenticating`` names the dependencies that authenticate a caller, with their scheme and
     the statuses they answer (``{"caller": bearer(...)}``): the OpenAPI document lists them on
     every operation that uses one (see ``openapi.document_problems``).
+    ``stateless_queries``: see :func:`create_pool`.
     """
 
     @asynccontextmanager
     async def database(app: Litestar) -> AsyncIterator[None]:
-        app.state.db = await create_pool(settings.database)
+        app.state.db = await create_pool(settings.database, stateless_queries=stateless_queries)
         try:
             yield
         finally:

@@ -9,7 +9,9 @@ every operation in one place, from what the operation has:
   parameter has a format of its own (declared, see below);
 - a dependency that authenticates (``authenticating`` of ``build_app``): its statuses (401,
   403), and its security scheme (so that API explorers offer to send the credential);
-- anything a handler raises on its own: ``opt=problems(409, 429)`` on its decorator.
+- anything a handler raises on its own: ``opt=problems(409, 429)`` on its decorator;
+- a handler that authenticates inside its own query (one round trip) instead of through the
+  dependency: ``opt=authenticates_as("caller")`` gives it that dependency's statuses and scheme.
 
 It also writes fixed-length tuples (a data point ``[t, v]``) without ``prefixItems``: an
 array of ``anyOf`` its member types with ``minItems = maxItems``. Schemathesis (4.32) turns
@@ -49,12 +51,19 @@ from energy_platform.api.problems import PROBLEM_JSON
 
 PROBLEMS_OPT = "problems"
 """Key of a handler's ``opt`` naming the error statuses its own body can answer."""
+AUTHENTICATES_OPT = "authenticates_as"
+"""Key of a handler's ``opt`` naming the authenticating dependency its own query stands in for."""
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 
 
 def problems(*statuses: int) -> dict[str, tuple[int, ...]]:
     """A handler's ``opt`` naming the error statuses its own body answers (409, 429, 503...)."""
     return {PROBLEMS_OPT: statuses}
+
+
+def authenticates_as(*dependencies: str) -> dict[str, tuple[str, ...]]:
+    """A handler's ``opt`` for one that checks the credential of ``dependencies`` itself."""
+    return {AUTHENTICATES_OPT: dependencies}
 
 
 PROBLEM_SCHEMA = Schema(
@@ -154,10 +163,15 @@ def _operation(openapi: OpenAPI, path: str, method: str) -> Operation | None:
 def _authentications(
     handler: HTTPRouteHandler, authenticating: Mapping[str, Authentication]
 ) -> list[str]:
-    """The authenticating dependencies this handler resolves."""
+    """The authenticating dependencies this handler resolves or stands in for."""
     dependencies = handler.resolve_dependencies()
     parameters = handler.parsed_fn_signature.parameters
-    return [name for name in authenticating if name in dependencies and name in parameters]
+    itself = handler.opt.get(AUTHENTICATES_OPT, ())
+    return [
+        name
+        for name in authenticating
+        if (name in dependencies and name in parameters) or name in itself
+    ]
 
 
 def _statuses(handler: HTTPRouteHandler, method: str, operation: Operation) -> set[int]:

@@ -1,7 +1,8 @@
 import psycopg
 import pytest
 
-from tests.integration.data.conftest import World
+from energy_platform.tokens import token_digest
+from tests.integration.data.conftest import T0, World
 
 
 async def test_a_request_without_a_token_is_401_problem_json_with_a_challenge(world: World) -> None:
@@ -114,3 +115,67 @@ async def test_a_forwarded_feed_is_hidden_until_unregistered(
     assert admin_view == 404
     assert after == 200
     assert feed in listed
+
+
+async def test_a_revoked_token_and_a_removed_feed_stop_working_at_once(
+    world: World, database_url: str
+) -> None:
+    # A user of their own with two feeds, so that nothing else in the world changes.
+    with psycopg.connect(database_url) as conn:
+        (user,) = (
+            conn.execute(
+                "INSERT INTO cluster.users (name, token_sha256) VALUES ('carol-data-api', %s)"
+                " RETURNING id",
+                (token_digest("carol-token"),),
+            ).fetchone()
+            or ()
+        )
+        streams = []
+        for sn in ("D000000000000004", "D000000000000005"):
+            (feed,) = (
+                conn.execute(
+                    "INSERT INTO cluster.feeds (owner_id, homebase_sn, subscription_from,"
+                    " subscription_to) VALUES (%s, %s, '2026-01-01Z', '2027-01-01Z') RETURNING id",
+                    (user, sn),
+                ).fetchone()
+                or ()
+            )
+            (stream,) = (
+                conn.execute(
+                    "INSERT INTO cluster.streams (feed_id, type, channel, device, medium)"
+                    " VALUES (%s, 'raw', 1, 3, 1) RETURNING id",
+                    (feed,),
+                ).fetchone()
+                or ()
+            )
+            conn.execute(
+                "INSERT INTO cluster.raw_points VALUES (%s, to_timestamp(%s), 1.5)", (stream, T0)
+            )
+            streams.append(f"/feeds/{feed}/streams/{stream}/data")
+    kept, removed = streams
+    try:
+        async with world.client(None) as http:
+            carol = {"Authorization": "Bearer carol-token"}
+            # Enough requests that every pooled connection has prepared the statement.
+            before = [(await http.get(path, headers=carol)).status_code for path in streams * 10]
+            with psycopg.connect(database_url) as conn:
+                conn.execute("DELETE FROM cluster.feeds WHERE homebase_sn = 'D000000000000005'")
+            feed_gone = (await http.get(removed, headers=carol)).status_code
+            still_there = await http.get(kept, headers=carol)
+            with psycopg.connect(database_url) as conn:
+                conn.execute(
+                    "UPDATE cluster.users SET token_sha256 = %s WHERE id = %s",
+                    (token_digest("carol-new-token"), user),
+                )
+            revoked = await http.get(kept, headers=carol)
+            renewed = await http.get(kept, headers={"Authorization": "Bearer carol-new-token"})
+    finally:
+        with psycopg.connect(database_url) as conn:
+            conn.execute("DELETE FROM cluster.feeds WHERE owner_id = %s", (user,))
+            conn.execute("DELETE FROM cluster.users WHERE id = %s", (user,))
+    assert before == [200] * 20
+    assert feed_gone == 404
+    assert still_there.json() == [[T0, 1.5]]
+    assert revoked.status_code == 401
+    assert revoked.headers["www-authenticate"].startswith("Bearer")
+    assert renewed.json() == [[T0, 1.5]]

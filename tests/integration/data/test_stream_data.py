@@ -1,3 +1,8 @@
+from collections.abc import Iterator, Sequence
+from typing import Protocol
+
+import msgspec
+import psycopg
 import pytest
 
 from tests.integration.data.conftest import T0, World
@@ -106,3 +111,78 @@ async def test_bad_stream_filters_are_400_problem_json(world: World, query: str)
         response = await http.get(f"/feeds/{world.feeds['home']}/streams?{query}")
     assert response.status_code == 400, response.text
     assert response.headers["content-type"] == "application/problem+json"
+
+
+class AddStream(Protocol):
+    def __call__(self, points: Sequence[tuple[int, float]]) -> str: ...
+
+
+@pytest.fixture
+def extra_stream(world: World, database_url: str) -> Iterator[AddStream]:
+    """Adds a raw stream with ``points`` to alice's home feed; the path of its data."""
+    added: list[int] = []
+
+    def add(points: Sequence[tuple[int, float]]) -> str:
+        with psycopg.connect(database_url) as conn:
+            row = conn.execute(
+                "INSERT INTO cluster.streams (feed_id, type, channel, device, medium)"
+                " VALUES (%s, 'raw', 9, 3, 1 + %s) RETURNING id",
+                (world.feeds["home"], len(added)),
+            ).fetchone()
+            assert row
+            conn.execute(
+                "INSERT INTO cluster.raw_points SELECT %s, to_timestamp(t), v"
+                "  FROM unnest(%s::bigint[], %s::float8[]) AS u(t, v)",
+                (row[0], [t for t, _ in points], [v for _, v in points]),
+            )
+        added.append(row[0])
+        return f"/feeds/{world.feeds['home']}/streams/{row[0]}/data"
+
+    yield add
+    with psycopg.connect(database_url) as conn:
+        conn.execute("DELETE FROM cluster.raw_points WHERE stream_id = ANY(%s)", (added,))
+        conn.execute("DELETE FROM cluster.streams WHERE id = ANY(%s)", (added,))
+
+
+async def test_a_100000_point_request_returns_the_newest_100000(
+    world: World, extra_stream: AddStream
+) -> None:
+    # A week and a bit of 5 s points (100,050), value = index / 4.
+    path = extra_stream([(T0 + 5 * i, i / 4) for i in range(100_050)])
+    async with world.client("alice") as http:
+        response = await http.get(path, params={"limit": 100_000}, timeout=30)
+    assert response.status_code == 200
+    # The 50 oldest are left out; each point is exactly what msgspec would have written.
+    expected = [(T0 + 5 * i, i / 4) for i in range(50, 100_050)]
+    assert response.content == msgspec.json.encode(expected)
+
+
+async def test_values_keep_their_json_form_at_every_magnitude(
+    world: World, extra_stream: AddStream
+) -> None:
+    values = [0.0, -0.0, 200.0, -71.0, 0.025, 1234.5, 0.1 + 0.2, 1e-4, 1e-5, 1.2345e-5, 1e-7]
+    values += [1e15, 1234567890123456.8, 1e16, 5.486020414815598e16, 1e22, -2.5e-308, 5e-324]
+    values += [1.7976931348623157e308, 123456789.125, 2.0**53 + 2]
+    path = extra_stream([(T0 + i, v) for i, v in enumerate(values, start=1)])
+    async with world.client("alice") as http:
+        response = await http.get(path)
+    # The body the API always wrote: msgspec's (200.0, 1e16, 0.00001, 1e-7, -0.0).
+    expected = [(T0 + i, v) for i, v in enumerate(values, start=1)]
+    assert response.content == msgspec.json.encode(expected)
+    assert response.json() == [list(p) for p in expected]
+
+
+async def test_points_in_a_new_chunk_are_served_at_once(
+    world: World, extra_stream: AddStream, database_url: str
+) -> None:
+    path = extra_stream([(T0, 1.0)])
+    async with world.client("alice") as http:
+        for _ in range(20):  # every pooled connection has its plan of the statement
+            assert (await http.get(path)).json() == [[T0, 1.0]]
+        with psycopg.connect(database_url) as conn:  # a month later: a chunk of its own
+            conn.execute(
+                "INSERT INTO cluster.raw_points VALUES (%s, to_timestamp(%s), 2.0)",
+                (path.split("/")[-2], T0 + 30 * 86_400),
+            )
+        later = (await http.get(path)).json()
+    assert later == [[T0, 1.0], [T0 + 30 * 86_400, 2.0]]

@@ -17,4 +17,7 @@ def create_app(settings: Settings) -> Litestar:
         settings=settings,
         route_handlers=[FeedsController, NotificationsController, *dashboard_routes()],
         authenticating={"caller": bearer("A user token (`admin users add`).")},
+        # Every query here is one self-contained statement (or transaction) by key: one plan
+        # fits all calls, and a connection needs no reset between requests.
+        stateless_queries=True,
     )

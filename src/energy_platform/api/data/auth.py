@@ -29,14 +29,23 @@ class Caller(msgspec.Struct, frozen=True):
 
 async def authenticate(request: Request[object, object, State], state: State) -> Caller:
     """The user behind ``Authorization: Bearer <token>``; 401 when missing or unknown."""
+    pool: asyncpg.Pool = state.db
+    row = await pool.fetchrow(queries.CALLER_BY_DIGEST, bearer_digest(request))
+    if row is None:
+        raise unknown_token()
+    return Caller(row["id"], row["is_admin"])
+
+
+def unknown_token() -> BearerRequired:
+    return BearerRequired("unknown or revoked token")
+
+
+def bearer_digest(request: Request[object, object, State]) -> bytes:
+    """The SHA-256 of the request's bearer token, as users are looked up by; 401 without one."""
     scheme, _, token = request.headers.get("authorization", "").partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         raise BearerRequired("send Authorization: Bearer <token>")
-    pool: asyncpg.Pool = state.db
-    row = await pool.fetchrow(queries.CALLER_BY_DIGEST, token_digest(token.strip()))
-    if row is None:
-        raise BearerRequired("unknown or revoked token")
-    return Caller(row["id"], row["is_admin"])
+    return token_digest(token.strip())
 
 
 async def visible_user(pool: asyncpg.Pool, user_id: str, caller: Caller) -> int:

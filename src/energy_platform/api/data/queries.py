@@ -65,30 +65,38 @@ SELECT stream_id, title, medium, unit, nullif(lower(validity), '-infinity') AS v
  WHERE stream_id = ANY($1::bigint[])
  ORDER BY stream_id, lower(validity) NULLS FIRST"""
 
-# The newest $4 points of one stream in [$2, $3], oldest first, as two arrays (times, values).
-# Each is served by the primary key (stream_id, ts), scanned backwards.
-RAW_POINTS = """
-SELECT coalesce(array_agg(t ORDER BY t), '{}'), coalesce(array_agg(value ORDER BY t), '{}')
-  FROM (SELECT extract(epoch FROM ts)::bigint AS t, value
-          FROM cluster.raw_points
-         WHERE stream_id = $1 AND ts >= to_timestamp($2::bigint) AND ts <= to_timestamp($3::bigint)
-         ORDER BY ts DESC
-         LIMIT $4) newest"""
-
-PROCESSED_POINTS = """
-SELECT coalesce(array_agg(t ORDER BY t), '{}'), coalesce(array_agg(value ORDER BY t), '{}')
-  FROM (SELECT extract(epoch FROM ts)::bigint AS t, value
-          FROM cluster.processed_points
-         WHERE stream_id = $1 AND ts >= to_timestamp($2::bigint) AND ts <= to_timestamp($3::bigint)
-         ORDER BY ts DESC
-         LIMIT $4) newest"""
-
-SYSTEM_POINTS = """
-SELECT coalesce(array_agg(t ORDER BY t), '{}'), coalesce(array_agg(value ORDER BY t), '{}')
-  FROM (SELECT extract(epoch FROM ts)::bigint AS t, value
-          FROM cluster.system_points
-         WHERE stream_id = $1 AND ts >= to_timestamp($2::bigint) AND ts <= to_timestamp($3::bigint)
-         ORDER BY ts DESC
-         LIMIT $4) newest"""
-
-POINTS = {"raw": RAW_POINTS, "processed": PROCESSED_POINTS, "system": SYSTEM_POINTS}
+# The stream-data endpoint in one round trip: who calls ($1, the token's SHA-256), whether they
+# may see stream $3 of feed $2, and the newest $6 points in [$4, $5] as the ready JSON body,
+# oldest first. Only the branch of the stream's own type scans (one-time filters); each scan is
+# the primary key (stream_id, ts) read backwards. An unknown caller or invisible stream gets `[]`.
+STREAM_DATA = """
+WITH caller AS (
+    SELECT id, is_admin FROM cluster.users WHERE token_sha256 = $1),
+stream AS (
+    SELECT s.type
+      FROM caller c
+      JOIN cluster.feeds f ON f.owner_id = c.id OR c.is_admin
+      JOIN cluster.streams s ON s.feed_id = f.id
+     WHERE f.id = $2 AND s.id = $3
+       AND NOT EXISTS (SELECT FROM forwarder.registrations r WHERE r.homebase_sn = f.homebase_sn)),
+newest AS (
+    (SELECT ts, value FROM cluster.raw_points
+      WHERE (SELECT type FROM stream) = 'raw' AND stream_id = $3
+        AND ts >= to_timestamp($4::bigint) AND ts <= to_timestamp($5::bigint)
+      ORDER BY ts DESC LIMIT $6)
+    UNION ALL
+    (SELECT ts, value FROM cluster.processed_points
+      WHERE (SELECT type FROM stream) = 'processed' AND stream_id = $3
+        AND ts >= to_timestamp($4::bigint) AND ts <= to_timestamp($5::bigint)
+      ORDER BY ts DESC LIMIT $6)
+    UNION ALL
+    (SELECT ts, value FROM cluster.system_points
+      WHERE (SELECT type FROM stream) = 'system' AND stream_id = $3
+        AND ts >= to_timestamp($4::bigint) AND ts <= to_timestamp($5::bigint)
+      ORDER BY ts DESC LIMIT $6))
+SELECT EXISTS (SELECT FROM caller) AS caller_known,
+       EXISTS (SELECT FROM stream) AS visible,
+       (SELECT convert_to('[' || coalesce(string_agg(
+                   '[' || extract(epoch FROM ts)::bigint || ',' || cluster.json_number(value)
+                   || ']', ',' ORDER BY ts), '') || ']', 'UTF8')
+          FROM newest) AS body"""
