@@ -174,18 +174,32 @@ async def new_customer(
     await db.execute("DELETE FROM forwarder.registrations WHERE customer_id = ANY($1)", made)
 
 
+# The receivers listen on loopback, which is not a public address: opened as an operator would.
+LOOPBACK = "127.0.0.0/8,::1/128"
+
+
+def loopback_allowed(settings: Settings) -> Settings:
+    return msgspec.structs.replace(
+        settings,
+        forwarder=msgspec.structs.replace(settings.forwarder, allowed_networks=LOOPBACK),
+    )
+
+
 @pytest.fixture(scope="module")
 async def api(settings: Settings) -> AsyncIterator[str]:
     url = f"http://127.0.0.1:{settings.http.forwarder_port}"
-    service = HttpService(
-        "forwarder", forwarder.create_app(settings), "127.0.0.1", settings.http.forwarder_port
-    )
+    app = forwarder.create_app(loopback_allowed(settings))
+    service = HttpService("forwarder", app, "127.0.0.1", settings.http.forwarder_port)
     async with running(service, ready_urls=(url + "/healthz",)):
         yield url
 
 
 FAST = ForwarderSettings(
-    delivery_timeout=0.5, backoff_base=0.1, settle_seconds=0.0, poll_interval=0.05
+    delivery_timeout=0.5,
+    backoff_base=0.1,
+    settle_seconds=0.0,
+    poll_interval=0.05,
+    allowed_networks=LOOPBACK,
 )
 
 
@@ -203,7 +217,18 @@ async def configure(
         return await client.post("/config", json=body)
 
 
-async def register(api: str, customer: Customer, sn: str) -> None:
+async def grant(db: asyncpg.Connection, customer: Customer, *serials: str) -> None:
+    """What ``admin customers grant`` does (tested in test_grants.py)."""
+    await db.executemany(
+        "INSERT INTO forwarder.grants (customer_id, homebase_sn) VALUES ($1, $2)"
+        " ON CONFLICT DO NOTHING",
+        [(customer.id, sn) for sn in serials],
+    )
+
+
+async def register(api: str, customer: Customer, sn: str, db: asyncpg.Connection) -> None:
+    """Granted by the administrator, then registered by the customer."""
+    await grant(db, customer, sn)
     async with httpx.AsyncClient(base_url=api, headers=customer.headers()) as client:
         answer = await client.post(f"/register/{sn}")
     assert answer.status_code == 201, answer.text

@@ -6,11 +6,13 @@ with one query, and records many outcomes in one transaction.
 
 # Due customers not in flight: a pending batch whose retry time has come, or no pending batch
 # and the next interval ended (plus the settle time). Locked while their batches are made.
+# `upto`, the snapshot a new batch reaches to, is taken by this statement: every transaction
+# visible in it has committed, so the queries after it see all the points it covers.
 CLAIM = """
 SELECT s.customer_id, s.delivered_to, s.batch_id, s.batch_from, s.batch_to, s.batch_mode,
-       s.batch_cutoff, s.batch_body, s.attempts,
+       s.batch_body, s.attempts, s.seen::text AS seen, s.batch_seen::text AS batch_seen,
        forwarder.interval_end(s.delivered_to, c.interval_minutes) AS next_end,
-       clock_timestamp() AS now,
+       pg_current_snapshot()::text AS upto,
        c.interval_minutes, c.url, c.username, c.password, c.mode
   FROM forwarder.delivery_state s
   JOIN forwarder.configs c USING (customer_id)
@@ -24,35 +26,32 @@ SELECT s.customer_id, s.delivered_to, s.batch_id, s.batch_from, s.batch_to, s.ba
  LIMIT $3
    FOR UPDATE OF s SKIP LOCKED"""
 
-# The points of many batches at once: (customer, from, to, cutoff) per batch, as four arrays.
+# The points of many batches at once, each batch's values as parallel arrays. `all`: (customer,
+# seen, upto), the points stored since the previous batch, in storage order. `aggregated`:
+# (customer, from, to, interval seconds, seen, upto).
 ALL_POINTS = """
 SELECT p.customer_id, s.homebase_sn, s.channel, s.device, s.medium, s.idx, s.obis,
        NULL::text AS method, floor(extract(epoch FROM p.ts))::bigint AS t, p.value
-  FROM forwarder.batch_points($1, $2, $3, $4) p
+  FROM forwarder.new_points($1, $2, $3) p
   JOIN forwarder.streams s ON s.id = p.stream_id
- ORDER BY p.customer_id, p.ts, s.homebase_sn, s.channel, s.device, s.medium, s.idx, s.obis"""
+ ORDER BY p.customer_id, p.stored_by, p.ts, s.homebase_sn, s.channel, s.device, s.medium, s.idx,
+          s.obis"""
 
 AGGREGATED_POINTS = """
 SELECT a.customer_id, s.homebase_sn, s.channel, s.device, a.medium, s.idx, s.obis, a.method,
        floor(extract(epoch FROM a.ts))::bigint AS t, a.value
-  FROM forwarder.batch_aggregates($1, $2, $3, $4) a
+  FROM forwarder.batch_aggregates($1, $2, $3, $4, $5, $6) a
   JOIN forwarder.streams s ON s.id = a.stream_id
- ORDER BY a.customer_id, s.homebase_sn, s.channel, s.device, s.medium, s.idx, s.obis"""
+ ORDER BY a.customer_id, a.ts, s.homebase_sn, s.channel, s.device, s.medium, s.idx, s.obis"""
 
-# An interval with no data sends nothing: the cursor just moves past it.
-SKIP_EMPTY = """
-UPDATE forwarder.delivery_state s SET delivered_to = d.ts_to
-  FROM unnest($1::bigint[], $2::timestamptz[]) AS d(customer_id, ts_to)
- WHERE s.customer_id = d.customer_id AND s.batch_id IS NULL AND s.delivered_to < d.ts_to"""
-
-# Persisted (durably) before the first attempt: a restart sends the same id.
+# Persisted (durably) before the first attempt: a restart sends the same id and points.
 START_BATCHES = """
 UPDATE forwarder.delivery_state s
    SET batch_id = d.batch_id, batch_from = s.delivered_to, batch_to = d.ts_to,
-       batch_mode = d.mode, batch_cutoff = d.cutoff, batch_body = NULL, attempts = 0,
+       batch_mode = d.mode, batch_seen = d.upto::pg_snapshot, batch_body = NULL, attempts = 0,
        next_attempt_at = NULL
-  FROM unnest($1::bigint[], $2::uuid[], $3::timestamptz[], $4::text[], $5::timestamptz[])
-       AS d(customer_id, batch_id, ts_to, mode, cutoff)
+  FROM unnest($1::bigint[], $2::uuid[], $3::timestamptz[], $4::text[], $5::text[])
+       AS d(customer_id, batch_id, ts_to, mode, upto)
  WHERE s.customer_id = d.customer_id AND s.batch_id IS NULL"""
 
 # The outcomes of many attempts, with the cursors they move, in one transaction.
@@ -65,8 +64,8 @@ SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::timestamptz[], $4::timestampt
 
 FINISH_BATCHES = """
 UPDATE forwarder.delivery_state s
-   SET delivered_to = s.batch_to, batch_id = NULL, batch_from = NULL, batch_to = NULL,
-       batch_mode = NULL, batch_cutoff = NULL, batch_body = NULL, attempts = 0,
+   SET delivered_to = s.batch_to, seen = s.batch_seen, batch_id = NULL, batch_from = NULL,
+       batch_to = NULL, batch_mode = NULL, batch_seen = NULL, batch_body = NULL, attempts = 0,
        next_attempt_at = NULL
   FROM unnest($1::bigint[], $2::uuid[]) AS d(customer_id, batch_id)
  WHERE s.customer_id = d.customer_id AND s.batch_id = d.batch_id"""
@@ -80,8 +79,8 @@ UPDATE forwarder.delivery_state s
  WHERE s.customer_id = d.customer_id AND s.batch_id = d.batch_id"""
 
 # The outcome's commit need not wait for the disk: if a crash loses it, the cursor has not
-# moved and the same batch goes out again, which at-least-once allows. START_BATCHES (the id)
-# is committed durably, before the first attempt.
+# moved and the same batch goes out again, which at-least-once allows. START_BATCHES (the id
+# and snapshot) is committed durably, before the first attempt.
 RELAXED_COMMIT = "SET LOCAL synchronous_commit = off"
 
 # The batch queries take arrays whose length (the customers due) varies from one claim to the
