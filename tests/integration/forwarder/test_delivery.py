@@ -307,3 +307,44 @@ async def test_a_customer_with_nothing_registered_gets_an_empty_delivery_each_in
         (b + 60 * n, b + 60 * (n + 1), "aggregated", []) for n in range(3)
     ]
     assert len({x["id"] for x in bodies}) == 3
+
+
+async def test_get_deliveries_shows_points_attempts_last_status_and_next_retry(
+    api: str,
+    db: asyncpg.Connection,
+    new_customer: NewCustomer,
+    receiver_factory: NewReceiver,
+    deliveries: None,
+) -> None:
+    receiver = await receiver_factory(then=503)
+    customer, b = await customer_with_two_batches(api, db, new_customer, receiver.url)
+    await wait_for(lambda: len(receiver.requests) >= 3)
+    async with httpx.AsyncClient(base_url=api, headers=customer.headers()) as client:
+        (pending,) = (await client.get("/deliveries")).json()["deliveries"]
+        assert pending["id"] == receiver.requests[0].batch_id
+        assert (pending["from"], pending["to"], pending["points"]) == (b, b + 60, 2)
+        assert pending["outcome"] == "pending"
+        assert pending["attempts"] >= 2
+        assert (pending["status"], pending["error"]) == (503, None)
+        assert pending["next_retry"] is not None
+        receiver.then = 200
+        await wait_for(lambda: len({r.batch_id for r in receiver.requests}) >= 3)
+
+        async def listed() -> list[dict[str, object]]:
+            answer = await client.get("/deliveries", params={"limit": 100})
+            deliveries: list[dict[str, object]] = answer.json()["deliveries"]
+            return deliveries
+
+        async def first_delivered() -> bool:
+            return any(
+                d["id"] == pending["id"] and d["outcome"] == "delivered" for d in await listed()
+            )
+
+        await eventually(first_delivered)
+        (done,) = [d for d in await listed() if d["id"] == pending["id"]]
+        assert (done["status"], done["points"], done["next_retry"]) == (200, 2, None)
+        assert isinstance(done["attempts"], int)
+        assert done["attempts"] >= 3
+        assert (await client.get("/deliveries", params={"limit": 0})).status_code == 400
+    async with httpx.AsyncClient(base_url=api) as anonymous:
+        assert (await anonymous.get("/deliveries")).status_code == 401
