@@ -69,19 +69,19 @@ $$;
 COMMENT ON FUNCTION forwarder.stored_for(bigint, text, timestamptz) IS
     'A point of homebase p_sn stored at p_received belongs to customer p_customer: the homebase was registered to it then.';
 
--- The data streams of each customer: of homebases ever registered to it, passing its allow or
--- deny list, with the aggregation method of their medium.
+-- The data streams of each customer, once per registration period of their homebase to it
+-- (a point is the customer's when its received_at lies in one), passing its allow or deny
+-- list, with the aggregation method of their medium.
 CREATE FUNCTION forwarder.customer_streams(p_customers bigint[])
-RETURNS TABLE (customer_id bigint, stream_id bigint, homebase_sn text, method text,
-               out_medium integer)
+RETURNS TABLE (customer_id bigint, stream_id bigint, homebase_sn text, period tstzrange,
+               method text, out_medium integer)
 LANGUAGE sql STABLE AS $$
-    SELECT d.customer_id, s.id, s.homebase_sn, coalesce(m.method, 'LAST'),
+    SELECT d.customer_id, s.id, s.homebase_sn, r.period, coalesce(m.method, 'LAST'),
            CASE WHEN m.method = 'INTEGRAL' THEN m.integral_medium ELSE s.medium END
       FROM unnest(p_customers) AS d(customer_id)
       JOIN forwarder.configs c ON c.customer_id = d.customer_id
-      JOIN LATERAL (SELECT DISTINCT r.homebase_sn FROM forwarder.registration_periods r
-                     WHERE r.customer_id = d.customer_id) h ON true
-      JOIN forwarder.streams s ON s.homebase_sn = h.homebase_sn
+      JOIN forwarder.registration_periods r ON r.customer_id = d.customer_id
+      JOIN forwarder.streams s ON s.homebase_sn = r.homebase_sn
       LEFT JOIN forwarder.media_methods m ON m.medium = s.medium
      WHERE CASE c.filter_list
            WHEN 'allow' THEN EXISTS (
@@ -100,24 +100,32 @@ LANGUAGE sql STABLE AS $$
        END
 $$;
 COMMENT ON FUNCTION forwarder.customer_streams(bigint[]) IS
-    'Streams of the homebases ever registered to each customer, its filters applied.';
+    'Streams of the homebases registered to each customer, per registration period, its filters applied.';
+
+-- The point scans below are LATERAL subqueries with OFFSET 0, so that each stream is read
+-- through its index ((stream_id, stored_by) or (stream_id, ts)) rather than the whole table
+-- hashed: a batch reads a few minutes of a few streams out of days of all of them.
 
 -- Points new to each batch (customer, seen, upto): stored by a transaction visible in `upto`
 -- and not in `seen` (snapshots as text), while the homebase was registered to the customer.
 CREATE FUNCTION forwarder.new_points(p_customers bigint[], p_seen text[], p_upto text[])
-RETURNS TABLE (customer_id bigint, stream_id bigint, stored_by xid8, ts timestamptz,
-               value double precision)
+RETURNS TABLE (customer_id bigint, stream_id bigint, homebase_sn text, method text,
+               out_medium integer, stored_by xid8, ts timestamptz, value double precision)
 LANGUAGE sql STABLE AS $$
-    SELECT s.customer_id, p.stream_id, p.stored_by, p.ts, p.value
+    SELECT s.customer_id, s.stream_id, s.homebase_sn, s.method, s.out_medium, p.stored_by,
+           p.ts, p.value
       FROM unnest(p_customers, p_seen::pg_snapshot[], p_upto::pg_snapshot[])
            AS d(customer_id, seen, upto)
       JOIN forwarder.customer_streams(p_customers) s ON s.customer_id = d.customer_id
-      JOIN forwarder.points p ON p.stream_id = s.stream_id
-     WHERE p.stored_by >= coalesce(pg_snapshot_xmin(d.seen), '1'::xid8)
-       AND p.stored_by < pg_snapshot_xmax(d.upto)
-       AND pg_visible_in_snapshot(p.stored_by, d.upto)
+      CROSS JOIN LATERAL (
+          SELECT p.stored_by, p.ts, p.value, p.received_at FROM forwarder.points p
+           WHERE p.stream_id = s.stream_id
+             AND p.stored_by >= coalesce(pg_snapshot_xmin(d.seen), '1'::xid8)
+             AND p.stored_by < pg_snapshot_xmax(d.upto)
+          OFFSET 0) p
+     WHERE pg_visible_in_snapshot(p.stored_by, d.upto)
        AND NOT coalesce(pg_visible_in_snapshot(p.stored_by, d.seen), false)
-       AND forwarder.stored_for(s.customer_id, s.homebase_sn, p.received_at)
+       AND s.period @> p.received_at
 $$;
 COMMENT ON FUNCTION forwarder.new_points(bigint[], text[], text[]) IS
     'Points of each batch (customer, seen, upto) in `all` mode: stored since the previous batch, while registered to the customer.';
@@ -148,23 +156,29 @@ LANGUAGE sql STABLE AS $$
                time_bucket(b.width, p.ts, TIMESTAMPTZ 'epoch') AS lo, b.width
           FROM batches b
           JOIN streams s ON s.customer_id = b.customer_id
-          JOIN forwarder.points p ON p.stream_id = s.stream_id
-         WHERE p.ts >= b.ts_from AND p.ts < b.ts_to AND forwarder.visible(p.stored_by, b.upto)
-           AND forwarder.stored_for(s.customer_id, s.homebase_sn, p.received_at)
+          CROSS JOIN LATERAL (
+              SELECT p.ts FROM forwarder.points p
+               WHERE p.stream_id = s.stream_id AND p.ts >= b.ts_from AND p.ts < b.ts_to
+                 AND forwarder.visible(p.stored_by, b.upto) AND s.period @> p.received_at
+              OFFSET 0) p
         UNION
-        SELECT s.customer_id, s.stream_id, s.homebase_sn, s.method, s.out_medium,
+        SELECT n.customer_id, n.stream_id, n.homebase_sn, n.method, n.out_medium,
                time_bucket(b.width, n.ts, TIMESTAMPTZ 'epoch'), b.width
           FROM forwarder.new_points(p_customers, p_seen, p_upto) n
           JOIN batches b ON b.customer_id = n.customer_id
-          JOIN streams s ON s.customer_id = n.customer_id AND s.stream_id = n.stream_id
          WHERE n.ts < b.ts_from
     ), inside AS (
         SELECT c.customer_id, c.stream_id, c.lo, c.width, c.method, c.out_medium, p.ts, p.value
           FROM cells c
           JOIN batches b ON b.customer_id = c.customer_id
-          JOIN forwarder.points p ON p.stream_id = c.stream_id
-         WHERE p.ts >= c.lo AND p.ts < c.lo + c.width AND forwarder.visible(p.stored_by, b.upto)
-           AND forwarder.stored_for(c.customer_id, c.homebase_sn, p.received_at)
+          CROSS JOIN LATERAL (
+              SELECT p.ts, p.value, p.received_at FROM forwarder.points p
+               WHERE p.stream_id = c.stream_id AND p.ts >= c.lo AND p.ts < c.lo + c.width
+                 AND forwarder.visible(p.stored_by, b.upto)
+              OFFSET 0) p
+         WHERE EXISTS (SELECT 1 FROM streams s
+                        WHERE s.customer_id = c.customer_id AND s.stream_id = c.stream_id
+                          AND s.period @> p.received_at)
     ), buckets AS (
         SELECT i.customer_id, i.stream_id, i.lo, max(i.width) AS width, max(i.method) AS method,
                max(i.out_medium) AS out_medium, last(i.value, i.ts) AS last_value,

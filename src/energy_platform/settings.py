@@ -143,6 +143,9 @@ class ForwarderSettings(msgspec.Struct, frozen=True, kw_only=True):
     """Seconds between looks for customers whose next delivery is due."""
     claim_size: int = 200
     """Customers whose due batches one statement makes."""
+    claim_workers: int = 2
+    """Claims made at once, each on its own database connection (they skip each other's
+    customers), so that making batches uses more than one database core."""
     allowed_networks: str = ""
     """Comma-separated CIDRs that destinations may be in although not public (e.g.
     ``127.0.0.0/8,::1/128`` for local development); empty: only public addresses."""

@@ -166,6 +166,13 @@ async def new_customer(
             token_digest(token),
         )
         made.append(customer_id)
+        # Nothing is due until the test puts the cursor where it wants it (rewind): a minute
+        # that ends while the test sets up must not make a batch of its own.
+        await db.execute(
+            "INSERT INTO forwarder.delivery_state (customer_id, delivered_to)"
+            " VALUES ($1, date_trunc('minute', now()) + interval '1 day')",
+            customer_id,
+        )
         return Customer(customer_id, token)
 
     yield make
@@ -253,11 +260,24 @@ async def backdate(
         sn,
         at(since),
     )
-    await db.execute(
-        "UPDATE forwarder.delivery_state SET delivered_to = $2 WHERE customer_id = $1",
-        customer.id,
-        at(cursor),
-    )
+    await rewind(db, customer, cursor)
+
+
+async def rewind(db: asyncpg.Connection, customer: Customer, cursor: int) -> None:
+    """Put the customer's interval cursor at ``cursor`` (an interval start), as if the forwarder
+    were behind: the intervals since then are due at once. Done while none of its batches is
+    pending, so that no batch is left behind."""
+
+    async def moved() -> bool:
+        status = await db.execute(
+            "UPDATE forwarder.delivery_state SET delivered_to = $2"
+            " WHERE customer_id = $1 AND batch_id IS NULL",
+            customer.id,
+            at(cursor),
+        )
+        return bool(status == "UPDATE 1")
+
+    await eventually(moved)
 
 
 async def add_points(

@@ -24,11 +24,11 @@ from tests.integration.forwarder.conftest import (
     Receiver,
     add_points,
     aligned_past,
-    at,
     backdate,
     configure,
     new_sn,
     register,
+    rewind,
     wait_for,
 )
 from tests.support.services import eventually, free_port, running
@@ -174,11 +174,7 @@ async def test_only_the_status_line_is_read(
         url = f"http://127.0.0.1:{port}/hook"
         assert (await configure(api, customer, url)).status_code == 200
         b = aligned_past(2)
-        await db.execute(
-            "UPDATE forwarder.delivery_state SET delivered_to = $2 WHERE customer_id = $1",
-            customer.id,
-            at(b),
-        )
+        await rewind(db, customer, b)
 
         async def delivered() -> bool:
             outcomes = await db.fetch(

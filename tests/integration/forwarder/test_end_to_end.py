@@ -16,9 +16,9 @@ from tests.integration.forwarder.conftest import (
     Customer,
     Receiver,
     aligned_past,
-    at,
     configure,
     register,
+    rewind,
     wait_for,
 )
 from tests.integration.ingest.conftest import Platform, paired_homebase
@@ -53,11 +53,7 @@ async def behind(db: asyncpg.Connection, customer: Customer, minutes: int) -> in
     """Put the customer's interval cursor ``minutes`` back, as if the forwarder had been
     behind: the intervals since then are due at once (1-minute intervals are the shortest)."""
     b = aligned_past(minutes)
-    await db.execute(
-        "UPDATE forwarder.delivery_state SET delivered_to = $2 WHERE customer_id = $1",
-        customer.id,
-        at(b),
-    )
+    await rewind(db, customer, b)
     return b
 
 

@@ -87,57 +87,87 @@ class DeliveryService:
         slots = asyncio.Semaphore(s.max_concurrent)
         attempts: set[asyncio.Task[None]] = set()
         recorder = asyncio.create_task(self._recorder(pool), name="deliveries-recorder")
+        claimers = [
+            asyncio.create_task(self._claimer(pool, slots, attempts, stop), name=f"claimer-{n}")
+            for n in range(max(1, s.claim_workers))
+        ]
         try:
-            while not stop.is_set():
-                batches: list[Batch] = []
-                try:
-                    batches = await self._claim(pool)
-                except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
-                    log.warning("cannot claim due deliveries", error=type(e).__name__)
-                for batch in batches:
-                    self._in_flight.add(batch.customer_id)
-                    task = asyncio.create_task(self._deliver(slots, batch))
-                    attempts.add(task)
-                    task.add_done_callback(attempts.discard)
-                if len(batches) >= s.claim_size:
-                    continue  # more may be due right now
-                await _nap(stop, self._wake, s.poll_interval)
-                self._wake.clear()
+            await stop.wait()
         finally:
             # Batches cut short are persisted and go out again after a restart.
-            for task in (*attempts, recorder):
+            for task in (*claimers, *attempts, recorder):
                 task.cancel()
-            await asyncio.gather(*attempts, recorder, return_exceptions=True)
+            await asyncio.gather(*claimers, *attempts, recorder, return_exceptions=True)
             await pool.close()
+
+    async def _claimer(
+        self,
+        pool: asyncpg.Pool,
+        slots: asyncio.Semaphore,
+        attempts: set[asyncio.Task[None]],
+        stop: asyncio.Event,
+    ) -> None:
+        s = self._settings
+        while not stop.is_set():
+            batches: list[Batch] = []
+            try:
+                batches = await self._claim(pool)
+            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
+                log.warning("cannot claim due deliveries", error=type(e).__name__)
+            for batch in batches:
+                task = asyncio.create_task(self._deliver(slots, batch))
+                attempts.add(task)
+                task.add_done_callback(attempts.discard)
+            if len(batches) >= s.claim_size:
+                continue  # more may be due right now
+            await _nap(stop, self._wake, s.poll_interval)
+            self._wake.clear()
 
     async def _claim(self, pool: asyncpg.Pool) -> list[Batch]:
         """Batches to attempt now: due retries, and new batches for ended intervals."""
         s = self._settings
+        claimed: set[int] = set()
+        try:
+            async with pool.acquire() as conn, conn.transaction():
+                await conn.execute(queries.CUSTOM_PLANS)
+                await conn.execute(queries.NO_JIT)
+                rows = await conn.fetch(
+                    queries.CLAIM, s.settle_seconds, sorted(self._in_flight), s.claim_size
+                )
+                claimed = {r["customer_id"] for r in rows}
+                # In flight from now on: the other claimers pass these customers over.
+                self._in_flight.update(claimed)
+                return await self._batches(conn, rows)
+        except BaseException:
+            self._in_flight.difference_update(claimed)
+            raise
+
+    async def _batches(self, conn: Connection, rows: Sequence[asyncpg.Record]) -> list[Batch]:
+        """The claimed customers' batches, persisted (new ones) and leased (all)."""
+        lease = 2 * self._settings.delivery_timeout
         out: list[Batch] = []
-        async with pool.acquire() as conn, conn.transaction():
-            await conn.execute(queries.CUSTOM_PLANS)
-            rows = await conn.fetch(
-                queries.CLAIM, s.settle_seconds, sorted(self._in_flight), s.claim_size
-            )
-            fresh = [r for r in rows if r["batch_id"] is None]
-            for row in rows:
-                if row["batch_id"] is not None:
-                    out.append(await self._pending(conn, row))
-            started: list[tuple[int, uuid.UUID, datetime, str, str]] = []
-            for mode in ("all", "aggregated"):
-                group = [r for r in fresh if r["mode"] == mode]
-                if not group:
-                    continue
-                points = await _rows_for(conn, mode, [_window(r) for r in group])
-                for row in group:
-                    customer, start, end = row["customer_id"], row["delivered_to"], row["next_end"]
-                    batch_id = uuid.uuid4()
-                    # An interval with nothing to send still yields a delivery: "data": [].
-                    body, count = encode(batch_id, start, end, mode, points.get(customer, []))
-                    started.append((customer, batch_id, end, mode, row["upto"]))
-                    out.append(_batch(row, batch_id, start, end, body, count, 1, False))
-            if started:
-                await conn.execute(queries.START_BATCHES, *_columns(started, 5))
+        fresh = [r for r in rows if r["batch_id"] is None]
+        pending = [r["customer_id"] for r in rows if r["batch_id"] is not None]
+        if pending:
+            await conn.execute(queries.LEASE, pending, lease)
+        for row in rows:
+            if row["batch_id"] is not None:
+                out.append(await self._pending(conn, row))
+        started: list[tuple[int, uuid.UUID, datetime, str, str]] = []
+        for mode in ("all", "aggregated"):
+            group = [r for r in fresh if r["mode"] == mode]
+            if not group:
+                continue
+            points = await _rows_for(conn, mode, [_window(r) for r in group])
+            for row in group:
+                customer, start, end = row["customer_id"], row["delivered_to"], row["next_end"]
+                batch_id = uuid.uuid4()
+                # An interval with nothing to send still yields a delivery: "data": [].
+                body, count = encode(batch_id, start, end, mode, points.get(customer, []))
+                started.append((customer, batch_id, end, mode, row["upto"]))
+                out.append(_batch(row, batch_id, start, end, body, count, 1, False))
+        if started:
+            await conn.execute(queries.START_BATCHES, *_columns(started, 5), lease)
         return out
 
     async def _pending(self, conn: Connection, row: asyncpg.Record) -> Batch:
