@@ -61,6 +61,14 @@ async def resolve(host: str, port: int, allowed: Sequence[IPNetwork]) -> str:
     """The address to connect to for ``host``; RefusedDestination unless every address the
     host resolves to is allowed."""
     host = host.strip("[]")
+    try:
+        literal = ip_address(host)
+    except ValueError:
+        pass  # a name, or an integer or short IPv4 form: the resolver reads those
+    else:
+        if not is_allowed(literal, allowed):
+            raise RefusedDestination(f"{host} is not a public address")
+        return host
     loop = asyncio.get_running_loop()
     try:
         async with asyncio.timeout(RESOLVE_TIMEOUT):

@@ -4,8 +4,9 @@ The loop works on many customers per statement: it claims the due ones, builds t
 with one query, and records many outcomes in one transaction.
 """
 
-# Due customers not in flight: a pending batch whose retry time has come, or no pending batch
-# and the next interval ended (plus the settle time). Locked while their batches are made.
+# Due customers: a pending batch whose retry time has come, or no pending batch and the next
+# interval ended (plus the settle time). Locked while their batches are made. A batch in flight
+# is leased (next_attempt_at in the future), so it is not due.
 # `upto`, the snapshot a new batch reaches to, is taken by this statement: every transaction
 # visible in it has committed, so the queries after it see all the points it covers.
 CLAIM = """
@@ -16,14 +17,13 @@ SELECT s.customer_id, s.delivered_to, s.batch_id, s.batch_from, s.batch_to, s.ba
        c.interval_minutes, c.url, c.username, c.password, c.mode
   FROM forwarder.delivery_state s
   JOIN forwarder.configs c USING (customer_id)
- WHERE s.customer_id <> ALL ($2::bigint[])
-   AND CASE WHEN s.batch_id IS NOT NULL
+ WHERE CASE WHEN s.batch_id IS NOT NULL
             THEN s.next_attempt_at IS NULL OR s.next_attempt_at <= clock_timestamp()
             ELSE forwarder.interval_end(s.delivered_to, c.interval_minutes)
                  + make_interval(secs => $1) <= clock_timestamp() END
  ORDER BY coalesce(s.batch_to, forwarder.interval_end(s.delivered_to, c.interval_minutes)),
           s.customer_id
- LIMIT $3
+ LIMIT $2
    FOR UPDATE OF s SKIP LOCKED"""
 
 # The points of many batches at once, each batch's values as parallel arrays. `all`: (customer,

@@ -131,9 +131,9 @@ class DeliveryService:
             async with pool.acquire() as conn, conn.transaction():
                 await conn.execute(queries.CUSTOM_PLANS)
                 await conn.execute(queries.NO_JIT)
-                rows = await conn.fetch(
-                    queries.CLAIM, s.settle_seconds, sorted(self._in_flight), s.claim_size
-                )
+                found = await conn.fetch(queries.CLAIM, s.settle_seconds, s.claim_size)
+                # A lease that ran out while the outcome waits to be recorded: still ours.
+                rows = [r for r in found if r["customer_id"] not in self._in_flight]
                 claimed = {r["customer_id"] for r in rows}
                 # In flight from now on: the other claimers pass these customers over.
                 self._in_flight.update(claimed)
