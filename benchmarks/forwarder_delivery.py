@@ -150,7 +150,11 @@ async def measure(s: Settings, args: argparse.Namespace, receiver: str) -> None:
     backlog_points = await store_points(s.database.url, backlog_start, minute)
     print(f"seeded {backlog_points} points in {time.monotonic() - t0:.1f} s")
     forwarder = ForwarderSettings(
-        max_concurrent=args.concurrency, settle_seconds=0.5, allowed_networks="127.0.0.0/8"
+        max_concurrent=args.concurrency,
+        settle_seconds=0.5,
+        allowed_networks="127.0.0.0/8",
+        claim_workers=args.claim_workers,
+        claim_size=args.claim_size,
     )
     service = DeliveryService(s.database, forwarder)
 
@@ -221,6 +225,8 @@ def main() -> None:
     parser.add_argument("--backlog", type=int, default=3, help="minutes of outage to catch up")
     parser.add_argument("--mode", choices=["all", "aggregated"], default="aggregated")
     parser.add_argument("--concurrency", type=int, default=200)
+    parser.add_argument("--claim-workers", type=int, default=ForwarderSettings().claim_workers)
+    parser.add_argument("--claim-size", type=int, default=ForwarderSettings().claim_size)
     args = parser.parse_args()
     if args.customers is None:
         args.customers = 1000 if args.full else 200
