@@ -83,7 +83,7 @@ async def _public(target: Destination, allowed: AllowedNetworks) -> None:
     url = httpx.URL(target.url)
     try:
         port = url.port or (443 if url.scheme == "https" else 80)
-        await resolve(url.host, port, allowed.networks)
+        await resolve(url.raw_host.decode("ascii"), port, allowed.networks)
     except RefusedDestination as e:
         raise InvalidInput(f"url: {e}", field="url") from None
 

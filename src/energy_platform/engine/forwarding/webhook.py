@@ -43,18 +43,19 @@ async def post(
 
     Raises RefusedDestination, BadResponse or OSError; the caller bounds the time."""
     target = httpx.URL(url)
+    name = target.raw_host.decode("ascii")  # IDNA-encoded, as DNS and the Host header want it
     secure = target.scheme == "https"
     port = target.port or (443 if secure else 80)
-    address = await resolve(target.host, port, allowed)
+    address = await resolve(name, port, allowed)
     reader, writer = await asyncio.open_connection(
         address,
         port,
         ssl=TLS if secure else None,
-        server_hostname=target.host if secure else None,
+        server_hostname=name if secure else None,
         limit=STATUS_LINE_LIMIT,
     )
     try:
-        host = f"[{target.host}]" if ":" in target.host else target.host
+        host = f"[{name}]" if ":" in name else name
         if target.port is not None:
             host = f"{host}:{target.port}"
         lines = [
