@@ -8,11 +8,14 @@ its own: the CLI calls :meth:`Settings.from_env` once and hands the result down.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from ipaddress import IPv4Network, IPv6Network, ip_network
 from typing import Any, Literal
 
 import msgspec
 
 from energy_platform.errors import ConfigurationError
+
+IPNetwork = IPv4Network | IPv6Network
 
 
 class DatabaseSettings(msgspec.Struct, frozen=True, kw_only=True):
@@ -177,6 +180,26 @@ class ForwarderSettings(msgspec.Struct, frozen=True, kw_only=True):
     """Seconds between looks for customers whose next delivery is due."""
     claim_size: int = 200
     """Customers whose due batches one statement makes."""
+    claim_workers: int = 2
+    """Claims made at once, each on its own database connection (they skip each other's
+    customers), so that making batches uses more than one database core."""
+    allowed_networks: str = ""
+    """Comma-separated CIDRs that destinations may be in although not public (e.g.
+    ``127.0.0.0/8,::1/128`` for local development); empty: only public addresses."""
+
+    def __post_init__(self) -> None:
+        self.networks()  # a bad CIDR fails here, when the settings are read
+
+    def networks(self) -> tuple[IPNetwork, ...]:
+        """``allowed_networks`` parsed."""
+        try:
+            return tuple(
+                ip_network(part.strip())
+                for part in self.allowed_networks.split(",")
+                if part.strip()
+            )
+        except ValueError as e:
+            raise ValueError(f"allowed_networks: {e}") from None
 
 
 class RulesSettings(msgspec.Struct, frozen=True, kw_only=True):

@@ -166,6 +166,13 @@ async def new_customer(
             token_digest(token),
         )
         made.append(customer_id)
+        # Nothing is due until the test puts the cursor where it wants it (rewind): a minute
+        # that ends while the test sets up must not make a batch of its own.
+        await db.execute(
+            "INSERT INTO forwarder.delivery_state (customer_id, delivered_to)"
+            " VALUES ($1, date_trunc('minute', now()) + interval '1 day')",
+            customer_id,
+        )
         return Customer(customer_id, token)
 
     yield make
@@ -174,18 +181,32 @@ async def new_customer(
     await db.execute("DELETE FROM forwarder.registrations WHERE customer_id = ANY($1)", made)
 
 
+# The receivers listen on loopback, which is not a public address: opened as an operator would.
+LOOPBACK = "127.0.0.0/8,::1/128"
+
+
+def loopback_allowed(settings: Settings) -> Settings:
+    return msgspec.structs.replace(
+        settings,
+        forwarder=msgspec.structs.replace(settings.forwarder, allowed_networks=LOOPBACK),
+    )
+
+
 @pytest.fixture(scope="module")
 async def api(settings: Settings) -> AsyncIterator[str]:
     url = f"http://127.0.0.1:{settings.http.forwarder_port}"
-    service = HttpService(
-        "forwarder", forwarder.create_app(settings), "127.0.0.1", settings.http.forwarder_port
-    )
+    app = forwarder.create_app(loopback_allowed(settings))
+    service = HttpService("forwarder", app, "127.0.0.1", settings.http.forwarder_port)
     async with running(service, ready_urls=(url + "/healthz",)):
         yield url
 
 
 FAST = ForwarderSettings(
-    delivery_timeout=0.5, backoff_base=0.1, settle_seconds=0.0, poll_interval=0.05
+    delivery_timeout=0.5,
+    backoff_base=0.1,
+    settle_seconds=0.0,
+    poll_interval=0.05,
+    allowed_networks=LOOPBACK,
 )
 
 
@@ -203,7 +224,18 @@ async def configure(
         return await client.post("/config", json=body)
 
 
-async def register(api: str, customer: Customer, sn: str) -> None:
+async def grant(db: asyncpg.Connection, customer: Customer, *serials: str) -> None:
+    """What ``admin customers grant`` does (tested in test_grants.py)."""
+    await db.executemany(
+        "INSERT INTO forwarder.grants (customer_id, homebase_sn) VALUES ($1, $2)"
+        " ON CONFLICT DO NOTHING",
+        [(customer.id, sn) for sn in serials],
+    )
+
+
+async def register(api: str, customer: Customer, sn: str, db: asyncpg.Connection) -> None:
+    """Granted by the administrator, then registered by the customer."""
+    await grant(db, customer, sn)
     async with httpx.AsyncClient(base_url=api, headers=customer.headers()) as client:
         answer = await client.post(f"/register/{sn}")
     assert answer.status_code == 201, answer.text
@@ -228,11 +260,24 @@ async def backdate(
         sn,
         at(since),
     )
-    await db.execute(
-        "UPDATE forwarder.delivery_state SET delivered_to = $2 WHERE customer_id = $1",
-        customer.id,
-        at(cursor),
-    )
+    await rewind(db, customer, cursor)
+
+
+async def rewind(db: asyncpg.Connection, customer: Customer, cursor: int) -> None:
+    """Put the customer's interval cursor at ``cursor`` (an interval start), as if the forwarder
+    were behind: the intervals since then are due at once. Done while none of its batches is
+    pending, so that no batch is left behind."""
+
+    async def moved() -> bool:
+        status = await db.execute(
+            "UPDATE forwarder.delivery_state SET delivered_to = $2"
+            " WHERE customer_id = $1 AND batch_id IS NULL",
+            customer.id,
+            at(cursor),
+        )
+        return bool(status == "UPDATE 1")
+
+    await eventually(moved)
 
 
 async def add_points(

@@ -49,7 +49,7 @@ async def seeded_customer(
     answer = await configure(api, customer, receiver.url, mode, **config)
     assert answer.status_code == 200, answer.text
     sn = new_sn()
-    await register(api, customer, sn)
+    await register(api, customer, sn, db)
     for stream, values in points.items():
         await add_points(db, sn, stream, values)
     await backdate(db, customer, sn, since=b - 3600, cursor=b)
@@ -77,9 +77,15 @@ async def test_last_average_and_integral_as_worked_out_by_hand(
     await wait_for(lambda: len(receiver.requests) >= 2)
     first = receiver.requests[0].json()
     assert (first["from"], first["to"], first["mode"]) == (b, b + 60, "aggregated")
-    got = {(p["medium"], p["method"]): p for p in first["data"]}
+    got = {(p["medium"], p["method"]): p for p in first["data"] if p["t"] == b + 60}
     assert set(got) == {(7, "LAST"), (5, "AVERAGE"), (22, "INTEGRAL"), (23, "INTEGRAL")}
-    assert all(p["t"] == b + 60 and p["gateway"] == sn for p in first["data"])
+    assert all(p["gateway"] == sn for p in first["data"])
+    # The point at b - 10 was stored too, and its interval never sent: it comes first, from
+    # b - 10 (1000 W) to b (1333.33 W, towards the next point) = 11,666.7 Ws.
+    (earlier,) = [p for p in first["data"] if p["t"] != b + 60]
+    assert (earlier["t"], earlier["medium"]) == (b, 22)
+    assert earlier["v"] == pytest.approx((1000 + 1333.333333) / 2 * 10 / 3600)
+    assert first["data"][0] == earlier
     assert got[7, "LAST"]["v"] == 100.5
     assert got[5, "AVERAGE"]["v"] == pytest.approx((20 + 22 + 27) / 3)
     # Power 12 -> energy 22. v(b) = 1000 + (2000 - 1000) * 10/30 = 1333.33 W;
@@ -99,7 +105,7 @@ async def test_last_average_and_integral_as_worked_out_by_hand(
     assert energy["v"] == pytest.approx(((2500 + 3000) / 2 * 10 + 3000 * 50) / 3600)
 
 
-async def test_all_mode_sends_every_point_as_measured(
+async def test_all_mode_sends_every_point_in_storage_order(
     api: str,
     db: asyncpg.Connection,
     new_customer: NewCustomer,
@@ -113,13 +119,14 @@ async def test_all_mode_sends_every_point_as_measured(
     await wait_for(lambda: len(receiver.requests) >= 1)
     body = receiver.requests[0].json()
     assert body["mode"] == "all"
+    # In storage order: the gas points were stored (in one transaction) before the phase.
     assert body["data"] == [
         {"gateway": sn, "channel": 2, "device": 5, "medium": 7, "index": None, "obis": None,
          "method": None, "t": b + 10, "v": 100.0},
-        {"gateway": sn, "channel": 4, "device": 3, "medium": 1, "index": 2, "obis": None,
-         "method": None, "t": b + 30, "v": 230.5},
         {"gateway": sn, "channel": 2, "device": 5, "medium": 7, "index": None, "obis": None,
          "method": None, "t": b + 50, "v": 100.5},
+        {"gateway": sn, "channel": 4, "device": 3, "medium": 1, "index": 2, "obis": None,
+         "method": None, "t": b + 30, "v": 230.5},
     ]  # fmt: skip
 
 

@@ -10,10 +10,10 @@ import httpx
 import pytest
 
 from energy_platform.settings import Settings
-from tests.integration.forwarder.conftest import Customer, configure, new_sn
+from tests.integration.forwarder.conftest import Customer, configure, grant, new_sn
 from tests.support.admin import run_admin_async
 
-VALID = {"interval": 5, "url": "https://example.test/hook", "format": "json", "mode": "all"}
+VALID = {"interval": 5, "url": "http://127.0.0.1:9/hook", "format": "json", "mode": "all"}
 
 
 async def test_every_endpoint_needs_a_customer_token(api: str) -> None:
@@ -42,7 +42,7 @@ async def test_config_is_404_until_posted_then_answers_what_was_stored(
             **VALID,
             "mode": "aggregated",
             "interval": 15,
-            "url": "http://user:secret@example.test:8080/in?x=1",
+            "url": "http://user:secret@127.0.0.1:8080/in?x=1",
             "deny_list": [{"medium": 12, "index": [1, 2]}, {"obis": "1.8.0"}],
         }
         posted = await client.post("/config", json=body)
@@ -60,7 +60,7 @@ INVALID: list[tuple[str, dict[str, Any]]] = [
     ("interval 61", {"interval": 61}),
     ("interval not an integer", {"interval": "5"}),
     ("relative url", {"url": "/hook"}),
-    ("ftp url", {"url": "ftp://example.test/hook"}),
+    ("ftp url", {"url": "ftp://127.0.0.1/hook"}),
     ("url without host", {"url": "http:///hook"}),
     ("url not a string", {"url": 5}),
     ("format xml", {"format": "xml"}),
@@ -117,6 +117,8 @@ async def test_registration_201_200_409_404_and_any_payload_is_ignored(
 ) -> None:
     alice, bob = await new_customer(), await new_customer()
     sn = new_sn()
+    await grant(db, alice, sn)
+    await grant(db, bob, sn)
     async with (
         httpx.AsyncClient(base_url=api, headers=alice.headers()) as a,
         httpx.AsyncClient(base_url=api, headers=bob.headers()) as b,
@@ -178,6 +180,7 @@ async def test_a_registered_homebase_leaves_the_data_api_and_comes_back(
     port = free_port()
     service = HttpService("api", data.create_app(settings), "127.0.0.1", port)
     customer = await new_customer()
+    await grant(db, customer, sn)
     base = f"http://127.0.0.1:{port}"
     async with (
         running(service, ready_urls=(base + "/healthz",)),

@@ -3,7 +3,6 @@ isolation of slow customers, and registration periods."""
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import time
 from collections.abc import Awaitable, Callable
@@ -19,11 +18,11 @@ from tests.integration.forwarder.conftest import (
     Receiver,
     add_points,
     aligned_past,
-    at,
     backdate,
     configure,
     new_sn,
     register,
+    rewind,
     wait_for,
 )
 from tests.support.services import eventually, free_port
@@ -36,11 +35,12 @@ GAS = (1, 5, 7, None, None)
 async def customer_with_two_batches(
     api: str, db: asyncpg.Connection, new_customer: NewCustomer, url: str
 ) -> tuple[Customer, int]:
-    """A customer whose homebase has a point in each of two past intervals, B and B + 60."""
+    """A customer whose homebase stored a point in each of two intervals, B and B + 60, and
+    whose cursor is at B (ten minutes ago): ten deliveries are due at once."""
     customer = await new_customer()
     assert (await configure(api, customer, url)).status_code == 200
     sn = new_sn()
-    await register(api, customer, sn)
+    await register(api, customer, sn, db)
     b = aligned_past(10)
     await add_points(db, sn, GAS, [(b + 5, 1.0), (b + 65, 2.0)])
     await backdate(db, customer, sn, since=b - 3600, cursor=b)
@@ -67,7 +67,7 @@ async def test_2xx_is_success_and_the_next_batch_follows(
 ) -> None:
     receiver = await receiver_factory([status], then=status)
     customer, b = await customer_with_two_batches(api, db, new_customer, receiver.url)
-    await wait_for(lambda: len(receiver.requests) >= 2)
+    await wait_for(lambda: len(receiver.requests) >= 10)
     first, second = (r.json() for r in receiver.requests[:2])
     assert (first["from"], first["to"], second["from"], second["to"]) == (
         b,
@@ -78,10 +78,14 @@ async def test_2xx_is_success_and_the_next_batch_follows(
     assert first["id"] != second["id"]
     assert [r.headers["idempotency-key"] for r in receiver.requests[:2]] == receiver.ids()[:2]
     assert receiver.requests[0].headers["content-type"] == "application/json"
-    await asyncio.sleep(0.3)
-    assert len(receiver.requests) == 2  # empty intervals send nothing
+    # Both points were stored before the first delivery: they are in it, whatever their time.
+    assert [p["t"] for p in first["data"]] == [b + 5, b + 65]
+    # Every later interval is delivered too, with nothing in it.
+    bodies = [r.json() for r in receiver.requests[:10]]
+    assert [body["from"] for body in bodies] == [b + 60 * n for n in range(10)]
+    assert all(body["data"] == [] for body in bodies[1:])
     log = await log_of(db, customer)
-    assert log == [(first["id"], "delivered", status), (second["id"], "delivered", status)]
+    assert log[:2] == [(first["id"], "delivered", status), (second["id"], "delivered", status)]
 
 
 async def test_4xx_drops_the_batch_and_sends_the_next(
@@ -93,13 +97,13 @@ async def test_4xx_drops_the_batch_and_sends_the_next(
 ) -> None:
     receiver = await receiver_factory([404], then=200)
     customer, b = await customer_with_two_batches(api, db, new_customer, receiver.url)
-    await wait_for(lambda: len(receiver.requests) >= 2)
-    await asyncio.sleep(0.3)
+    # The third batch is made only once the second one's outcome is recorded.
+    await wait_for(lambda: len(receiver.requests) >= 3)
     ids = receiver.ids()
-    assert len(ids) == 2
     assert ids[0] != ids[1]
-    assert [r.json()["from"] for r in receiver.requests] == [b, b + 60]
-    assert await log_of(db, customer) == [(ids[0], "dropped", 404), (ids[1], "delivered", 200)]
+    assert [r.json()["from"] for r in receiver.requests[:2]] == [b, b + 60]
+    log = await log_of(db, customer)
+    assert log[:2] == [(ids[0], "dropped", 404), (ids[1], "delivered", 200)]
 
 
 TEMPORARY: list[tuple[str, list[Action]]] = [
@@ -127,11 +131,17 @@ async def test_temporary_failures_resend_the_same_batch_until_2xx(
     ids = receiver.ids()
     assert ids[:attempts] == [ids[0]] * attempts, case
     assert ids[attempts] != ids[0]
-    assert [r.json()["from"] for r in receiver.requests] == [b] * attempts + [b + 60]
+    froms = [r.json()["from"] for r in receiver.requests[: attempts + 1]]
+    assert froms == [b] * attempts + [b + 60]
     bodies = {r.body for r in receiver.requests[:attempts]}
     assert len(bodies) == 1  # byte for byte the same request
+
+    async def recorded() -> bool:
+        return len(await log_of(db, customer)) >= attempts + 1
+
+    await eventually(recorded)
     outcomes = [o for _, o, _ in await log_of(db, customer)]
-    assert outcomes == ["retry"] * len(script) + ["delivered", "delivered"]
+    assert outcomes[: attempts + 1] == ["retry"] * len(script) + ["delivered", "delivered"]
 
 
 async def test_connection_refused_is_retried_until_the_endpoint_comes_up(
@@ -155,12 +165,12 @@ async def test_connection_refused_is_retried_until_the_endpoint_comes_up(
     errors = await db.fetch(
         "SELECT status, error FROM forwarder.delivery_log WHERE customer_id = $1", customer.id
     )
-    assert all(e["status"] is None and e["error"] == "ConnectError" for e in errors)
+    assert all(e["status"] is None and e["error"] == "ConnectionRefusedError" for e in errors)
     receiver = await receiver_factory()
     assert (await configure(api, customer, receiver.url)).status_code == 200
     await wait_for(lambda: len(receiver.requests) >= 2)
     assert receiver.ids()[0] == log[0][0]
-    assert [r.json()["from"] for r in receiver.requests] == [b, b + 60]
+    assert [r.json()["from"] for r in receiver.requests[:2]] == [b, b + 60]
 
 
 async def test_backoff_grows_and_is_capped_at_the_interval(
@@ -208,7 +218,7 @@ async def test_credentials_go_as_basic_auth_and_never_into_the_url_or_log(
     customer, _ = await customer_with_two_batches(api, db, new_customer, url)
     await wait_for(lambda: len(receiver.requests) >= 3)
     expected = "Basic " + base64.b64encode(b"hook@user:s3cr:t").decode()
-    assert [r.headers["authorization"] for r in receiver.requests] == [expected] * 3
+    assert [r.headers["authorization"] for r in receiver.requests[:3]] == [expected] * 3
     assert receiver.requests[0].path == "/in?customer=7"
     stored = await db.fetchrow(
         "SELECT url, username, password FROM forwarder.configs WHERE customer_id = $1", customer.id
@@ -241,43 +251,98 @@ async def test_a_dead_customer_does_not_delay_another(
     assert len({r.batch_id for r in hanging.requests}) == 1  # still retrying its first batch
 
 
-async def test_nothing_measured_outside_a_registration_is_sent(
+async def test_points_belong_to_the_customer_registered_when_they_were_stored(
     api: str,
     db: asyncpg.Connection,
     new_customer: NewCustomer,
     receiver_factory: NewReceiver,
     deliveries: None,
 ) -> None:
-    """Homebase X was the first customer's until B + 30 s, then the second's."""
+    """Homebase X is the first customer's, then nobody's, then the second's: each point goes to
+    the customer X was registered to when the point was stored, whatever its timestamp."""
     first_receiver, second_receiver = await receiver_factory(), await receiver_factory()
     first, second = await new_customer(), await new_customer()
     b = aligned_past(10)
     sn = new_sn()
     await configure(api, first, first_receiver.url)
-    await register(api, first, sn)
+    await configure(api, second, second_receiver.url)
+    await register(api, first, sn, db)
+    await add_points(db, sn, GAS, [(b + 10, 1.0)])
     async with httpx.AsyncClient(base_url=api, headers=first.headers()) as c:
         assert (await c.delete(f"/register/{sn}")).status_code == 200
-    await db.execute(
-        "UPDATE forwarder.registration_periods SET period = tstzrange($2, $3)"
-        " WHERE homebase_sn = $1 AND customer_id = $4",
-        sn,
-        at(b - 3600),
-        at(b + 30),
-        first.id,
+    await add_points(db, sn, GAS, [(b + 20, 2.0)])  # stored while nobody's: never sent
+    await register(api, second, sn, db)
+    await add_points(db, sn, GAS, [(b + 30, 3.0), (b - 7200, 4.0)])
+    for customer in (first, second):
+        await rewind(db, customer, b)
+    await wait_for(
+        lambda: len(first_receiver.requests) >= 10 and len(second_receiver.requests) >= 10
     )
-    await add_points(db, sn, GAS, [(b - 5, 0.5), (b + 10, 1.0), (b + 50, 2.0), (b + 70, 3.0)])
-    await db.execute(
-        "UPDATE forwarder.delivery_state SET delivered_to = $2 WHERE customer_id = $1",
-        first.id,
-        at(b),
-    )
-    await configure(api, second, second_receiver.url)
-    await register(api, second, sn)
-    await backdate(db, second, sn, since=b + 30, cursor=b)
-    await wait_for(lambda: len(first_receiver.requests) >= 1 and len(second_receiver.requests) >= 2)
-    await asyncio.sleep(0.3)
-    assert [[p["t"] for p in r.json()["data"]] for r in first_receiver.requests] == [[b + 10]]
-    assert [[p["t"] for p in r.json()["data"]] for r in second_receiver.requests] == [
-        [b + 50],
-        [b + 70],
+
+    def sent(receiver: Receiver) -> list[tuple[int, float]]:
+        return [(p["t"], p["v"]) for r in receiver.requests for p in r.json()["data"]]
+
+    assert sent(first_receiver) == [(b + 10, 1.0)]
+    # Stored in one transaction: in the order of their timestamps within it.
+    assert sent(second_receiver) == [(b - 7200, 4.0), (b + 30, 3.0)]
+
+
+async def test_a_customer_with_nothing_registered_gets_an_empty_delivery_each_interval(
+    api: str,
+    db: asyncpg.Connection,
+    new_customer: NewCustomer,
+    receiver_factory: NewReceiver,
+    deliveries: None,
+) -> None:
+    receiver = await receiver_factory()
+    customer = await new_customer()
+    assert (await configure(api, customer, receiver.url, "aggregated")).status_code == 200
+    b = aligned_past(3)
+    await rewind(db, customer, b)
+    await wait_for(lambda: len(receiver.requests) >= 3)
+    bodies = [r.json() for r in receiver.requests[:3]]
+    assert [(x["from"], x["to"], x["mode"], x["data"]) for x in bodies] == [
+        (b + 60 * n, b + 60 * (n + 1), "aggregated", []) for n in range(3)
     ]
+    assert len({x["id"] for x in bodies}) == 3
+
+
+async def test_get_deliveries_shows_points_attempts_last_status_and_next_retry(
+    api: str,
+    db: asyncpg.Connection,
+    new_customer: NewCustomer,
+    receiver_factory: NewReceiver,
+    deliveries: None,
+) -> None:
+    receiver = await receiver_factory(then=503)
+    customer, b = await customer_with_two_batches(api, db, new_customer, receiver.url)
+    await wait_for(lambda: len(receiver.requests) >= 3)
+    async with httpx.AsyncClient(base_url=api, headers=customer.headers()) as client:
+        (pending,) = (await client.get("/deliveries")).json()["deliveries"]
+        assert pending["id"] == receiver.requests[0].batch_id
+        assert (pending["from"], pending["to"], pending["points"]) == (b, b + 60, 2)
+        assert pending["outcome"] == "pending"
+        assert pending["attempts"] >= 2
+        assert (pending["status"], pending["error"]) == (503, None)
+        assert pending["next_retry"] is not None
+        receiver.then = 200
+        await wait_for(lambda: len({r.batch_id for r in receiver.requests}) >= 3)
+
+        async def listed() -> list[dict[str, object]]:
+            answer = await client.get("/deliveries", params={"limit": 100})
+            deliveries: list[dict[str, object]] = answer.json()["deliveries"]
+            return deliveries
+
+        async def first_delivered() -> bool:
+            return any(
+                d["id"] == pending["id"] and d["outcome"] == "delivered" for d in await listed()
+            )
+
+        await eventually(first_delivered)
+        (done,) = [d for d in await listed() if d["id"] == pending["id"]]
+        assert (done["status"], done["points"], done["next_retry"]) == (200, 2, None)
+        assert isinstance(done["attempts"], int)
+        assert done["attempts"] >= 3
+        assert (await client.get("/deliveries", params={"limit": 0})).status_code == 400
+    async with httpx.AsyncClient(base_url=api) as anonymous:
+        assert (await anonymous.get("/deliveries")).status_code == 401

@@ -1,4 +1,5 @@
-"""Admin commands of the forwarder: its customers and their bearer tokens."""
+"""Admin commands of the forwarder: its customers, their bearer tokens and the homebases
+each may register (grants)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,9 @@ import asyncpg
 import click
 import msgspec
 
+from energy_platform.api.forwarder.schemas import SN_PATTERN
 from energy_platform.console import CommandGroup, emit, run_in_transaction
-from energy_platform.errors import InvalidInput
+from energy_platform.errors import InvalidInput, NotFound
 from energy_platform.inputs import checked_text
 from energy_platform.settings import Settings
 from energy_platform.tokens import new_token, token_digest
@@ -17,8 +19,25 @@ INSERT INTO forwarder.customers (name, token_sha256) VALUES ($1, $2)
 RETURNING id, name, created_at"""
 LIST_CUSTOMERS = """
 SELECT c.id, c.name, c.created_at,
-       (SELECT count(*) FROM forwarder.registrations r WHERE r.customer_id = c.id) AS registered
+       (SELECT count(*) FROM forwarder.registrations r WHERE r.customer_id = c.id) AS registered,
+       ARRAY(SELECT g.homebase_sn FROM forwarder.grants g WHERE g.customer_id = c.id
+              ORDER BY g.homebase_sn) AS granted
   FROM forwarder.customers c ORDER BY c.id"""
+CUSTOMER_ID = "SELECT id FROM forwarder.customers WHERE id::text = $1 OR name = $1"
+GRANT = """
+INSERT INTO forwarder.grants (customer_id, homebase_sn)
+SELECT $1, sn FROM unnest($2::text[]) AS sn ON CONFLICT DO NOTHING"""
+# Revoking ends the registration too: the triggers close its period, so nothing stored after
+# it is delivered to this customer.
+REVOKE = """
+WITH revoked AS (
+    DELETE FROM forwarder.grants WHERE customer_id = $1 AND homebase_sn = ANY ($2::text[])
+    RETURNING homebase_sn),
+unregistered AS (
+    DELETE FROM forwarder.registrations WHERE customer_id = $1 AND homebase_sn = ANY ($2::text[])
+    RETURNING homebase_sn)
+SELECT (SELECT count(*) FROM revoked) AS revoked,
+       ARRAY(SELECT homebase_sn FROM unregistered ORDER BY 1) AS unregistered"""
 
 
 class Customer(msgspec.Struct):
@@ -30,6 +49,20 @@ class Customer(msgspec.Struct):
 class ListedCustomer(Customer):
     registered: int
     """Homebases registered to the customer now."""
+    granted: list[str]
+    """Homebases the customer may register (admin customers grant)."""
+
+
+class Granted(msgspec.Struct):
+    customer: str
+    granted: list[str]
+
+
+class Revoked(msgspec.Struct):
+    customer: str
+    revoked: list[str]
+    unregistered: list[str]
+    """Of those, the homebases that were registered to the customer: no longer."""
 
 
 class NewCustomer(Customer):
@@ -71,10 +104,61 @@ def list_customers(settings: Settings) -> None:
     async def work(conn: asyncpg.Connection) -> list[ListedCustomer]:
         return [
             ListedCustomer(
-                str(row["id"]), row["name"], row["created_at"].isoformat(), row["registered"]
+                str(row["id"]),
+                row["name"],
+                row["created_at"].isoformat(),
+                row["registered"],
+                row["granted"],
             )
             for row in await conn.fetch(LIST_CUSTOMERS)
         ]
+
+    emit(run_in_transaction(settings.database, work))
+
+
+def _serials(serials: tuple[str, ...]) -> list[str]:
+    for sn in serials:
+        if not SN_PATTERN.fullmatch(sn):
+            raise InvalidInput(f"{sn!r} is not a serial number ([0-9A-F]{{16}})")
+    return sorted(set(serials))
+
+
+async def _customer(conn: asyncpg.Connection, customer: str) -> int:
+    customer_id: int | None = await conn.fetchval(CUSTOMER_ID, customer)
+    if customer_id is None:
+        raise NotFound(f"no customer with id or name {customer!r}")
+    return customer_id
+
+
+@customers.command("grant")
+@click.argument("customer")
+@click.argument("serials", metavar="SN...", nargs=-1, required=True)
+@click.pass_obj
+def grant(settings: Settings, customer: str, serials: tuple[str, ...]) -> None:
+    """Let CUSTOMER (id or name) register the homebases SN...."""
+    wanted = _serials(serials)
+
+    async def work(conn: asyncpg.Connection) -> Granted:
+        customer_id = await _customer(conn, customer)
+        await conn.execute(GRANT, customer_id, wanted)
+        return Granted(str(customer_id), wanted)
+
+    emit(run_in_transaction(settings.database, work))
+
+
+@customers.command("revoke")
+@click.argument("customer")
+@click.argument("serials", metavar="SN...", nargs=-1, required=True)
+@click.pass_obj
+def revoke(settings: Settings, customer: str, serials: tuple[str, ...]) -> None:
+    """Take homebases SN... from CUSTOMER (id or name); ends their registrations to it."""
+    wanted = _serials(serials)
+
+    async def work(conn: asyncpg.Connection) -> Revoked:
+        customer_id = await _customer(conn, customer)
+        row = await conn.fetchrow(REVOKE, customer_id, wanted)
+        assert row is not None  # noqa: S101 - an aggregate row is always returned
+        return Revoked(str(customer_id), wanted, row["unregistered"])
 
     emit(run_in_transaction(settings.database, work))
 

@@ -1,19 +1,32 @@
-from litestar import Litestar
+from litestar import Litestar, Router
+from litestar.di import Provide
 
 from energy_platform.api.application import build_app
 from energy_platform.api.forwarder.config import ConfigController
+from energy_platform.api.forwarder.deliveries import DeliveriesController
 from energy_platform.api.forwarder.registrations import RegistrationsController
 from energy_platform.api.openapi import bearer
+from energy_platform.engine.forwarding.destinations import AllowedNetworks
 from energy_platform.settings import Settings
 
 
 def create_app(settings: Settings) -> Litestar:
     """The forwarder app: a customer's delivery configuration and registered homebases."""
+    allowed = AllowedNetworks(settings.forwarder.networks())
+
+    def allowed_networks() -> AllowedNetworks:
+        return allowed
+
+    customer_api = Router(
+        path="/",
+        route_handlers=[ConfigController, RegistrationsController, DeliveriesController],
+        dependencies={"allowed_networks": Provide(allowed_networks, sync_to_thread=False)},
+    )
     return build_app(
         name="forwarder",
         title="Energy platform forwarder API",
         description="Register homebases and configure webhook deliveries.",
         settings=settings,
-        route_handlers=[ConfigController, RegistrationsController],
+        route_handlers=[customer_api],
         authenticating={"customer": bearer("A customer token (`admin customers add`).")},
     )

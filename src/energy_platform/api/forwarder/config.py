@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncpg
+import httpx
 from litestar import Controller, Request, get, post
 from litestar.datastructures import State
 from litestar.di import NamedDependency, Provide
@@ -18,7 +19,12 @@ from energy_platform.api.forwarder.schemas import (
     destination,
 )
 from energy_platform.api.openapi import problems
-from energy_platform.errors import NotFound
+from energy_platform.engine.forwarding.destinations import (
+    AllowedNetworks,
+    RefusedDestination,
+    resolve,
+)
+from energy_platform.errors import InvalidInput, NotFound
 
 Authenticated = NamedDependency[Customer]
 
@@ -39,10 +45,15 @@ class ConfigController(Controller):
 
     @post(status_code=200, summary="Replace the configuration; answers the stored one")
     async def write(
-        self, request: Request[object, object, State], customer: Authenticated, state: State
+        self,
+        request: Request[object, object, State],
+        customer: Authenticated,
+        allowed_networks: NamedDependency[AllowedNetworks],
+        state: State,
     ) -> ForwarderConfig:
         data = decode_config(await request.body())
         target = destination(data.url)
+        await _public(target, allowed_networks)
         kind, filters = checked_filters(data)
         pool: asyncpg.Pool = state.db
         async with pool.acquire() as conn, conn.transaction():
@@ -66,6 +77,16 @@ class ConfigController(Controller):
             config = await _load(conn, customer.id)
         assert config is not None  # noqa: S101 - written just above, in this transaction
         return config
+
+
+async def _public(target: Destination, allowed: AllowedNetworks) -> None:
+    """400 unless the host is, and resolves only to, public or allowed addresses."""
+    url = httpx.URL(target.url)
+    try:
+        port = url.port or (443 if url.scheme == "https" else 80)
+        await resolve(url.raw_host.decode("ascii"), port, allowed.networks)
+    except RefusedDestination as e:
+        raise InvalidInput(f"url: {e}", field="url") from None
 
 
 async def _load(

@@ -20,7 +20,8 @@ DELETE_FILTERS = "DELETE FROM forwarder.config_filters WHERE customer_id = $1"
 INSERT_FILTER = """
 INSERT INTO forwarder.config_filters (customer_id, position, medium, indexes, obis)
 VALUES ($1, $2, $3, $4, $5)"""
-# A new customer's first interval is the one running now: nothing older is sent.
+# A new customer's first interval is the one running now; its storage cursor starts empty
+# (seen is null), so every point stored for its registrations is delivered.
 START_DELIVERIES = """
 INSERT INTO forwarder.delivery_state (customer_id, delivered_to)
 VALUES ($1, to_timestamp(floor(extract(epoch FROM now()) / ($2 * 60)) * ($2 * 60)))
@@ -40,3 +41,32 @@ SELECT false, customer_id, registered_at FROM forwarder.registrations
 UNREGISTER = """
 DELETE FROM forwarder.registrations WHERE homebase_sn = $1 AND customer_id = $2
 RETURNING now() AS unregistered_at"""
+GRANTED = """
+SELECT EXISTS (SELECT 1 FROM forwarder.grants WHERE customer_id = $1 AND homebase_sn = $2)"""
+
+# The customer's latest batches: the pending one (possibly not attempted yet) and those in the
+# delivery log, newest first, each with its last attempt.
+DELIVERIES = """
+WITH logged AS (
+    SELECT DISTINCT ON (l.batch_id) l.batch_id, l.batch_from, l.batch_to, l.points, l.attempt,
+           l.outcome, l.status, l.error, l.attempted_at, l.id
+      FROM forwarder.delivery_log l
+     WHERE l.customer_id = $1
+       AND l.batch_id IN (SELECT batch_id FROM forwarder.delivery_log
+                           WHERE customer_id = $1 ORDER BY id DESC LIMIT $2 * 8)
+     ORDER BY l.batch_id, l.id DESC
+)
+SELECT s.batch_id, s.batch_from, s.batch_to, l.points, s.attempts, 'pending' AS outcome,
+       l.status, l.error, l.attempted_at, s.next_attempt_at, true AS pending
+  FROM forwarder.delivery_state s
+  LEFT JOIN logged l ON l.batch_id = s.batch_id
+ WHERE s.customer_id = $1 AND s.batch_id IS NOT NULL
+UNION ALL
+SELECT * FROM (
+    SELECT l.batch_id, l.batch_from, l.batch_to, l.points, l.attempt, l.outcome, l.status,
+           l.error, l.attempted_at, NULL::timestamptz, false
+      FROM logged l
+     WHERE l.batch_id IS DISTINCT FROM (SELECT batch_id FROM forwarder.delivery_state
+                                         WHERE customer_id = $1)
+     ORDER BY l.batch_to DESC, l.id DESC
+     LIMIT $2) done"""

@@ -18,7 +18,7 @@ from energy_platform.api.forwarder.schemas import (
     Unregistration,
 )
 from energy_platform.api.openapi import problems
-from energy_platform.errors import Conflict, InvalidInput, NotFound
+from energy_platform.errors import Conflict, Forbidden, InvalidInput, NotFound
 
 Authenticated = NamedDependency[Customer]
 
@@ -42,8 +42,11 @@ class RegistrationsController(Controller):
 
     @post(
         "/{sn:str}",
-        summary="Register a homebase (201; 200 if already the caller's; 409 if another's)",
-        opt=problems(400, 409),
+        summary=(
+            "Register a homebase (201; 200 if already the caller's; 403 if not granted to the"
+            " caller; 409 if another's)"
+        ),
+        opt=problems(400, 403, 409),
         responses={200: ResponseSpec(Registration, description="Already the caller's")},
     )
     async def register(
@@ -52,6 +55,11 @@ class RegistrationsController(Controller):
         # Any request body is ignored (the spec): the handler never reads it.
         serial = _serial(sn)
         pool: asyncpg.Pool = state.db
+        if not await pool.fetchval(queries.GRANTED, customer.id, serial):
+            raise Forbidden(
+                f"homebase {serial} was not granted to you: an administrator grants homebases"
+                " (admin customers grant)"
+            )
         row = None
         for _ in range(3):  # a concurrent unregistration can hide the row from one statement
             row = await pool.fetchrow(queries.REGISTER, serial, customer.id)

@@ -149,3 +149,35 @@ class Unregistration(msgspec.Struct):
     sn: str
     unregistered_at: int
     """Unix time; no point measured at or after it is delivered."""
+
+
+class Delivery(msgspec.Struct):
+    """One batch of ``GET /deliveries``: what was sent and how its last attempt went."""
+
+    id: str
+    """The batch id (its ``Idempotency-Key``)."""
+    from_: int = msgspec.field(name="from")
+    """Start of the batch's interval, Unix seconds."""
+    to: int
+    """End of the batch's interval, Unix seconds."""
+    points: int | None
+    """Points in the batch; null while a pending batch has not been attempted yet."""
+    attempts: int
+    """Attempts so far."""
+    outcome: Literal["pending", "delivered", "dropped"]
+    """pending: not yet answered 2xx or 4xx (being sent, or waiting for its retry)."""
+    status: int | None
+    """HTTP status of the last attempt; null when none answered (see ``error``)."""
+    error: str | None
+    """Why the last attempt got no status: timeout, refused_destination (the host is or
+    resolves to an address that is not public), bad_response, or a connection error."""
+    attempted_at: int | None
+    """Unix time of the last attempt."""
+    next_retry: int | None
+    """Unix time of the next attempt of a pending batch that failed; null otherwise."""
+
+
+class Deliveries(msgspec.Struct):
+    """``GET /deliveries``: the caller's latest batches, the pending one first, newest first."""
+
+    deliveries: list[Delivery]

@@ -4,56 +4,62 @@ The loop works on many customers per statement: it claims the due ones, builds t
 with one query, and records many outcomes in one transaction.
 """
 
-# Due customers not in flight: a pending batch whose retry time has come, or no pending batch
-# and the next interval ended (plus the settle time). Locked while their batches are made.
+# Due customers: a pending batch whose retry time has come, or no pending batch and the next
+# interval ended (plus the settle time). Locked while their batches are made. A batch in flight
+# is leased (next_attempt_at in the future), so it is not due.
+# `upto`, the snapshot a new batch reaches to, is taken by this statement: every transaction
+# visible in it has committed, so the queries after it see all the points it covers.
 CLAIM = """
 SELECT s.customer_id, s.delivered_to, s.batch_id, s.batch_from, s.batch_to, s.batch_mode,
-       s.batch_cutoff, s.batch_body, s.attempts,
+       s.batch_body, s.attempts, s.seen::text AS seen, s.batch_seen::text AS batch_seen,
        forwarder.interval_end(s.delivered_to, c.interval_minutes) AS next_end,
-       clock_timestamp() AS now,
+       pg_current_snapshot()::text AS upto,
        c.interval_minutes, c.url, c.username, c.password, c.mode
   FROM forwarder.delivery_state s
   JOIN forwarder.configs c USING (customer_id)
- WHERE s.customer_id <> ALL ($2::bigint[])
-   AND CASE WHEN s.batch_id IS NOT NULL
+ WHERE CASE WHEN s.batch_id IS NOT NULL
             THEN s.next_attempt_at IS NULL OR s.next_attempt_at <= clock_timestamp()
             ELSE forwarder.interval_end(s.delivered_to, c.interval_minutes)
                  + make_interval(secs => $1) <= clock_timestamp() END
  ORDER BY coalesce(s.batch_to, forwarder.interval_end(s.delivered_to, c.interval_minutes)),
           s.customer_id
- LIMIT $3
+ LIMIT $2
    FOR UPDATE OF s SKIP LOCKED"""
 
-# The points of many batches at once: (customer, from, to, cutoff) per batch, as four arrays.
+# The points of many batches at once, each batch's values as parallel arrays. `all`: (customer,
+# seen, upto), the points stored since the previous batch, in storage order. `aggregated`:
+# (customer, from, to, interval seconds, seen, upto).
 ALL_POINTS = """
 SELECT p.customer_id, s.homebase_sn, s.channel, s.device, s.medium, s.idx, s.obis,
        NULL::text AS method, floor(extract(epoch FROM p.ts))::bigint AS t, p.value
-  FROM forwarder.batch_points($1, $2, $3, $4) p
+  FROM forwarder.new_points($1, $2, $3) p
   JOIN forwarder.streams s ON s.id = p.stream_id
- ORDER BY p.customer_id, p.ts, s.homebase_sn, s.channel, s.device, s.medium, s.idx, s.obis"""
+ ORDER BY p.customer_id, p.stored_by, p.ts, s.homebase_sn, s.channel, s.device, s.medium, s.idx,
+          s.obis"""
 
 AGGREGATED_POINTS = """
 SELECT a.customer_id, s.homebase_sn, s.channel, s.device, a.medium, s.idx, s.obis, a.method,
        floor(extract(epoch FROM a.ts))::bigint AS t, a.value
-  FROM forwarder.batch_aggregates($1, $2, $3, $4) a
+  FROM forwarder.batch_aggregates($1, $2, $3, $4, $5, $6) a
   JOIN forwarder.streams s ON s.id = a.stream_id
- ORDER BY a.customer_id, s.homebase_sn, s.channel, s.device, s.medium, s.idx, s.obis"""
+ ORDER BY a.customer_id, a.ts, s.homebase_sn, s.channel, s.device, s.medium, s.idx, s.obis"""
 
-# An interval with no data sends nothing: the cursor just moves past it.
-SKIP_EMPTY = """
-UPDATE forwarder.delivery_state s SET delivered_to = d.ts_to
-  FROM unnest($1::bigint[], $2::timestamptz[]) AS d(customer_id, ts_to)
- WHERE s.customer_id = d.customer_id AND s.batch_id IS NULL AND s.delivered_to < d.ts_to"""
-
-# Persisted (durably) before the first attempt: a restart sends the same id.
+# Persisted (durably) before the first attempt: a restart sends the same id and points.
 START_BATCHES = """
 UPDATE forwarder.delivery_state s
    SET batch_id = d.batch_id, batch_from = s.delivered_to, batch_to = d.ts_to,
-       batch_mode = d.mode, batch_cutoff = d.cutoff, batch_body = NULL, attempts = 0,
-       next_attempt_at = NULL
-  FROM unnest($1::bigint[], $2::uuid[], $3::timestamptz[], $4::text[], $5::timestamptz[])
-       AS d(customer_id, batch_id, ts_to, mode, cutoff)
+       batch_mode = d.mode, batch_seen = d.upto::pg_snapshot, batch_body = NULL, attempts = 0,
+       next_attempt_at = clock_timestamp() + make_interval(secs => $6)
+  FROM unnest($1::bigint[], $2::uuid[], $3::timestamptz[], $4::text[], $5::text[])
+       AS d(customer_id, batch_id, ts_to, mode, upto)
  WHERE s.customer_id = d.customer_id AND s.batch_id IS NULL"""
+
+# A claimed batch is leased: no other claim takes it until its attempt must have ended (it is
+# recorded earlier, or it was cut short by a crash and goes out again after the lease).
+LEASE = """
+UPDATE forwarder.delivery_state
+   SET next_attempt_at = clock_timestamp() + make_interval(secs => $2)
+ WHERE customer_id = ANY ($1::bigint[]) AND batch_id IS NOT NULL"""
 
 # The outcomes of many attempts, with the cursors they move, in one transaction.
 LOG_ATTEMPTS = """
@@ -65,8 +71,8 @@ SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::timestamptz[], $4::timestampt
 
 FINISH_BATCHES = """
 UPDATE forwarder.delivery_state s
-   SET delivered_to = s.batch_to, batch_id = NULL, batch_from = NULL, batch_to = NULL,
-       batch_mode = NULL, batch_cutoff = NULL, batch_body = NULL, attempts = 0,
+   SET delivered_to = s.batch_to, seen = s.batch_seen, batch_id = NULL, batch_from = NULL,
+       batch_to = NULL, batch_mode = NULL, batch_seen = NULL, batch_body = NULL, attempts = 0,
        next_attempt_at = NULL
   FROM unnest($1::bigint[], $2::uuid[]) AS d(customer_id, batch_id)
  WHERE s.customer_id = d.customer_id AND s.batch_id = d.batch_id"""
@@ -80,10 +86,14 @@ UPDATE forwarder.delivery_state s
  WHERE s.customer_id = d.customer_id AND s.batch_id = d.batch_id"""
 
 # The outcome's commit need not wait for the disk: if a crash loses it, the cursor has not
-# moved and the same batch goes out again, which at-least-once allows. START_BATCHES (the id)
-# is committed durably, before the first attempt.
+# moved and the same batch goes out again, which at-least-once allows. START_BATCHES (the id
+# and snapshot) is committed durably, before the first attempt.
 RELAXED_COMMIT = "SET LOCAL synchronous_commit = off"
 
 # The batch queries take arrays whose length (the customers due) varies from one claim to the
 # next; a generic plan, which cannot see it, was measured 100x slower than a custom one.
 CUSTOM_PLANS = "SET LOCAL plan_cache_mode = force_custom_plan"
+
+# The batch queries cost enough for the planner to JIT-compile them, which was measured to add
+# ~190 ms per query here and to save nothing: they run over a few thousand rows.
+NO_JIT = "SET LOCAL jit = off"

@@ -3,8 +3,9 @@
 Three parts share one event loop:
 - the scheduler claims due customers (``claim_size`` per statement, skipping those in flight):
   for a customer whose next interval has ended (plus ``settle_seconds``) it makes the batch
-  with one query for all of them, and persists each batch's id, interval and cutoff before the
-  first attempt; a customer whose pending batch is due for a retry gets that batch back;
+  with one query for all of them, and persists each batch's id, interval and snapshot before
+  the first attempt (an interval with nothing to send is a batch too, with no points); a
+  customer whose pending batch is due for a retry gets that batch back;
 - one task per claimed batch posts it (a semaphore bounds the requests in flight, each has its
   own timeout), so a slow or dead endpoint only ever holds up its own customer;
 - the recorder writes outcomes in batches: each attempt's log row and the cursor it moves (or
@@ -24,7 +25,6 @@ from collections.abc import Sequence
 from datetime import datetime
 
 import asyncpg
-import httpx
 import msgspec
 import structlog
 from asyncpg.pool import PoolConnectionProxy
@@ -33,6 +33,8 @@ from prometheus_client import Counter, Histogram
 from energy_platform.db.pool import create_pool
 from energy_platform.engine.forwarding import queries
 from energy_platform.engine.forwarding.batches import Batch, DeliveryBody, Mode, encode
+from energy_platform.engine.forwarding.destinations import RefusedDestination
+from energy_platform.engine.forwarding.webhook import BadResponse, basic_auth, post
 from energy_platform.settings import DatabaseSettings, ForwarderSettings
 
 log = structlog.get_logger()
@@ -44,7 +46,6 @@ LAG = Histogram(
 )
 Connection = asyncpg.Connection | PoolConnectionProxy
 RECORD_BATCH = 500
-CONNECTIONS_PER_CLIENT = 8
 
 
 class Outcome(msgspec.Struct, frozen=True):
@@ -72,11 +73,10 @@ class DeliveryService:
         self,
         database: DatabaseSettings,
         settings: ForwarderSettings,
-        transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self._database = database
         self._settings = settings
-        self._transport = transport
+        self._allowed = settings.networks()
         self._in_flight: set[int] = set()
         self._outcomes: asyncio.Queue[tuple[Batch, Outcome]] = asyncio.Queue()
         self._wake = asyncio.Event()
@@ -84,90 +84,90 @@ class DeliveryService:
     async def run(self, stop: asyncio.Event) -> None:
         s = self._settings
         pool = await create_pool(self._database)
-        # Several small clients rather than one large one: an httpx pool's cost per request
-        # grows with its connections (measured: 1,000 local requests at 200 in flight took
-        # 13.7 s through one client, 1.9 s through 20 clients of 10). A customer always uses
-        # the same client; each client has as many slots as connections, so a request never
-        # waits for a connection inside its own timeout.
-        shards = max(1, -(-s.max_concurrent // CONNECTIONS_PER_CLIENT))
-        per_client = max(1, s.max_concurrent // shards)
-        clients = [
-            (
-                httpx.AsyncClient(
-                    timeout=httpx.Timeout(s.delivery_timeout),
-                    limits=httpx.Limits(
-                        max_connections=per_client, max_keepalive_connections=per_client
-                    ),
-                    follow_redirects=False,  # a 3xx is a temporary failure (the spec)
-                    transport=self._transport,
-                    trust_env=False,
-                ),
-                asyncio.Semaphore(per_client),
-            )
-            for _ in range(shards)
-        ]
+        slots = asyncio.Semaphore(s.max_concurrent)
         attempts: set[asyncio.Task[None]] = set()
         recorder = asyncio.create_task(self._recorder(pool), name="deliveries-recorder")
+        claimers = [
+            asyncio.create_task(self._claimer(pool, slots, attempts, stop), name=f"claimer-{n}")
+            for n in range(max(1, s.claim_workers))
+        ]
         try:
-            while not stop.is_set():
-                batches: list[Batch] = []
-                try:
-                    batches = await self._claim(pool)
-                except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
-                    log.warning("cannot claim due deliveries", error=type(e).__name__)
-                for batch in batches:
-                    self._in_flight.add(batch.customer_id)
-                    client, slots = clients[batch.customer_id % len(clients)]
-                    task = asyncio.create_task(self._deliver(client, slots, batch))
-                    attempts.add(task)
-                    task.add_done_callback(attempts.discard)
-                if len(batches) >= s.claim_size:
-                    continue  # more may be due right now
-                await _nap(stop, self._wake, s.poll_interval)
-                self._wake.clear()
+            await stop.wait()
         finally:
             # Batches cut short are persisted and go out again after a restart.
-            for task in (*attempts, recorder):
+            for task in (*claimers, *attempts, recorder):
                 task.cancel()
-            await asyncio.gather(*attempts, recorder, return_exceptions=True)
-            for client, _ in clients:
-                await client.aclose()
+            await asyncio.gather(*claimers, *attempts, recorder, return_exceptions=True)
             await pool.close()
+
+    async def _claimer(
+        self,
+        pool: asyncpg.Pool,
+        slots: asyncio.Semaphore,
+        attempts: set[asyncio.Task[None]],
+        stop: asyncio.Event,
+    ) -> None:
+        s = self._settings
+        while not stop.is_set():
+            batches: list[Batch] = []
+            try:
+                batches = await self._claim(pool)
+            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
+                log.warning("cannot claim due deliveries", error=type(e).__name__)
+            for batch in batches:
+                task = asyncio.create_task(self._deliver(slots, batch))
+                attempts.add(task)
+                task.add_done_callback(attempts.discard)
+            if len(batches) >= s.claim_size:
+                continue  # more may be due right now
+            await _nap(stop, self._wake, s.poll_interval)
+            self._wake.clear()
 
     async def _claim(self, pool: asyncpg.Pool) -> list[Batch]:
         """Batches to attempt now: due retries, and new batches for ended intervals."""
         s = self._settings
+        claimed: set[int] = set()
+        try:
+            async with pool.acquire() as conn, conn.transaction():
+                await conn.execute(queries.CUSTOM_PLANS)
+                await conn.execute(queries.NO_JIT)
+                found = await conn.fetch(queries.CLAIM, s.settle_seconds, s.claim_size)
+                # A lease that ran out while the outcome waits to be recorded: still ours.
+                rows = [r for r in found if r["customer_id"] not in self._in_flight]
+                claimed = {r["customer_id"] for r in rows}
+                # In flight from now on: the other claimers pass these customers over.
+                self._in_flight.update(claimed)
+                return await self._batches(conn, rows)
+        except BaseException:
+            self._in_flight.difference_update(claimed)
+            raise
+
+    async def _batches(self, conn: Connection, rows: Sequence[asyncpg.Record]) -> list[Batch]:
+        """The claimed customers' batches, persisted (new ones) and leased (all)."""
+        lease = 2 * self._settings.delivery_timeout
         out: list[Batch] = []
-        async with pool.acquire() as conn, conn.transaction():
-            await conn.execute(queries.CUSTOM_PLANS)
-            rows = await conn.fetch(
-                queries.CLAIM, s.settle_seconds, sorted(self._in_flight), s.claim_size
-            )
-            fresh = [r for r in rows if r["batch_id"] is None]
-            for row in rows:
-                if row["batch_id"] is not None:
-                    out.append(await self._pending(conn, row))
-            empty: list[tuple[int, datetime]] = []
-            started: list[tuple[int, uuid.UUID, datetime, str, datetime]] = []
-            for mode in ("all", "aggregated"):
-                group = [r for r in fresh if r["mode"] == mode]
-                if not group:
-                    continue
-                points = await _rows(conn, mode, group)
-                for row in group:
-                    customer, start, end = row["customer_id"], row["delivered_to"], row["next_end"]
-                    batch_id = uuid.uuid4()
-                    body, count = encode(batch_id, start, end, mode, points.get(customer, []))
-                    if count == 0:
-                        empty.append((customer, end))
-                        continue
-                    started.append((customer, batch_id, end, mode, row["now"]))
-                    out.append(_batch(row, batch_id, start, end, body, count, 1, False))
-            if empty:
-                await conn.execute(queries.SKIP_EMPTY, *_columns(empty, 2))
-                self._wake.set()  # the next intervals of those customers may have ended too
-            if started:
-                await conn.execute(queries.START_BATCHES, *_columns(started, 5))
+        fresh = [r for r in rows if r["batch_id"] is None]
+        pending = [r["customer_id"] for r in rows if r["batch_id"] is not None]
+        if pending:
+            await conn.execute(queries.LEASE, pending, lease)
+        for row in rows:
+            if row["batch_id"] is not None:
+                out.append(await self._pending(conn, row))
+        started: list[tuple[int, uuid.UUID, datetime, str, str]] = []
+        for mode in ("all", "aggregated"):
+            group = [r for r in fresh if r["mode"] == mode]
+            if not group:
+                continue
+            points = await _rows_for(conn, mode, [_window(r) for r in group])
+            for row in group:
+                customer, start, end = row["customer_id"], row["delivered_to"], row["next_end"]
+                batch_id = uuid.uuid4()
+                # An interval with nothing to send still yields a delivery: "data": [].
+                body, count = encode(batch_id, start, end, mode, points.get(customer, []))
+                started.append((customer, batch_id, end, mode, row["upto"]))
+                out.append(_batch(row, batch_id, start, end, body, count, 1, False))
+        if started:
+            await conn.execute(queries.START_BATCHES, *_columns(started, 5), lease)
         return out
 
     async def _pending(self, conn: Connection, row: asyncpg.Record) -> Batch:
@@ -180,43 +180,45 @@ class DeliveryService:
         else:
             # Cut short before its outcome was recorded: rebuilt from the same points.
             mode: Mode = row["batch_mode"]
-            group = [(row["customer_id"], start, end, row["batch_cutoff"])]
-            rows = (await _rows_for(conn, mode, group)).get(row["customer_id"], [])
+            window = (
+                row["customer_id"],
+                start,
+                end,
+                row["interval_minutes"] * 60,
+                row["seen"],
+                row["batch_seen"],
+            )
+            rows = (await _rows_for(conn, mode, [window])).get(row["customer_id"], [])
             body, points = encode(batch_id, start, end, mode, rows)
         attempt = row["attempts"] + 1
         return _batch(row, batch_id, start, end, body, points, attempt, stored is not None)
 
-    async def _deliver(
-        self, client: httpx.AsyncClient, slots: asyncio.Semaphore, batch: Batch
-    ) -> None:
+    async def _deliver(self, slots: asyncio.Semaphore, batch: Batch) -> None:
         async with slots:
-            outcome = await self._attempt(client, batch)
+            outcome = await self._attempt(batch)
         await self._outcomes.put((batch, outcome))
 
-    async def _attempt(self, client: httpx.AsyncClient, batch: Batch) -> Outcome:
+    async def _attempt(self, batch: Batch) -> Outcome:
         headers = {"Content-Type": "application/json", "Idempotency-Key": str(batch.id)}
         # Credentials from the URL go as HTTP Basic; the URL itself has none.
-        auth: tuple[str, str] | None = None
         if batch.username is not None:
-            auth = (batch.username, batch.password or "")
+            headers["Authorization"] = basic_auth(batch.username, batch.password)
         started = datetime.now().astimezone()
         clock = time.monotonic()
         status: int | None = None
         error: str | None = None
         try:
             async with asyncio.timeout(self._settings.delivery_timeout):
-                response = await client.post(
-                    batch.url,
-                    content=batch.body,
-                    headers=headers,
-                    auth=auth or httpx.USE_CLIENT_DEFAULT,
-                )
-            status = response.status_code
+                status = await post(batch.url, batch.body, headers, self._allowed)
             kind = classify(status)
-        except (TimeoutError, httpx.TimeoutException):
+        except TimeoutError:
             kind, error = "retry", "timeout"
-        except httpx.HTTPError as e:
-            # The kind of error only: messages may quote the URL.
+        except RefusedDestination:
+            kind, error = "retry", "refused_destination"
+        except BadResponse:
+            kind, error = "retry", "bad_response"
+        except (OSError, ValueError) as e:
+            # The kind of error only: messages may quote the address.
             kind, error = "retry", type(e).__name__
         return Outcome(kind, status, error, started, time.monotonic() - clock)
 
@@ -303,21 +305,31 @@ async def _nap(stop: asyncio.Event, wake: asyncio.Event, seconds: float) -> None
             task.cancel()
 
 
-async def _rows(
-    conn: Connection, mode: Mode, group: Sequence[asyncpg.Record]
-) -> dict[int, list[asyncpg.Record]]:
-    return await _rows_for(
-        conn, mode, [(r["customer_id"], r["delivered_to"], r["next_end"], r["now"]) for r in group]
+Window = tuple[int, datetime, datetime, int, str | None, str]
+"""(customer, from, to, interval seconds, seen, upto): what one batch covers."""
+
+
+def _window(row: asyncpg.Record) -> Window:
+    return (
+        row["customer_id"],
+        row["delivered_to"],
+        row["next_end"],
+        row["interval_minutes"] * 60,
+        row["seen"],
+        row["upto"],
     )
 
 
 async def _rows_for(
-    conn: Connection, mode: Mode, group: Sequence[tuple[int, datetime, datetime, datetime]]
+    conn: Connection, mode: Mode, windows: Sequence[Window]
 ) -> dict[int, list[asyncpg.Record]]:
-    """The points of each (customer, from, to, cutoff) batch, by customer, in one query."""
+    """The points of each batch, by customer, in one query."""
     statement = queries.ALL_POINTS if mode == "all" else queries.AGGREGATED_POINTS
     by_customer: dict[int, list[asyncpg.Record]] = defaultdict(list)
-    for row in await conn.fetch(statement, *_columns(group, 4)):
+    columns = _columns(windows, 6)
+    if mode == "all":
+        columns = [columns[0], columns[4], columns[5]]
+    for row in await conn.fetch(statement, *columns):
         by_customer[row[0]].append(row)
     return by_customer
 
