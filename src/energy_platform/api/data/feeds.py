@@ -11,14 +11,9 @@ from litestar.datastructures import State
 from litestar.di import NamedDependency, Provide
 from litestar.params import FromPath, QueryParameter
 
+from energy_platform.api.bearer import bearer_digest, unknown_token
 from energy_platform.api.data import queries
-from energy_platform.api.data.auth import (
-    Caller,
-    authenticate,
-    bearer_digest,
-    unknown_token,
-    visible_user,
-)
+from energy_platform.api.data.auth import Caller, authenticate, visible_user
 from energy_platform.api.data.schemas import Feed, Stream, StreamType
 from energy_platform.api.data.views import render_feeds, render_streams
 from energy_platform.api.openapi import authenticates_as
