@@ -9,6 +9,7 @@ from litestar.datastructures import State
 
 from energy_platform.api.bearer import bearer_digest, unknown_token
 from energy_platform.api.data import queries
+from energy_platform.api.database import Database
 from energy_platform.errors import NotFound
 from energy_platform.inputs import parse_id
 
@@ -21,9 +22,8 @@ class Caller(msgspec.Struct, frozen=True):
         return self.is_admin or self.user_id == user_id
 
 
-async def authenticate(request: Request[object, object, State], state: State) -> Caller:
+async def authenticate(request: Request[object, object, State], pool: Database) -> Caller:
     """The user behind ``Authorization: Bearer <token>``; 401 when missing or unknown."""
-    pool: asyncpg.Pool = state.db
     row = await pool.fetchrow(queries.CALLER_BY_DIGEST, bearer_digest(request))
     if row is None:
         raise unknown_token()

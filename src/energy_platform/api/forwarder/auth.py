@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import asyncpg
 import msgspec
 from litestar import Request
 from litestar.datastructures import State
 
 from energy_platform.api.bearer import bearer_digest, unknown_token
+from energy_platform.api.database import Database
 from energy_platform.api.forwarder import queries
 
 
@@ -15,9 +15,8 @@ class Customer(msgspec.Struct, frozen=True):
     id: int
 
 
-async def authenticate(request: Request[object, object, State], state: State) -> Customer:
+async def authenticate(request: Request[object, object, State], pool: Database) -> Customer:
     """The customer behind ``Authorization: Bearer <token>``; 401 when missing or unknown."""
-    pool: asyncpg.Pool = state.db
     customer_id = await pool.fetchval(queries.CUSTOMER_BY_DIGEST, bearer_digest(request))
     if customer_id is None:
         raise unknown_token()
