@@ -4,6 +4,7 @@ fixtures live in tests/support/ and are imported from there (never from a confte
 from __future__ import annotations
 
 import os
+import secrets
 import sys
 from collections.abc import AsyncIterator, Iterator
 
@@ -13,14 +14,17 @@ import psycopg
 import pytest
 import structlog
 
+from energy_platform.services import build_services
 from energy_platform.settings import DatabaseSettings, HttpSettings, MqttSettings, Settings
+from tests.support.admin import run_admin_async
 from tests.support.databases import (
     create_empty_database,
     create_session_database,
     database_server,
     drop_database,
 )
-from tests.support.services import free_port
+from tests.support.platform import Platform, platform_settings, with_cluster
+from tests.support.services import free_port, running
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -93,3 +97,18 @@ async def coap() -> AsyncIterator[aiocoap.Context]:
     context = await aiocoap.Context.create_client_context()
     yield context
     await context.shutdown()
+
+
+@pytest.fixture(scope="module")
+async def platform(settings: Settings, mqtt_url: str) -> AsyncIterator[Platform]:
+    """The platform as a cluster runs it: provisioning (secrets), ingest (MQTT + CoAP data
+    server) and the data API, in the test's loop; homebases are paired through the real
+    provisioning API and their feeds added with the real admin commands (tests/support/platform.py).
+    """
+    s = with_cluster(platform_settings(settings, mqtt_url))
+    user = await run_admin_async(s, "users", "add", f"ingest-{secrets.token_hex(3)}")
+    api = f"http://127.0.0.1:{s.http.api_port}"
+    provisioning = s.cluster.provisioning_url
+    services = build_services(["api", "provisioning", "ingest"], s)
+    async with running(*services, ready_urls=(api + "/healthz", provisioning + "/healthz")):
+        yield Platform(s, api, provisioning, user["token"], user["id"])

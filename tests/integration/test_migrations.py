@@ -1,9 +1,11 @@
+import re
 from pathlib import Path
 
 import psycopg
 import pytest
+import sqlparse
 
-from energy_platform.db.migrations import MigrationError, applied, migrate
+from energy_platform.db.migrations import MigrationError, applied, definitions, discover, migrate
 from energy_platform.paths import migrations_dir
 
 
@@ -101,3 +103,100 @@ def test_the_project_migrations_install_timescaledb_and_the_schemas(database_url
     assert version[0].split(".")[0] == "2"
     assert schemas == {"provisioning", "cluster", "forwarder"}
     assert gist is not None
+
+
+def scalar(url: str, query: str) -> object:
+    with psycopg.connect(url) as conn:
+        row = conn.execute(query.encode()).fetchone()
+    return row[0] if row else None
+
+
+def test_definitions_are_reapplied_on_every_run_after_the_migrations_in_name_order(
+    empty_database_url: str, tmp_path: Path
+) -> None:
+    write(tmp_path, "0001_first.sql", "CREATE TABLE first (a int);")
+    (tmp_path / "functions").mkdir()
+    # 20_ calls 10_'s function and 10_ reads the migration's table: SQL bodies are checked when
+    # created, so this applies only after the migrations and in name order.
+    write(
+        tmp_path / "functions",
+        "20_outer.sql",
+        "CREATE OR REPLACE FUNCTION outer_f()"
+        " RETURNS bigint LANGUAGE sql AS $$ SELECT inner_f() * 10 $$;",
+    )
+    inner = write(
+        tmp_path / "functions",
+        "10_inner.sql",
+        "CREATE OR REPLACE FUNCTION inner_f()"
+        " RETURNS bigint LANGUAGE sql AS $$ SELECT count(*) + 1 FROM first $$;",
+    )
+
+    assert [m.filename for m in migrate(empty_database_url, tmp_path)] == ["0001_first.sql"]
+    assert scalar(empty_database_url, "SELECT outer_f()") == 10
+
+    inner.write_text(inner.read_text().replace("+ 1", "+ 2"))
+    assert migrate(empty_database_url, tmp_path) == []
+    assert scalar(empty_database_url, "SELECT outer_f()") == 20
+
+
+def test_a_failing_definition_changes_no_definition_and_names_file_and_statement(
+    empty_database_url: str, tmp_path: Path
+) -> None:
+    (tmp_path / "functions").mkdir()
+    good = write(
+        tmp_path / "functions",
+        "10_good.sql",
+        "CREATE OR REPLACE FUNCTION good() RETURNS int LANGUAGE sql AS $$ SELECT 1 $$;",
+    )
+    migrate(empty_database_url, tmp_path)
+    good.write_text(good.read_text().replace("SELECT 1", "SELECT 2"))
+    write(
+        tmp_path / "functions",
+        "20_bad.sql",
+        "CREATE VIEW v AS SELECT 1 AS a;\nCREATE OR REPLACE VIEW v AS SELECT 1 AS b;",
+    )
+
+    with pytest.raises(MigrationError) as error:
+        migrate(empty_database_url, tmp_path)
+
+    assert error.value.detail.startswith("functions/20_bad.sql: statement 2 failed")
+    assert scalar(empty_database_url, "SELECT good()") == 1
+    assert scalar(empty_database_url, "SELECT to_regclass('v') IS NULL") is True
+
+
+PROJECT_SCHEMAS = ["cluster", "forwarder", "provisioning"]
+CREATES = re.compile(r"CREATE (?:OR REPLACE )?(FUNCTION|VIEW) ([a-z_]+\.[a-z_]+)", re.IGNORECASE)
+
+
+def test_every_function_and_view_has_its_one_definition_in_sql_functions(
+    database_url: str,
+) -> None:
+    defined = {
+        (kind.upper(), name)
+        for d in definitions(migrations_dir())
+        for kind, name in CREATES.findall(d.path.read_text())
+    }
+    with psycopg.connect(database_url) as conn:
+        functions = conn.execute(
+            "SELECT 'FUNCTION', n.nspname || '.' || p.proname FROM pg_proc p"
+            " JOIN pg_namespace n ON n.oid = p.pronamespace"
+            " WHERE n.nspname = ANY(%s)",
+            (PROJECT_SCHEMAS,),
+        ).fetchall()
+        views = conn.execute(
+            "SELECT 'VIEW', schemaname || '.' || viewname FROM pg_views WHERE schemaname = ANY(%s)",
+            (PROJECT_SCHEMAS,),
+        ).fetchall()
+    assert set(functions) | set(views) == defined
+
+
+# Migrations up to this one created functions and views themselves (their history stays); the
+# later ones only change tables, or a current definition would be overwritten by an older one.
+LAST_MIGRATION_WITH_DEFINITIONS = 10
+
+
+def test_no_later_migration_defines_a_function_or_view() -> None:
+    later = [m for m in discover(migrations_dir()) if m.version > LAST_MIGRATION_WITH_DEFINITIONS]
+    for migration in later:
+        code = sqlparse.format(migration.path.read_text(), strip_comments=True)
+        assert not CREATES.search(code), f"{migration.filename}: move it to sql/functions/"

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit, urlunsplit
 import psycopg
 from psycopg import sql
 
-from energy_platform.db.migrations import discover, migrate
+from energy_platform.db.migrations import definitions, discover, migrate
 from energy_platform.paths import migrations_dir
 from energy_platform.settings import Settings
 
@@ -59,6 +59,8 @@ def _template_name() -> str:
     digest = hashlib.sha256()
     for migration in discover(migrations_dir()):
         digest.update(migration.checksum.encode())
+    for definition in definitions(migrations_dir()):
+        digest.update(definition.checksum.encode())
     return f"ep_template_{digest.hexdigest()[:12]}"
 
 

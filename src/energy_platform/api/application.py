@@ -11,6 +11,7 @@ from litestar.openapi import OpenAPIConfig
 from litestar.plugins.prometheus import PrometheusConfig, PrometheusController
 from litestar.types import ControllerRouterHandler
 
+from energy_platform.api.database import POOL
 from energy_platform.api.health import healthz, readyz
 from energy_platform.api.openapi import Authentication, document_problems
 from energy_platform.api.problems import EXCEPTION_HANDLERS
@@ -39,7 +40,8 @@ def build_app(
     ``authenticating`` names the dependencies that authenticate a caller, with their scheme and
     the statuses they answer (``{"caller": bearer(...)}``): the OpenAPI document lists them on
     every operation that uses one (see ``openapi.document_problems``).
-    ``stateless_queries``: see :func:`create_pool`.
+    ``stateless_queries``: see :func:`create_pool`. Handlers get the pool as the dependency
+    ``pool`` (``api/database.py``).
     """
 
     @asynccontextmanager
@@ -57,6 +59,7 @@ def build_app(
     app = Litestar(
         route_handlers=handlers,
         lifespan=[database],
+        dependencies=POOL,
         middleware=[prometheus.middleware],
         exception_handlers=EXCEPTION_HANDLERS,
         openapi_config=OpenAPIConfig(

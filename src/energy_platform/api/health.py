@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import asyncpg
 import msgspec
 from litestar import get
-from litestar.datastructures import State
 
+from energy_platform.api.database import Database
 from energy_platform.api.openapi import problems
 from energy_platform.db.pool import check_database
 
@@ -26,7 +25,6 @@ async def healthz() -> Health:
     summary="The database answers (else 503 problem JSON)",
     opt=problems(503),
 )
-async def readyz(state: State) -> Health:
-    pool: asyncpg.Pool = state.db
+async def readyz(pool: Database) -> Health:
     await check_database(pool)
     return Health("ready")

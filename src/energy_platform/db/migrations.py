@@ -1,7 +1,10 @@
-"""Schema migrations: ``sql/NNNN_name.sql`` applied in order, each file in one transaction.
+"""Schema migrations: ``sql/NNNN_name.sql`` applied in order, each file in one transaction;
+then the definitions ``sql/functions/NN_name.sql``, all re-applied in name order on every run.
 
-Applied files are recorded with their SHA-256; re-running applies only new files, and an
+Applied migrations are recorded with their SHA-256; re-running applies only new files, and an
 applied file that changed since is an error. A failing file leaves the database as it was.
+Migrations change tables; functions and views live in the definitions, whose files are their
+one current text (``CREATE OR REPLACE``), so changing one is editing its file.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ import sqlparse
 from energy_platform.errors import PlatformError
 
 FILE_PATTERN = re.compile(r"^(?P<version>\d{4})_(?P<name>[a-z0-9_]+)\.sql$")
+DEFINITIONS = "functions"
+DEFINITION_PATTERN = re.compile(r"^\d{2}_[a-z0-9_]+\.sql$")
 # Serialises concurrent runs (several workers starting at once) on one database.
 LOCK_KEY = 0x45505F4D4947  # "EP_MIG"
 
@@ -51,6 +56,17 @@ class Migration(msgspec.Struct, frozen=True):
         return self.path.name
 
 
+class Definition(msgspec.Struct, frozen=True):
+    """A file of ``sql/functions/``: functions or views, re-applied on every run."""
+
+    path: Path
+    checksum: str
+
+    @property
+    def filename(self) -> str:
+        return f"{DEFINITIONS}/{self.path.name}"
+
+
 class AppliedMigration(msgspec.Struct, frozen=True):
     version: int
     name: str
@@ -73,6 +89,16 @@ def discover(directory: Path) -> list[Migration]:
     return [migrations[v] for v in sorted(migrations)]
 
 
+def definitions(directory: Path) -> list[Definition]:
+    """The files of ``directory/functions`` in name order; bad names are an error."""
+    found = []
+    for path in sorted((directory / DEFINITIONS).glob("*.sql")):
+        if DEFINITION_PATTERN.match(path.name) is None:
+            raise MigrationError(f"{DEFINITIONS}/{path.name}: name must look like 10_some_name.sql")
+        found.append(Definition(path, hashlib.sha256(path.read_bytes()).hexdigest()))
+    return found
+
+
 def applied(conninfo: str) -> list[AppliedMigration]:
     """What the database has recorded, oldest first (empty before the first run)."""
     with psycopg.connect(conninfo, autocommit=True) as conn:
@@ -84,8 +110,10 @@ def applied(conninfo: str) -> list[AppliedMigration]:
 
 
 def migrate(conninfo: str, directory: Path) -> list[Migration]:
-    """Apply the pending migrations of ``directory``; return those applied by this call."""
+    """Apply the pending migrations of ``directory``, then all its definitions (one
+    transaction); return the migrations applied by this call."""
     available = discover(directory)
+    current = definitions(directory)
     done: list[Migration] = []
     with psycopg.connect(conninfo, autocommit=True) as conn:
         conn.execute("SELECT pg_advisory_lock(%s)", (LOCK_KEY,))
@@ -97,6 +125,9 @@ def migrate(conninfo: str, directory: Path) -> list[Migration]:
                 if migration.version not in recorded:
                     _apply(conn, migration)
                     done.append(migration)
+            with conn.transaction():
+                for definition in current:
+                    _execute(conn, definition.filename, definition.path.read_text())
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", (LOCK_KEY,))
     return done
@@ -117,18 +148,22 @@ def _check_recorded(
 
 
 def _apply(conn: psycopg.Connection, migration: Migration) -> None:
-    statements = [s for s in sqlparse.split(migration.path.read_text()) if _has_code(s)]
     with conn.transaction():
-        for number, statement in enumerate(statements, start=1):
-            try:
-                conn.execute(statement.encode())
-            except psycopg.Error as e:
-                error = str(e).strip().splitlines()[0]
-                raise MigrationError(
-                    f"{migration.filename}: statement {number} failed ({error}): "
-                    f"{_summary(statement)}"
-                ) from e
+        _execute(conn, migration.filename, migration.path.read_text())
         conn.execute(INSERT_APPLIED, (migration.version, migration.name, migration.checksum))
+
+
+def _execute(conn: psycopg.Connection, filename: str, text: str) -> None:
+    """Run the statements of a file; a failure names the file and the statement."""
+    statements = [s for s in sqlparse.split(text) if _has_code(s)]
+    for number, statement in enumerate(statements, start=1):
+        try:
+            conn.execute(statement.encode())
+        except psycopg.Error as e:
+            error = str(e).strip().splitlines()[0]
+            raise MigrationError(
+                f"{filename}: statement {number} failed ({error}): {_summary(statement)}"
+            ) from e
 
 
 def _has_code(statement: str) -> bool:

@@ -15,6 +15,7 @@ import asyncpg
 import structlog
 from prometheus_client import Counter
 
+from energy_platform.background import sleep_unless_stopped
 from energy_platform.db.pool import create_pool
 from energy_platform.engine.processing import BUCKET, Connection, intake, process_batch
 from energy_platform.settings import DatabaseSettings, EngineSettings
@@ -64,7 +65,7 @@ class EngineService:
             except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
                 # A failed transaction leaves the queues as they were: the next round retries.
                 log.warning("processing failed; retrying", error=f"{type(e).__name__}: {e}")
-            await _sleep_unless_stopped(stop, self._next_wake())
+            await sleep_unless_stopped(stop, self._next_wake())
 
     def _next_wake(self) -> float:
         seconds = self._clock().timestamp()
@@ -105,11 +106,3 @@ async def drain(
         POINTS_DELETED.inc(result.deleted)
         written += result.written
     return written
-
-
-async def _sleep_unless_stopped(stop: asyncio.Event, seconds: float) -> None:
-    try:
-        async with asyncio.timeout(seconds):
-            await stop.wait()
-    except TimeoutError:
-        pass

@@ -11,7 +11,7 @@ import httpx
 import psycopg
 import pytest
 
-from tests.integration.data.conftest import World
+from tests.support.data import World
 
 CLI = str(Path(sys.executable).with_name("energy-platform"))
 

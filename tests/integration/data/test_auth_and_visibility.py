@@ -2,7 +2,7 @@ import psycopg
 import pytest
 
 from energy_platform.tokens import token_digest
-from tests.integration.data.conftest import T0, World
+from tests.support.data import T0, World
 
 
 async def test_a_request_without_a_token_is_401_problem_json_with_a_challenge(world: World) -> None:

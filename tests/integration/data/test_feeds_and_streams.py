@@ -2,7 +2,7 @@ from datetime import datetime
 
 import pytest
 
-from tests.integration.data.conftest import T0, World
+from tests.support.data import T0, World
 
 
 async def test_a_feed_carries_exactly_the_specs_fields_with_configs_in_order(world: World) -> None:

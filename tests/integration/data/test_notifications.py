@@ -5,7 +5,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from tests.integration.data.conftest import World
+from tests.support.data import World
 
 CREATED = [
     "2026-03-01T10:00:00+00:00",

@@ -8,8 +8,8 @@ from pathlib import Path
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-from tests.integration.data.conftest import World
 from tests.support.browser import chromium
+from tests.support.data import World
 
 
 def render_schema_page(url: str, screenshot: Path) -> tuple[list[str], list[str]]:

@@ -5,7 +5,7 @@ import msgspec
 import psycopg
 import pytest
 
-from tests.integration.data.conftest import T0, World
+from tests.support.data import T0, World
 
 
 def data_path(world: World, stream: str = "phase1") -> str:

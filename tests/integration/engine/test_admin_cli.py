@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from tests.integration.engine.conftest import T0, NewFeed, process
+from tests.support.data import T0
+from tests.support.engine import NewFeed, process
 
 CLI = str(Path(sys.executable).with_name("energy-platform"))
 

@@ -5,7 +5,8 @@ import httpx
 from energy_platform.api.data import app as data
 from energy_platform.api.server import HttpService
 from energy_platform.settings import Settings
-from tests.integration.engine.conftest import T0, NewFeed, process
+from tests.support.data import T0
+from tests.support.engine import NewFeed, process
 from tests.support.services import free_port, running
 
 

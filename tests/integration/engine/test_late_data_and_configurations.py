@@ -4,7 +4,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from tests.integration.engine.conftest import T0, NewFeed, process
+from tests.support.data import T0
+from tests.support.engine import NewFeed, process
 
 NOON = 1_767_268_800  # 2026-01-01T12:00:00Z, a bucket start
 

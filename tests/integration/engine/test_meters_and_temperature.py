@@ -2,7 +2,8 @@
 
 import pytest
 
-from tests.integration.engine.conftest import T0, NewFeed, process
+from tests.support.data import T0
+from tests.support.engine import NewFeed, process
 
 
 async def test_a_gas_meter_reset_is_never_negative_consumption(new_feed: NewFeed) -> None:

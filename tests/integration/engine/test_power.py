@@ -2,7 +2,8 @@
 
 import pytest
 
-from tests.integration.engine.conftest import T0, NewFeed, process
+from tests.support.data import T0
+from tests.support.engine import NewFeed, process
 
 
 async def test_1000_w_held_for_90_s_gives_25_wh(new_feed: NewFeed) -> None:

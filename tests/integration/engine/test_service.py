@@ -10,7 +10,8 @@ import pytest
 
 from energy_platform.engine.service import EngineService, drain
 from energy_platform.settings import EngineSettings, Settings
-from tests.integration.engine.conftest import T0, NewFeed, process
+from tests.support.data import T0
+from tests.support.engine import NewFeed, process
 from tests.support.services import running
 
 

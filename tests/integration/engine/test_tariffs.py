@@ -5,7 +5,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from tests.integration.engine.conftest import NewFeed, process
+from tests.support.engine import NewFeed, process
 
 # 04:30 UTC on the days around the daylight-saving changes of 2026 in Europe/Prague.
 SPRING_BEFORE = 1_774_672_200  # 2026-03-28T04:30Z = 05:30 CET (UTC+1)

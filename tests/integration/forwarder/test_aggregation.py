@@ -3,27 +3,25 @@ and allow and deny lists on medium, medium with index, and OBIS code."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import asyncpg
 import pytest
 
-from tests.integration.forwarder.conftest import (
+from tests.support.forwarder import (
     Customer,
+    NewCustomer,
+    NewReceiver,
     Receiver,
     Stream,
     add_points,
     aligned_past,
     backdate,
     configure,
-    new_sn,
     register,
-    wait_for,
 )
-
-NewCustomer = Callable[[], Awaitable[Customer]]
-NewReceiver = Callable[..., Awaitable[Receiver]]
+from tests.support.provisioning import new_sn
+from tests.support.services import eventually
 
 GAS: Stream = (2, 5, 7, None, None)
 TEMPERATURE: Stream = (3, 8, 5, None, None)
@@ -74,7 +72,7 @@ async def test_last_average_and_integral_as_worked_out_by_hand(
         EXPORT: [(b + 30, 600.0)],
     }
     _, sn = await seeded_customer(api, db, new_customer, receiver, points, b)
-    await wait_for(lambda: len(receiver.requests) >= 2)
+    await eventually(lambda: len(receiver.requests) >= 2)
     first = receiver.requests[0].json()
     assert (first["from"], first["to"], first["mode"]) == (b, b + 60, "aggregated")
     got = {(p["medium"], p["method"]): p for p in first["data"] if p["t"] == b + 60}
@@ -116,7 +114,7 @@ async def test_all_mode_sends_every_point_in_storage_order(
     receiver = await receiver_factory()
     points = {GAS: [(b + 10, 100.0), (b + 50, 100.5)], PHASE2: [(b + 30, 230.5)]}
     _, sn = await seeded_customer(api, db, new_customer, receiver, points, b, mode="all")
-    await wait_for(lambda: len(receiver.requests) >= 1)
+    await eventually(lambda: len(receiver.requests) >= 1)
     body = receiver.requests[0].json()
     assert body["mode"] == "all"
     # In storage order: the gas points were stored (in one transaction) before the phase.
@@ -166,7 +164,7 @@ async def test_allow_and_deny_lists(
         points = {s: [(b + 15, float(n))] for n, s in enumerate(streams)}
         await seeded_customer(api, db, new_customer, receiver, points, b, "all", **config)
         cases.append((name, receiver, expected))
-    await wait_for(lambda: all(r.requests for _, r, _ in cases))
+    await eventually(lambda: all(r.requests for _, r, _ in cases))
     for name, receiver, expected in cases:
         data = receiver.requests[0].json()["data"]
         assert isinstance(data, list)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import asyncpg
@@ -10,8 +9,9 @@ import httpx
 import pytest
 
 from energy_platform.settings import Settings
-from tests.integration.forwarder.conftest import Customer, configure, grant, new_sn
 from tests.support.admin import run_admin_async
+from tests.support.forwarder import NewCustomer, configure, grant
+from tests.support.provisioning import new_sn
 
 VALID = {"interval": 5, "url": "http://127.0.0.1:9/hook", "format": "json", "mode": "all"}
 
@@ -33,7 +33,7 @@ async def test_every_endpoint_needs_a_customer_token(api: str) -> None:
 
 
 async def test_config_is_404_until_posted_then_answers_what_was_stored(
-    api: str, new_customer: Callable[[], Awaitable[Customer]]
+    api: str, new_customer: NewCustomer
 ) -> None:
     customer = await new_customer()
     async with httpx.AsyncClient(base_url=api, headers=customer.headers()) as client:
@@ -79,7 +79,7 @@ INVALID: list[tuple[str, dict[str, Any]]] = [
 
 @pytest.mark.parametrize(("case", "change"), INVALID, ids=[c for c, _ in INVALID])
 async def test_an_invalid_config_is_400_and_changes_nothing(
-    api: str, new_customer: Callable[[], Awaitable[Customer]], case: str, change: dict[str, Any]
+    api: str, new_customer: NewCustomer, case: str, change: dict[str, Any]
 ) -> None:
     customer = await new_customer()
     async with httpx.AsyncClient(base_url=api, headers=customer.headers()) as client:
@@ -95,7 +95,7 @@ async def test_an_invalid_config_is_400_and_changes_nothing(
     "missing", ["interval", "url", "format", "mode"], ids=lambda m: f"without {m}"
 )
 async def test_every_required_field_is_required(
-    api: str, new_customer: Callable[[], Awaitable[Customer]], missing: str
+    api: str, new_customer: NewCustomer, missing: str
 ) -> None:
     customer = await new_customer()
     body = {k: v for k, v in VALID.items() if k != missing}
@@ -104,7 +104,7 @@ async def test_every_required_field_is_required(
 
 
 async def test_one_empty_list_beside_a_filled_one_is_accepted(
-    api: str, new_customer: Callable[[], Awaitable[Customer]]
+    api: str, new_customer: NewCustomer
 ) -> None:
     customer = await new_customer()
     answer = await configure(api, customer, VALID["url"], allow_list=[{"medium": 5}], deny_list=[])
@@ -113,7 +113,7 @@ async def test_one_empty_list_beside_a_filled_one_is_accepted(
 
 
 async def test_registration_201_200_409_404_and_any_payload_is_ignored(
-    api: str, new_customer: Callable[[], Awaitable[Customer]], db: asyncpg.Connection
+    api: str, new_customer: NewCustomer, db: asyncpg.Connection
 ) -> None:
     alice, bob = await new_customer(), await new_customer()
     sn = new_sn()
@@ -151,7 +151,7 @@ async def test_registration_201_200_409_404_and_any_payload_is_ignored(
     "sn", ["0123456789abcdef", "0123456789ABCDE", "0123456789ABCDEF0", "0123456789ABCDEG"]
 )
 async def test_a_serial_number_must_match_the_pattern(
-    api: str, new_customer: Callable[[], Awaitable[Customer]], sn: str
+    api: str, new_customer: NewCustomer, sn: str
 ) -> None:
     customer = await new_customer()
     async with httpx.AsyncClient(base_url=api, headers=customer.headers()) as client:
@@ -164,7 +164,7 @@ async def test_a_serial_number_must_match_the_pattern(
 async def test_a_registered_homebase_leaves_the_data_api_and_comes_back(
     api: str,
     settings: Settings,
-    new_customer: Callable[[], Awaitable[Customer]],
+    new_customer: NewCustomer,
     db: asyncpg.Connection,
 ) -> None:
     from energy_platform.api.data import app as data

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.integration.forwarder.conftest import Customer
+from tests.support.forwarder import NewCustomer
 
 # Loopback only: a test never configures any other destination.
 STORED = {"interval": 5, "url": "http://127.0.0.1:9/hook", "format": "json", "mode": "all"}
@@ -31,7 +30,7 @@ OUT_OF_RANGE: list[tuple[str, dict[str, Any]]] = [
 
 @pytest.mark.parametrize(("case", "change"), OUT_OF_RANGE, ids=[c for c, _ in OUT_OF_RANGE])
 async def test_config_values_the_database_cannot_hold_are_400(
-    api: str, new_customer: Callable[[], Awaitable[Customer]], case: str, change: dict[str, Any]
+    api: str, new_customer: NewCustomer, case: str, change: dict[str, Any]
 ) -> None:
     customer = await new_customer()
     async with httpx.AsyncClient(base_url=api, headers=customer.headers()) as client:
@@ -47,7 +46,7 @@ async def test_config_values_the_database_cannot_hold_are_400(
     "sn", ["\u0660123456789ABCDEF", "0123456789ABCDE%C2%B2", "0123456789ABCDE%00"]
 )
 async def test_serial_numbers_with_non_ascii_or_nul_are_400(
-    api: str, new_customer: Callable[[], Awaitable[Customer]], sn: str
+    api: str, new_customer: NewCustomer, sn: str
 ) -> None:
     customer = await new_customer()
     async with httpx.AsyncClient(base_url=api, headers=customer.headers()) as client:

@@ -5,30 +5,28 @@ from __future__ import annotations
 
 import base64
 import time
-from collections.abc import Awaitable, Callable
 from itertools import pairwise
 
 import asyncpg
 import httpx
 import pytest
 
-from tests.integration.forwarder.conftest import (
+from tests.support.forwarder import (
     Action,
     Customer,
+    NewCustomer,
+    NewReceiver,
     Receiver,
     add_points,
     aligned_past,
     backdate,
     configure,
-    new_sn,
     register,
     rewind,
-    wait_for,
 )
+from tests.support.provisioning import new_sn
 from tests.support.services import eventually, free_port
 
-NewCustomer = Callable[[], Awaitable[Customer]]
-NewReceiver = Callable[..., Awaitable[Receiver]]
 GAS = (1, 5, 7, None, None)
 
 
@@ -67,7 +65,7 @@ async def test_2xx_is_success_and_the_next_batch_follows(
 ) -> None:
     receiver = await receiver_factory([status], then=status)
     customer, b = await customer_with_two_batches(api, db, new_customer, receiver.url)
-    await wait_for(lambda: len(receiver.requests) >= 10)
+    await eventually(lambda: len(receiver.requests) >= 10)
     first, second = (r.json() for r in receiver.requests[:2])
     assert (first["from"], first["to"], second["from"], second["to"]) == (
         b,
@@ -98,7 +96,7 @@ async def test_4xx_drops_the_batch_and_sends_the_next(
     receiver = await receiver_factory([404], then=200)
     customer, b = await customer_with_two_batches(api, db, new_customer, receiver.url)
     # The third batch is made only once the second one's outcome is recorded.
-    await wait_for(lambda: len(receiver.requests) >= 3)
+    await eventually(lambda: len(receiver.requests) >= 3)
     ids = receiver.ids()
     assert ids[0] != ids[1]
     assert [r.json()["from"] for r in receiver.requests[:2]] == [b, b + 60]
@@ -127,7 +125,7 @@ async def test_temporary_failures_resend_the_same_batch_until_2xx(
     receiver = await receiver_factory(script, then=200)
     customer, b = await customer_with_two_batches(api, db, new_customer, receiver.url)
     attempts = len(script) + 1
-    await wait_for(lambda: len(receiver.requests) >= attempts + 1)
+    await eventually(lambda: len(receiver.requests) >= attempts + 1)
     ids = receiver.ids()
     assert ids[:attempts] == [ids[0]] * attempts, case
     assert ids[attempts] != ids[0]
@@ -168,7 +166,7 @@ async def test_connection_refused_is_retried_until_the_endpoint_comes_up(
     assert all(e["status"] is None and e["error"] == "ConnectionRefusedError" for e in errors)
     receiver = await receiver_factory()
     assert (await configure(api, customer, receiver.url)).status_code == 200
-    await wait_for(lambda: len(receiver.requests) >= 2)
+    await eventually(lambda: len(receiver.requests) >= 2)
     assert receiver.ids()[0] == log[0][0]
     assert [r.json()["from"] for r in receiver.requests[:2]] == [b, b + 60]
 
@@ -216,7 +214,7 @@ async def test_credentials_go_as_basic_auth_and_never_into_the_url_or_log(
     receiver = await receiver_factory([500], then=200)
     url = f"http://hook%40user:s3cr%3At@127.0.0.1:{receiver.port}/in?customer=7"
     customer, _ = await customer_with_two_batches(api, db, new_customer, url)
-    await wait_for(lambda: len(receiver.requests) >= 3)
+    await eventually(lambda: len(receiver.requests) >= 3)
     expected = "Basic " + base64.b64encode(b"hook@user:s3cr:t").decode()
     assert [r.headers["authorization"] for r in receiver.requests[:3]] == [expected] * 3
     assert receiver.requests[0].path == "/in?customer=7"
@@ -245,7 +243,7 @@ async def test_a_dead_customer_does_not_delay_another(
     await hanging.arrived.wait()
     started = time.monotonic()
     await customer_with_two_batches(api, db, new_customer, healthy.url)
-    await wait_for(lambda: len(healthy.requests) >= 2)
+    await eventually(lambda: len(healthy.requests) >= 2)
     # Both of the healthy customer's batches within one timeout (0.5 s) of the hanging one's.
     assert time.monotonic() - started < 1.0
     assert len({r.batch_id for r in hanging.requests}) == 1  # still retrying its first batch
@@ -275,7 +273,7 @@ async def test_points_belong_to_the_customer_registered_when_they_were_stored(
     await add_points(db, sn, GAS, [(b + 30, 3.0), (b - 7200, 4.0)])
     for customer in (first, second):
         await rewind(db, customer, b)
-    await wait_for(
+    await eventually(
         lambda: len(first_receiver.requests) >= 10 and len(second_receiver.requests) >= 10
     )
 
@@ -299,7 +297,7 @@ async def test_a_customer_with_nothing_registered_gets_an_empty_delivery_each_in
     assert (await configure(api, customer, receiver.url, "aggregated")).status_code == 200
     b = aligned_past(3)
     await rewind(db, customer, b)
-    await wait_for(lambda: len(receiver.requests) >= 3)
+    await eventually(lambda: len(receiver.requests) >= 3)
     bodies = [r.json() for r in receiver.requests[:3]]
     assert [(x["from"], x["to"], x["mode"], x["data"]) for x in bodies] == [
         (b + 60 * n, b + 60 * (n + 1), "aggregated", []) for n in range(3)
@@ -316,7 +314,7 @@ async def test_get_deliveries_shows_points_attempts_last_status_and_next_retry(
 ) -> None:
     receiver = await receiver_factory(then=503)
     customer, b = await customer_with_two_batches(api, db, new_customer, receiver.url)
-    await wait_for(lambda: len(receiver.requests) >= 3)
+    await eventually(lambda: len(receiver.requests) >= 3)
     async with httpx.AsyncClient(base_url=api, headers=customer.headers()) as client:
         (pending,) = (await client.get("/deliveries")).json()["deliveries"]
         assert pending["id"] == receiver.requests[0].batch_id
@@ -326,7 +324,7 @@ async def test_get_deliveries_shows_points_attempts_last_status_and_next_retry(
         assert (pending["status"], pending["error"]) == (503, None)
         assert pending["next_retry"] is not None
         receiver.then = 200
-        await wait_for(lambda: len({r.batch_id for r in receiver.requests}) >= 3)
+        await eventually(lambda: len({r.batch_id for r in receiver.requests}) >= 3)
 
         async def listed() -> list[dict[str, object]]:
             answer = await client.get("/deliveries", params={"limit": 100})

@@ -7,7 +7,7 @@ anything but loopback in these tests."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 
 import asyncpg
 import httpx
@@ -18,19 +18,18 @@ from energy_platform.api.forwarder import app as forwarder
 from energy_platform.api.server import HttpService
 from energy_platform.engine.forwarding import DeliveryService
 from energy_platform.settings import ForwarderSettings, Settings
-from tests.integration.forwarder.conftest import (
+from tests.support.forwarder import (
     FAST,
-    Customer,
-    Receiver,
+    NewCustomer,
+    NewReceiver,
     add_points,
     aligned_past,
     backdate,
     configure,
-    new_sn,
     register,
     rewind,
-    wait_for,
 )
+from tests.support.provisioning import new_sn
 from tests.support.services import eventually, free_port, running
 
 NOT_PUBLIC = [
@@ -74,7 +73,7 @@ async def strict_api(settings: Settings) -> AsyncIterator[str]:
 
 @pytest.mark.parametrize("url", NOT_PUBLIC)
 async def test_a_destination_that_is_not_public_is_400_and_changes_nothing(
-    strict_api: str, new_customer: Callable[[], Awaitable[Customer]], url: str
+    strict_api: str, new_customer: NewCustomer, url: str
 ) -> None:
     customer = await new_customer()
     answer = await configure(strict_api, customer, url)
@@ -98,7 +97,7 @@ async def test_a_destination_that_is_not_public_is_400_and_changes_nothing(
     ],
 )
 async def test_allowed_networks_open_only_themselves(
-    api: str, new_customer: Callable[[], Awaitable[Customer]], url: str, status: int
+    api: str, new_customer: NewCustomer, url: str, status: int
 ) -> None:
     """The test API allows 127.0.0.0/8 and ::1/128, nothing else."""
     customer = await new_customer()
@@ -110,8 +109,8 @@ async def test_a_destination_is_checked_again_at_every_connection(
     api: str,
     settings: Settings,
     db: asyncpg.Connection,
-    new_customer: Callable[[], Awaitable[Customer]],
-    receiver_factory: Callable[..., Awaitable[Receiver]],
+    new_customer: NewCustomer,
+    receiver_factory: NewReceiver,
 ) -> None:
     """Accepted by an API that allows loopback; a delivery process that does not refuses it."""
     receiver = await receiver_factory()
@@ -135,7 +134,7 @@ async def test_a_destination_is_checked_again_at_every_connection(
     assert receiver.requests == []
     # Allowed again: the same batch goes out.
     async with running(DeliveryService(settings.database, FAST)):
-        await wait_for(lambda: len(receiver.requests) >= 1)
+        await eventually(lambda: len(receiver.requests) >= 1)
     assert [p["t"] for p in receiver.requests[0].json()["data"]] == [b + 5]
 
 
@@ -143,7 +142,7 @@ async def test_only_the_status_line_is_read(
     api: str,
     settings: Settings,
     db: asyncpg.Connection,
-    new_customer: Callable[[], Awaitable[Customer]],
+    new_customer: NewCustomer,
     deliveries: None,
 ) -> None:
     """An endpoint that answers 200 with a gzip body announced at 1 GB and sent forever: the

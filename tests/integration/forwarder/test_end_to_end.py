@@ -6,27 +6,23 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
 
 import asyncpg
 
 from energy_platform.devices.codec.format_v4 import HomebaseRecord
 from energy_platform.devices.simulator import SimulatedHomebase
-from tests.integration.forwarder.conftest import (
+from tests.support.forwarder import (
     Customer,
-    Receiver,
+    NewCustomer,
+    NewReceiver,
     aligned_past,
     configure,
     register,
     rewind,
-    wait_for,
 )
-from tests.integration.ingest.conftest import platform as platform  # the fixture
 from tests.support.platform import Platform, paired_homebase, publish_as
 from tests.support.services import eventually
 
-NewCustomer = Callable[[], Awaitable[Customer]]
-NewReceiver = Callable[..., Awaitable[Receiver]]
 GAS_DEVICE, GAS_CHANNEL, GAS_UNIQ = 5, 2, 0x1A02
 
 
@@ -98,7 +94,7 @@ async def test_all_mode_delivers_fresh_ten_minute_and_three_hour_old_points(
     def sent() -> list[tuple[int, float]]:
         return [(p["t"], p["v"]) for r in receiver.requests for p in r.json()["data"]]
 
-    await wait_for(lambda: len(sent()) >= len(times), within=15)
+    await eventually(lambda: len(sent()) >= len(times), within=15)
     assert sent() == [(t, 100.0 + n) for n, t in enumerate(times)]  # each once, as stored
     first = next(r.json() for r in receiver.requests if r.json()["data"])
     assert {p["gateway"] for p in first["data"]} == {homebase.sn}
@@ -132,13 +128,13 @@ async def test_aggregated_interval_is_sent_again_with_late_points(
             if p["medium"] == 7 and p["method"] == "LAST"
         ]
 
-    await wait_for(lambda: gas_sent() == [(b + 60, 500.0)], within=15)
+    await eventually(lambda: gas_sent() == [(b + 60, 500.0)], within=15)
     # A point for the same interval arrives late (the homebase was offline): the interval is
     # sent again, recomputed: LAST is now the later reading.
     await publish_as(platform, homebase.sn, homebase.secret, homebase.encrypt([gas(b + 50, 500.5)]))
     await stored(db, homebase.sn, 2)
     await behind(db, customer, 2)
-    await wait_for(lambda: len(gas_sent()) >= 2, within=15)
+    await eventually(lambda: len(gas_sent()) >= 2, within=15)
     assert gas_sent() == [(b + 60, 500.0), (b + 60, 500.5)]
     again = next(r.json() for r in reversed(receiver.requests) if r.json()["data"])
     assert again["from"] > b  # sent in a later delivery

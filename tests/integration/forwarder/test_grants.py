@@ -8,8 +8,8 @@ import httpx
 import pytest
 
 from energy_platform.settings import Settings
-from tests.integration.forwarder.conftest import new_sn
 from tests.support.admin import run_admin_async
+from tests.support.provisioning import new_sn
 
 
 async def test_403_until_granted_then_201_and_revoke_ends_the_registration(

@@ -7,27 +7,26 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import asyncpg
 
 from energy_platform.settings import Settings
-from tests.integration.forwarder.conftest import (
+from tests.support.forwarder import (
     LOOPBACK,
-    Customer,
+    NewCustomer,
+    NewReceiver,
     Received,
-    Receiver,
     add_points,
     aligned_past,
     backdate,
     configure,
-    new_sn,
     register,
-    wait_for,
 )
-from tests.support.services import free_port
+from tests.support.provisioning import new_sn
+from tests.support.services import eventually, free_port
 
 CLI = str(Path(sys.executable).with_name("energy-platform"))
 GAS = (1, 5, 7, None, None)
@@ -71,8 +70,8 @@ async def test_a_killed_forwarder_resends_the_same_batch_and_skips_none(
     api: str,
     settings: Settings,
     db: asyncpg.Connection,
-    new_customer: Callable[[], Awaitable[Customer]],
-    receiver_factory: Callable[..., Awaitable[Receiver]],
+    new_customer: NewCustomer,
+    receiver_factory: NewReceiver,
 ) -> None:
     receiver = await receiver_factory(["hang"], then=500)
     customer = await new_customer()
@@ -85,7 +84,7 @@ async def test_a_killed_forwarder_resends_the_same_batch_and_skips_none(
 
     # 1. Killed while its first attempt waits for an answer: nothing recorded but the batch.
     with forwarder_process(settings) as process:
-        await wait_for(lambda: len(receiver.requests) == 1, within=20)
+        await eventually(lambda: len(receiver.requests) == 1, within=20)
         kill_9(process)
     logged = await db.fetchval(
         "SELECT count(*) FROM forwarder.delivery_log WHERE customer_id = $1", customer.id
@@ -93,12 +92,12 @@ async def test_a_killed_forwarder_resends_the_same_batch_and_skips_none(
     assert logged == 0
     # 2. Restarted: the same batch, rebuilt byte for byte, now answered 500 and retried.
     with forwarder_process(settings) as process:
-        await wait_for(lambda: len(receiver.requests) >= 4, within=20)
+        await eventually(lambda: len(receiver.requests) >= 4, within=20)
         kill_9(process)
     # 3. Restarted again, the endpoint healthy: the same batch, then the next ones in order.
     receiver.then = 200
     with forwarder_process(settings) as process:
-        await wait_for(lambda: len({r.batch_id for r in receiver.requests}) >= 3, within=20)
+        await eventually(lambda: len({r.batch_id for r in receiver.requests}) >= 3, within=20)
     first_id = receiver.requests[0].batch_id
     retried = [r for r in receiver.requests if r.batch_id == first_id]
     assert len(retried) >= 4

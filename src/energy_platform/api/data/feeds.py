@@ -11,16 +11,12 @@ from litestar.datastructures import State
 from litestar.di import NamedDependency, Provide
 from litestar.params import FromPath, QueryParameter
 
+from energy_platform.api.bearer import bearer_digest, unknown_token
 from energy_platform.api.data import queries
-from energy_platform.api.data.auth import (
-    Caller,
-    authenticate,
-    bearer_digest,
-    unknown_token,
-    visible_user,
-)
+from energy_platform.api.data.auth import Caller, authenticate, visible_user
 from energy_platform.api.data.schemas import Feed, Stream, StreamType
 from energy_platform.api.data.views import render_feeds, render_streams
+from energy_platform.api.database import Database
 from energy_platform.api.openapi import authenticates_as
 from energy_platform.errors import InvalidInput, NotFound
 from energy_platform.inputs import MAX_REPEATED, Channels, parse_id
@@ -41,16 +37,14 @@ class FeedsController(Controller):
 
     @get("/users/{user_id:str}/feeds", summary="A user's feeds")
     async def user_feeds(
-        self, user_id: FromPath[str], caller: Authenticated, state: State
+        self, user_id: FromPath[str], caller: Authenticated, pool: Database
     ) -> list[Feed]:
-        pool: asyncpg.Pool = state.db
         owner = await visible_user(pool, user_id, caller)
         rows = await pool.fetch(queries.FEEDS_OF_OWNER, owner)
         return await render_feeds(pool, rows)
 
     @get("/feeds/{feed_id:str}", summary="One feed")
-    async def feed(self, feed_id: FromPath[str], caller: Authenticated, state: State) -> Feed:
-        pool: asyncpg.Pool = state.db
+    async def feed(self, feed_id: FromPath[str], caller: Authenticated, pool: Database) -> Feed:
         row = await _visible_feed(pool, feed_id, caller)
         return (await render_feeds(pool, [row]))[0]
 
@@ -59,7 +53,7 @@ class FeedsController(Controller):
         self,
         feed_id: FromPath[str],
         caller: Authenticated,
-        state: State,
+        pool: Database,
         types: Annotated[Types | None, QueryParameter(name="type", max_items=MAX_REPEATED)] = None,
         channels: Annotated[
             Channels | None, QueryParameter(name="channel", max_items=MAX_REPEATED)
@@ -68,7 +62,6 @@ class FeedsController(Controller):
         data_time_to: UnixTime = None,
     ) -> list[Stream]:
         _check_order(data_time_from, data_time_to, "data_time_from", "data_time_to")
-        pool: asyncpg.Pool = state.db
         feed = await _visible_feed(pool, feed_id, caller)
         rows = await pool.fetch(
             queries.STREAMS_OF_FEED, feed["id"], types, channels, data_time_from, data_time_to
@@ -77,9 +70,12 @@ class FeedsController(Controller):
 
     @get("/feeds/{feed_id:str}/streams/{stream_id:str}", summary="One stream")
     async def stream(
-        self, feed_id: FromPath[str], stream_id: FromPath[str], caller: Authenticated, state: State
+        self,
+        feed_id: FromPath[str],
+        stream_id: FromPath[str],
+        caller: Authenticated,
+        pool: Database,
     ) -> Stream:
-        pool: asyncpg.Pool = state.db
         row = await _visible_stream(pool, feed_id, stream_id, caller)
         return (await render_streams(pool, [row]))[0]
 
@@ -93,13 +89,12 @@ class FeedsController(Controller):
         feed_id: FromPath[str],
         stream_id: FromPath[str],
         request: Request[object, object, State],
-        state: State,
+        pool: Database,
         time_from: UnixTime = None,
         time_to: UnixTime = None,
         limit: Annotated[int, QueryParameter(ge=1, le=MAX_POINTS)] = 100,
     ) -> Response[list[tuple[int, float]]]:
         # One round trip: the caller, the stream's visibility and the body, built by PostgreSQL.
-        pool: asyncpg.Pool = state.db
         row = await pool.fetchrow(
             queries.STREAM_DATA,
             bearer_digest(request),

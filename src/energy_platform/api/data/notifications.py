@@ -19,6 +19,7 @@ from litestar.params import FromPath, QueryParameter
 from litestar.status_codes import HTTP_205_RESET_CONTENT
 
 from energy_platform.api.data.auth import Caller, authenticate, visible_user
+from energy_platform.api.database import Database
 from energy_platform.errors import InvalidInput, NotFound
 from energy_platform.inputs import MAX_REPEATED, Ids, parse_id, parse_instant
 
@@ -118,9 +119,8 @@ class NotificationsController(Controller):
 
     @get("/notifications", summary="A user's notifications, newest first")
     async def list_notifications(
-        self, user_id: FromPath[str], caller: Authenticated, state: State, since: Since = None
+        self, user_id: FromPath[str], caller: Authenticated, pool: Database, since: Since = None
     ) -> list[Notification]:
-        pool: asyncpg.Pool = state.db
         owner = await visible_user(pool, user_id, caller)
         return [_notification(r) for r in await pool.fetch(LIST, owner, _since(since))]
 
@@ -133,12 +133,11 @@ class NotificationsController(Controller):
         self,
         user_id: FromPath[str],
         caller: Authenticated,
-        state: State,
+        pool: Database,
         request: Request[object, object, State],
         since: Since = None,
         ids: Annotated[Ids | None, QueryParameter(name="id", max_items=MAX_REPEATED)] = None,
     ) -> Response[bytes]:
-        pool: asyncpg.Pool = state.db
         owner = await visible_user(pool, user_id, caller)
         start = _since(since)
         read, archived = await _flags_of(request)
@@ -152,9 +151,8 @@ class NotificationsController(Controller):
         user_id: FromPath[str],
         notification_id: FromPath[str],
         caller: Authenticated,
-        state: State,
+        pool: Database,
     ) -> Notification:
-        pool: asyncpg.Pool = state.db
         owner = await visible_user(pool, user_id, caller)
         return await _one(pool, owner, notification_id)
 
@@ -164,10 +162,9 @@ class NotificationsController(Controller):
         user_id: FromPath[str],
         notification_id: FromPath[str],
         caller: Authenticated,
-        state: State,
+        pool: Database,
         request: Request[object, object, State],
     ) -> Notification:
-        pool: asyncpg.Pool = state.db
         owner = await visible_user(pool, user_id, caller)
         read, archived = await _flags_of(request)
         number = parse_id(notification_id, "notification")
@@ -177,9 +174,8 @@ class NotificationsController(Controller):
 
     @get("/notification_count", summary="Counts: read + unread = total = archived + unarchived")
     async def count(
-        self, user_id: FromPath[str], caller: Authenticated, state: State
+        self, user_id: FromPath[str], caller: Authenticated, pool: Database
     ) -> NotificationCount:
-        pool: asyncpg.Pool = state.db
         owner = await visible_user(pool, user_id, caller)
         row = await pool.fetchrow(COUNT, owner)
         return NotificationCount(**dict(row)) if row else NotificationCount(0, 0, 0, 0, 0)

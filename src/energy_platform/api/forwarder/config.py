@@ -8,6 +8,7 @@ from litestar import Controller, Request, get, post
 from litestar.datastructures import State
 from litestar.di import NamedDependency, Provide
 
+from energy_platform.api.database import Database
 from energy_platform.api.forwarder import queries
 from energy_platform.api.forwarder.auth import Customer, authenticate
 from energy_platform.api.forwarder.schemas import (
@@ -35,8 +36,7 @@ class ConfigController(Controller):
     tags = ["forwarder configuration"]  # noqa: RUF012
 
     @get(summary="The stored configuration (404 when none was posted)", opt=problems(404))
-    async def read(self, customer: Authenticated, state: State) -> ForwarderConfig:
-        pool: asyncpg.Pool = state.db
+    async def read(self, customer: Authenticated, pool: Database) -> ForwarderConfig:
         async with pool.acquire() as conn:
             config = await _load(conn, customer.id)
         if config is None:
@@ -49,13 +49,12 @@ class ConfigController(Controller):
         request: Request[object, object, State],
         customer: Authenticated,
         allowed_networks: NamedDependency[AllowedNetworks],
-        state: State,
+        pool: Database,
     ) -> ForwarderConfig:
         data = decode_config(await request.body())
         target = destination(data.url)
         await _public(target, allowed_networks)
         kind, filters = checked_filters(data)
-        pool: asyncpg.Pool = state.db
         async with pool.acquire() as conn, conn.transaction():
             await conn.execute(
                 queries.UPSERT_CONFIG,

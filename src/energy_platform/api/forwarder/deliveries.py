@@ -5,12 +5,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated
 
-import asyncpg
 from litestar import Controller, get
-from litestar.datastructures import State
 from litestar.di import NamedDependency, Provide
 from litestar.params import QueryParameter
 
+from energy_platform.api.database import Database
 from energy_platform.api.forwarder import queries
 from energy_platform.api.forwarder.auth import Customer, authenticate
 from energy_platform.api.forwarder.schemas import Deliveries, Delivery
@@ -31,10 +30,9 @@ class DeliveriesController(Controller):
     async def recent(
         self,
         customer: Authenticated,
-        state: State,
+        pool: Database,
         limit: Annotated[int, QueryParameter(ge=1, le=1000)] = 50,
     ) -> Deliveries:
-        pool: asyncpg.Pool = state.db
         rows = await pool.fetch(queries.DELIVERIES, customer.id, limit)
         return Deliveries(
             [

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import asyncpg
 from litestar import Controller, Response, delete, get, post
-from litestar.datastructures import State
 from litestar.di import NamedDependency, Provide
 from litestar.openapi import ResponseSpec
 from litestar.params import FromPath
 
+from energy_platform.api.database import Database
 from energy_platform.api.forwarder import queries
 from energy_platform.api.forwarder.auth import Customer, authenticate
 from energy_platform.api.forwarder.schemas import (
@@ -35,8 +34,7 @@ class RegistrationsController(Controller):
     tags = ["forwarder registrations"]  # noqa: RUF012
 
     @get(summary="Serial numbers registered to the caller")
-    async def registered(self, customer: Authenticated, state: State) -> Registered:
-        pool: asyncpg.Pool = state.db
+    async def registered(self, customer: Authenticated, pool: Database) -> Registered:
         rows = await pool.fetch(queries.REGISTERED, customer.id)
         return Registered([row["homebase_sn"] for row in rows])
 
@@ -50,11 +48,10 @@ class RegistrationsController(Controller):
         responses={200: ResponseSpec(Registration, description="Already the caller's")},
     )
     async def register(
-        self, sn: FromPath[str], customer: Authenticated, state: State
+        self, sn: FromPath[str], customer: Authenticated, pool: Database
     ) -> Response[Registration]:
         # Any request body is ignored (the spec): the handler never reads it.
         serial = _serial(sn)
-        pool: asyncpg.Pool = state.db
         if not await pool.fetchval(queries.GRANTED, customer.id, serial):
             raise Forbidden(
                 f"homebase {serial} was not granted to you: an administrator grants homebases"
@@ -77,10 +74,9 @@ class RegistrationsController(Controller):
         opt=problems(400),
     )
     async def unregister(
-        self, sn: FromPath[str], customer: Authenticated, state: State
+        self, sn: FromPath[str], customer: Authenticated, pool: Database
     ) -> Unregistration:
         serial = _serial(sn)
-        pool: asyncpg.Pool = state.db
         at = await pool.fetchval(queries.UNREGISTER, serial, customer.id)
         if at is None:
             raise NotFound(f"homebase {serial} is not registered to you")

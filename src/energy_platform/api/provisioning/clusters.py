@@ -14,8 +14,9 @@ from litestar.di import NamedDependency
 from litestar.openapi import ResponseSpec
 from litestar.status_codes import HTTP_200_OK, HTTP_304_NOT_MODIFIED
 
+from energy_platform.api.database import Database
 from energy_platform.api.openapi import problems
-from energy_platform.api.provisioning.context import Database, SerialNumber, Shared, iso_millis
+from energy_platform.api.provisioning.context import SerialNumber, Shared, iso_millis
 from energy_platform.api.provisioning.schemas import (
     AvrFirmware,
     ClusterSummary,
@@ -48,7 +49,7 @@ Caller = NamedDependency[CallingCluster]
 """The authenticated cluster (``cluster``)."""
 
 
-async def calling_cluster(request: Request[Any, Any, Any], db: Database) -> CallingCluster:
+async def calling_cluster(request: Request[Any, Any, Any], pool: Database) -> CallingCluster:
     """The cluster whose secret the request carries: 401 if none does, 403 if it is disabled."""
     secret = request.headers.get(HEADER)
     if not secret:
@@ -56,7 +57,7 @@ async def calling_cluster(request: Request[Any, Any, Any], db: Database) -> Call
     digest = cluster_secret_digest(secret)
     # The lookup is by the SHA-256 of the secret, so its timing says nothing about the secret;
     # the comparison of the digests is constant-time anyway.
-    row = await db.fetchrow(queries.CALLING_CLUSTER, digest)
+    row = await pool.fetchrow(queries.CALLING_CLUSTER, digest)
     if row is None or not same_digest(row["secret_sha256"], digest):
         raise Unauthorized(f"the {HEADER} header does not authorize any cluster")
     if not row["enabled"]:
@@ -64,8 +65,8 @@ async def calling_cluster(request: Request[Any, Any, Any], db: Database) -> Call
     return CallingCluster(row["id"])
 
 
-async def _paired_cluster(db: Database, sn: str) -> int | None:
-    row = await db.fetchrow(queries.HOMEBASE_PAIRING, sn)
+async def _paired_cluster(pool: Database, sn: str) -> int | None:
+    row = await pool.fetchrow(queries.HOMEBASE_PAIRING, sn)
     if row is None:
         raise NotFound(f"no homebase has serial number {sn}")
     cluster_id: int | None = row["cluster_id"]
@@ -85,9 +86,9 @@ class ClusterController(Controller):
     tags = ("clusters",)
 
     @get("/", summary="Homebase details (only for the cluster it is paired to)", opt=SN_PROBLEMS)
-    async def details(self, sn: SerialNumber, cluster: Caller, db: Database) -> HomebaseDetails:
+    async def details(self, sn: SerialNumber, cluster: Caller, pool: Database) -> HomebaseDetails:
         sn = checked_serial(sn)
-        row = await db.fetchrow(queries.HOMEBASE_DETAILS, sn)
+        row = await pool.fetchrow(queries.HOMEBASE_DETAILS, sn)
         if row is None:
             raise NotFound(f"no homebase has serial number {sn}")
         if row["cluster_id"] != cluster.id:
@@ -115,10 +116,10 @@ class ClusterController(Controller):
 
     @get("/pair/", summary="Pairing status, as seen by the calling cluster", opt=SN_PROBLEMS)
     async def pairing_status(
-        self, sn: SerialNumber, cluster: Caller, db: Database
+        self, sn: SerialNumber, cluster: Caller, pool: Database
     ) -> PairingStatus:
         sn = checked_serial(sn)
-        return _status(await _paired_cluster(db, sn), cluster)
+        return _status(await _paired_cluster(pool, sn), cluster)
 
     @post(
         "/pair/",
@@ -128,13 +129,13 @@ class ClusterController(Controller):
         responses={304: NOT_MODIFIED},
     )
     async def pair(
-        self, sn: SerialNumber, cluster: Caller, db: Database, request: Request[Any, Any, Any]
+        self, sn: SerialNumber, cluster: Caller, pool: Database, request: Request[Any, Any, Any]
     ) -> Response[PairingStatus | None]:
         sn = checked_serial(sn)
         await request.body()  # no body is defined; reading it enforces the size limit (413)
-        if await db.fetchrow(queries.PAIR, sn, cluster.id) is not None:
+        if await pool.fetchrow(queries.PAIR, sn, cluster.id) is not None:
             return Response(_status(cluster.id, cluster))
-        await _paired_cluster(db, sn)  # 404 for an unknown SN
+        await _paired_cluster(pool, sn)  # 404 for an unknown SN
         return Response(None, status_code=HTTP_304_NOT_MODIFIED)
 
     @post(
@@ -145,13 +146,13 @@ class ClusterController(Controller):
         responses={304: NOT_MODIFIED},
     )
     async def unpair(
-        self, sn: SerialNumber, cluster: Caller, db: Database, request: Request[Any, Any, Any]
+        self, sn: SerialNumber, cluster: Caller, pool: Database, request: Request[Any, Any, Any]
     ) -> Response[PairingStatus | None]:
         sn = checked_serial(sn)
         await request.body()
-        if await db.fetchrow(queries.UNPAIR, sn, cluster.id) is not None:
+        if await pool.fetchrow(queries.UNPAIR, sn, cluster.id) is not None:
             return Response(_status(None, cluster))
-        await _paired_cluster(db, sn)
+        await _paired_cluster(pool, sn)
         return Response(None, status_code=HTTP_304_NOT_MODIFIED)
 
     @get(
@@ -160,10 +161,10 @@ class ClusterController(Controller):
         opt=problems(400, 503),  # 503 while no encryption key is configured
     )
     async def secret(
-        self, sn: SerialNumber, cluster: Caller, db: Database, provisioning: Shared
+        self, sn: SerialNumber, cluster: Caller, pool: Database, provisioning: Shared
     ) -> HomebaseSecret:
         sn = checked_serial(sn)
-        row = await db.fetchrow(queries.PAIRED_CIPHERTEXT, sn)
+        row = await pool.fetchrow(queries.PAIRED_CIPHERTEXT, sn)
         if row is None:
             raise NotFound(f"no homebase has serial number {sn}")
         if row["cluster_id"] != cluster.id:

@@ -1,14 +1,12 @@
-"""What the provisioning handlers share: the key, the rate limits, the database pool."""
+"""What the provisioning handlers share: the key, the rate limits, the path's serial number."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 from typing import Annotated
 
-import asyncpg
 import msgspec
 import structlog
-from litestar.datastructures import State
 from litestar.di import NamedDependency
 from litestar.params import Parameter
 
@@ -45,11 +43,6 @@ class Provisioning(msgspec.Struct, frozen=True, kw_only=True):
         return self.key_or_none
 
 
-async def database(state: State) -> asyncpg.Pool:
-    pool: asyncpg.Pool = state.db
-    return pool
-
-
 def iso_millis(moment: datetime | None) -> str | None:
     """``2026-11-22T06:05:46.123Z``: ISO 8601 with milliseconds, as the spec shows times."""
     if moment is None:
@@ -65,7 +58,5 @@ SerialNumber = Annotated[
     ),
 ]
 """The ``{sn}`` path parameter, its format in the OpenAPI document (handlers check it too)."""
-Database = NamedDependency[asyncpg.Pool]
-"""The app's pool (``db``)."""
 Shared = NamedDependency[Provisioning]
 """The key and rate limits (``provisioning``)."""

@@ -14,8 +14,9 @@ from litestar.openapi import ResponseSpec
 from litestar.params import FromQuery
 from litestar.status_codes import HTTP_200_OK, HTTP_202_ACCEPTED
 
+from energy_platform.api.database import Database
 from energy_platform.api.openapi import problems
-from energy_platform.api.provisioning.context import Database, SerialNumber, Shared
+from energy_platform.api.provisioning.context import SerialNumber, Shared
 from energy_platform.api.provisioning.schemas import BootAnswer, Servers, TftpLocation, UpgradeOffer
 from energy_platform.errors import Conflict, NotFound
 from energy_platform.provisioning import queries
@@ -56,7 +57,7 @@ class HomebaseController(Controller):
         self,
         sn: SerialNumber,
         request: Request[Any, Any, Any],
-        db: Database,
+        pool: Database,
         provisioning: Shared,
         avr: FromQuery[str | None] = None,
         bl: FromQuery[str | None] = None,
@@ -67,7 +68,7 @@ class HomebaseController(Controller):
             checked_version(value, field=field)
         address = _client(request)
         provisioning.limits.check(sn, address)
-        async with db.acquire() as conn, conn.transaction():
+        async with pool.acquire() as conn, conn.transaction():
             booted = await conn.fetchrow(queries.RECORD_BOOT, sn, _ip(address), avr, bl, msp)
             if booted is None:
                 raise NotFound(f"no homebase has serial number {sn}")
@@ -107,13 +108,13 @@ class HomebaseController(Controller):
         self,
         sn: SerialNumber,
         request: Request[Any, Any, Any],
-        db: Database,
+        pool: Database,
         provisioning: Shared,
     ) -> Response[bytes]:
         sn = checked_serial(sn)
         provisioning.limits.check(sn, _client(request))
         # Generations 0 and 3 are offered TFTP at boot, but HTTP serves them the same bytes.
-        prepared = await prepared_image(db, sn)
+        prepared = await prepared_image(pool, sn)
         return Response(
             prepared.image,
             media_type="application/octet-stream",

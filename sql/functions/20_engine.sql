@@ -1,0 +1,178 @@
+-- The engine's queue of recomputations, and the configuration and tariff setters that feed it.
+-- Re-applied by every `migrate`, after the numbered migrations: the one current definition.
+
+-- Queue the buckets of one channel that overlap p_period, cut to the channel's raw data: no
+-- processed point lies outside it, and data arriving later brings its own dirty range.
+CREATE OR REPLACE FUNCTION cluster.engine_invalidate(p_feed_id bigint, p_channel integer, p_period tstzmultirange)
+RETURNS void LANGUAGE sql AS $$
+    WITH data AS (
+        SELECT min(first.ts) AS first_ts, max(last.ts) AS last_ts
+          FROM cluster.streams s
+          JOIN cluster.processable_media m ON m.medium_id = s.medium
+          CROSS JOIN LATERAL (SELECT p.ts FROM cluster.raw_points p WHERE p.stream_id = s.id
+                               ORDER BY p.ts LIMIT 1) first
+          CROSS JOIN LATERAL (SELECT p.ts FROM cluster.raw_points p WHERE p.stream_id = s.id
+                               ORDER BY p.ts DESC LIMIT 1) last
+         WHERE s.feed_id = p_feed_id AND s.channel = p_channel AND s.type = 'raw'
+    ), cut AS (
+        SELECT greatest(lower(r), d.first_ts) AS lo,
+               least(upper(r), d.last_ts + interval '1 microsecond') AS hi
+          FROM unnest(p_period) r, data d
+         WHERE d.first_ts IS NOT NULL
+    )
+    INSERT INTO cluster.engine_work (feed_id, channel, buckets)
+    SELECT p_feed_id, p_channel,
+           tstzrange(time_bucket('90 s', lo), time_bucket('90 s', hi - interval '1 microsecond') + interval '90 s')
+      FROM cut
+     WHERE lo < hi
+$$;
+COMMENT ON FUNCTION cluster.engine_invalidate(bigint, integer, tstzmultirange) IS
+    'Queue the recomputation of a channel''s processed points over a period (cut to its raw data).';
+
+CREATE OR REPLACE FUNCTION cluster.engine_invalidate_feed(p_feed_id bigint, p_period tstzmultirange)
+RETURNS void LANGUAGE sql AS $$
+    SELECT cluster.engine_invalidate(p_feed_id, channel, p_period)
+      FROM (SELECT DISTINCT channel FROM cluster.streams
+             WHERE feed_id = p_feed_id AND type = 'processed') c
+$$;
+COMMENT ON FUNCTION cluster.engine_invalidate_feed(bigint, tstzmultirange) IS
+    'Queue the recomputation of every processed channel of a feed over a period.';
+
+-- Reprocessing goes through ingest's queue, as if the raw points had just arrived: missing
+-- processed streams are created and every affected bucket is recomputed.
+CREATE OR REPLACE FUNCTION cluster.engine_reprocess(p_feed_id bigint, p_from timestamptz, p_to timestamptz)
+RETURNS integer LANGUAGE sql AS $$
+    WITH queued AS (
+        INSERT INTO cluster.dirty_ranges (stream_id, ts_from, ts_to)
+        SELECT s.id, greatest(p_from, first.ts), least(p_to, last.ts)
+          FROM cluster.streams s
+          JOIN cluster.processable_media m ON m.medium_id = s.medium
+          CROSS JOIN LATERAL (SELECT p.ts FROM cluster.raw_points p
+                               WHERE p.stream_id = s.id AND p.ts >= p_from AND p.ts < p_to
+                               ORDER BY p.ts LIMIT 1) first
+          CROSS JOIN LATERAL (SELECT p.ts FROM cluster.raw_points p
+                               WHERE p.stream_id = s.id AND p.ts >= p_from AND p.ts < p_to
+                               ORDER BY p.ts DESC LIMIT 1) last
+         WHERE s.feed_id = p_feed_id AND s.type = 'raw'
+        RETURNING 1
+    )
+    SELECT count(*)::integer FROM queued
+$$;
+COMMENT ON FUNCTION cluster.engine_reprocess(bigint, timestamptz, timestamptz) IS
+    'Queue every processable raw stream of a feed over [p_from, p_to) for processing; returns the number of streams.';
+
+-- Setting a configuration "from an instant on": periods starting at or after the instant go,
+-- the period holding the instant ends there, and a new current period starts at it. One
+-- statement, so concurrent changes of one feed or stream serialise on its row lock. The engine
+-- recomputes exactly the period whose medium changes (a new title or unit changes no value).
+CREATE OR REPLACE FUNCTION cluster.set_stream_config(
+    p_stream_id bigint, p_from timestamptz, p_title text, p_medium text, p_unit text
+) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+    v_from timestamptz := nullif(p_from, '-infinity');  -- -infinity or NULL: from the start
+    v_feed_id bigint;
+    v_channel integer;
+    v_changed tstzmultirange;
+BEGIN
+    SELECT feed_id, channel INTO v_feed_id, v_channel
+      FROM cluster.streams WHERE id = p_stream_id AND type = 'processed' FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'processed stream % does not exist', p_stream_id
+            USING ERRCODE = 'no_data_found';
+    END IF;
+    SELECT tstzmultirange(tstzrange(v_from, NULL, '[)'))
+           - coalesce(range_agg(validity * tstzrange(v_from, NULL, '[)'))
+                          FILTER (WHERE medium IS NOT DISTINCT FROM p_medium),
+                      '{}'::tstzmultirange)
+      INTO v_changed
+      FROM cluster.stream_configs WHERE stream_id = p_stream_id;
+    DELETE FROM cluster.stream_configs
+     WHERE stream_id = p_stream_id
+       AND (v_from IS NULL OR (NOT lower_inf(validity) AND lower(validity) >= v_from));
+    UPDATE cluster.stream_configs SET validity = tstzrange(lower(validity), v_from, '[)')
+     WHERE stream_id = p_stream_id AND v_from IS NOT NULL AND validity @> v_from;
+    INSERT INTO cluster.stream_configs (stream_id, title, medium, unit, validity)
+    VALUES (p_stream_id, p_title, p_medium, p_unit, tstzrange(v_from, NULL, '[)'));
+    PERFORM cluster.engine_invalidate(v_feed_id, v_channel, v_changed);
+END $$;
+COMMENT ON FUNCTION cluster.set_stream_config(bigint, timestamptz, text, text, text) IS
+    'Make (title, medium, unit) the processed stream''s configuration from p_from on; the engine recomputes the period whose medium changed.';
+
+-- The same for a feed; the engine recomputes where the time zone changes: time-of-use tariffs
+-- are read in the feed's local time.
+CREATE OR REPLACE FUNCTION cluster.set_feed_config(
+    p_feed_id bigint, p_from timestamptz, p_title text, p_timezone text
+) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+    v_from timestamptz := nullif(p_from, '-infinity');  -- -infinity or NULL: from the start
+    v_changed tstzmultirange;
+BEGIN
+    PERFORM 1 FROM cluster.feeds WHERE id = p_feed_id FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'feed % does not exist', p_feed_id USING ERRCODE = 'no_data_found';
+    END IF;
+    SELECT tstzmultirange(tstzrange(v_from, NULL, '[)'))
+           - coalesce(range_agg(validity * tstzrange(v_from, NULL, '[)'))
+                          FILTER (WHERE timezone = p_timezone),
+                      '{}'::tstzmultirange)
+      INTO v_changed
+      FROM cluster.feed_configs WHERE feed_id = p_feed_id;
+    DELETE FROM cluster.feed_configs
+     WHERE feed_id = p_feed_id
+       AND (v_from IS NULL OR (NOT lower_inf(validity) AND lower(validity) >= v_from));
+    UPDATE cluster.feed_configs SET validity = tstzrange(lower(validity), v_from, '[)')
+     WHERE feed_id = p_feed_id AND v_from IS NOT NULL AND validity @> v_from;
+    INSERT INTO cluster.feed_configs (feed_id, title, timezone, validity)
+    VALUES (p_feed_id, p_title, p_timezone, tstzrange(v_from, NULL, '[)'));
+    PERFORM cluster.engine_invalidate_feed(p_feed_id, v_changed);
+END $$;
+COMMENT ON FUNCTION cluster.set_feed_config(bigint, timestamptz, text, text) IS
+    'Make (title, timezone) the feed''s configuration from p_from on; the engine recomputes the period whose time zone changed.';
+
+-- A tariff from an instant on, like the configurations: periods starting at or after p_from go,
+-- the one holding it ends there, and a new current one starts (none when p_starts is NULL).
+-- Bands: p_starts[i] (local time of day) with p_prices[i]; before the first start the last
+-- band's price applies, so bands wrap around midnight.
+CREATE OR REPLACE FUNCTION cluster.set_tariff(
+    p_feed_id bigint, p_medium text, p_from timestamptz, p_starts time[], p_prices double precision[]
+) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+    v_from timestamptz := nullif(p_from, '-infinity');
+    v_tariff_id bigint;
+BEGIN
+    PERFORM 1 FROM cluster.feeds WHERE id = p_feed_id FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'feed % does not exist', p_feed_id USING ERRCODE = 'no_data_found';
+    END IF;
+    IF p_starts IS NOT NULL AND (cardinality(p_starts) = 0
+            OR cardinality(p_starts) <> cardinality(p_prices)
+            OR (SELECT count(DISTINCT s) FROM unnest(p_starts) s) <> cardinality(p_starts)) THEN
+        RAISE EXCEPTION 'a tariff needs one price per band start and distinct band starts'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    DELETE FROM cluster.tariffs
+     WHERE feed_id = p_feed_id AND medium = p_medium
+       AND (v_from IS NULL OR (NOT lower_inf(validity) AND lower(validity) >= v_from));
+    UPDATE cluster.tariffs SET validity = tstzrange(lower(validity), v_from, '[)')
+     WHERE feed_id = p_feed_id AND medium = p_medium AND v_from IS NOT NULL AND validity @> v_from;
+    IF p_starts IS NOT NULL THEN
+        INSERT INTO cluster.tariffs (feed_id, medium, validity)
+        VALUES (p_feed_id, p_medium, tstzrange(v_from, NULL, '[)'))
+        RETURNING id INTO v_tariff_id;
+        INSERT INTO cluster.tariff_bands (tariff_id, starts, ends, price)
+        WITH b AS (
+            SELECT s AS starts, p AS price,
+                   lead(s, 1, '24:00'::time) OVER (ORDER BY s) AS ends,
+                   last_value(p) OVER (ORDER BY s ROWS BETWEEN UNBOUNDED PRECEDING
+                                                    AND UNBOUNDED FOLLOWING) AS last_price
+              FROM unnest(p_starts, p_prices) AS u(s, p)
+        )
+        SELECT v_tariff_id, starts, ends, price FROM b
+        UNION ALL
+        SELECT v_tariff_id, '00:00', min(starts), min(last_price) FROM b
+        HAVING min(starts) > '00:00';
+    END IF;
+    PERFORM cluster.engine_invalidate_feed(p_feed_id, tstzmultirange(tstzrange(v_from, NULL, '[)')));
+END $$;
+COMMENT ON FUNCTION cluster.set_tariff(bigint, text, timestamptz, time[], double precision[]) IS
+    'Make the bands (local start times and prices) the feed''s tariff for the medium from p_from on (none when p_starts is NULL); the engine recomputes the cost from p_from.';

@@ -1,0 +1,77 @@
+-- The views, dropped and created again in one go: CREATE OR REPLACE VIEW cannot drop or
+-- change a column, and every view is rebuilt from its one definition here.
+-- Re-applied by every `migrate`, after the numbered migrations: the one current definition.
+
+DROP VIEW IF EXISTS cluster.dead_letter_causes, cluster.current_feed_titles, cluster.homebase_activity, cluster.tariff_prices, cluster.readings, cluster.system_readings, cluster.processed_readings, cluster.raw_readings;
+
+-- Views for analysts: each point with its feed, stream and the configuration valid at its time.
+CREATE VIEW cluster.raw_readings AS
+SELECT p.ts, p.value, f.id AS feed_id, f.homebase_sn, fc.title AS feed_title, fc.timezone,
+       s.id AS stream_id, s.channel, s.device, s.medium AS medium_id, s.idx AS index
+  FROM cluster.raw_points p
+  JOIN cluster.streams s ON s.id = p.stream_id
+  JOIN cluster.feeds f ON f.id = s.feed_id
+  LEFT JOIN cluster.feed_configs fc ON fc.feed_id = f.id AND fc.validity @> p.ts;
+COMMENT ON VIEW cluster.raw_readings IS 'Raw points with feed title, time zone, channel, device and medium ID valid at each point''s time.';
+
+CREATE VIEW cluster.processed_readings AS
+SELECT p.ts, p.value, f.id AS feed_id, f.homebase_sn, fc.title AS feed_title, fc.timezone,
+       s.id AS stream_id, s.channel, s.idx AS index, s.combined,
+       sc.title AS stream_title, sc.medium, sc.unit
+  FROM cluster.processed_points p
+  JOIN cluster.streams s ON s.id = p.stream_id
+  JOIN cluster.feeds f ON f.id = s.feed_id
+  LEFT JOIN cluster.feed_configs fc ON fc.feed_id = f.id AND fc.validity @> p.ts
+  LEFT JOIN cluster.stream_configs sc ON sc.stream_id = s.id AND sc.validity @> p.ts;
+COMMENT ON VIEW cluster.processed_readings IS 'Processed points with feed title and the stream configuration (title, medium, unit) valid at each point''s time.';
+
+CREATE VIEW cluster.system_readings AS
+SELECT p.ts, p.value, f.id AS feed_id, f.homebase_sn, fc.title AS feed_title, fc.timezone,
+       s.id AS stream_id, s.channel, s.device, s.source, s.idx AS index
+  FROM cluster.system_points p
+  JOIN cluster.streams s ON s.id = p.stream_id
+  JOIN cluster.feeds f ON f.id = s.feed_id
+  LEFT JOIN cluster.feed_configs fc ON fc.feed_id = f.id AND fc.validity @> p.ts;
+COMMENT ON VIEW cluster.system_readings IS 'System points with feed title, channel, device and source.';
+
+CREATE VIEW cluster.readings AS
+SELECT ts, value, feed_id, homebase_sn, feed_title, timezone, stream_id, 'raw' AS stream_type,
+       channel, index, medium_id::text AS medium, NULL::text AS stream_title, NULL::text AS unit
+  FROM cluster.raw_readings
+UNION ALL
+SELECT ts, value, feed_id, homebase_sn, feed_title, timezone, stream_id, 'processed',
+       channel, index, medium, stream_title, unit
+  FROM cluster.processed_readings
+UNION ALL
+SELECT ts, value, feed_id, homebase_sn, feed_title, timezone, stream_id, 'system',
+       channel, index, source, NULL, NULL
+  FROM cluster.system_readings;
+COMMENT ON VIEW cluster.readings IS 'All points of all types in one view; medium is the raw medium ID, the processed medium name or the system source.';
+
+CREATE VIEW cluster.tariff_prices AS
+SELECT t.feed_id, t.medium, lower(t.validity) AS valid_from, upper(t.validity) AS valid_to,
+       b.starts, b.ends, b.price
+  FROM cluster.tariffs t JOIN cluster.tariff_bands b ON b.tariff_id = t.id;
+COMMENT ON VIEW cluster.tariff_prices IS 'Every tariff band with its feed, medium and validity period (valid_to null: current).';
+
+-- When a homebase (or CoAP device) last showed life: data, a boot, a configuration request.
+-- Heartbeats are provisioning's; in the default one-database deployment the rules read them here.
+CREATE VIEW cluster.homebase_activity AS
+SELECT f.id AS feed_id, f.owner_id, f.homebase_sn,
+       greatest(p.last_data_at, h.last_boot, c.last_config) AS last_seen
+  FROM cluster.feeds f
+  LEFT JOIN cluster.homebase_presence p ON p.homebase_sn = f.homebase_sn
+  LEFT JOIN provisioning.homebases h ON h.sn = f.homebase_sn
+  LEFT JOIN provisioning.coap_devices c ON c.sn = f.homebase_sn
+ WHERE NOT EXISTS (SELECT 1 FROM forwarder.registrations r WHERE r.homebase_sn = f.homebase_sn);
+COMMENT ON VIEW cluster.homebase_activity IS 'Per feed (not forwarded): the last sign of life of its homebase or device.';
+
+CREATE VIEW cluster.current_feed_titles AS
+SELECT feed_id, title, timezone FROM cluster.feed_configs WHERE upper_inf(validity);
+COMMENT ON VIEW cluster.current_feed_titles IS 'Each feed''s current title and time zone.';
+
+CREATE VIEW cluster.dead_letter_causes AS
+SELECT sn, cause, count(*) AS messages, min(received_at) AS first_at, max(received_at) AS last_at
+  FROM cluster.dead_letters
+ GROUP BY sn, cause;
+COMMENT ON VIEW cluster.dead_letter_causes IS 'Dead letters per homebase or device and cause: where to start looking.';

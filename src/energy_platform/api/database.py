@@ -1,0 +1,24 @@
+"""The app's database pool as a dependency: every handler that queries asks for ``pool``.
+
+``build_app`` opens the pool in the app's lifespan and provides it here, once for every
+service, so a handler (or a dependency such as an authentication) declares ``pool: Database``
+and never reaches into the app's state itself.
+"""
+
+from __future__ import annotations
+
+import asyncpg
+from litestar.datastructures import State
+from litestar.di import NamedDependency, Provide
+
+Database = NamedDependency[asyncpg.Pool]
+"""A handler's or dependency's parameter ``pool``: the app's pool."""
+
+
+def _app_pool(state: State) -> asyncpg.Pool:
+    pool: asyncpg.Pool = state.db
+    return pool
+
+
+POOL = {"pool": Provide(_app_pool, sync_to_thread=False)}
+"""The app-level dependency ``build_app`` registers."""
