@@ -34,7 +34,7 @@ from energy_platform.db.pool import create_pool
 from energy_platform.engine.forwarding import queries
 from energy_platform.engine.forwarding.batches import Batch, DeliveryBody, Mode, encode
 from energy_platform.engine.forwarding.destinations import RefusedDestination
-from energy_platform.engine.forwarding.webhook import BadResponse, basic_auth, post
+from energy_platform.engine.forwarding.webhook import BadResponse, Connections, basic_auth, post
 from energy_platform.settings import DatabaseSettings, ForwarderSettings
 
 log = structlog.get_logger()
@@ -80,6 +80,8 @@ class DeliveryService:
         self._in_flight: set[int] = set()
         self._outcomes: asyncio.Queue[tuple[Batch, Outcome]] = asyncio.Queue()
         self._wake = asyncio.Event()
+        # Keep-alive connections, reused only to the address checked for each request.
+        self._connections = Connections(per_destination=settings.max_concurrent)
 
     async def run(self, stop: asyncio.Event) -> None:
         s = self._settings
@@ -98,6 +100,7 @@ class DeliveryService:
             for task in (*claimers, *attempts, recorder):
                 task.cancel()
             await asyncio.gather(*claimers, *attempts, recorder, return_exceptions=True)
+            self._connections.close()
             await pool.close()
 
     async def _claimer(
@@ -120,7 +123,7 @@ class DeliveryService:
                 task.add_done_callback(attempts.discard)
             if len(batches) >= s.claim_size:
                 continue  # more may be due right now
-            await _nap(stop, self._wake, s.poll_interval)
+            await _nap(stop, self._wake, min(s.poll_interval, _until_next_end(s.settle_seconds)))
             self._wake.clear()
 
     async def _claim(self, pool: asyncpg.Pool) -> list[Batch]:
@@ -208,8 +211,14 @@ class DeliveryService:
         status: int | None = None
         error: str | None = None
         try:
-            async with asyncio.timeout(self._settings.delivery_timeout):
-                status = await post(batch.url, batch.body, headers, self._allowed)
+            status = await post(
+                batch.url,
+                batch.body,
+                headers,
+                self._allowed,
+                self._settings.delivery_timeout,
+                self._connections,
+            )
             kind = classify(status)
         except TimeoutError:
             kind, error = "retry", "timeout"
@@ -303,6 +312,15 @@ async def _nap(stop: asyncio.Event, wake: asyncio.Event, seconds: float) -> None
     finally:
         for task in waits:
             task.cancel()
+
+
+def _until_next_end(settle: float) -> float:
+    """Seconds until the next moment a new interval can be due: every interval ends on a whole
+    minute since the epoch, plus the settle time (so the claim runs then, not up to a poll
+    interval later)."""
+    now = time.time()
+    due = (now - settle) // 60 * 60 + 60 + settle
+    return due - now + 0.01  # just after, so that the database's clock finds it due
 
 
 Window = tuple[int, datetime, datetime, int, str | None, str]
