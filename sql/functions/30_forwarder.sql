@@ -24,9 +24,13 @@ EXCEPTION WHEN check_violation THEN
 END $$;
 COMMENT ON FUNCTION forwarder.registration_ended() IS 'Closes the open registration period when a homebase is unregistered.';
 
+-- Every claim computes this for every customer (10,000 calls a claim at 10,000 customers):
+-- date_bin on the timestamp itself, not numeric epoch arithmetic, took the claim from about 60
+-- to about 37 ms there (issue 13); the values are the same.
 CREATE OR REPLACE FUNCTION forwarder.interval_end(p_cursor timestamptz, p_minutes integer)
 RETURNS timestamptz LANGUAGE sql IMMUTABLE AS $$
-    SELECT to_timestamp((floor(extract(epoch FROM p_cursor) / (p_minutes * 60)) + 1) * (p_minutes * 60))
+    SELECT date_bin(make_interval(mins => p_minutes), p_cursor, timestamptz 'epoch')
+           + make_interval(mins => p_minutes)
 $$;
 COMMENT ON FUNCTION forwarder.interval_end(timestamptz, integer) IS
     'End of the delivery interval after a cursor: the next multiple of p_minutes since the Unix epoch.';

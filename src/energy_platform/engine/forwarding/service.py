@@ -120,7 +120,7 @@ class DeliveryService:
                 task.add_done_callback(attempts.discard)
             if len(batches) >= s.claim_size:
                 continue  # more may be due right now
-            await _nap(stop, self._wake, s.poll_interval)
+            await _nap(stop, self._wake, min(s.poll_interval, _until_next_end(s.settle_seconds)))
             self._wake.clear()
 
     async def _claim(self, pool: asyncpg.Pool) -> list[Batch]:
@@ -303,6 +303,15 @@ async def _nap(stop: asyncio.Event, wake: asyncio.Event, seconds: float) -> None
     finally:
         for task in waits:
             task.cancel()
+
+
+def _until_next_end(settle: float) -> float:
+    """Seconds until the next moment a new interval can be due: every interval ends on a whole
+    minute since the epoch, plus the settle time (so the claim runs then, not up to a poll
+    interval later)."""
+    now = time.time()
+    due = (now - settle) // 60 * 60 + 60 + settle
+    return due - now + 0.01  # just after, so that the database's clock finds it due
 
 
 Window = tuple[int, datetime, datetime, int, str | None, str]
