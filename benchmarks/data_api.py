@@ -3,7 +3,7 @@ under wrk at 50 and 10 connections, beside an idle handler on the same server an
 own statement straight from asyncpg; a dashboard (10 processed streams, one week of 90 s points
 each, fetched as 10 parallel requests); one request of 100,000 points.
 
-    python -m benchmarks.data_api [--full] [--runs N]
+    python -m benchmarks.data_api [--full] [--runs N] [--server uvicorn|granian]
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import psycopg
 
 from benchmarks.support import bench_database, figure, report
 from energy_platform.api.data import queries
+from energy_platform.settings import HttpSettings
 from energy_platform.tokens import token_digest
 from tests.support.services import free_port
 
@@ -211,9 +212,10 @@ async def timed_statements(
     return times[1:]
 
 
-def start_server(url: str, port: int) -> subprocess.Popen[bytes]:
+def start_server(url: str, port: int, http_server: str) -> subprocess.Popen[bytes]:
     env = {
         **os.environ,
+        "EP_HTTP_SERVER": http_server,
         "EP_DATABASE_URL": url,
         "EP_HTTP_API_PORT": str(port),
         "EP_DATABASE_POOL_MAX": "10",
@@ -233,7 +235,7 @@ def start_server(url: str, port: int) -> subprocess.Popen[bytes]:
         time.sleep(0.1)
 
 
-def main(full: bool, runs: int) -> None:
+def main(full: bool, runs: int, server_name: str) -> None:
     streams, seconds = (1000, 10) if full else (50, 5)
     digest = token_digest(TOKEN)
     with bench_database() as settings:
@@ -241,7 +243,7 @@ def main(full: bool, runs: int) -> None:
         feed, first, last = seed(url, streams)
         extras = seed_extras(url, feed)
         port = free_port()
-        server = start_server(url, port)
+        server = start_server(url, port, server_name)
         try:
             base = f"http://127.0.0.1:{port}"
             script = WRK_SCRIPT.format(
@@ -290,7 +292,8 @@ def main(full: bool, runs: int) -> None:
             server.terminate()
             server.wait(10)
     print(
-        f"data API: {streams} streams x 1 day of 5 s points, wrk at {CONNECTIONS} and "
+        f"data API on {server_name}: {streams} streams x 1 day of 5 s points, wrk at {CONNECTIONS} "
+        f"and "
         f"{FEW_CONNECTIONS} connections, {runs} runs of {seconds} s after a warm-up; dashboard "
         f"and 100,000-point request: {rounds} rounds after one"
     )
@@ -347,5 +350,11 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--full", action="store_true", help="1,000 streams, 10 s runs")
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument(
+        "--server",
+        choices=["uvicorn", "granian"],
+        default=HttpSettings().server,
+        help="HTTP server (EP_HTTP_SERVER); default: the platform's default",
+    )
     args = parser.parse_args()
-    main(args.full, args.runs)
+    main(args.full, args.runs, args.server)

@@ -1,5 +1,6 @@
 """The data API as `serve api` runs it, plus one idle route returning 100 ready-made points:
-the same server and middleware without the database, the limit the data endpoint is held to."""
+the same server (EP_HTTP_SERVER), middleware and settings without the database, the limit the
+data endpoint is held to."""
 
 from __future__ import annotations
 
@@ -27,7 +28,9 @@ def main() -> None:
     configure_logging(settings.log)
     app = create_app(settings)
     app.register(idle)
-    service = HttpService("api", app, settings.http.host, settings.http.api_port)
+    service = HttpService(
+        "api", app, settings.http.host, settings.http.api_port, server=settings.http.server
+    )
     asyncio.run(run_services([service], shutdown_timeout=5))
 
 

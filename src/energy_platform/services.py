@@ -24,13 +24,29 @@ from energy_platform.settings import Settings
 
 
 def _api(s: Settings, _: CoapSite) -> list[Service]:
-    return [HttpService("api", data.create_app(s), s.http.host, s.http.api_port, tls=s.http.tls)]
+    return [
+        HttpService(
+            "api",
+            data.create_app(s),
+            s.http.host,
+            s.http.api_port,
+            tls=s.http.tls,
+            server=s.http.server,
+        )
+    ]
 
 
 def _forwarder(s: Settings, _: CoapSite) -> list[Service]:
     app = forwarder.create_app(s)
     return [
-        HttpService("forwarder", app, s.http.host, s.http.forwarder_port, tls=s.http.tls),
+        HttpService(
+            "forwarder",
+            app,
+            s.http.host,
+            s.http.forwarder_port,
+            tls=s.http.tls,
+            server=s.http.server,
+        ),
         DeliveryService(s.database, s.forwarder),
     ]
 

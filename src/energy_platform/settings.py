@@ -60,6 +60,9 @@ class HttpSettings(msgspec.Struct, frozen=True, kw_only=True):
     """Port of the forwarder API."""
     max_body_bytes: int = 1_048_576
     """Largest accepted request body; larger ones get 413."""
+    server: Literal["uvicorn", "granian"] = "uvicorn"
+    """HTTP server of every HTTP service: ``uvicorn`` (Python, in the services' event loop) or
+    ``granian`` (Rust HTTP, embedded in the same event loop; docs/decisions.md)."""
     tls_cert: str = ""
     """PEM certificate (chain) file: with ``tls_key``, every HTTP service serves HTTPS only."""
     tls_key: str = ""

@@ -1,17 +1,19 @@
+import asyncio
 from collections.abc import Callable
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 import httpx
 import msgspec
 import pytest
-from litestar import Litestar
+from litestar import Litestar, Request, get
 
 from energy_platform.api.data import app as data
 from energy_platform.api.forwarder import app as forwarder
 from energy_platform.api.provisioning import app as provisioning
 from energy_platform.api.server import HttpService
 from energy_platform.settings import DatabaseSettings, Settings
-from tests.support.services import free_port, running
+from tests.support.services import free_port, running, wait_for_http
 from tests.support.tcp_proxy import TcpProxy
 
 APPS: dict[str, Callable[[Settings], Litestar]] = {
@@ -92,3 +94,50 @@ async def test_readyz_follows_the_database_without_a_restart(settings: Settings)
     assert during.json()["title"] == "Service unavailable"
     assert still_up.status_code == 200
     assert after.status_code == 200
+
+
+@pytest.mark.parametrize("server", ["granian", "uvicorn"])
+async def test_a_request_in_flight_when_asked_to_stop_is_answered(
+    server: Literal["granian", "uvicorn"],
+) -> None:
+    @get("/slow")
+    async def slow() -> dict[str, str]:
+        await asyncio.sleep(0.5)
+        return {"status": "done"}
+
+    port = free_port()
+    service = HttpService("slow", Litestar([slow]), "127.0.0.1", port, server=server)
+    stop = asyncio.Event()
+    serving = asyncio.create_task(service.run(stop))
+    async with asyncio.timeout(15):
+        await wait_for_http(f"http://127.0.0.1:{port}/slow")
+    async with httpx.AsyncClient() as http:
+        answer = asyncio.create_task(http.get(f"http://127.0.0.1:{port}/slow", timeout=10))
+        await asyncio.sleep(0.2)
+        stop.set()
+        response = await answer
+        async with asyncio.timeout(10):
+            await serving
+        with pytest.raises(httpx.ConnectError):  # stopped: nothing listens any more
+            await http.get(f"http://127.0.0.1:{port}/slow", timeout=2)
+
+    assert (response.status_code, response.json()) == (200, {"status": "done"})
+
+
+@pytest.mark.parametrize("server", ["granian", "uvicorn"])
+async def test_the_client_behind_a_local_proxy_is_the_forwarded_one(
+    server: Literal["granian", "uvicorn"],
+) -> None:
+    @get("/peer")
+    async def peer(request: Request[Any, Any, Any]) -> dict[str, str]:
+        return {"client": request.client.host if request.client else ""}
+
+    port = free_port()
+    service = HttpService("peer", Litestar([peer]), "127.0.0.1", port, server=server)
+    base = f"http://127.0.0.1:{port}"
+    async with running(service, ready_urls=(base + "/peer",)), httpx.AsyncClient() as http:
+        direct = await http.get(base + "/peer")
+        proxied = await http.get(base + "/peer", headers={"X-Forwarded-For": "198.51.100.7"})
+
+    assert direct.json() == {"client": "127.0.0.1"}
+    assert proxied.json() == {"client": "198.51.100.7"}

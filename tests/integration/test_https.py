@@ -1,4 +1,5 @@
-"""EP_HTTP_TLS_CERT / EP_HTTP_TLS_KEY: every HTTP service serves HTTPS with that certificate."""
+"""EP_HTTP_TLS_CERT / EP_HTTP_TLS_KEY: every HTTP service serves HTTPS with that certificate,
+on either HTTP server (EP_HTTP_SERVER)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import ipaddress
 import socket
 import ssl
 from pathlib import Path
+from typing import Literal
 
 import httpx
 import msgspec
@@ -64,13 +66,15 @@ async def get_when_listening(client: httpx.AsyncClient, url: str) -> httpx.Respo
                 await asyncio.sleep(0.05)
 
 
+@pytest.mark.parametrize("server", ["granian", "uvicorn"])
 async def test_every_http_service_serves_https_with_the_configured_certificate(
-    settings: Settings, tmp_path: Path
+    settings: Settings, tmp_path: Path, server: Literal["granian", "uvicorn"]
 ) -> None:
     cert, key = self_signed(tmp_path)
     tls = msgspec.structs.replace(
         settings,
         http=HttpSettings(
+            server=server,
             api_port=free_port(),
             provisioning_port=free_port(),
             forwarder_port=free_port(),

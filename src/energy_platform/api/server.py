@@ -1,18 +1,31 @@
-"""An ASGI app served by uvicorn as a platform service (several can share one process)."""
+"""An ASGI app served by uvicorn or granian as a platform service (several can share one process).
+
+Both run inside the services' event loop, so ``serve all`` stays one process with one loop:
+uvicorn as a Python server task, granian in its embedded mode (its HTTP handling runs in Rust
+threads and hands each request to the app on this loop). EP_HTTP_SERVER chooses; the figures
+behind the choice are in benchmarks/README.md and docs/decisions.md.
+"""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
+from typing import Literal
 
 import structlog
 import uvicorn
+from granian.constants import HTTPModes, Interfaces, SSLProtocols
+from granian.server.embed import Server as GranianServer
+from granian.utils.proxies import wrap_asgi_with_proxy_headers
 from litestar import Litestar
 
 from energy_platform.settings import TlsFiles
 
 log = structlog.get_logger()
+# Seconds open requests get to finish once the service is asked to stop.
+GRACE = 5
 
 
 class _Server(uvicorn.Server):
@@ -29,34 +42,76 @@ class HttpService:
     """
 
     def __init__(
-        self, name: str, app: Litestar, host: str, port: int, *, tls: TlsFiles | None = None
+        self,
+        name: str,
+        app: Litestar,
+        host: str,
+        port: int,
+        *,
+        tls: TlsFiles | None = None,
+        server: Literal["uvicorn", "granian"] = "granian",
     ) -> None:
         self.name = name
         self.url = f"{'https' if tls else 'http'}://{host}:{port}"
-        config = uvicorn.Config(
-            app,
-            host=host,
-            port=port,
-            log_config=None,
-            access_log=False,
-            lifespan="on",
-            timeout_graceful_shutdown=5,
-            server_header=False,
-            ssl_certfile=tls.cert if tls else None,
-            ssl_keyfile=tls.key if tls else None,
-        )
-        self._server = _Server(config)
+        self._app, self._host, self._port, self._tls = app, host, port, tls
+        self._serve = self._granian if server == "granian" else self._uvicorn
 
     async def run(self, stop: asyncio.Event) -> None:
         log.info("listening", url=self.url)
-        serving = asyncio.create_task(self._server.serve(), name=f"{self.name}-uvicorn")
+        await self._serve(stop)
+
+    async def _uvicorn(self, stop: asyncio.Event) -> None:
+        config = uvicorn.Config(
+            self._app,
+            host=self._host,
+            port=self._port,
+            log_config=None,
+            access_log=False,
+            lifespan="on",
+            timeout_graceful_shutdown=GRACE,
+            server_header=False,
+            ssl_certfile=self._tls.cert if self._tls else None,
+            ssl_keyfile=self._tls.key if self._tls else None,
+        )
+        server = _Server(config)
+        serving = asyncio.create_task(server.serve(), name=f"{self.name}-uvicorn")
         stopping = asyncio.create_task(stop.wait(), name=f"{self.name}-stop")
         await asyncio.wait({serving, stopping}, return_when=asyncio.FIRST_COMPLETED)
-        self._server.should_exit = True
+        server.should_exit = True
         stopping.cancel()
         try:
             await serving
         except SystemExit as e:  # uvicorn exits the process when it cannot bind
             raise RuntimeError(f"{self.name}: HTTP server on {self.url} could not start") from e
-        if not self._server.started and not stop.is_set():
+        if not server.started and not stop.is_set():
             raise RuntimeError(f"{self.name}: HTTP server on {self.url} could not start")
+
+    async def _granian(self, stop: asyncio.Event) -> None:
+        server = GranianServer(
+            # As uvicorn's default: X-Forwarded-For/-Proto count when the peer is a local proxy.
+            wrap_asgi_with_proxy_headers(self._app, trusted_hosts="127.0.0.1"),
+            address=self._host,
+            port=self._port,
+            interface=Interfaces.ASGI,  # with lifespan, as uvicorn's lifespan="on"
+            http=HTTPModes.http1,
+            websockets=False,
+            log_enabled=False,  # its logger still propagates to ours; no config of its own
+            ssl_cert=Path(self._tls.cert) if self._tls else None,
+            ssl_key=Path(self._tls.key) if self._tls else None,
+            ssl_protocol_min=SSLProtocols.tls12,  # as uvicorn's default context
+        )
+        server.workers_kill_timeout = GRACE
+        serving = asyncio.create_task(server.serve(), name=f"{self.name}-granian")
+        stopping = asyncio.create_task(stop.wait(), name=f"{self.name}-stop")
+        try:
+            await asyncio.wait({serving, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopping.cancel()
+            if not serving.done():
+                server.stop()  # type: ignore[no-untyped-call]  # granian leaves it unannotated
+        try:
+            await serving
+        except OSError as e:  # the port is taken or the address is not ours
+            raise RuntimeError(f"{self.name}: HTTP server on {self.url} could not start") from e
+        if not stop.is_set():
+            raise RuntimeError(f"{self.name}: HTTP server on {self.url} stopped by itself")
