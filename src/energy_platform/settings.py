@@ -181,7 +181,7 @@ class ForwarderSettings(msgspec.Struct, frozen=True, kw_only=True):
     """How long after an interval's end its batch is made, so that ingest can store its points."""
     poll_interval: float = 0.5
     """Seconds between looks for customers whose next delivery is due."""
-    claim_size: int = 200
+    claim_size: int = 500
     """Customers whose due batches one statement makes."""
     claim_workers: int = 2
     """Claims made at once, each on its own database connection (they skip each other's
