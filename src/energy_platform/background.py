@@ -30,10 +30,15 @@ class Backoff:
         return random.uniform(0, delay)  # noqa: S311 - not a secret
 
 
-async def sleep_unless_stopped(stop: asyncio.Event, seconds: float) -> None:
-    """Sleep ``seconds``, waking early when ``stop`` is set (check ``stop`` after it)."""
+async def sleep_unless_stopped(
+    stop: asyncio.Event, seconds: float, wake: asyncio.Event | None = None
+) -> None:
+    """Sleep ``seconds``, waking early when ``stop`` (or ``wake``, when given) is set; the
+    caller checks ``stop`` after it, and clears ``wake``."""
+    events = (stop,) if wake is None else (stop, wake)
+    waits = [asyncio.ensure_future(event.wait()) for event in events]
     try:
-        async with asyncio.timeout(seconds):
-            await stop.wait()
-    except TimeoutError:
-        pass
+        await asyncio.wait(waits, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in waits:
+            task.cancel()

@@ -30,6 +30,7 @@ import structlog
 from asyncpg.pool import PoolConnectionProxy
 from prometheus_client import Counter, Histogram
 
+from energy_platform.background import sleep_unless_stopped
 from energy_platform.db.pool import create_pool
 from energy_platform.engine.forwarding import queries
 from energy_platform.engine.forwarding.batches import Batch, DeliveryBody, Mode, encode
@@ -120,7 +121,9 @@ class DeliveryService:
                 task.add_done_callback(attempts.discard)
             if len(batches) >= s.claim_size:
                 continue  # more may be due right now
-            await _nap(stop, self._wake, min(s.poll_interval, _until_next_end(s.settle_seconds)))
+            await sleep_unless_stopped(
+                stop, min(s.poll_interval, _until_next_end(s.settle_seconds)), wake=self._wake
+            )
             self._wake.clear()
 
     async def _claim(self, pool: asyncpg.Pool) -> list[Batch]:
@@ -293,16 +296,6 @@ class DeliveryService:
                 log.warning("batch dropped by the customer (4xx)", **fields)
             else:
                 log.info("batch will be retried", error=o.error, **fields)
-
-
-async def _nap(stop: asyncio.Event, wake: asyncio.Event, seconds: float) -> None:
-    """Return after ``seconds``, or earlier when ``stop`` or ``wake`` is set."""
-    waits = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(wake.wait())]
-    try:
-        await asyncio.wait(waits, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for task in waits:
-            task.cancel()
 
 
 def _until_next_end(settle: float) -> float:
