@@ -27,9 +27,4 @@ COMMENT ON COLUMN cluster.dead_letters.size IS 'Size of the whole payload in byt
 COMMENT ON COLUMN cluster.dead_letters.payload IS 'The first 64 KiB of the payload; convert_from(payload, ''UTF8'') shows JSON when sealed is false.';
 CREATE INDEX dead_letters_received ON cluster.dead_letters (received_at);
 CREATE INDEX dead_letters_sn ON cluster.dead_letters (sn, received_at);
-
-CREATE VIEW cluster.dead_letter_causes AS
-SELECT sn, cause, count(*) AS messages, min(received_at) AS first_at, max(received_at) AS last_at
-  FROM cluster.dead_letters
- GROUP BY sn, cause;
-COMMENT ON VIEW cluster.dead_letter_causes IS 'Dead letters per homebase or device and cause: where to start looking.';
+-- The view cluster.dead_letter_causes is defined in sql/functions/90_views.sql.

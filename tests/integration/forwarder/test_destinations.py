@@ -99,10 +99,13 @@ async def test_a_destination_that_is_not_public_is_400_and_changes_nothing(
 async def test_allowed_networks_open_only_themselves(
     api: str, new_customer: NewCustomer, url: str, status: int
 ) -> None:
-    """The test API allows 127.0.0.0/8 and ::1/128, nothing else."""
+    """The test API allows 127.0.0.0/8 and ::1/128, nothing else; a refused destination is
+    never stored, so no delivery can ever aim at it."""
     customer = await new_customer()
     answer = await configure(api, customer, url)
     assert answer.status_code == status, answer.text
+    async with httpx.AsyncClient(base_url=api, headers=customer.headers()) as client:
+        assert (await client.get("/config")).status_code == (200 if status == 200 else 404)
 
 
 async def test_a_destination_is_checked_again_at_every_connection(
