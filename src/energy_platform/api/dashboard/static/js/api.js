@@ -9,17 +9,15 @@ export class ApiError extends Error {
   }
 }
 
-// The stream-data endpoint returns the newest `limit` points of a range; a week of 5 s points is
-// 120,960. Servers that accept at most 10,000 (older releases) answer 400 on `limit`: then the
-// client asks again in pages of that size.
-const LARGE_PAGE = 100_000;
-const SMALL_PAGE = 10_000;
+// The stream-data endpoint returns the newest `limit` points of a range, at most 100,000 (the
+// page is served by the same release, so it knows that bound); a week of 5 s points, 120,960,
+// takes two requests.
+const PAGE = 100_000;
 
 export class Api {
   constructor(token, base = '') {
     this.token = token;
     this.base = base;
-    this.pageLimit = LARGE_PAGE;
   }
 
   async request(method, path, { params, body } = {}) {
@@ -64,22 +62,12 @@ export class Api {
     let upper = to;
     let count = 0;
     while (upper >= from) {
-      let page;
-      try {
-        page = await this.request('GET', `/feeds/${enc(feedId)}/streams/${enc(streamId)}/data`, {
-          params: { time_from: from, time_to: upper, limit: this.pageLimit },
-        });
-      } catch (error) {
-        const aboutLimit = /limit/.test(`${error.field ?? ''} ${error.message}`);
-        if (error.status === 400 && aboutLimit && this.pageLimit > SMALL_PAGE) {
-          this.pageLimit = SMALL_PAGE;
-          continue;
-        }
-        throw error;
-      }
+      const page = await this.request('GET', `/feeds/${enc(feedId)}/streams/${enc(streamId)}/data`, {
+        params: { time_from: from, time_to: upper, limit: PAGE },
+      });
       pages.push(page);
       count += page.length;
-      if (page.length < this.pageLimit) break;
+      if (page.length < PAGE) break;
       upper = page[0][0] - 1;
     }
     const times = new Array(count);
