@@ -24,29 +24,13 @@ from energy_platform.settings import Settings
 
 
 def _api(s: Settings, _: CoapSite) -> list[Service]:
-    return [
-        HttpService(
-            "api",
-            data.create_app(s),
-            s.http.host,
-            s.http.api_port,
-            tls=s.http.tls,
-            server=s.http.server,
-        )
-    ]
+    return [HttpService.configured("api", data.create_app(s), s.http, s.http.api_port)]
 
 
 def _forwarder(s: Settings, _: CoapSite) -> list[Service]:
     app = forwarder.create_app(s)
     return [
-        HttpService(
-            "forwarder",
-            app,
-            s.http.host,
-            s.http.forwarder_port,
-            tls=s.http.tls,
-            server=s.http.server,
-        ),
+        HttpService.configured("forwarder", app, s.http, s.http.forwarder_port),
         DeliveryService(s.database, s.forwarder),
     ]
 

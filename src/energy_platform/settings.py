@@ -49,6 +49,10 @@ class MqttSettings(msgspec.Struct, frozen=True, kw_only=True):
         return f"MqttSettings({', '.join(fields)})"
 
 
+HttpServer = Literal["uvicorn", "granian"]
+"""The HTTP servers an HTTP service can run on (``EP_HTTP_SERVER``)."""
+
+
 class HttpSettings(msgspec.Struct, frozen=True, kw_only=True):
     host: str = "127.0.0.1"
     """Address the HTTP services bind to."""
@@ -60,7 +64,7 @@ class HttpSettings(msgspec.Struct, frozen=True, kw_only=True):
     """Port of the forwarder API."""
     max_body_bytes: int = 1_048_576
     """Largest accepted request body; larger ones get 413."""
-    server: Literal["uvicorn", "granian"] = "uvicorn"
+    server: HttpServer = "uvicorn"
     """HTTP server of every HTTP service: ``uvicorn`` (Python, in the services' event loop) or
     ``granian`` (Rust HTTP, embedded in the same event loop; docs/decisions.md)."""
     tls_cert: str = ""

@@ -12,7 +12,6 @@ import asyncio
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Literal
 
 import structlog
 import uvicorn
@@ -21,7 +20,7 @@ from granian.server.embed import Server as GranianServer
 from granian.utils.proxies import wrap_asgi_with_proxy_headers
 from litestar import Litestar
 
-from energy_platform.settings import TlsFiles
+from energy_platform.settings import HttpServer, HttpSettings, TlsFiles
 
 log = structlog.get_logger()
 # Seconds open requests get to finish once the service is asked to stop.
@@ -49,12 +48,19 @@ class HttpService:
         port: int,
         *,
         tls: TlsFiles | None = None,
-        server: Literal["uvicorn", "granian"] = "granian",
+        server: HttpServer | None = None,
     ) -> None:
         self.name = name
         self.url = f"{'https' if tls else 'http'}://{host}:{port}"
         self._app, self._host, self._port, self._tls = app, host, port, tls
+        # Without a choice, the platform's default server (one default: HttpSettings').
+        server = server or HttpSettings().server
         self._serve = self._granian if server == "granian" else self._uvicorn
+
+    @classmethod
+    def configured(cls, name: str, app: Litestar, http: HttpSettings, port: int) -> HttpService:
+        """``app`` on ``port`` as the settings say: their host, TLS files and server."""
+        return cls(name, app, http.host, port, tls=http.tls, server=http.server)
 
     async def run(self, stop: asyncio.Event) -> None:
         log.info("listening", url=self.url)

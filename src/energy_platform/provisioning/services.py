@@ -28,14 +28,7 @@ def provisioning_services(s: Settings, coap: CoapSite) -> list[Service]:
 
     app = provisioning.create_app(s, shared)
     return [
-        HttpService(
-            "provisioning",
-            app,
-            s.http.host,
-            s.http.provisioning_port,
-            tls=s.http.tls,
-            server=s.http.server,
-        ),
+        HttpService.configured("provisioning", app, s.http, s.http.provisioning_port),
         TftpService(
             "tftp", s.devices.host, s.devices.tftp_port, firmware, resources=firmware_db.opened
         ),
