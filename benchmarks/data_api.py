@@ -191,19 +191,25 @@ async def timed_statements(
     url: str, digest: bytes, feed: int, requests: list[tuple[int, int]], rounds: int
 ) -> list[float]:
     """The same requests' statements from asyncpg, one connection each, in parallel (ms)."""
+    calls = [(digest, feed, stream, EARLIEST, T0, limit) for stream, limit in requests]
+    return await timed_queries(url, queries.STREAM_DATA, calls, rounds)
+
+
+async def timed_queries(
+    url: str, query: str, calls: list[tuple[object, ...]], rounds: int
+) -> list[float]:
+    """``query`` with each of ``calls``' arguments, one connection each, in parallel (ms), as
+    the API's pool runs it (generic plans)."""
     conns = [
         await asyncpg.connect(url, server_settings={"plan_cache_mode": "force_generic_plan"})
-        for _ in requests
+        for _ in calls
     ]
     times = []
     try:
         for _ in range(rounds + 1):
             started = time.perf_counter()
             await asyncio.gather(
-                *(
-                    conn.fetchrow(queries.STREAM_DATA, digest, feed, stream, EARLIEST, T0, limit)
-                    for conn, (stream, limit) in zip(conns, requests, strict=True)
-                )
+                *(conn.fetchrow(query, *args) for conn, args in zip(conns, calls, strict=True))
             )
             times.append((time.perf_counter() - started) * 1000)
     finally:

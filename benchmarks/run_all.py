@@ -24,6 +24,7 @@ RESULTS = Path(__file__).parent / "results"
 # (module, what it measures, extra arguments at full size); each accepts --full.
 BENCHMARKS = [
     ("benchmarks.data_api", "data API", []),
+    ("benchmarks.year_view", "data API", []),
     ("benchmarks.ingest_throughput", "ingestion", []),
     # A full round of the engine takes about 20 minutes here: one counted round after a warm-up.
     ("benchmarks.engine_throughput", "engine", ["--runs", "1"]),

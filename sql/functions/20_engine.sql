@@ -125,6 +125,11 @@ BEGIN
     INSERT INTO cluster.feed_configs (feed_id, title, timezone, validity)
     VALUES (p_feed_id, p_title, p_timezone, tstzrange(v_from, NULL, '[)'));
     PERFORM cluster.engine_invalidate_feed(p_feed_id, v_changed);
+    -- Hourly rollups are keyed by local hours: raw and system ones too (processed ones follow
+    -- from the recomputation queued above).
+    INSERT INTO cluster.rollup_work (stream_id, span)
+    SELECT s.id, r FROM cluster.streams s, unnest(v_changed) r
+     WHERE s.feed_id = p_feed_id AND s.type IN ('raw', 'system');
 END $$;
 COMMENT ON FUNCTION cluster.set_feed_config(bigint, timestamptz, text, text) IS
     'Make (title, timezone) the feed''s configuration from p_from on; the engine recomputes the period whose time zone changed.';

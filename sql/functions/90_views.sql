@@ -2,7 +2,7 @@
 -- change a column, and every view is rebuilt from its one definition here.
 -- Re-applied by every `migrate`, after the numbered migrations: the one current definition.
 
-DROP VIEW IF EXISTS cluster.dead_letter_causes, cluster.current_feed_titles, cluster.homebase_activity, cluster.tariff_prices, cluster.readings, cluster.system_readings, cluster.processed_readings, cluster.raw_readings;
+DROP VIEW IF EXISTS cluster.daily_readings, cluster.hourly_readings, cluster.dead_letter_causes, cluster.current_feed_titles, cluster.homebase_activity, cluster.tariff_prices, cluster.readings, cluster.system_readings, cluster.processed_readings, cluster.raw_readings;
 
 -- Views for analysts: each point with its feed, stream and the configuration valid at its time.
 CREATE VIEW cluster.raw_readings AS
@@ -75,3 +75,26 @@ SELECT sn, cause, count(*) AS messages, min(received_at) AS first_at, max(receiv
   FROM cluster.dead_letters
  GROUP BY sn, cause;
 COMMENT ON VIEW cluster.dead_letter_causes IS 'Dead letters per homebase or device and cause: where to start looking.';
+
+-- Rollups for analysts: an hour or a local day per row, the value as the data API's
+-- `resolution` gives it (summed for processed energy, volume and cost; else the mean).
+CREATE VIEW cluster.hourly_readings AS
+SELECT r.hour, r.stream_id, s.feed_id, f.homebase_sn, s.type AS stream_type, s.channel,
+       s.idx AS index, coalesce(fc.timezone, 'UTC') AS timezone, sc.medium, r.total, r.points,
+       CASE WHEN cluster.additive(s.type, sc.medium) THEN r.total ELSE r.total / r.points END AS value
+  FROM cluster.hourly_rollups r
+  JOIN cluster.streams s ON s.id = r.stream_id
+  JOIN cluster.feeds f ON f.id = s.feed_id
+  LEFT JOIN cluster.feed_configs fc ON fc.feed_id = f.id AND fc.validity @> r.hour
+  LEFT JOIN cluster.stream_configs sc ON sc.stream_id = s.id AND sc.validity @> r.hour;
+COMMENT ON VIEW cluster.hourly_readings IS 'Per stream and local hour: sum (total) and number (points) of its points, and value: the total for processed energy, volume and cost, else the mean. medium is the processed stream''s medium valid at the hour.';
+
+CREATE VIEW cluster.daily_readings AS
+SELECT (hour AT TIME ZONE timezone)::date AS local_day, stream_id, feed_id, homebase_sn,
+       stream_type, channel, index, min(timezone) AS timezone, min(hour) AS first_hour,
+       sum(total) AS total, sum(points) AS points,
+       CASE WHEN bool_and(cluster.additive(stream_type, medium)) THEN sum(total)
+            ELSE sum(total) / sum(points) END AS value
+  FROM cluster.hourly_readings
+ GROUP BY 1, stream_id, feed_id, homebase_sn, stream_type, channel, index;
+COMMENT ON VIEW cluster.daily_readings IS 'Per stream and local day of its feed (a DST day has 23 or 25 hours): total, points and value as in cluster.hourly_readings. "How much each month": sum value by date_trunc(''month'', local_day).';

@@ -16,6 +16,7 @@ from energy_platform.devices.coap import CoapService, CoapSite
 from energy_platform.devices.coap_data import add_data_resources
 from energy_platform.devices.ingest import IngestService
 from energy_platform.engine.forwarding import DeliveryService
+from energy_platform.engine.retention import Retention
 from energy_platform.engine.rules import NotificationRules
 from energy_platform.engine.service import EngineService
 from energy_platform.lifecycle import Service
@@ -48,6 +49,7 @@ BUILDERS: dict[str, Callable[[Settings, CoapSite], list[Service]]] = {
     "engine": lambda s, _: [
         EngineService(s.database, s.engine),
         NotificationRules(s.database, s.rules),
+        Retention(s.database, s.retention),
     ],
 }
 

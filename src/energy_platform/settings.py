@@ -166,8 +166,15 @@ class EngineSettings(msgspec.Struct, frozen=True, kw_only=True):
     """PostgreSQL work_mem for the processing statements: hash aggregates instead of sorts."""
     currency: str = "EUR"
     """Unit given to new cost streams."""
+    rollup_delay: float = 60.0
+    """Seconds queued rollup work waits before it is taken, so that a stream's points of a
+    minute cost one recomputation of their hour, not one per batch."""
+    rollup_batch: int = 2_000
+    """Queued rollup periods taken per transaction."""
 
     def __post_init__(self) -> None:
+        if self.rollup_delay < 0 or self.rollup_batch < 1:
+            raise ValueError("EP_ENGINE_ROLLUP_DELAY must be >= 0 and EP_ENGINE_ROLLUP_BATCH >= 1")
         if self.max_span <= 0 or self.max_span % 90:
             raise ValueError("EP_ENGINE_MAX_SPAN must be a positive multiple of 90 seconds")
         if self.workers < 1:
@@ -226,6 +233,38 @@ class RulesSettings(msgspec.Struct, frozen=True, kw_only=True):
     """Feeds whose day is taken per round (the first round after midnight has many)."""
 
 
+class RetentionSettings(msgspec.Struct, frozen=True, kw_only=True):
+    """How long each kind of data is kept; 0 keeps it for ever. Measured data is kept by
+    default; transient data (forwarder points once delivered, the delivery log) 30 days. Dead
+    letters: ``EP_INGEST_DEAD_LETTER_DAYS``."""
+
+    raw_days: int = 0
+    """Days raw points are kept (whole chunks older than this are dropped; 0: for ever)."""
+    processed_days: int = 0
+    """Days processed points are kept (0: for ever). Hourly rollups are always kept."""
+    system_days: int = 0
+    """Days system points are kept (0: for ever)."""
+    forwarder_points_days: int = 30
+    """Days a forwarder point is kept once every customer it belongs to has it delivered."""
+    delivery_log_days: int = 30
+    """Days a delivery attempt stays in forwarder.delivery_log (0: for ever)."""
+    interval: float = 3600.0
+    """Seconds between retention rounds."""
+    batch: int = 50_000
+    """Forwarder points deleted per transaction."""
+
+    def __post_init__(self) -> None:
+        ages = (
+            self.raw_days,
+            self.processed_days,
+            self.system_days,
+            self.forwarder_points_days,
+            self.delivery_log_days,
+        )
+        if min(ages) < 0 or self.interval <= 0 or self.batch < 1:
+            raise ValueError("EP_RETENTION_*_DAYS must be >= 0, INTERVAL > 0 and BATCH >= 1")
+
+
 class LogSettings(msgspec.Struct, frozen=True, kw_only=True):
     format: Literal["auto", "json", "console"] = "auto"
     """``auto``: console on a TTY, JSON lines otherwise."""
@@ -245,6 +284,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     log: LogSettings = msgspec.field(default_factory=LogSettings)
     engine: EngineSettings = msgspec.field(default_factory=EngineSettings)
     forwarder: ForwarderSettings = msgspec.field(default_factory=ForwarderSettings)
+    retention: RetentionSettings = msgspec.field(default_factory=RetentionSettings)
     shutdown_timeout: float = 10.0
     """Seconds a service may take to stop before its tasks are cancelled."""
 

@@ -73,6 +73,7 @@ def test_serve_all_runs_every_service_and_stops_cleanly_on_a_signal(
         "ingest",
         "engine",
         "rules",
+        "retention",
     }
     assert all("service" in e for e in events)
     assert any(e["event"] == "broker connected" and e["service"] == "ingest" for e in events)

@@ -32,6 +32,10 @@ WITH claimed AS (
      WHERE ctid = ANY (ARRAY(SELECT ctid FROM cluster.dirty_ranges ORDER BY recorded_at
                              LIMIT $1 FOR UPDATE SKIP LOCKED))
     RETURNING stream_id, ts_from, ts_to
+), rolled AS (
+    -- Every raw stream's hours, processable or not (engine/rollups.py).
+    INSERT INTO cluster.rollup_work (stream_id, span)
+    SELECT stream_id, tstzrange(ts_from, ts_to, '[]') FROM claimed
 ), touched AS (
     SELECT s.feed_id, s.channel, s.id AS raw_id,
            unnest(range_agg(tstzrange(c.ts_from, c.ts_to, '[]'))) AS written
@@ -335,6 +339,13 @@ WITH work AS (
     ON CONFLICT (stream_id, ts) DO UPDATE SET value = EXCLUDED.value
      WHERE p.value IS DISTINCT FROM EXCLUDED.value
     RETURNING 1
+), rolled AS (
+    -- The hours of every recomputed period, changed or not: cheap, and never one missed.
+    INSERT INTO cluster.rollup_work (stream_id, span)
+    SELECT ps.id, tstzrange(w.wfrom, w.wto)
+      FROM work w
+      JOIN cluster.streams ps
+        ON ps.feed_id = w.feed_id AND ps.channel = w.channel AND ps.type = 'processed'
 ), kept AS (
     SELECT stream_id, array_agg(ts) AS buckets FROM results GROUP BY stream_id
 ), stale AS (

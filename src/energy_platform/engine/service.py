@@ -18,12 +18,14 @@ from prometheus_client import Counter
 from energy_platform.background import sleep_unless_stopped
 from energy_platform.db.pool import create_pool
 from energy_platform.engine.processing import BUCKET, Connection, intake, process_batch
+from energy_platform.engine.rollups import rollup_batch
 from energy_platform.settings import DatabaseSettings, EngineSettings
 
 log = structlog.get_logger()
 POINTS_WRITTEN = Counter("ep_engine_points_written", "Processed points inserted or changed")
 POINTS_DELETED = Counter("ep_engine_points_deleted", "Processed points that no longer qualified")
 STREAMS_CREATED = Counter("ep_engine_streams_created", "Processed streams created by the engine")
+HOURS_WRITTEN = Counter("ep_engine_rollup_hours_written", "Hourly rollups inserted or changed")
 # Wake a little after a bucket closes, so that its end is behind the database's clock too.
 BOUNDARY_MARGIN = 0.2
 
@@ -79,7 +81,8 @@ async def drain(
     clock: Clock = system_clock,
     stop: asyncio.Event | None = None,
 ) -> int:
-    """Take all dirty ranges in, then process closed work until none is left; points written."""
+    """Take all dirty ranges in, process closed work until none is left, then the rollups that
+    waited long enough; processed points written."""
     while not (stop and stop.is_set()):
         taken = await intake(
             conn,
@@ -105,4 +108,9 @@ async def drain(
         POINTS_WRITTEN.inc(result.written)
         POINTS_DELETED.inc(result.deleted)
         written += result.written
+    while not (stop and stop.is_set()):
+        rolled = await rollup_batch(conn, batch=settings.rollup_batch, delay=settings.rollup_delay)
+        HOURS_WRITTEN.inc(rolled.written)
+        if rolled.periods < settings.rollup_batch:
+            break
     return written

@@ -105,6 +105,12 @@ def _seed(conn: psycopg.Connection, user: str, token: str) -> PageWorld:
         " FROM generate_series(%s::bigint, %s::bigint, 60) t",
         (s["signal"], now - DAY + 60, now),
     )
+    # The points were written directly, not by the engine: roll every stream up as it would.
+    conn.execute(
+        "SELECT cluster.rollup_recompute(array_agg(id), array_agg(NULL::timestamptz),"
+        " array_agg(NULL::timestamptz)) FROM cluster.streams WHERE feed_id = %s",
+        (feed,),
+    )
     for title, content, age in (
         (
             "Phase L3 lost",

@@ -17,6 +17,7 @@ from zoneinfo import ZoneInfo
 import psycopg
 import pytest
 from selenium.common.exceptions import TimeoutException
+from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.select import Select
@@ -92,6 +93,38 @@ def browse(world: PageWorld) -> dict[str, Any]:
             " && window.dashboard.last.range[1] - window.dashboard.last.range[0] === 604800"
             " && {range: window.dashboard.last.range, bars: window.dashboard.plot.data}",
             "the week's consumption per day",
+        )
+        # The Year view: one request per stream for bars per local month; a click on the
+        # newest month shows its days, again in one request.
+        driver.find_element(By.CSS_SELECTOR, '[data-range="year"]').click()
+        seen["year"] = wait_until(
+            driver,
+            "document.querySelector('#chart').dataset.state === 'drawn'"
+            " && window.dashboard.last.resolution === 'month'"
+            " && {requests: window.dashboard.last.requests, bars: window.dashboard.plot.data}",
+            "the year per month",
+        )
+        x = driver.execute_script(
+            "const u = window.dashboard.plot, xs = u.data[0], end = window.dashboard.last.range[1];"
+            "return u.valToPos((xs[xs.length - 1] + end) / 2, 'x') - u.over.clientWidth / 2"
+        )
+        over = driver.find_element(By.CSS_SELECTOR, "#chart .u-over")
+        ActionChains(driver).move_to_element_with_offset(over, int(x), 0).click().perform()
+        seen["month"] = wait_until(
+            driver,
+            "document.querySelector('#chart').dataset.state === 'drawn'"
+            " && window.dashboard.last.resolution === 'day'"
+            " && {requests: window.dashboard.last.requests, range: window.dashboard.last.range,"
+            " bars: window.dashboard.plot.data}",
+            "the newest month per day",
+        )
+        # Back to the week, read as points again.
+        driver.find_element(By.CSS_SELECTOR, '[data-range="week"]').click()
+        wait_until(
+            driver,
+            "document.querySelector('#chart').dataset.state === 'drawn'"
+            " && window.dashboard.last.resolution === null",
+            "the week again",
         )
         seen["groups"] = driver.execute_script(
             "return [...document.querySelectorAll('#streams section.channel')].map(s =>"
@@ -181,6 +214,23 @@ async def test_a_user_signs_in_charts_streams_and_marks_a_notification_read(
     assert len(days) == 8  # the seeded week touches eight calendar days in Prague
     assert times == [day for day, _ in days]
     assert sums == pytest.approx([total for _, total in days], rel=1e-9)
+    # The Year view asked once for the stream's months; their sum is every point this year.
+    assert seen["year"]["requests"] == 1
+    months, month_sums = seen["year"]["bars"]
+    year_start = months[0]
+    this_year = await daily_sums(
+        database_url, page_world.streams["energy"], year_start, page_world.now
+    )
+    assert month_sums
+    assert sum(month_sums) == pytest.approx(sum(v for _, v in this_year), rel=1e-9)
+    # The newest month per local day, as the server summed them: once more one request.
+    assert seen["month"]["requests"] == 1
+    start, end = seen["month"]["range"]
+    assert start == months[-1]
+    month_days = await daily_sums(database_url, page_world.streams["energy"], start, end)
+    day_times, day_sums = seen["month"]["bars"]
+    assert day_times == [day for day, _ in month_days]
+    assert day_sums == pytest.approx([total for _, total in month_days], rel=1e-9)
     # Streams grouped by channel, then raw, processed, system.
     assert seen["groups"] == [["1", [["raw", 3], ["processed", 2], ["system", 1]]]]
     assert "Electricity, channel 1, total" in seen["energy_row"]

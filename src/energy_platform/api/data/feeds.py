@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from datetime import timedelta
+from typing import Annotated, Any, Literal
 
 import asyncpg
 import msgspec
@@ -29,6 +30,21 @@ Authenticated = NamedDependency[Caller]
 Types = Annotated[list[StreamType], msgspec.Meta(max_length=MAX_REPEATED)]
 MAX_POINTS = 100_000
 """A week of 5 s points (DESIGN: at least 100,000)."""
+Resolution = Literal["hour", "day", "month"]
+# How far past time_to a bucket starting at time_to can reach: its last hour's start.
+BUCKET_REACH: dict[Resolution, timedelta] = {
+    "hour": timedelta(0),
+    "day": timedelta(hours=24),
+    "month": timedelta(days=31),
+}
+RESOLUTION_DOC = (
+    "Answer per calendar unit instead of per point: `[bucket start, value]` for each local"
+    " hour, day (from local midnight) or month (from the first, local midnight) in the feed's"
+    " time zone valid at the bucket (a day is 23 or 25 hours across DST). time_from/time_to"
+    " select buckets whose start lies between them; `limit` keeps the newest. Processed"
+    " energy, volume and cost are summed; temperature, raw and system streams are averaged"
+    " (the mean of the points in the bucket)."
+)
 
 
 class FeedsController(Controller):
@@ -93,10 +109,10 @@ class FeedsController(Controller):
         time_from: UnixTime = None,
         time_to: UnixTime = None,
         limit: Annotated[int, QueryParameter(ge=1, le=MAX_POINTS)] = 100,
+        resolution: Annotated[Resolution | None, QueryParameter(description=RESOLUTION_DOC)] = None,
     ) -> Response[list[tuple[int, float]]]:
         # One round trip: the caller, the stream's visibility and the body, built by PostgreSQL.
-        row = await pool.fetchrow(
-            queries.STREAM_DATA,
+        window = (
             bearer_digest(request),
             _id_or_none(feed_id, "feed"),
             _id_or_none(stream_id, "stream"),
@@ -104,6 +120,12 @@ class FeedsController(Controller):
             LATEST if time_to is None else time_to,
             limit,
         )
+        if resolution is None:
+            row = await pool.fetchrow(queries.STREAM_DATA, *window)
+        else:
+            row = await pool.fetchrow(
+                queries.STREAM_BUCKETS, *window, resolution, BUCKET_REACH[resolution]
+            )
         assert row is not None  # noqa: S101 - a query of subselects answers exactly one row
         if not row["caller_known"]:
             raise unknown_token()

@@ -55,10 +55,15 @@ WITH added AS (
     RETURNING stream_id, ts)
 INSERT INTO cluster.dirty_ranges (stream_id, ts_from, ts_to)
 SELECT stream_id, min(ts), max(ts) FROM added GROUP BY stream_id"""
+# System points have no processing; their hours go straight to the rollup queue.
 SYSTEM_POINTS_INSERT = """
-INSERT INTO cluster.system_points (stream_id, ts, value)
-SELECT s, to_timestamp(t), v FROM unnest($1::bigint[], $2::bigint[], $3::float8[]) AS u(s, t, v)
-ON CONFLICT DO NOTHING"""
+WITH added AS (
+    INSERT INTO cluster.system_points (stream_id, ts, value)
+    SELECT s, to_timestamp(t), v FROM unnest($1::bigint[], $2::bigint[], $3::float8[]) AS u(s, t, v)
+    ON CONFLICT DO NOTHING
+    RETURNING stream_id, ts)
+INSERT INTO cluster.rollup_work (stream_id, span)
+SELECT stream_id, tstzrange(min(ts), max(ts), '[]') FROM added GROUP BY stream_id"""
 FORWARDER_POINTS_INSERT = """
 INSERT INTO forwarder.points (stream_id, ts, value)
 SELECT s, to_timestamp(t), v FROM unnest($1::bigint[], $2::bigint[], $3::float8[]) AS u(s, t, v)

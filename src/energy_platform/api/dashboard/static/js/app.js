@@ -10,11 +10,14 @@ import { offsetsOf, unixToWall, wallToUnix } from './time.js';
 
 const $ = (selector) => document.querySelector(selector);
 const SPANS = { hour: 3600, day: 86_400, week: 604_800, month: 30 * 86_400 };
+// Beyond 30 days the page asks the server for buckets (`resolution`): one request per stream.
+const LONG = SPANS.month + 3600;
 const CREDENTIALS = 'energy-platform.credentials';
 
 const state = {
   api: null, userId: null, feeds: [], feed: null, zone: 'UTC', streams: [], selected: new Set(),
   range: null, loaded: null, plot: null, chartRun: 0, notifications: [], opening: null,
+  pinned: null, // a resolution the view fixes: 'month' in the Year view, 'day' in a month of it
 };
 // What the last chart took, for people and for the page's tests (read with execute_script).
 window.dashboard = { last: null };
@@ -178,7 +181,15 @@ function streamRow(stream) {
 
 function setRange(preset) {
   const to = Math.floor(Date.now() / 1000);
-  state.range = { from: to - SPANS[preset], to };
+  state.pinned = null;
+  if (preset === 'year') {
+    // The feed's local calendar year so far, per month.
+    const year = unixToWall(state.zone, to).slice(0, 4);
+    state.range = { from: wallToUnix(state.zone, `${year}-01-01T00:00:00`), to };
+    state.pinned = 'month';
+  } else {
+    state.range = { from: to - SPANS[preset], to };
+  }
   for (const b of document.querySelectorAll('[data-range]')) b.classList.toggle('active', b.dataset.range === preset);
   showRange(state.range.from, state.range.to);
 }
@@ -196,6 +207,7 @@ async function view(from, to) {
     return;
   }
   state.range = { from: Math.floor(from), to: Math.ceil(to) };
+  state.pinned = null;
   for (const b of document.querySelectorAll('[data-range]')) b.classList.remove('active');
   showRange(from, to);
   await chart();
@@ -207,6 +219,32 @@ function visible() {
 }
 
 // --- the chart --------------------------------------------------------------------------------
+
+/** The server-side resolution for a view, or null to fetch points (30 days or less). */
+function resolutionFor(choice, from, to) {
+  if (state.pinned) return state.pinned;
+  if (choice === 'month') return 'month';
+  if (to - from <= LONG) return null;
+  if (choice === '3600') return 'hour';
+  return to - from > 2 * 366 * 86_400 ? 'month' : 'day';
+}
+
+/** In the Year view a click on a month shows that month per day. */
+function pickMonth(t) {
+  if (state.pinned !== 'month' || !state.plot) return;
+  const starts = state.plot.data[0];
+  let i = starts.length - 1;
+  while (i > 0 && starts[i] > t) i--;
+  if (!starts.length || starts[i] > t) return;
+  const [year, month] = unixToWall(state.zone, starts[i]).slice(0, 7).split('-').map(Number);
+  const next = month === 12 ? `${year + 1}-01` : `${year}-${String(month + 1).padStart(2, '0')}`;
+  const end = wallToUnix(state.zone, `${next}-01T00:00:00`) - 1;
+  state.range = { from: starts[i], to: end };
+  state.pinned = 'day';
+  for (const b of document.querySelectorAll('[data-range]')) b.classList.remove('active');
+  showRange(starts[i], end);
+  guarded(chart);
+}
 
 async function chart() {
   const run = ++state.chartRun;
@@ -225,18 +263,22 @@ async function chart() {
   element.dataset.state = 'loading';
   status.textContent = 'Loading…';
   const fetchStart = performance.now();
-  const loaded = await Promise.all(streams.map((s) => state.api.points(state.feed.id, s.id, from, to)));
+  const resolution = resolutionFor($('#bucket').value, from, to);
+  const loaded = await Promise.all(streams.map((s) => (resolution
+    ? state.api.buckets(state.feed.id, s.id, from, to, resolution)
+    : state.api.points(state.feed.id, s.id, from, to))));
   const fetchMs = performance.now() - fetchStart;
   if (run !== state.chartRun) return; // a newer request replaced this one
   const points = loaded.map((l) => l.times.length);
   const shapeStart = performance.now();
-  const bucket = bucketFor($('#bucket').value, from, to);
+  const bucket = resolution ? 0 : bucketFor($('#bucket').value, from, to);
   const offsetOf = offsetsOf(state.zone);
   const series = streams.map((stream, i) => {
     const d = describe(stream);
     const { times, values } = loaded[i];
     let shaped = { times, values };
-    if (stream.type === 'processed' && bucket > 90) shaped = bucketed(times, values, bucket, offsetOf, d.sum);
+    if (resolution) shaped = { times, values }; // the server's buckets, as they are
+    else if (stream.type === 'processed' && bucket > 90) shaped = bucketed(times, values, bucket, offsetOf, d.sum);
     else if (!d.bars) shaped = withGaps(times, values);
     return { label: `${d.title} #${stream.id}`, unit: d.unit, bars: d.bars, ...shaped };
   });
@@ -247,7 +289,7 @@ async function chart() {
     element.replaceChildren();
     element.dataset.state = 'no-data';
     status.textContent = 'No points in this range.';
-    window.dashboard.last = { streams: streams.map((s) => s.id), range: [from, to], points, fetchMs };
+    window.dashboard.last = { streams: streams.map((s) => s.id), range: [from, to], points, fetchMs, resolution };
     return;
   }
   const drawn = await drawChart(element, series, {
@@ -256,6 +298,7 @@ async function chart() {
     width: element.clientWidth || 800,
     started: shapeStart,
     onZoom: (min, max) => showRange(min, max),
+    onPick: pickMonth,
   });
   if (run !== state.chartRun) { drawn.plot.destroy(); return; }
   state.plot = drawn.plot;
@@ -263,14 +306,16 @@ async function chart() {
   const requests = loaded.reduce((n, l) => n + l.requests, 0);
   window.dashboard.last = {
     streams: streams.map((s) => s.id), range: [from, to], points, drawnPoints: drawn.points, requests,
-    fetchMs, prepareMs: drawn.prepareMs, drawMs: drawn.drawMs, bucket,
+    fetchMs, prepareMs: drawn.prepareMs, drawMs: drawn.drawMs, bucket, resolution,
   };
   element.dataset.state = 'drawn';
   const total = points.reduce((a, b) => a + b, 0);
-  status.textContent = `${total.toLocaleString('en')} points of ${streams.length} stream(s) in `
+  status.textContent = `${total.toLocaleString('en')} ${resolution ? `buckets per ${resolution}` : 'points'} `
+    + `of ${streams.length} stream(s) in `
     + `${requests} request(s), fetched in ${Math.round(fetchMs)} ms, drawn in ${Math.round(drawn.drawMs)} ms`
     + (bucket > 90 ? `; processed summed per ${bucket === 3600 ? 'hour' : 'day'}` : '')
-    + '. Drag to zoom, wheel zooms, double-click resets, ◀ ▶ pan.';
+    + (resolution ? '; energy and cost summed, the rest averaged' : '')
+    + (state.pinned === 'month' ? '. Click a month for its days.' : '. Drag to zoom, wheel zooms, double-click resets, ◀ ▶ pan.');
 }
 
 // --- notifications ----------------------------------------------------------------------------

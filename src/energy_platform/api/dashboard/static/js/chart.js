@@ -8,9 +8,10 @@ const COLOURS = ['#2563eb', '#dc2626', '#16a34a', '#9333ea', '#ea580c', '#0891b2
 /**
  * Draws `series` ([{label, unit, bars, times, values}]) over `range` ([from, to], Unix seconds)
  * into `element`, times shown in `zone`. Resolves once the first frame is on the canvas, with
- * the chart and the time it took. `onZoom(min, max)` follows the user's zooms.
+ * the chart and the time it took. `onZoom(min, max)` follows the user's zooms; `onPick(t)`, when
+ * given, gets the time under a click that is not a drag.
  */
-export function drawChart(element, series, { range, zone, width, onZoom, started = performance.now() }) {
+export function drawChart(element, series, { range, zone, width, onZoom, onPick, started = performance.now() }) {
   let done = false; // the first frame is drawn
   const tables = series.map((s) => [s.times, s.values]);
   const data = tables.length === 1 ? tables[0] : uPlot.join(tables);
@@ -45,7 +46,7 @@ export function drawChart(element, series, { range, zone, width, onZoom, started
       })),
     ],
     hooks: { setScale: [(u, key) => { if (done && key === 'x' && onZoom) onZoom(u.scales.x.min, u.scales.x.max); }] },
-    plugins: [wheelZoom(range)],
+    plugins: [wheelZoom(range), ...(onPick ? [clickPick(onPick)] : [])],
   };
   for (const unit of units) {
     options.scales[scale(unit)] = {
@@ -96,6 +97,24 @@ function wheelZoom([lo, hi], factor = 0.75) {
           if (newMax - newMin >= hi - lo) [newMin, newMax] = [lo, hi];
           u.setScale('x', { min: Math.max(lo, newMin), max: Math.min(hi, newMax) });
         }, { passive: false });
+      },
+    },
+  };
+}
+
+/** A click (a press and release within a few pixels: not a drag to zoom) picks a time. */
+function clickPick(onPick) {
+  return {
+    hooks: {
+      ready: (u) => {
+        let down = null;
+        u.over.addEventListener('mousedown', (event) => { down = event.clientX; }, true);
+        u.over.addEventListener('click', (event) => {
+          if (down === null || Math.abs(event.clientX - down) < 4) {
+            onPick(u.posToVal(event.clientX - u.over.getBoundingClientRect().left, 'x'));
+          }
+          down = null;
+        });
       },
     },
   };

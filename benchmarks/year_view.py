@@ -1,0 +1,147 @@
+"""The Year view: 10 processed streams with a year of 90 s points each, asked per local day
+(`resolution=day`) as 10 parallel requests, beside the same statements straight from asyncpg.
+Also how long the engine takes to build those streams' hourly rollups from nothing.
+
+    python -m benchmarks.year_view [--full] [--runs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import time
+
+import asyncpg
+import httpx
+import psycopg
+
+from benchmarks.data_api import TOKEN, start_server, timed_queries, timed_requests
+from benchmarks.support import bench_database, figure, report
+from energy_platform.api.data import queries
+from energy_platform.api.data.feeds import BUCKET_REACH
+from energy_platform.engine.rollups import rollup_batch
+from energy_platform.settings import HttpSettings
+from energy_platform.tokens import token_digest
+from tests.support.services import free_port
+
+# A year of local days in Europe/Prague: 2025-01-01T00:00+01:00 to 2026-01-01T00:00+01:00.
+YEAR_FROM = 1_735_686_000
+YEAR_TO = 1_767_222_000
+BUCKETS = (YEAR_TO - YEAR_FROM) // 90  # 350,400 points per stream
+STREAMS = 10
+GOAL_MS = 50
+
+
+def seed(url: str) -> tuple[int, list[int]]:
+    """A Prague feed with 10 processed energy streams, a year of 90 s points each."""
+    with psycopg.connect(url) as conn:
+        user = conn.execute(
+            "INSERT INTO cluster.users (name, token_sha256) VALUES ('bench', %s) RETURNING id",
+            (token_digest(TOKEN),),
+        ).fetchone()
+        assert user
+        feed = conn.execute(
+            "INSERT INTO cluster.feeds (owner_id, homebase_sn, subscription_from, subscription_to)"
+            " VALUES (%s, 'BE00000000000002', now(), now() + interval '1 year') RETURNING id",
+            (user[0],),
+        ).fetchone()
+        assert feed
+        conn.execute(
+            "INSERT INTO cluster.feed_configs (feed_id, title, timezone, validity)"
+            " VALUES (%s, 'Home', 'Europe/Prague', tstzrange(NULL, NULL))",
+            (feed[0],),
+        )
+        streams = [
+            row[0]
+            for row in conn.execute(
+                "INSERT INTO cluster.streams (feed_id, type, channel, idx, combined)"
+                " SELECT %s, 'processed', i, NULL, false FROM generate_series(1, %s) i"
+                " RETURNING id",
+                (feed[0], STREAMS),
+            ).fetchall()
+        ]
+        conn.execute(
+            "INSERT INTO cluster.stream_configs (stream_id, title, medium, unit, validity)"
+            " SELECT s, 'Electricity', 'power', 'Wh', tstzrange(NULL, NULL)"
+            "   FROM unnest(%s::bigint[]) s",
+            (streams,),
+        )
+        conn.execute(
+            "INSERT INTO cluster.processed_points (stream_id, ts, value)"
+            " SELECT s, to_timestamp(%s + 90 * i), round((random() * 50)::numeric, 3)"
+            "   FROM unnest(%s::bigint[]) s, generate_series(0, %s) i",
+            (YEAR_FROM, streams, BUCKETS - 1),
+        )
+        conn.execute(
+            "INSERT INTO cluster.rollup_work (stream_id, span)"
+            " SELECT s, tstzrange(NULL, NULL) FROM unnest(%s::bigint[]) s",
+            (streams,),
+        )
+        conn.execute("ANALYZE")
+    return feed[0], streams
+
+
+async def build_rollups(url: str) -> float:
+    """Seconds the engine takes to roll the whole year of every stream up."""
+    conn = await asyncpg.connect(url)
+    try:
+        started = time.perf_counter()
+        while (await rollup_batch(conn, batch=1, delay=0)).periods:
+            pass
+        return time.perf_counter() - started
+    finally:
+        await conn.close()
+
+
+def main(runs: int) -> None:
+    digest = token_digest(TOKEN)
+    with bench_database() as settings:
+        url = settings.database.url
+        feed, streams = seed(url)
+        build = asyncio.run(build_rollups(url))
+        port = free_port()
+        server = start_server(url, port, HttpSettings().server)
+        try:
+            base = f"http://127.0.0.1:{port}"
+            year = f"resolution=day&time_from={YEAR_FROM}&time_to={YEAR_TO - 1}&limit=366"
+            paths = [f"/feeds/{feed}/streams/{s}/data?{year}" for s in streams]
+            days = httpx.get(base + paths[0], headers={"Authorization": f"Bearer {TOKEN}"}).json()
+            assert len(days) == 365, f"a year has 365 local days, got {len(days)}"
+            rounds = 10 * runs
+            api = asyncio.run(timed_requests(base, paths, rounds))
+            calls: list[tuple[object, ...]] = [
+                (digest, feed, s, YEAR_FROM, YEAR_TO - 1, 366, "day", BUCKET_REACH["day"])
+                for s in streams
+            ]
+            direct = asyncio.run(timed_queries(url, queries.STREAM_BUCKETS, calls, rounds))
+        finally:
+            server.terminate()
+            server.wait(10)
+    print(
+        f"year view: {STREAMS} processed streams x {BUCKETS:,} points of 90 s (365 days),"
+        f" resolution=day, {rounds} rounds after one; rollups of all {STREAMS} built from"
+        f" nothing in {build:.1f} s ({STREAMS * BUCKETS / build:,.0f} points/s)"
+    )
+    median = statistics.median(api)
+    report(
+        [
+            figure(
+                f"year view: {STREAMS} streams x 365 days",
+                "ms",
+                api,
+                "same statements, asyncpg ms",
+                direct,
+                goal=f"<= {GOAL_MS} ms",
+                goal_met=median <= GOAL_MS,
+            )
+        ]
+    )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--full", action="store_true", help="the same size (already a year)")
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    main(args.runs)

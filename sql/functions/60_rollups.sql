@@ -1,0 +1,111 @@
+-- Hourly rollups (cluster.hourly_rollups): where a point's local hour starts, which points a
+-- stream has (the one place that reads the point tables for rollups), and the recomputation the
+-- engine runs from cluster.rollup_work. docs/engine.md#rollups.
+-- Re-applied by every `migrate`, after the numbered migrations: the one current definition.
+
+-- The start of the local hour holding ts in zone tz: ts minus the minutes and seconds the local
+-- clock shows. Unlike date_trunc on the local time it keeps the two 02:00 hours of an autumn
+-- night apart, and in zones offset by a half or quarter hour it lands on :30 or :45 UTC.
+CREATE OR REPLACE FUNCTION cluster.local_hour(ts timestamptz, tz text) RETURNS timestamptz
+LANGUAGE sql STABLE PARALLEL SAFE
+RETURN ts - make_interval(secs => mod(extract(epoch FROM ts AT TIME ZONE tz), 3600)::float8);
+COMMENT ON FUNCTION cluster.local_hour(timestamptz, text) IS
+    'Start of the local hour (in time zone tz) that holds ts; distinct for the repeated hour of a DST change.';
+
+-- Every point of one stream in [p_from, p_to), whatever its type: stream ids are unique across
+-- the point tables, so two of the three scans find nothing at once (primary key probes).
+CREATE OR REPLACE FUNCTION cluster.stream_points(p_stream_id bigint, p_from timestamptz, p_to timestamptz)
+RETURNS TABLE (ts timestamptz, value double precision) LANGUAGE sql STABLE AS $$
+    SELECT ts, value FROM cluster.raw_points
+     WHERE stream_id = p_stream_id AND ts >= p_from AND ts < p_to
+    UNION ALL
+    SELECT ts, value FROM cluster.processed_points
+     WHERE stream_id = p_stream_id AND ts >= p_from AND ts < p_to
+    UNION ALL
+    SELECT ts, value FROM cluster.system_points
+     WHERE stream_id = p_stream_id AND ts >= p_from AND ts < p_to
+$$;
+COMMENT ON FUNCTION cluster.stream_points(bigint, timestamptz, timestamptz) IS
+    'The points of a raw, processed or system stream in [p_from, p_to).';
+
+-- The earliest or latest point time of a stream (p_last), or null when it has none.
+CREATE OR REPLACE FUNCTION cluster.stream_point_edge(p_stream_id bigint, p_last boolean)
+RETURNS timestamptz LANGUAGE sql STABLE AS $$
+    SELECT CASE WHEN p_last THEN greatest(
+                    (SELECT max(ts) FROM cluster.raw_points WHERE stream_id = p_stream_id),
+                    (SELECT max(ts) FROM cluster.processed_points WHERE stream_id = p_stream_id),
+                    (SELECT max(ts) FROM cluster.system_points WHERE stream_id = p_stream_id))
+                ELSE least(
+                    (SELECT min(ts) FROM cluster.raw_points WHERE stream_id = p_stream_id),
+                    (SELECT min(ts) FROM cluster.processed_points WHERE stream_id = p_stream_id),
+                    (SELECT min(ts) FROM cluster.system_points WHERE stream_id = p_stream_id)) END
+$$;
+COMMENT ON FUNCTION cluster.stream_point_edge(bigint, boolean) IS
+    'The first (p_last false) or last point time of a stream of any type; null without points.';
+
+-- Recomputes the hourly rollups of the given streams over the local hours that the given point
+-- periods touch (a null bound: the stream's first or last point or rollup). Each hour gets the
+-- sum and count of its points; hours left without points are deleted. The caller holds the
+-- streams' rollup locks (engine/rollups.py), so no two workers write one stream at once.
+CREATE OR REPLACE FUNCTION cluster.rollup_recompute(
+    p_streams bigint[], p_from timestamptz[], p_to timestamptz[]
+) RETURNS TABLE (hours bigint, written bigint, deleted bigint) LANGUAGE sql AS $$
+WITH asked AS (
+    SELECT u.stream_id, s.feed_id, u.lo, u.hi
+      FROM unnest(p_streams, p_from, p_to) AS u (stream_id, lo, hi)
+      JOIN cluster.streams s ON s.id = u.stream_id
+), extent AS (
+    SELECT a.stream_id, a.feed_id,
+           coalesce(a.lo, least(cluster.stream_point_edge(a.stream_id, false),
+                                (SELECT min(hour) FROM cluster.hourly_rollups r
+                                  WHERE r.stream_id = a.stream_id))) AS lo,
+           coalesce(a.hi, greatest(cluster.stream_point_edge(a.stream_id, true),
+                                   (SELECT max(hour) + interval '1 hour'
+                                      FROM cluster.hourly_rollups r
+                                     WHERE r.stream_id = a.stream_id))) AS hi
+      FROM asked a
+), windows AS (
+    -- Widened to whole local hours, then merged: two periods in one hour read it once.
+    SELECT e.stream_id, e.feed_id, unnest(range_agg(tstzrange(
+               cluster.local_hour(e.lo, coalesce(zl.timezone, 'UTC')),
+               cluster.local_hour(e.hi, coalesce(zh.timezone, 'UTC')) + interval '1 hour'))) AS w
+      FROM extent e
+      LEFT JOIN cluster.feed_configs zl ON zl.feed_id = e.feed_id AND zl.validity @> e.lo
+      LEFT JOIN cluster.feed_configs zh ON zh.feed_id = e.feed_id AND zh.validity @> e.hi
+     WHERE e.lo IS NOT NULL AND e.hi IS NOT NULL AND e.lo <= e.hi
+     GROUP BY e.stream_id, e.feed_id
+), results AS MATERIALIZED (
+    SELECT w.stream_id, cluster.local_hour(p.ts, coalesce(z.timezone, 'UTC')) AS hour,
+           sum(p.value) AS total, count(*)::integer AS points
+      FROM windows w
+      CROSS JOIN LATERAL cluster.stream_points(w.stream_id, lower(w.w), upper(w.w)) p
+      LEFT JOIN cluster.feed_configs z ON z.feed_id = w.feed_id AND z.validity @> p.ts
+     GROUP BY 1, 2
+), upserted AS (
+    INSERT INTO cluster.hourly_rollups AS r (stream_id, hour, total, points)
+    SELECT stream_id, hour, total, points FROM results
+    ON CONFLICT (stream_id, hour) DO UPDATE SET total = EXCLUDED.total, points = EXCLUDED.points
+     WHERE (r.total, r.points) IS DISTINCT FROM (EXCLUDED.total, EXCLUDED.points)
+    RETURNING 1
+), kept AS (
+    SELECT stream_id, array_agg(hour) AS hours FROM results GROUP BY stream_id
+), stale AS (
+    DELETE FROM cluster.hourly_rollups r
+     USING (SELECT w.stream_id, w.w, coalesce(k.hours, '{}') AS hours
+              FROM windows w LEFT JOIN kept k ON k.stream_id = w.stream_id) x
+     WHERE r.stream_id = x.stream_id AND r.hour >= lower(x.w) AND r.hour < upper(x.w)
+       AND r.hour <> ALL (x.hours)
+    RETURNING 1
+)
+SELECT (SELECT count(*) FROM results), (SELECT count(*) FROM upserted), (SELECT count(*) FROM stale)
+$$;
+COMMENT ON FUNCTION cluster.rollup_recompute(bigint[], timestamptz[], timestamptz[]) IS
+    'Recompute the hourly rollups of streams over the local hours touched by [p_from, p_to) (null: to the stream''s edge); returns hours computed, written and deleted.';
+
+-- Whether a stream's hourly totals add up (energy, volume, cost) or are averaged (temperature,
+-- and every raw and system quantity): the answer per calendar unit sums or averages by this.
+CREATE OR REPLACE FUNCTION cluster.additive(p_type text, p_medium text) RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN p_type = 'processed' AND p_medium IS DISTINCT FROM 'temperature';
+COMMENT ON FUNCTION cluster.additive(text, text) IS
+    'True when a stream''s values are summed per hour, day or month (processed energy, volume and cost); false when averaged.';

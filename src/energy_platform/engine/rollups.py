@@ -1,0 +1,57 @@
+"""Hourly rollups: the engine recomputes the local hours of ``cluster.rollup_work``.
+
+Work is queued in the transactions that change points: ingest's raw ranges as the engine takes
+them in (``processing.INTAKE``), system points as ingest stores them, processed buckets as
+``processing.COMPUTE`` writes them, and a feed's time zone change (``cluster.set_feed_config``).
+A batch takes the oldest queued periods that waited ``rollup_delay`` seconds, locks their streams
+(two workers never write one stream's hours at once, and the recomputation, a later statement,
+sees everything committed before the lock), and recomputes them with
+``cluster.rollup_recompute`` (sql/functions/60_rollups.sql).
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from energy_platform.engine.processing import Connection
+
+CLAIM = """
+DELETE FROM cluster.rollup_work
+ WHERE ctid = ANY (ARRAY(SELECT ctid FROM cluster.rollup_work
+                          WHERE recorded_at <= now() - make_interval(secs => $2)
+                          ORDER BY recorded_at LIMIT $1 FOR UPDATE SKIP LOCKED))
+RETURNING stream_id, nullif(lower(span), '-infinity') AS lo,
+          nullif(upper(span), 'infinity') AS hi"""
+# In stream order, so that two workers wanting the same streams cannot deadlock.
+LOCK = """
+SELECT pg_advisory_xact_lock(1380928588, (stream_id % 2147483648)::integer)
+  FROM (SELECT DISTINCT unnest($1::bigint[]) AS stream_id ORDER BY 1) s"""
+RECOMPUTE = "SELECT hours, written, deleted FROM cluster.rollup_recompute($1, $2, $3)"
+
+
+class RollupResult(msgspec.Struct, frozen=True):
+    periods: int
+    """Queued periods taken."""
+    hours: int
+    """Hours with points in them, recomputed."""
+    written: int
+    """Hours inserted or changed."""
+    deleted: int
+    """Hours left without points, deleted."""
+
+
+async def rollup_batch(conn: Connection, *, batch: int, delay: float) -> RollupResult:
+    """Recompute the hours of up to ``batch`` queued periods, in one transaction."""
+    async with conn.transaction():
+        work = await conn.fetch(CLAIM, batch, delay)
+        if not work:
+            return RollupResult(periods=0, hours=0, written=0, deleted=0)
+        streams = [w["stream_id"] for w in work]
+        await conn.execute(LOCK, streams)
+        row = await conn.fetchrow(
+            RECOMPUTE, streams, [w["lo"] for w in work], [w["hi"] for w in work]
+        )
+    assert row is not None  # noqa: S101 - an aggregate row is always answered
+    return RollupResult(
+        periods=len(work), hours=row["hours"], written=row["written"], deleted=row["deleted"]
+    )
