@@ -100,6 +100,15 @@ def main(runs: int) -> None:
         url = settings.database.url
         feed, streams = seed(url)
         build = asyncio.run(build_rollups(url))
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("VACUUM ANALYZE cluster.hourly_rollups, cluster.daily_rollups")
+            sizes = conn.execute(
+                "SELECT pg_total_relation_size('cluster.hourly_rollups')::float8"
+                "       / (SELECT count(*) FROM cluster.hourly_rollups),"
+                "       pg_total_relation_size('cluster.daily_rollups')::float8"
+                "       / (SELECT count(*) FROM cluster.daily_rollups)"
+            ).fetchone()
+            assert sizes
         port = free_port()
         server = start_server(url, port, HttpSettings().server)
         try:
@@ -121,7 +130,8 @@ def main(runs: int) -> None:
     print(
         f"year view: {STREAMS} processed streams x {BUCKETS:,} points of 90 s (365 days),"
         f" resolution=day, {rounds} rounds after one; rollups of all {STREAMS} built from"
-        f" nothing in {build:.1f} s ({STREAMS * BUCKETS / build:,.0f} points/s)"
+        f" nothing in {build:.1f} s ({STREAMS * BUCKETS / build:,.0f} points/s); at rest an"
+        f" hourly rollup takes {sizes[0]:.0f} bytes, a daily one {sizes[1]:.0f} (with indexes)"
     )
     median = statistics.median(api)
     report(

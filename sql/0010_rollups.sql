@@ -15,6 +15,24 @@ COMMENT ON COLUMN cluster.hourly_rollups.hour IS 'Start of the local hour in the
 COMMENT ON COLUMN cluster.hourly_rollups.total IS 'Sum of the values of the stream''s points in the hour.';
 COMMENT ON COLUMN cluster.hourly_rollups.points IS 'Number of points in the hour.';
 
+-- The same per local day, made from the hours: a year of days is 365 rows per stream.
+CREATE TABLE cluster.daily_rollups (
+    stream_id bigint NOT NULL REFERENCES cluster.streams (id) ON DELETE CASCADE,
+    day       date NOT NULL,
+    start     timestamptz NOT NULL,
+    timezone  text NOT NULL,
+    total     double precision NOT NULL,
+    points    bigint NOT NULL CHECK (points > 0),
+    PRIMARY KEY (stream_id, day)
+);
+COMMENT ON TABLE cluster.daily_rollups IS 'Per stream and local day of its feed: the sum and number of its points, from cluster.hourly_rollups (an hour belongs to the local date it starts on). Kept by the engine with the hours.';
+COMMENT ON COLUMN cluster.daily_rollups.stream_id IS 'The stream (raw, processed or system).';
+COMMENT ON COLUMN cluster.daily_rollups.day IS 'The local date.';
+COMMENT ON COLUMN cluster.daily_rollups.start IS 'The instant the local day starts (its midnight; a DST day lasts 23 or 25 hours).';
+COMMENT ON COLUMN cluster.daily_rollups.timezone IS 'The feed''s time zone the day is local to (valid at its first hour).';
+COMMENT ON COLUMN cluster.daily_rollups.total IS 'Sum of the values of the stream''s points in the day.';
+COMMENT ON COLUMN cluster.daily_rollups.points IS 'Number of points in the day.';
+
 CREATE TABLE cluster.rollup_work (
     stream_id   bigint NOT NULL,
     span        tstzrange NOT NULL CHECK (NOT isempty(span)),

@@ -109,3 +109,88 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE
 RETURN p_type = 'processed' AND p_medium IS DISTINCT FROM 'temperature';
 COMMENT ON FUNCTION cluster.additive(text, text) IS
     'True when a stream''s values are summed per hour, day or month (processed energy, volume and cost); false when averaged.';
+
+-- Recomputes the daily rollups of the given streams over the local dates that the given point
+-- periods touch, from their hourly rollups (run after cluster.rollup_recompute, in a later
+-- statement of the same transaction, so that it sees the new hours). An hour belongs to the
+-- local date it starts on, in the zone valid at it; the day's start and zone are its first
+-- hour's. Days left without hours are deleted.
+CREATE OR REPLACE FUNCTION cluster.rollup_days(
+    p_streams bigint[], p_from timestamptz[], p_to timestamptz[]
+) RETURNS TABLE (days bigint, written bigint, deleted bigint) LANGUAGE sql AS $$
+WITH asked AS (
+    SELECT u.stream_id, s.feed_id, u.lo, u.hi
+      FROM unnest(p_streams, p_from, p_to) AS u (stream_id, lo, hi)
+      JOIN cluster.streams s ON s.id = u.stream_id
+), extent AS (
+    SELECT a.stream_id, a.feed_id,
+           coalesce(a.lo, least(
+               (SELECT min(hour) FROM cluster.hourly_rollups r WHERE r.stream_id = a.stream_id),
+               (SELECT min(start) FROM cluster.daily_rollups d WHERE d.stream_id = a.stream_id)))
+               AS lo,
+           coalesce(a.hi, greatest(
+               (SELECT max(hour) FROM cluster.hourly_rollups r WHERE r.stream_id = a.stream_id),
+               (SELECT max(start) FROM cluster.daily_rollups d WHERE d.stream_id = a.stream_id)))
+               AS hi
+      FROM asked a
+), dates AS (
+    SELECT e.stream_id, e.feed_id, unnest(range_agg(daterange(
+               (e.lo AT TIME ZONE coalesce(zl.timezone, 'UTC'))::date,
+               (e.hi AT TIME ZONE coalesce(zh.timezone, 'UTC'))::date, '[]'))) AS d
+      FROM extent e
+      LEFT JOIN cluster.feed_configs zl ON zl.feed_id = e.feed_id AND zl.validity @> e.lo
+      LEFT JOIN cluster.feed_configs zh ON zh.feed_id = e.feed_id AND zh.validity @> e.hi
+     WHERE e.lo IS NOT NULL AND e.hi IS NOT NULL AND e.lo <= e.hi
+     GROUP BY e.stream_id, e.feed_id
+), hours AS (
+    -- Two days of margin in UTC hold every local date's hours in any zone (offsets < 1 day).
+    SELECT x.stream_id, x.d, h.hour, h.total, h.points, coalesce(z.timezone, 'UTC') AS tz
+      FROM dates x
+      JOIN cluster.hourly_rollups h
+        ON h.stream_id = x.stream_id
+       AND h.hour >= lower(x.d)::timestamp AT TIME ZONE 'UTC' - interval '2 days'
+       AND h.hour < upper(x.d)::timestamp AT TIME ZONE 'UTC' + interval '2 days'
+      LEFT JOIN cluster.feed_configs z ON z.feed_id = x.feed_id AND z.validity @> h.hour
+), results AS MATERIALIZED (
+    SELECT stream_id, day, day::timestamp AT TIME ZONE tz AS start, tz AS timezone, total, points
+      FROM (SELECT stream_id, (hour AT TIME ZONE tz)::date AS day,
+                   (array_agg(tz ORDER BY hour))[1] AS tz, sum(total) AS total,
+                   sum(points) AS points
+              FROM hours
+             WHERE d @> (hour AT TIME ZONE tz)::date
+             GROUP BY 1, 2) g
+), upserted AS (
+    INSERT INTO cluster.daily_rollups AS r (stream_id, day, start, timezone, total, points)
+    SELECT stream_id, day, start, timezone, total, points FROM results
+    ON CONFLICT (stream_id, day) DO UPDATE
+       SET start = EXCLUDED.start, timezone = EXCLUDED.timezone, total = EXCLUDED.total,
+           points = EXCLUDED.points
+     WHERE (r.start, r.timezone, r.total, r.points)
+           IS DISTINCT FROM (EXCLUDED.start, EXCLUDED.timezone, EXCLUDED.total, EXCLUDED.points)
+    RETURNING 1
+), kept AS (
+    SELECT stream_id, array_agg(day) AS days FROM results GROUP BY stream_id
+), stale AS (
+    DELETE FROM cluster.daily_rollups r
+     USING (SELECT x.stream_id, x.d, coalesce(k.days, '{}') AS days
+              FROM dates x LEFT JOIN kept k ON k.stream_id = x.stream_id) x
+     WHERE r.stream_id = x.stream_id AND x.d @> r.day AND r.day <> ALL (x.days)
+    RETURNING 1
+)
+SELECT (SELECT count(*) FROM results), (SELECT count(*) FROM upserted), (SELECT count(*) FROM stale)
+$$;
+COMMENT ON FUNCTION cluster.rollup_days(bigint[], timestamptz[], timestamptz[]) IS
+    'Recompute the daily rollups of streams over the local dates touched by [p_from, p_to] (null: to the stream''s edge) from their hourly rollups; returns days computed, written and deleted.';
+
+-- Both, in order: the hours of the periods, then their days, which a separate statement must make
+-- from the new hours. What the engine runs, and what an operator runs to rebuild a stream's
+-- rollups by hand (null bounds: its whole history).
+CREATE OR REPLACE FUNCTION cluster.rollup_streams(
+    p_streams bigint[], p_from timestamptz[], p_to timestamptz[]
+) RETURNS TABLE (hours bigint, written bigint, deleted bigint) LANGUAGE plpgsql AS $$
+BEGIN
+    RETURN QUERY SELECT * FROM cluster.rollup_recompute(p_streams, p_from, p_to);
+    PERFORM cluster.rollup_days(p_streams, p_from, p_to);
+END $$;
+COMMENT ON FUNCTION cluster.rollup_streams(bigint[], timestamptz[], timestamptz[]) IS
+    'Recompute the hourly and then the daily rollups of streams over [p_from, p_to] (null: the whole history); returns the hours'' counts.';

@@ -90,11 +90,11 @@ SELECT r.hour, r.stream_id, s.feed_id, f.homebase_sn, s.type AS stream_type, s.c
 COMMENT ON VIEW cluster.hourly_readings IS 'Per stream and local hour: sum (total) and number (points) of its points, and value: the total for processed energy, volume and cost, else the mean. medium is the processed stream''s medium valid at the hour.';
 
 CREATE VIEW cluster.daily_readings AS
-SELECT (hour AT TIME ZONE timezone)::date AS local_day, stream_id, feed_id, homebase_sn,
-       stream_type, channel, index, min(timezone) AS timezone, min(hour) AS first_hour,
-       sum(total) AS total, sum(points) AS points,
-       CASE WHEN bool_and(cluster.additive(stream_type, medium)) THEN sum(total)
-            ELSE sum(total) / sum(points) END AS value
-  FROM cluster.hourly_readings
- GROUP BY 1, stream_id, feed_id, homebase_sn, stream_type, channel, index;
+SELECT r.day AS local_day, r.start, r.stream_id, s.feed_id, f.homebase_sn,
+       s.type AS stream_type, s.channel, s.idx AS index, r.timezone, sc.medium, r.total, r.points,
+       CASE WHEN cluster.additive(s.type, sc.medium) THEN r.total ELSE r.total / r.points END AS value
+  FROM cluster.daily_rollups r
+  JOIN cluster.streams s ON s.id = r.stream_id
+  JOIN cluster.feeds f ON f.id = s.feed_id
+  LEFT JOIN cluster.stream_configs sc ON sc.stream_id = s.id AND sc.validity @> r.start;
 COMMENT ON VIEW cluster.daily_readings IS 'Per stream and local day of its feed (a DST day has 23 or 25 hours): total, points and value as in cluster.hourly_readings. "How much each month": sum value by date_trunc(''month'', local_day).';

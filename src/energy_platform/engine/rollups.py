@@ -5,8 +5,8 @@ them in (``processing.INTAKE``), system points as ingest stores them, processed 
 ``processing.COMPUTE`` writes them, and a feed's time zone change (``cluster.set_feed_config``).
 A batch takes the oldest queued periods that waited ``rollup_delay`` seconds, locks their streams
 (two workers never write one stream's hours at once, and the recomputation, a later statement,
-sees everything committed before the lock), and recomputes them with
-``cluster.rollup_recompute`` (sql/functions/60_rollups.sql).
+sees everything committed before the lock), and recomputes their hours and then their local
+days with ``cluster.rollup_streams`` (sql/functions/60_rollups.sql).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ RETURNING stream_id, nullif(lower(span), '-infinity') AS lo,
 LOCK = """
 SELECT pg_advisory_xact_lock(1380928588, (stream_id % 2147483648)::integer)
   FROM (SELECT DISTINCT unnest($1::bigint[]) AS stream_id ORDER BY 1) s"""
-RECOMPUTE = "SELECT hours, written, deleted FROM cluster.rollup_recompute($1, $2, $3)"
+RECOMPUTE = "SELECT hours, written, deleted FROM cluster.rollup_streams($1, $2, $3)"
 
 
 class RollupResult(msgspec.Struct, frozen=True):

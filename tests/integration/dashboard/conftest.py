@@ -107,7 +107,7 @@ def _seed(conn: psycopg.Connection, user: str, token: str) -> PageWorld:
     )
     # The points were written directly, not by the engine: roll every stream up as it would.
     conn.execute(
-        "SELECT cluster.rollup_recompute(array_agg(id), array_agg(NULL::timestamptz),"
+        "SELECT cluster.rollup_streams(array_agg(id), array_agg(NULL::timestamptz),"
         " array_agg(NULL::timestamptz)) FROM cluster.streams WHERE feed_id = %s",
         (feed,),
     )

@@ -31,10 +31,10 @@ Types = Annotated[list[StreamType], msgspec.Meta(max_length=MAX_REPEATED)]
 MAX_POINTS = 100_000
 """A week of 5 s points (DESIGN: at least 100,000)."""
 Resolution = Literal["hour", "day", "month"]
-# How far past time_to a bucket starting at time_to can reach: its last hour's start.
+# How far past time_to a bucket starting at time_to reaches: its last day's start.
 BUCKET_REACH: dict[Resolution, timedelta] = {
     "hour": timedelta(0),
-    "day": timedelta(hours=24),
+    "day": timedelta(0),
     "month": timedelta(days=31),
 }
 RESOLUTION_DOC = (

@@ -101,11 +101,12 @@ SELECT EXISTS (SELECT FROM caller) AS caller_known,
                    || ']', ',' ORDER BY ts), '') || ']', 'UTF8')
           FROM newest) AS body"""
 
-# The same answer per local hour, day or month ($7), from the hourly rollups: the newest $6
-# buckets whose start is in [$4, $5], as the ready JSON body. Hours up to $8 after $5 are read,
-# so that the last bucket is whole. Each hour is placed by the feed's time zone valid at it; a
-# bucket's value is the sum of its hours (additive streams, by the configuration valid at its
-# first hour) or the mean of its points.
+# The same answer per local hour ($7 = 'hour') or per local day or month ($7 = 'day' |
+# 'month'), from the hourly or the daily rollups: the newest $6 buckets whose start is in
+# [$4, $5], as the ready JSON body. Rows up to $8 after $5 are read, so that the last month is
+# whole. A bucket's value is the sum of its rows (additive streams, by the configuration valid
+# at its start) or the mean of its points. Hours and days carry their own local start; a month
+# starts at local midnight of the first, in the zone of its first day.
 STREAM_BUCKETS = """
 WITH caller AS (
     SELECT id, is_admin FROM cluster.users WHERE token_sha256 = $1),
@@ -116,34 +117,30 @@ stream AS (
       JOIN cluster.streams s ON s.feed_id = f.id
      WHERE f.id = $2 AND s.id = $3
        AND NOT EXISTS (SELECT FROM forwarder.registrations r WHERE r.homebase_sn = f.homebase_sn)),
-zones AS MATERIALIZED (
-    SELECT fc.timezone, fc.validity FROM cluster.feed_configs fc
-     WHERE fc.feed_id = (SELECT feed_id FROM stream)),
 media AS MATERIALIZED (
     SELECT sc.medium, sc.validity FROM cluster.stream_configs sc WHERE sc.stream_id = $3),
-hours AS (
-    SELECT r.hour, r.total, r.points, coalesce(z.timezone, 'UTC') AS tz,
-           cluster.additive((SELECT type FROM stream), m.medium) AS additive
+rows AS (
+    SELECT r.hour AS start, r.hour AS first, r.total, r.points
       FROM cluster.hourly_rollups r
-      LEFT JOIN zones z ON z.validity @> r.hour
-      LEFT JOIN media m ON m.validity @> r.hour
-     WHERE EXISTS (SELECT FROM stream) AND r.stream_id = $3
-       AND r.hour >= to_timestamp($4::bigint)
-       AND r.hour <= to_timestamp($5::bigint) + $8::interval),
-buckets AS (
-    SELECT CASE $7::text WHEN 'hour' THEN hour
-                WHEN 'day' THEN date_trunc('day', hour AT TIME ZONE tz) AT TIME ZONE tz
-                ELSE date_trunc('month', hour AT TIME ZONE tz) AT TIME ZONE tz END AS start,
-           hour, total, points, additive
-      FROM hours),
+     WHERE $7::text = 'hour' AND EXISTS (SELECT FROM stream) AND r.stream_id = $3
+       AND r.hour >= to_timestamp($4::bigint) AND r.hour <= to_timestamp($5::bigint)
+    UNION ALL
+    SELECT CASE $7::text WHEN 'day' THEN d.start
+                ELSE date_trunc('month', d.day)::timestamp AT TIME ZONE d.timezone END,
+           d.start, d.total, d.points
+      FROM cluster.daily_rollups d
+     WHERE $7::text <> 'hour' AND EXISTS (SELECT FROM stream) AND d.stream_id = $3
+       AND d.start >= to_timestamp($4::bigint)
+       AND d.start <= to_timestamp($5::bigint) + $8::interval),
 newest AS (
-    SELECT start AS ts,
-           CASE WHEN (array_agg(additive ORDER BY hour))[1] THEN sum(total)
-                ELSE sum(total) / sum(points) END AS value
-      FROM buckets
-     GROUP BY start
-    HAVING start >= to_timestamp($4::bigint) AND start <= to_timestamp($5::bigint)
-     ORDER BY start DESC LIMIT $6)
+    SELECT b.start AS ts,
+           CASE WHEN cluster.additive((SELECT type FROM stream), (
+                         SELECT m.medium FROM media m WHERE m.validity @> min(b.first)))
+                THEN sum(b.total) ELSE sum(b.total) / sum(b.points) END AS value
+      FROM rows b
+     GROUP BY b.start
+    HAVING b.start >= to_timestamp($4::bigint) AND b.start <= to_timestamp($5::bigint)
+     ORDER BY b.start DESC LIMIT $6)
 SELECT EXISTS (SELECT FROM caller) AS caller_known,
        EXISTS (SELECT FROM stream) AS visible,
        (SELECT convert_to('[' || coalesce(string_agg(
