@@ -90,7 +90,7 @@ def test_records_of_one_stream_at_several_times_become_one_series() -> None:
         ({"o": {"1-0:1.8.0\u0000": 1}}, "invalid_record"),
         ({"o": {"x" * 5000: 1}}, "invalid_record"),
         ({"o": {"not obis": 1}}, "invalid_record"),
-        ({"extra": [[[1]]]}, "invalid_record"),
+        ({"o": {"1-0:1.8.\u0663": 1}}, "invalid_record"),  # "٣": a digit, not an ASCII one
     ],
 )
 def test_a_bad_record_rejects_its_whole_message_with_the_cause(
@@ -105,6 +105,24 @@ def test_a_bad_record_rejects_its_whole_message_with_the_cause(
     assert error.value.cause == cause
 
 
+def test_unknown_properties_are_ignored_in_homebase_and_coap_records() -> None:
+    # The spec: adding an object property is compatible. Newer firmware keeps its data.
+    newer = record(s={"1": 5}) | {"q": 1, "extra": [[[1]]], "meta": {"fw": "7.1"}}
+    assert decode_batch(msgspec.json.encode([newer]), NOW) == decode_batch(
+        msgspec.json.encode([record(s={"1": 5})]), NOW
+    )
+    t = int(NOW)
+    coap = {"f": 4, "t": t, "d": 9, "o": {"1.7.0": 1.5}, "q": 1, "fw": {"v": [1, 2]}}
+    assert decode_coap(msgspec.json.encode(coap), NOW) == [
+        Series(0, 9, 12, None, None, "1-0:1.7.0", [t], [1.5])
+    ]
+
+
+def test_an_obis_code_with_a_billing_suffix_is_a_stream_of_its_own() -> None:
+    (series,) = decode_batch(msgspec.json.encode([record(o={"1-0:1.8.0*255": 7})]), NOW)
+    assert (series.source, series.obis) == ("obis:1-0:1.8.0*255", "1-0:1.8.0*255")
+
+
 def test_a_record_ten_minutes_ahead_is_still_accepted() -> None:
     readings = decode_batch(msgspec.json.encode([record(t=NOW + 600, s={"1": 1})]), NOW)
     assert len(readings) == 1
@@ -117,7 +135,7 @@ HOSTILE_PAYLOADS = [
     (b'[{"f":4,"t":1790000000,"d":1,"ch":1,"uniq":1,"s":{"1":Infinity}}]', "invalid_json"),
     (b'[{"f":4,"t":1790000000,"d":1,"ch":1,"uniq":1,"s":{"1":NaN}}]', "invalid_json"),
     (b"[" * 5000 + b"]" * 5000, "invalid_record"),
-    (b'[{"f":4,"x":' + b"[" * 5000 + b"]" * 5000 + b"}]", "invalid_record"),
+    (b'[{"f":4,"x":' + b"[" * 5000 + b"]" * 5000 + b"}]", "too_deep"),
     (b'[{"f":4,"t":1790000000,"d":1,"ch":1,"uniq":"\xff\xfe"}]', "not_utf8"),
     (b" " * (MAX_PAYLOAD_BYTES + 1), "too_large"),
     (

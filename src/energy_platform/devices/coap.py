@@ -17,6 +17,7 @@ import aiocoap.resource
 import msgspec
 import structlog
 from aiocoap.numbers.codes import Code
+from aiocoap.util.linkformat import Link, LinkFormat
 
 from energy_platform.errors import PlatformError
 
@@ -32,6 +33,12 @@ class CoapSite:
         self.root = aiocoap.resource.Site()
         self.paths: list[tuple[str, ...]] = []
         self._resources: list[Callable[[], AbstractAsyncContextManager[Any]]] = []
+        # Resource discovery (RFC 6690): what this endpoint serves, in link-format. No
+        # implementation link: nothing about the server's software is given away.
+        self.root.add_resource(
+            (".well-known", "core"),
+            aiocoap.resource.WKCResource(self.root.get_resources_as_linkheader, impl_info=None),
+        )
 
     def add(
         self,
@@ -89,18 +96,28 @@ def json_response(value: Any) -> aiocoap.Message:
     )
 
 
-if TYPE_CHECKING:  # aiocoap has no type information; to mypy the base is a plain class
+if TYPE_CHECKING:  # aiocoap has no type information; to mypy the bases are plain classes
 
-    class _PathResource:
+    class _PathCapable:
+        pass
+
+    class Resource:
         pass
 
 else:
+    _PathCapable = aiocoap.resource.PathCapable
+    Resource = aiocoap.resource.Resource
 
-    class _PathResource(aiocoap.resource.Resource, aiocoap.resource.PathCapable):
-        """A resource that is handed the rest of the path (aiocoap routes by this base)."""
+
+class PathResource(Resource, _PathCapable):
+    """A resource that is handed the rest of the path (aiocoap routes by this base), listed in
+    resource discovery by its own path (a device appends its serial number)."""
+
+    def get_resources_as_linkheader(self) -> LinkFormat:
+        return LinkFormat([Link("")])
 
 
-class SerialResource(_PathResource):
+class SerialResource(PathResource):
     """``/{prefix}/{sn}``: one path segment after where it is added, handed to ``get``.
 
     Any :class:`PlatformError` becomes its own CoAP code with an empty payload.

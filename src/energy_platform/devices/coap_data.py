@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Literal, NoReturn
+from typing import Literal, NoReturn
 
 import aiocoap
 import aiocoap.error
@@ -19,7 +19,14 @@ import msgspec
 import structlog
 
 from energy_platform.db.pool import PoolHolder
-from energy_platform.devices.coap import JSON, CoapSite, error_code, json_response
+from energy_platform.devices.coap import (
+    JSON,
+    CoapSite,
+    PathResource,
+    Resource,
+    error_code,
+    json_response,
+)
 from energy_platform.devices.codec.format_v4 import RecordError, check_time, decode_coap
 from energy_platform.devices.ingest.drops import DeadLetter, Drops
 from energy_platform.devices.ingest.faults import is_outside_fault
@@ -155,24 +162,7 @@ def _own_address(settings: Settings) -> tuple[str, int]:
     return settings.devices.host, settings.devices.coap_port
 
 
-if TYPE_CHECKING:  # aiocoap has no type information; to mypy the bases are plain classes
-
-    class _PathResource:
-        pass
-
-    class _Resource:
-        pass
-
-else:
-
-    class _PathResource(aiocoap.resource.Resource, aiocoap.resource.PathCapable):
-        pass
-
-    class _Resource(aiocoap.resource.Resource):
-        pass
-
-
-class _DeviceResource(_PathResource):
+class _DeviceResource(PathResource):
     """``POST /{data|events}/{sn}``: 2.04 with no payload, or the error's own code."""
 
     def __init__(self, server: DataServer, handle: Handler) -> None:
@@ -222,6 +212,6 @@ class _DeviceResource(_PathResource):
         await self._handle(self._server, route, request.payload)
 
 
-class _ClockResource(_Resource):
+class _ClockResource(Resource):
     async def render_get(self, request: aiocoap.Message) -> aiocoap.Message:
         return json_response(Clock(int(time.time())))

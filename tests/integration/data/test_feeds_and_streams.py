@@ -97,7 +97,10 @@ async def test_one_stream_is_the_same_object_as_in_the_list(world: World) -> Non
         ("type=processed&channel=1", {"energy1", "energy"}),
         # phase1 has points in [T0, T0+1495]; gas at T0+1000; energy1 in [T0, T0+3510];
         # signal at T0+86400; phase2 and energy have none.
-        (f"data_time_from={T0 + 1000}&data_time_to={T0 + 1000}", {"phase1", "gas"}),
+        # Two rules, each on its own (the spec): a point at or after `from` and a point at or
+        # before `to`, not one point between them. energy1 has points at T0+990 and T0+1080.
+        (f"data_time_from={T0 + 1000}&data_time_to={T0 + 1000}", {"phase1", "gas", "energy1"}),
+        (f"data_time_from={T0 + 2000}&data_time_to={T0 + 500}", {"energy1"}),
         (f"data_time_from={T0 + 1496}", {"energy1", "signal"}),
         (f"data_time_to={T0 - 1}", set()),
         (f"data_time_from={T0 + 86_400}&type=system", {"signal"}),

@@ -96,7 +96,6 @@ async def test_bad_data_parameters_are_400_problem_json(
         "type=raw&type=",
         "channel=one",
         "channel=-1",
-        f"data_time_from={T0 + 10}&data_time_to={T0}",
         "data_time_from=",
         f"data_time_to={10**19}",
         "channel=2147483648",  # one past the largest integer column value

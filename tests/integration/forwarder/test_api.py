@@ -55,6 +55,25 @@ async def test_config_is_404_until_posted_then_answers_what_was_stored(
         assert (await client.get("/config")).json() == VALID
 
 
+async def test_an_obis_filter_takes_every_form_ingest_stores(
+    api: str, new_customer: NewCustomer
+) -> None:
+    # Ingest stores codes with a billing-period suffix (*F) as streams of their own: a filter
+    # must be able to name them, short or full, as ingest's one pattern reads them.
+    customer = await new_customer()
+    codes = ["1-0:1.8.0*255", "2.8.0*1", "255-255:255.255.255*255"]
+    async with httpx.AsyncClient(base_url=api, headers=customer.headers()) as client:
+        posted = await client.post(
+            "/config", json={**VALID, "allow_list": [{"obis": code} for code in codes]}
+        )
+        assert posted.status_code == 200, posted.text
+        assert [f["obis"] for f in posted.json()["allow_list"]] == [
+            "1-0:1.8.0*255",
+            "1-0:2.8.0*1",
+            "255-255:255.255.255*255",
+        ]
+
+
 INVALID: list[tuple[str, dict[str, Any]]] = [
     ("interval 0", {"interval": 0}),
     ("interval 61", {"interval": 61}),

@@ -9,7 +9,7 @@ import msgspec
 
 from energy_platform.devices.coap import JSON
 from tests.support.coap import device, post, reading
-from tests.support.platform import Platform
+from tests.support.platform import Platform, add_feed
 
 
 async def test_data_posted_over_coap_is_stored_and_served(
@@ -113,3 +113,39 @@ async def test_every_coap_error_code_of_the_spec(
     finally:
         await conn.close()
     assert stored == 0
+
+
+async def test_a_record_with_properties_of_newer_firmware_is_stored(
+    platform: Platform, coap: aiocoap.Context
+) -> None:
+    sn = await device(platform, feed=False)
+    feed = (await add_feed(platform, sn, title="Newer meter", pair=False))["id"]
+    t = int(time.time()) - 5
+    # "q" and "fw" are no property of format 4 today: a later firmware may add them.
+    newer = {"f": 4, "t": t, "d": 9, "o": {"1.7.0": 640.5}, "q": 1, "fw": {"v": [7, 1]}}
+    assert await post(coap, platform, f"data/{sn}", msgspec.json.encode(newer)) == aiocoap.CHANGED
+    # An event with an added property is taken too.
+    event = {"timestamp": t, "event": "POWER_CHANGE", "phases": [True, True, False], "q": 1}
+    assert await post(coap, platform, f"events/{sn}", msgspec.json.encode(event)) == aiocoap.CHANGED
+
+    async with platform.client() as api:
+        (power,) = (await api.get(f"/feeds/{feed}/streams")).json()
+        points = (await api.get(f"/feeds/{feed}/streams/{power['id']}/data")).json()
+    assert points == [[t, 640.5]]
+
+
+async def test_resource_discovery_lists_the_endpoint_s_resources(
+    platform: Platform, coap: aiocoap.Context
+) -> None:
+    request = aiocoap.Message(
+        code=aiocoap.GET,
+        uri=f"coap://127.0.0.1:{platform.settings.devices.coap_port}/.well-known/core",
+    )
+    response = await coap.request(request).response
+
+    assert response.code == aiocoap.CONTENT
+    assert response.opt.content_format == 40  # application/link-format (RFC 6690)
+    links = response.payload.decode()
+    for path in ("</data>", "</events>", "</config>"):
+        assert path in links
+    assert "impl-info" not in links

@@ -105,7 +105,7 @@ def hostile_payloads(now: int) -> Iterator[tuple[bytes, str, bool]]:
     yield batch(uniq="a\u0000b"), "invalid_record", True
     yield b'[{"f":4,"t":%d,"d":1,"ch":1,"uniq":1,"s":{"1":Infinity}}]' % now, "invalid_json", True
     yield b"[" * 5000 + b"]" * 5000, "invalid_record", True
-    yield b'[{"f":4,"x":' + b"[" * 5000 + b"]" * 5000 + b"}]", "invalid_record", True
+    yield b'[{"f":4,"x":' + b"[" * 5000 + b"]" * 5000 + b"}]", "too_deep", True
     yield b'[{"f":4,"t":%d,"d":1,"ch":1,"uniq":"\xff\xfe"}]' % now, "not_utf8", True
     yield msgspec.json.encode(record()), "invalid_record", True  # an object, not a list
     yield b"[{not json", "invalid_json", True

@@ -175,6 +175,63 @@ async def test_a_subscription_ending_within_seven_days_is_told(platform: Platfor
     assert feed
 
 
+async def test_no_rule_speaks_of_a_feed_while_it_is_registered_with_the_forwarder(
+    platform: Platform, database_url: str
+) -> None:
+    # Two feeds alike, both ending within the week and both reporting a lost phase; one of
+    # them is registered with the forwarder, so its owner does not see it meanwhile.
+    ends = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(time.time() + 3 * 86_400))
+    s = platform.settings
+    homebases = {}
+    for title in ("Forwarded one", "Shown one"):
+        sn = secrets.token_hex(8).upper()
+        await run_admin_async(
+            s, "homebases", "add", sn, "--partner", "x", "--type", "HB", "--generation", "6"
+        )
+        if title == "Forwarded one":  # registered before its feed exists: no round sees it shown
+            with psycopg.connect(database_url, autocommit=True) as conn:
+                conn.execute(
+                    "INSERT INTO forwarder.registrations (homebase_sn, customer_id) VALUES (%s, 1)",
+                    (sn,),
+                )
+        await run_admin_async(
+            s,
+            "feeds",
+            "add",
+            "--owner",
+            platform.user_id,
+            "--homebase",
+            sn,
+            "--title",
+            title,
+            "--timezone",
+            "UTC",
+            "--subscription-to",
+            ends,
+        )
+        homebases[title] = sn
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        for sn in homebases.values():
+            conn.execute(
+                "INSERT INTO cluster.device_events (device_sn, ts, event, phases, received_at)"
+                " VALUES (%s, now(), 'POWER_CHANGE', '{true,false,true}', now() - interval '2 s')",
+                (sn,),
+            )
+
+    def about(title: str, found: list[dict[str, Any]]) -> set[str]:
+        return {n["title"] for n in found if title in n["content"]}
+
+    async def shown_told() -> bool:
+        return about("Shown one", await notifications(platform)) == {
+            "Subscription ending",
+            "Power lost on L2",
+        }
+
+    await eventually(shown_told)
+    # The same rounds saw the forwarded feed and said nothing of it.
+    assert about("Forwarded one", await notifications(platform)) == set()
+
+
 async def test_a_day_over_twice_its_28_day_median_is_unusual(
     platform: Platform, database_url: str
 ) -> None:

@@ -77,7 +77,8 @@ class FeedsController(Controller):
         data_time_from: UnixTime = None,
         data_time_to: UnixTime = None,
     ) -> list[Stream]:
-        _check_order(data_time_from, data_time_to, "data_time_from", "data_time_to")
+        # Two independent rules (points at or after from; points at or before to): a `from`
+        # after `to` asks for streams with data on both sides, not for nothing.
         feed = await _visible_feed(pool, feed_id, caller)
         rows = await pool.fetch(
             queries.STREAMS_OF_FEED, feed["id"], types, channels, data_time_from, data_time_to

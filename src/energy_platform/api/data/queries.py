@@ -28,27 +28,16 @@ SELECT feed_id, title, timezone, nullif(lower(validity), '-infinity') AS valid_f
  WHERE feed_id = ANY($1::bigint[])
  ORDER BY feed_id, lower(validity) NULLS FIRST"""
 
-# $4/$5 are data_time_from/to: a stream qualifies with one point in [from, to] of its own table.
+# $4/$5 are data_time_from/to, two rules as the spec states them: a stream qualifies with a
+# point at or after $4 and with a point at or before $5 (its last and first point: index ends).
 STREAMS_OF_FEED = """
 SELECT s.id, s.type, s.channel, s.device, s.medium, s.idx, s.combined
   FROM cluster.streams s
  WHERE s.feed_id = $1
    AND ($2::text[] IS NULL OR s.type = ANY($2::text[]))
    AND ($3::int[] IS NULL OR s.channel = ANY($3::int[]))
-   AND (($4::bigint IS NULL AND $5::bigint IS NULL) OR CASE s.type
-        WHEN 'raw' THEN EXISTS (
-            SELECT 1 FROM cluster.raw_points p WHERE p.stream_id = s.id
-               AND p.ts >= coalesce(to_timestamp($4::bigint), '-infinity')
-               AND p.ts <= coalesce(to_timestamp($5::bigint), 'infinity'))
-        WHEN 'processed' THEN EXISTS (
-            SELECT 1 FROM cluster.processed_points p WHERE p.stream_id = s.id
-               AND p.ts >= coalesce(to_timestamp($4::bigint), '-infinity')
-               AND p.ts <= coalesce(to_timestamp($5::bigint), 'infinity'))
-        ELSE EXISTS (
-            SELECT 1 FROM cluster.system_points p WHERE p.stream_id = s.id
-               AND p.ts >= coalesce(to_timestamp($4::bigint), '-infinity')
-               AND p.ts <= coalesce(to_timestamp($5::bigint), 'infinity'))
-        END)
+   AND ($4::bigint IS NULL OR cluster.stream_point_edge(s.id, true) >= to_timestamp($4::bigint))
+   AND ($5::bigint IS NULL OR cluster.stream_point_edge(s.id, false) <= to_timestamp($5::bigint))
  ORDER BY s.id"""
 
 VISIBLE_STREAM = """

@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 import httpx
 import msgspec
 
-from energy_platform.devices.codec.obis import normalise
+from energy_platform.devices.codec import obis as obis_codes
 from energy_platform.errors import InvalidInput
 from energy_platform.inputs import (
     MAX_REPEATED,
@@ -19,11 +19,9 @@ from energy_platform.inputs import (
 )
 
 SN_PATTERN = re.compile(r"[0-9A-F]{16}")
-# [0-9], not \d: \d also matches "٣" and other non-ASCII digits.
-OBIS_PATTERN = re.compile(r"([0-9]{1,3}-[0-9]{1,3}:)?[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}")
 Interval = Annotated[int, msgspec.Meta(ge=1, le=60)]
 Url = Annotated[str, msgspec.Meta(max_length=URL_LENGTH, pattern=PLAIN_TEXT)]
-Obis = Annotated[str, msgspec.Meta(max_length=16)]
+Obis = Annotated[str, msgspec.Meta(max_length=obis_codes.MAX_LENGTH)]
 
 
 class Filter(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
@@ -122,9 +120,9 @@ def checked_filters(config: ForwarderConfig) -> tuple[str | None, list[Filter]]:
             raise InvalidInput(f"{field}.index: only together with medium", field=f"{field}.index")
         obis = f.obis
         if obis is not None:
-            if not OBIS_PATTERN.fullmatch(obis):
+            if not obis_codes.is_code(obis):
                 raise InvalidInput(f"{field}.obis: not an OBIS code", field=f"{field}.obis")
-            obis = normalise(obis)
+            obis = obis_codes.normalise(obis)
         out.append(Filter(f.medium, f.index, obis))
     return kind, out
 

@@ -3,15 +3,16 @@
 A message is judged whole: anything wrong inside it (JSON, a field's type or range, text, size,
 time) rejects the whole message with a :class:`RecordError` naming the cause, and the caller
 dead-letters it. Every integer is checked against the column it lands in, every number is
-finite, every key matches its pattern, and the schema forbids unknown fields, so nesting is
-bounded by the schema itself. Readings are grouped into one :class:`Series` per stream; whether a
+finite, every key matches its pattern. Unknown properties are ignored, never refused: the spec
+makes an added property a compatible change, so a device with newer firmware keeps its data.
+Their nesting is bounded by the decoder (too deep: ``too_deep``) and their size by the payload
+limit. Readings are grouped into one :class:`Series` per stream; whether a
 stream is raw or system is decided here, from the medium and OBIS tables of docs/devices.md.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from typing import Annotated, Final, TypeVar
 
 import msgspec
@@ -33,9 +34,7 @@ Int64 = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
 # Printable ASCII only: no NUL, no control characters, nothing a log or a CSV export chokes on.
 Uniq = Int64 | Annotated[str, msgspec.Meta(min_length=1, max_length=64, pattern=r"^[\x20-\x7e]+$")]
 Medium = Annotated[str, msgspec.Meta(min_length=1, max_length=5)]
-ObisCode = Annotated[str, msgspec.Meta(min_length=1, max_length=32)]
-# ``A-B:C.D.E`` or the short ``C.D.E``, optionally ``*F``: digits, separators, nothing else.
-OBIS_PATTERN: Final = re.compile(r"(?:\d{1,3}-\d{1,3}:)?\d{1,3}\.\d{1,3}\.\d{1,3}(?:\*\d{1,3})?")
+ObisCode = Annotated[str, msgspec.Meta(min_length=1, max_length=obis.MAX_LENGTH)]
 
 
 class RecordError(ValueError):
@@ -50,7 +49,7 @@ Value = float | Annotated[list[float], msgspec.Meta(min_length=1, max_length=MAX
 T = TypeVar("T")
 
 
-class HomebaseRecord(msgspec.Struct, forbid_unknown_fields=True):
+class HomebaseRecord(msgspec.Struct):
     f: Int64
     t: Int64
     d: Int32
@@ -60,7 +59,7 @@ class HomebaseRecord(msgspec.Struct, forbid_unknown_fields=True):
     o: dict[ObisCode, float] = msgspec.field(default_factory=dict)
 
 
-class CoapRecord(msgspec.Struct, forbid_unknown_fields=True):
+class CoapRecord(msgspec.Struct):
     f: Int64
     t: Int64
     d: Int32
@@ -205,7 +204,7 @@ def _medium_key(channel: int, device: int, medium: int, index: int | None) -> Ke
 
 def _obis_key(channel: int, device: int, code: str) -> Key:
     known = obis.lookup(code)
-    if known is None and OBIS_PATTERN.fullmatch(code) is None:
+    if known is None and not obis.is_code(code):
         raise RecordError("invalid_record", f"OBIS code {code[:40]!r} is not A-B:C.D.E")
     name = obis.normalise(code)
     if known is None:

@@ -2,6 +2,16 @@
 
 from __future__ import annotations
 
+import re
+from typing import Final
+
+# ``A-B:C.D.E`` or the short ``C.D.E``, optionally ``*F``: ASCII digits (``\d`` would take "٣"
+# too) and separators, nothing else. The one pattern: ingest and the forwarder's filters.
+PATTERN: Final = re.compile(
+    r"(?:[0-9]{1,3}-[0-9]{1,3}:)?[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}(?:\*[0-9]{1,3})?"
+)
+MAX_LENGTH: Final = 32
+
 KNOWN: dict[str, tuple[int, int | None]] = {
     "1-0:1.7.0": (12, None),
     "1-0:2.7.0": (13, None),
@@ -30,3 +40,8 @@ def normalise(code: str) -> str:
 def lookup(code: str) -> tuple[int, int | None] | None:
     """(medium, index) for a known code, else None (it becomes a system stream)."""
     return KNOWN.get(normalise(code))
+
+
+def is_code(text: str) -> bool:
+    """Whether ``text`` is an OBIS code in one of the forms ingest stores."""
+    return PATTERN.fullmatch(text) is not None
