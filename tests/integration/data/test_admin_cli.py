@@ -202,6 +202,10 @@ def test_a_stream_configured_with_medium_none_is_unprocessed_from_then_on(
         (("users", "add", "x" * 201), "at most 200 characters"),
         (("feeds", "list", "--owner", "9223372036854775808"), "no user"),
         (("streams", "configure", "424242", "--from", "now", "--title", "x"), "no processed"),
+        (("feeds", "subscription", "1"), "give --to, --from or both"),
+        (("feeds", "subscription", "1", "--to", "1999-01-01T00:00:00Z"), "must end after"),
+        (("feeds", "subscription", "424242", "--to", "now"), "no feed"),
+        (("feeds", "subscription", "1", "--to", "soon"), "ISO 8601"),
     ],
 )
 def test_admin_mistakes_are_one_line_errors_and_change_nothing(

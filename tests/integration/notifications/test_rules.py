@@ -175,6 +175,58 @@ async def test_a_subscription_ending_within_seven_days_is_told(platform: Platfor
     assert feed
 
 
+async def test_a_changed_subscription_end_re_arms_its_notice(
+    platform: Platform, database_url: str
+) -> None:
+    s = platform.settings
+
+    def in_days(days: int) -> str:
+        return time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(time.time() + days * 86_400))
+
+    sn = secrets.token_hex(8).upper()
+    await run_admin_async(
+        s, "homebases", "add", sn, "--partner", "x", "--type", "HB", "--generation", "6"
+    )
+    feed = await run_admin_async(
+        s, "feeds", "add", "--owner", platform.user_id, "--homebase", sn, "--title",
+        "Renewed", "--timezone", "UTC", "--subscription-to", in_days(3),
+    )  # fmt: skip
+
+    async def notices() -> list[dict[str, Any]]:
+        return [
+            n
+            for n in await notifications(platform)
+            if n["title"] == "Subscription ending" and "Renewed" in n["content"]
+        ]
+
+    async def count(n: int) -> bool:
+        return len(await notices()) == n
+
+    def still_open() -> bool:
+        with psycopg.connect(database_url) as conn:
+            row = conn.execute(
+                "SELECT bool_or(open) FROM cluster.notifications"
+                " WHERE rule = 'subscription_ending' AND feed_id = %s",
+                (int(feed["id"]),),
+            ).fetchone()
+        return bool(row and row[0])
+
+    await eventually(lambda: count(1))
+    # Extended by two months: the notice is closed, and no new one comes yet.
+    extended = await run_admin_async(s, "feeds", "subscription", feed["id"], "--to", in_days(60))
+    assert extended["subscription"]["to"].startswith(in_days(60)[:10])
+
+    async def closed() -> bool:
+        return not await asyncio.to_thread(still_open)
+
+    await eventually(closed)
+    assert await count(1)
+    # Shortened to two days: told again, about the new end.
+    await run_admin_async(s, "feeds", "subscription", feed["id"], "--to", in_days(2))
+    await eventually(lambda: count(2))
+    assert in_days(2)[:10] in (await notices())[0]["content"]
+
+
 async def test_no_rule_speaks_of_a_feed_while_it_is_registered_with_the_forwarder(
     platform: Platform, database_url: str
 ) -> None:

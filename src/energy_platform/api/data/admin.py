@@ -40,6 +40,11 @@ FEED_CONFIG_AT = """
 SELECT title, timezone FROM cluster.feed_configs
  WHERE feed_id = $1 AND validity @> $2::timestamptz"""
 FEED_BY_ID = "SELECT id, subscription_from, subscription_to FROM cluster.feeds WHERE id = $1"
+SET_SUBSCRIPTION = """
+UPDATE cluster.feeds SET subscription_from = coalesce($2, subscription_from),
+                         subscription_to = coalesce($3, subscription_to)
+ WHERE id = $1
+RETURNING id, subscription_from, subscription_to"""
 LIST_FEEDS = """
 SELECT id, subscription_from, subscription_to FROM cluster.feeds
  WHERE $1::bigint IS NULL OR owner_id = $1 ORDER BY id"""
@@ -232,6 +237,35 @@ def configure_feed(
             raise InvalidInput("no configuration at that instant: give --title and --timezone")
         await conn.execute(SET_FEED_CONFIG, fid, instant, new_title, new_zone)
         return (await render_feeds(conn, [feed]))[0]
+
+    emit(run_in_transaction(settings.database, work))
+
+
+@feeds.command("subscription")
+@click.argument("feed_id")
+@click.option("--to", "sub_to", help="ISO 8601: the new end (an extension, or a shortening).")
+@click.option("--from", "sub_from", help="ISO 8601: the new start.")
+@click.pass_obj
+def set_subscription(
+    settings: Settings, feed_id: str, sub_to: str | None, sub_from: str | None
+) -> None:
+    """Change a feed's subscription period; prints the feed. The subscription-ending rule
+    follows the new end: an extended subscription's notice closes, and a new one comes within
+    7 days of the new end."""
+    if sub_to is None and sub_from is None:
+        raise InvalidInput("give --to, --from or both")
+    fid = parse_id(feed_id, "feed")
+    start = None if sub_from is None else parse_instant(sub_from)
+    end = None if sub_to is None else parse_instant(sub_to)
+
+    async def work(conn: asyncpg.Connection) -> Any:
+        try:
+            row = await conn.fetchrow(SET_SUBSCRIPTION, fid, start, end)
+        except asyncpg.CheckViolationError:
+            raise InvalidInput("the subscription must end after it starts") from None
+        if row is None:
+            raise NotFound(f"no feed {feed_id!r}")
+        return (await render_feeds(conn, [row]))[0]
 
     emit(run_in_transaction(settings.database, work))
 
