@@ -2,6 +2,7 @@
 
 import json
 import os
+import secrets
 import subprocess
 import sys
 from pathlib import Path
@@ -203,7 +204,6 @@ def test_a_stream_configured_with_medium_none_is_unprocessed_from_then_on(
         (("feeds", "list", "--owner", "9223372036854775808"), "no user"),
         (("streams", "configure", "424242", "--from", "now", "--title", "x"), "no processed"),
         (("feeds", "subscription", "1"), "give --to, --from or both"),
-        (("feeds", "subscription", "1", "--to", "1999-01-01T00:00:00Z"), "must end after"),
         (("feeds", "subscription", "424242", "--to", "now"), "no feed"),
         (("feeds", "subscription", "1", "--to", "soon"), "ISO 8601"),
     ],
@@ -219,3 +219,28 @@ def test_admin_mistakes_are_one_line_errors_and_change_nothing(
     assert len(result.stderr.strip().splitlines()) == 1
     assert message in result.stderr
     assert before == after
+
+
+def test_a_subscription_cannot_be_made_to_end_before_it_starts(database_url: str) -> None:
+    user = json.loads(admin(database_url, "users", "add", f"sub-{secrets.token_hex(4)}").stdout)
+    feed = json.loads(
+        admin(
+            database_url, "feeds", "add", "--owner", user["id"], "--homebase",
+            secrets.token_hex(8).upper(), "--title", "t", "--timezone", "UTC", "--no-pair",
+        ).stdout
+    )  # fmt: skip
+
+    def period() -> Any:
+        with psycopg.connect(database_url) as conn:
+            return conn.execute(
+                "SELECT subscription_from, subscription_to FROM cluster.feeds WHERE id = %s",
+                (int(feed["id"]),),
+            ).fetchone()
+
+    before = period()
+
+    result = admin(database_url, "feeds", "subscription", feed["id"], "--to", "1999-01-01T00:00Z")
+
+    assert result.returncode == 1
+    assert "must end after" in result.stderr
+    assert period() == before
