@@ -62,13 +62,17 @@ class HttpSettings(msgspec.Struct, frozen=True, kw_only=True):
     """Port of the provisioning API."""
     forwarder_port: int = 8002
     """Port of the forwarder API."""
+    provisioning_plain_port: int = 8080
+    """With a certificate configured, provisioning also speaks plain HTTP on this port (the
+    spec lets homebases use HTTP and HTTPS); 0: HTTPS only. Unused without a certificate."""
     max_body_bytes: int = 1_048_576
     """Largest accepted request body; larger ones get 413."""
     server: HttpServer = "uvicorn"
     """HTTP server of every HTTP service: ``uvicorn`` (Python, in the services' event loop) or
     ``granian`` (Rust HTTP, embedded in the same event loop; docs/decisions.md)."""
     tls_cert: str = ""
-    """PEM certificate (chain) file: with ``tls_key``, every HTTP service serves HTTPS only."""
+    """PEM certificate (chain) file: with ``tls_key``, every HTTP service serves HTTPS on its
+    port (provisioning also plain HTTP on ``provisioning_plain_port``)."""
     tls_key: str = ""
     """PEM private key file of ``tls_cert``."""
 

@@ -78,6 +78,7 @@ async def test_every_http_service_serves_https_with_the_configured_certificate(
             api_port=free_port(),
             provisioning_port=free_port(),
             forwarder_port=free_port(),
+            provisioning_plain_port=free_port(),
             tls_cert=str(cert),
             tls_key=str(key),
         ),
@@ -86,7 +87,9 @@ async def test_every_http_service_serves_https_with_the_configured_certificate(
         ),
     )
     services = [
-        s for s in build_services(["api", "provisioning"], tls) if s.name in {"api", "provisioning"}
+        s
+        for s in build_services(["api", "provisioning"], tls)
+        if s.name in {"api", "provisioning", "provisioning-http"}
     ]
     bases = [f"https://127.0.0.1:{tls.http.api_port}"]
     bases.append(f"https://127.0.0.1:{tls.http.provisioning_port}")
@@ -106,6 +109,13 @@ async def test_every_http_service_serves_https_with_the_configured_certificate(
         async with httpx.AsyncClient(timeout=5) as plain:
             with pytest.raises(httpx.TransportError):  # no plain HTTP on the same port
                 await plain.get(f"http://127.0.0.1:{tls.http.api_port}/healthz")
+            # Homebases may speak either (the spec): provisioning answers plain HTTP as well,
+            # on its own port, the same API.
+            http_base = f"http://127.0.0.1:{tls.http.provisioning_plain_port}"
+            assert (await get_when_listening(plain, http_base + "/healthz")).status_code == 200
+            unknown = await plain.get(http_base + "/api/device/0123456789ABCDEF/boot/")
+            assert unknown.status_code == 404
+            assert unknown.headers["content-type"] == "application/problem+json"
 
 
 def test_a_certificate_without_its_key_is_a_configuration_error() -> None:

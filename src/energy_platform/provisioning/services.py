@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import msgspec
+
 from energy_platform.api.provisioning import app as provisioning
 from energy_platform.api.provisioning.context import Provisioning
 from energy_platform.api.server import HttpService
@@ -15,7 +17,8 @@ from energy_platform.settings import Settings
 
 
 def provisioning_services(s: Settings, coap: CoapSite) -> list[Service]:
-    """HTTP ``/api`` and TFTP for firmware of generations 0 and 3; ``/config/{sn}`` joins ``coap``.
+    """HTTP ``/api`` (with a certificate: HTTPS, and plain HTTP on a port of its own) and TFTP
+    for firmware of generations 0 and 3; ``/config/{sn}`` joins ``coap``.
 
     The HTTP app and the CoAP resource share one set of rate limits: they count the same devices.
     """
@@ -27,9 +30,22 @@ def provisioning_services(s: Settings, coap: CoapSite) -> list[Service]:
         return await tftp_image(firmware_db.pool, name)
 
     app = provisioning.create_app(s, shared)
-    return [
+    services: list[Service] = [
         HttpService.configured("provisioning", app, s.http, s.http.provisioning_port),
         TftpService(
             "tftp", s.devices.host, s.devices.tftp_port, firmware, resources=firmware_db.opened
         ),
     ]
+    if s.http.tls and s.http.provisioning_plain_port:
+        # Homebases may speak HTTP or HTTPS (the spec): with a certificate, the same API on a
+        # plain port too. An app of its own (its own pool and lifespan), the same rate limits.
+        plain = msgspec.structs.replace(s.http, tls_cert="", tls_key="")
+        services.append(
+            HttpService.configured(
+                "provisioning-http",
+                provisioning.create_app(s, shared),
+                plain,
+                s.http.provisioning_plain_port,
+            )
+        )
+    return services
