@@ -83,12 +83,22 @@ async def remove_account(mqtt: MqttSettings, sn: str) -> None:
     )
 
 
+def require_accounts(mqtt: MqttSettings) -> None:
+    """A paired homebase needs its broker account: without the setting that gives accounts it
+    could never connect, so pairing without it is an error, never a silent skip."""
+    if not mqtt.accounts_url:
+        raise ConfigurationError(
+            "EP_MQTT_ACCOUNTS_URL is not set: a paired homebase needs a broker account; set it to"
+            " the broker's dynamic-security admin account, mqtt://user:password@host:port"
+            " (docs/ingest.md#broker-accounts)"
+        )
+
+
 async def _run(
     mqtt: MqttSettings, tolerant: list[dict[str, Any]], strict: list[dict[str, Any]]
 ) -> None:
     """Send the commands; errors of ``tolerant`` ones (deleting what is not there) are fine."""
-    if not mqtt.accounts_url:
-        return
+    require_accounts(mqtt)
     url = urlsplit(mqtt.accounts_url)
     if url.scheme != "mqtt" or not url.hostname:
         raise ConfigurationError(

@@ -1,6 +1,7 @@
 """Adding a feed is the customer registering a serial number: the cluster pairs the homebase."""
 
 import httpx
+import msgspec
 import psycopg
 import pytest
 
@@ -65,3 +66,29 @@ async def test_deleting_a_feed_removes_its_data_and_unpairs_the_homebase(
     assert deleted == {"deleted": feed["id"], "homebase": sn}
     assert status["paired"] is False
     assert left == (0, 0)
+
+
+async def test_pairing_without_the_accounts_setting_says_what_to_set_and_changes_nothing(
+    platform: Platform, database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sn = add_homebase(platform.settings)
+    # The cluster would pair the homebase but could not give it a broker account.
+    mqtt = msgspec.structs.replace(platform.settings.mqtt, accounts_url="")
+    without = msgspec.structs.replace(platform.settings, mqtt=mqtt)
+    with pytest.raises(SystemExit) as exit_:
+        await run_admin_async(
+            without, "feeds", "add", "--owner", platform.user_id, "--homebase", sn,
+            "--title", "No account", "--timezone", "UTC",
+        )  # fmt: skip
+    assert exit_.value.code == 1
+    assert "EP_MQTT_ACCOUNTS_URL is not set" in capsys.readouterr().err
+    # Neither a feed here nor a pairing at provisioning.
+    with psycopg.connect(database_url) as conn:
+        feeds = conn.execute(
+            "SELECT count(*) FROM cluster.feeds WHERE homebase_sn = %s", (sn,)
+        ).fetchone()
+    assert feeds == (0,)
+    auth = {"X-SvcClusterAuth": platform.settings.cluster.secret}
+    async with httpx.AsyncClient(base_url=platform.provisioning + "/api", headers=auth) as http:
+        status = (await http.get(f"/device/{sn}/pair/")).json()
+    assert status["paired"] is False

@@ -17,7 +17,11 @@ import msgspec
 
 from energy_platform.api.data.views import render_feeds, render_streams
 from energy_platform.console import CommandGroup, emit, parse_instant, run_in_transaction
-from energy_platform.devices.broker_accounts import give_account, remove_account
+from energy_platform.devices.broker_accounts import (
+    give_account,
+    remove_account,
+    require_accounts,
+)
 from energy_platform.errors import InvalidInput, NotFound
 from energy_platform.inputs import checked_text, parse_id
 from energy_platform.provisioning.client import ProvisioningClient
@@ -170,6 +174,9 @@ def add_feed(
     end = parse_instant(sub_to) if sub_to else start + timedelta(days=365)
     owner_id, zone = parse_id(owner, "user"), _time_zone(tz)
     title = checked_text(title, "--title")
+    pairs = pair and bool(settings.cluster.secret)
+    if pairs:
+        require_accounts(settings.mqtt)  # before anything changes, here or at provisioning
 
     async def work(conn: asyncpg.Connection) -> Any:
         try:
@@ -181,13 +188,12 @@ def add_feed(
         except asyncpg.CheckViolationError as e:
             raise InvalidInput(_check_message(e.constraint_name, sn)) from None
         await conn.execute(INSERT_FIRST_FEED_CONFIG, row["id"], title, zone)
-        if pair and settings.cluster.secret:
+        if pairs:
             # Inside the transaction: a refused pairing leaves no feed behind.
             async with httpx.AsyncClient(timeout=10) as http:
                 provisioning = ProvisioningClient(settings.cluster, http)
                 await provisioning.pair(sn)
-                if settings.mqtt.accounts_url:
-                    await give_account(settings.mqtt, sn, await provisioning.secret(sn))
+                await give_account(settings.mqtt, sn, await provisioning.secret(sn))
         return (await render_feeds(conn, [row]))[0]
 
     emit(run_in_transaction(settings.database, work))
@@ -281,12 +287,15 @@ def set_subscription(
 def delete_feed(settings: Settings, feed_id: str, unpair: bool) -> None:
     """Delete a feed with its streams, configurations, points and notifications."""
     fid = parse_id(feed_id, "feed")
+    unpairs = unpair and bool(settings.cluster.secret)
+    if unpairs:
+        require_accounts(settings.mqtt)  # its account goes with the pairing
 
     async def work(conn: asyncpg.Connection) -> dict[str, str]:
         sn = await conn.fetchval(DELETE_FEED, fid)
         if sn is None:
             raise NotFound(f"no feed {feed_id!r}")
-        if unpair and settings.cluster.secret:
+        if unpairs:
             # Inside the transaction: the feed stays if provisioning cannot be told.
             async with httpx.AsyncClient(timeout=10) as http:
                 await ProvisioningClient(settings.cluster, http).unpair(sn)
