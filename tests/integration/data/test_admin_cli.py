@@ -244,3 +244,32 @@ def test_a_subscription_cannot_be_made_to_end_before_it_starts(database_url: str
     assert result.returncode == 1
     assert "must end after" in result.stderr
     assert period() == before
+
+
+async def test_a_rotated_token_replaces_the_old_one_and_a_revoked_one_reads_nothing(
+    world: World, database_url: str
+) -> None:
+    user = ok(admin(database_url, "users", "add", f"rotating-{secrets.token_hex(4)}"))
+    path = f"/users/{user['id']}/feeds"
+
+    async def status(token: str) -> int:
+        headers = {"Authorization": f"Bearer {token}"}
+        async with httpx.AsyncClient(base_url=world.url, headers=headers) as http:
+            return (await http.get(path)).status_code
+
+    assert await status(user["token"]) == 200
+    rotated = ok(admin(database_url, "users", "token", user["id"]))
+    assert rotated["id"] == user["id"]
+    assert rotated["token"] != user["token"]
+    # The old token stops at once; the new one works.
+    assert await status(user["token"]) == 401
+    assert await status(rotated["token"]) == 200
+
+    revoked = ok(admin(database_url, "users", "token", user["id"], "--revoke"))
+    assert revoked["revoked"] is True
+    assert "token" not in revoked
+    assert await status(rotated["token"]) == 401
+    # An unknown user is a one-line error.
+    missing = admin(database_url, "users", "token", "424242424")
+    assert missing.returncode == 1
+    assert "no user" in missing.stderr

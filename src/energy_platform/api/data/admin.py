@@ -32,6 +32,9 @@ INSERT_USER = """
 INSERT INTO cluster.users (name, token_sha256, is_admin) VALUES ($1, $2, $3)
 RETURNING id, name, is_admin, created_at"""
 LIST_USERS = "SELECT id, name, is_admin, created_at FROM cluster.users ORDER BY id"
+REPLACE_USER_DIGEST = """
+UPDATE cluster.users SET token_sha256 = $2 WHERE id = $1
+RETURNING id, name, is_admin, created_at"""
 INSERT_FEED = """
 INSERT INTO cluster.feeds (owner_id, homebase_sn, subscription_from, subscription_to)
 VALUES ($1, $2, $3, $4)
@@ -132,6 +135,30 @@ def list_users(settings: Settings) -> None:
 
     async def work(conn: asyncpg.Connection) -> list[User]:
         return [User(**_user(row)) for row in await conn.fetch(LIST_USERS)]
+
+    emit(run_in_transaction(settings.database, work))
+
+
+@users.command("token")
+@click.argument("user_id")
+@click.option(
+    "--revoke", is_flag=True, help="Give no new token: the user can no longer sign in at all."
+)
+@click.pass_obj
+def user_token(settings: Settings, user_id: str, revoke: bool) -> None:
+    """Rotate a user's token (prints the new one, shown only this once) or revoke it; the old
+    token stops working at once."""
+    uid = parse_id(user_id, "user")
+    # A revoked user keeps a digest nobody holds the token of: the column stays unique and set.
+    token = new_token()
+
+    async def work(conn: asyncpg.Connection) -> Any:
+        row = await conn.fetchrow(REPLACE_USER_DIGEST, uid, token_digest(token))
+        if row is None:
+            raise NotFound(f"no user {user_id!r}")
+        if revoke:
+            return {**_user(row), "revoked": True}
+        return NewUser(**_user(row), token=token)
 
     emit(run_in_transaction(settings.database, work))
 
