@@ -25,6 +25,7 @@ RESULTS = Path(__file__).parent / "results"
 BENCHMARKS = [
     ("benchmarks.data_api", "data API", []),
     ("benchmarks.year_view", "data API", []),
+    ("benchmarks.compact_tier", "storage", []),
     ("benchmarks.ingest_throughput", "ingestion", []),
     # A full round of the engine takes about 20 minutes here: one counted round after a warm-up.
     ("benchmarks.engine_throughput", "engine", ["--runs", "1"]),

@@ -15,7 +15,13 @@ import pytest
 import structlog
 
 from energy_platform.services import build_services
-from energy_platform.settings import DatabaseSettings, HttpSettings, MqttSettings, Settings
+from energy_platform.settings import (
+    CompactionSettings,
+    DatabaseSettings,
+    HttpSettings,
+    MqttSettings,
+    Settings,
+)
 from tests.support.admin import run_admin_async
 from tests.support.databases import (
     create_empty_database,
@@ -62,9 +68,12 @@ def mqtt_url() -> str:
 
 @pytest.fixture(scope="session")
 def settings(database_url: str, mqtt_url: str) -> Settings:
-    """Settings for services started by a test: the session database, free ports."""
+    """Settings for services started by a test: the session database, free ports. No
+    compaction round runs on its own: the session database is shared, and the compaction tests
+    (tests/integration/engine/test_compaction.py) run theirs on databases of their own."""
     return Settings(
         database=DatabaseSettings(url=database_url, connect_timeout=2.0),
+        compaction=CompactionSettings(after_days=0),
         mqtt=MqttSettings(
             url=mqtt_url, accounts_url=Settings.from_env(os.environ).mqtt.accounts_url
         ),

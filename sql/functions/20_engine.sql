@@ -6,13 +6,10 @@
 CREATE OR REPLACE FUNCTION cluster.engine_invalidate(p_feed_id bigint, p_channel integer, p_period tstzmultirange)
 RETURNS void LANGUAGE sql AS $$
     WITH data AS (
-        SELECT min(first.ts) AS first_ts, max(last.ts) AS last_ts
+        SELECT min(cluster.stream_point_edge(s.id, false)) AS first_ts,
+               max(cluster.stream_point_edge(s.id, true)) AS last_ts
           FROM cluster.streams s
           JOIN cluster.processable_media m ON m.medium_id = s.medium
-          CROSS JOIN LATERAL (SELECT p.ts FROM cluster.raw_points p WHERE p.stream_id = s.id
-                               ORDER BY p.ts LIMIT 1) first
-          CROSS JOIN LATERAL (SELECT p.ts FROM cluster.raw_points p WHERE p.stream_id = s.id
-                               ORDER BY p.ts DESC LIMIT 1) last
          WHERE s.feed_id = p_feed_id AND s.channel = p_channel AND s.type = 'raw'
     ), cut AS (
         SELECT greatest(lower(r), d.first_ts) AS lo,
@@ -44,16 +41,13 @@ CREATE OR REPLACE FUNCTION cluster.engine_reprocess(p_feed_id bigint, p_from tim
 RETURNS integer LANGUAGE sql AS $$
     WITH queued AS (
         INSERT INTO cluster.dirty_ranges (stream_id, ts_from, ts_to)
-        SELECT s.id, greatest(p_from, first.ts), least(p_to, last.ts)
+        SELECT s.id, greatest(p_from, e.first_ts), least(p_to, e.last_ts)
           FROM cluster.streams s
           JOIN cluster.processable_media m ON m.medium_id = s.medium
-          CROSS JOIN LATERAL (SELECT p.ts FROM cluster.raw_points p
-                               WHERE p.stream_id = s.id AND p.ts >= p_from AND p.ts < p_to
-                               ORDER BY p.ts LIMIT 1) first
-          CROSS JOIN LATERAL (SELECT p.ts FROM cluster.raw_points p
-                               WHERE p.stream_id = s.id AND p.ts >= p_from AND p.ts < p_to
-                               ORDER BY p.ts DESC LIMIT 1) last
+          CROSS JOIN LATERAL (SELECT cluster.point_from(s.id, p_from) AS first_ts,
+                                     cluster.point_before(s.id, p_to) AS last_ts) e
          WHERE s.feed_id = p_feed_id AND s.type = 'raw'
+           AND e.first_ts < p_to AND e.last_ts >= p_from
         RETURNING 1
     )
     SELECT count(*)::integer FROM queued

@@ -1,6 +1,6 @@
--- Hourly rollups (cluster.hourly_rollups): where a point's local hour starts, which points a
--- stream has (the one place that reads the point tables for rollups), and the recomputation the
--- engine runs from cluster.rollup_work. docs/engine.md#rollups.
+-- Hourly rollups (cluster.hourly_rollups): where a point's local hour starts, and the
+-- recomputation the engine runs from cluster.rollup_work (points read through
+-- cluster.stream_points, 15_points.sql). docs/engine.md#rollups.
 -- Re-applied by every `migrate`, after the numbered migrations: the one current definition.
 
 -- The start of the local hour holding ts in zone tz: ts minus the minutes and seconds the local
@@ -11,37 +11,6 @@ LANGUAGE sql STABLE PARALLEL SAFE
 RETURN ts - make_interval(secs => mod(extract(epoch FROM ts AT TIME ZONE tz), 3600)::float8);
 COMMENT ON FUNCTION cluster.local_hour(timestamptz, text) IS
     'Start of the local hour (in time zone tz) that holds ts; distinct for the repeated hour of a DST change.';
-
--- Every point of one stream in [p_from, p_to), whatever its type: stream ids are unique across
--- the point tables, so two of the three scans find nothing at once (primary key probes).
-CREATE OR REPLACE FUNCTION cluster.stream_points(p_stream_id bigint, p_from timestamptz, p_to timestamptz)
-RETURNS TABLE (ts timestamptz, value double precision) LANGUAGE sql STABLE AS $$
-    SELECT ts, value FROM cluster.raw_points
-     WHERE stream_id = p_stream_id AND ts >= p_from AND ts < p_to
-    UNION ALL
-    SELECT ts, value FROM cluster.processed_points
-     WHERE stream_id = p_stream_id AND ts >= p_from AND ts < p_to
-    UNION ALL
-    SELECT ts, value FROM cluster.system_points
-     WHERE stream_id = p_stream_id AND ts >= p_from AND ts < p_to
-$$;
-COMMENT ON FUNCTION cluster.stream_points(bigint, timestamptz, timestamptz) IS
-    'The points of a raw, processed or system stream in [p_from, p_to).';
-
--- The earliest or latest point time of a stream (p_last), or null when it has none.
-CREATE OR REPLACE FUNCTION cluster.stream_point_edge(p_stream_id bigint, p_last boolean)
-RETURNS timestamptz LANGUAGE sql STABLE AS $$
-    SELECT CASE WHEN p_last THEN greatest(
-                    (SELECT max(ts) FROM cluster.raw_points WHERE stream_id = p_stream_id),
-                    (SELECT max(ts) FROM cluster.processed_points WHERE stream_id = p_stream_id),
-                    (SELECT max(ts) FROM cluster.system_points WHERE stream_id = p_stream_id))
-                ELSE least(
-                    (SELECT min(ts) FROM cluster.raw_points WHERE stream_id = p_stream_id),
-                    (SELECT min(ts) FROM cluster.processed_points WHERE stream_id = p_stream_id),
-                    (SELECT min(ts) FROM cluster.system_points WHERE stream_id = p_stream_id)) END
-$$;
-COMMENT ON FUNCTION cluster.stream_point_edge(bigint, boolean) IS
-    'The first (p_last false) or last point time of a stream of any type; null without points.';
 
 -- Recomputes the hourly rollups of the given streams over the local hours that the given point
 -- periods touch (a null bound: the stream's first or last point or rollup). Each hour gets the

@@ -2,14 +2,25 @@
 -- change a column, and every view is rebuilt from its one definition here.
 -- Re-applied by every `migrate`, after the numbered migrations: the one current definition.
 
-DROP VIEW IF EXISTS cluster.daily_readings, cluster.hourly_readings, cluster.dead_letter_causes, cluster.current_feed_titles, cluster.homebase_activity, cluster.tariff_prices, cluster.readings, cluster.system_readings, cluster.processed_readings, cluster.raw_readings;
+DROP VIEW IF EXISTS cluster.daily_readings, cluster.hourly_readings, cluster.dead_letter_causes, cluster.current_feed_titles, cluster.homebase_activity, cluster.tariff_prices, cluster.readings, cluster.system_readings, cluster.processed_readings, cluster.raw_readings, cluster.compacted_points;
 
--- Views for analysts: each point with its feed, stream and the configuration valid at its time.
+-- The compact tier one point per row, for the views below (docs/schema.md#tiers). A filter on
+-- stream_id and day reads only those rows; one on ts alone unpacks every day.
+CREATE VIEW cluster.compacted_points AS
+SELECT d.stream_id, d.day, x.ts, x.value
+  FROM cluster.point_days d
+ CROSS JOIN LATERAL cluster.unpack(d.first_ts, d.step_us, d.offsets_us, d.vals) x;
+COMMENT ON VIEW cluster.compacted_points IS 'The points of the compact tier (cluster.point_days), one per row, with their UTC day.';
+
+-- Views for analysts: each point with its feed, stream and the configuration valid at its time,
+-- from both tiers.
 CREATE VIEW cluster.raw_readings AS
 SELECT p.ts, p.value, f.id AS feed_id, f.homebase_sn, fc.title AS feed_title, fc.timezone,
        s.id AS stream_id, s.channel, s.device, s.medium AS medium_id, s.idx AS index
-  FROM cluster.raw_points p
-  JOIN cluster.streams s ON s.id = p.stream_id
+  FROM (SELECT stream_id, ts, value FROM cluster.raw_points
+        UNION ALL
+        SELECT stream_id, ts, value FROM cluster.compacted_points) p
+  JOIN cluster.streams s ON s.id = p.stream_id AND s.type = 'raw'
   JOIN cluster.feeds f ON f.id = s.feed_id
   LEFT JOIN cluster.feed_configs fc ON fc.feed_id = f.id AND fc.validity @> p.ts;
 COMMENT ON VIEW cluster.raw_readings IS 'Raw points with feed title, time zone, channel, device and medium ID valid at each point''s time.';
@@ -18,8 +29,10 @@ CREATE VIEW cluster.processed_readings AS
 SELECT p.ts, p.value, f.id AS feed_id, f.homebase_sn, fc.title AS feed_title, fc.timezone,
        s.id AS stream_id, s.channel, s.idx AS index, s.combined,
        sc.title AS stream_title, sc.medium, sc.unit
-  FROM cluster.processed_points p
-  JOIN cluster.streams s ON s.id = p.stream_id
+  FROM (SELECT stream_id, ts, value FROM cluster.processed_points
+        UNION ALL
+        SELECT stream_id, ts, value FROM cluster.compacted_points) p
+  JOIN cluster.streams s ON s.id = p.stream_id AND s.type = 'processed'
   JOIN cluster.feeds f ON f.id = s.feed_id
   LEFT JOIN cluster.feed_configs fc ON fc.feed_id = f.id AND fc.validity @> p.ts
   LEFT JOIN cluster.stream_configs sc ON sc.stream_id = s.id AND sc.validity @> p.ts;
@@ -28,8 +41,10 @@ COMMENT ON VIEW cluster.processed_readings IS 'Processed points with feed title 
 CREATE VIEW cluster.system_readings AS
 SELECT p.ts, p.value, f.id AS feed_id, f.homebase_sn, fc.title AS feed_title, fc.timezone,
        s.id AS stream_id, s.channel, s.device, s.source, s.idx AS index
-  FROM cluster.system_points p
-  JOIN cluster.streams s ON s.id = p.stream_id
+  FROM (SELECT stream_id, ts, value FROM cluster.system_points
+        UNION ALL
+        SELECT stream_id, ts, value FROM cluster.compacted_points) p
+  JOIN cluster.streams s ON s.id = p.stream_id AND s.type = 'system'
   JOIN cluster.feeds f ON f.id = s.feed_id
   LEFT JOIN cluster.feed_configs fc ON fc.feed_id = f.id AND fc.validity @> p.ts;
 COMMENT ON VIEW cluster.system_readings IS 'System points with feed title, channel, device and source.';

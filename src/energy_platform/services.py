@@ -15,8 +15,9 @@ from energy_platform.api.server import HttpService
 from energy_platform.devices.coap import CoapService, CoapSite
 from energy_platform.devices.coap_data import add_data_resources
 from energy_platform.devices.ingest import IngestService
+from energy_platform.engine.compaction import compaction
 from energy_platform.engine.forwarding import DeliveryService
-from energy_platform.engine.retention import Retention
+from energy_platform.engine.retention import retention
 from energy_platform.engine.rules import NotificationRules
 from energy_platform.engine.service import EngineService
 from energy_platform.lifecycle import Service
@@ -49,7 +50,8 @@ BUILDERS: dict[str, Callable[[Settings, CoapSite], list[Service]]] = {
     "engine": lambda s, _: [
         EngineService(s.database, s.engine),
         NotificationRules(s.database, s.rules),
-        Retention(s.database, s.retention),
+        retention(s.database, s.retention),
+        compaction(s.database, s.compaction),
     ],
 }
 

@@ -237,6 +237,25 @@ class RulesSettings(msgspec.Struct, frozen=True, kw_only=True):
     """Feeds whose day is taken per round (the first round after midnight has many)."""
 
 
+class CompactionSettings(msgspec.Struct, frozen=True, kw_only=True):
+    """When points move from the row tier (a row per point) into the compact tier (a row per
+    stream and UTC day); docs/schema.md#tiers."""
+
+    after_days: int = 7
+    """Whole UTC days that ended this many days ago or earlier are compacted (0: never; else at
+    least 2, which leaves writers into recent days a day's margin without a lock)."""
+    interval: float = 3600.0
+    """Seconds between compaction rounds."""
+    page: int = 1_000
+    """Streams looked at per candidate query."""
+
+    def __post_init__(self) -> None:
+        if self.after_days == 1 or self.after_days < 0:
+            raise ValueError("EP_COMPACTION_AFTER_DAYS must be 0 (never) or at least 2")
+        if self.interval <= 0 or self.page < 1:
+            raise ValueError("EP_COMPACTION_INTERVAL must be > 0 and EP_COMPACTION_PAGE >= 1")
+
+
 class RetentionSettings(msgspec.Struct, frozen=True, kw_only=True):
     """How long each kind of data is kept; 0 keeps it for ever. Measured data is kept by
     default; transient data (forwarder points once delivered, the delivery log) 30 days. Dead
@@ -289,6 +308,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     engine: EngineSettings = msgspec.field(default_factory=EngineSettings)
     forwarder: ForwarderSettings = msgspec.field(default_factory=ForwarderSettings)
     retention: RetentionSettings = msgspec.field(default_factory=RetentionSettings)
+    compaction: CompactionSettings = msgspec.field(default_factory=CompactionSettings)
     shutdown_timeout: float = 10.0
     """Seconds a service may take to stop before its tasks are cancelled."""
 

@@ -108,6 +108,7 @@ def serve_env(s: Settings) -> dict[str, str]:
         "EP_PROVISIONING_SECRET_KEY": s.provisioning.secret_key,
         "EP_CLUSTER_PROVISIONING_URL": s.cluster.provisioning_url,
         "EP_CLUSTER_SECRET": s.cluster.secret,
+        "EP_COMPACTION_AFTER_DAYS": str(s.compaction.after_days),
         "EP_LOG_FORMAT": "json",
     }
 

@@ -45,12 +45,8 @@ WITH claimed AS (
      GROUP BY s.feed_id, s.channel, s.id
 ), neighbours AS (
     SELECT t.feed_id, t.channel, lower(t.written) AS ts_from, upper(t.written) AS ts_to,
-           (SELECT p.ts FROM cluster.raw_points p
-             WHERE p.stream_id = t.raw_id AND p.ts < lower(t.written)
-             ORDER BY p.ts DESC LIMIT 1) AS prev,
-           (SELECT p.ts FROM cluster.raw_points p
-             WHERE p.stream_id = t.raw_id AND p.ts > upper(t.written)
-             ORDER BY p.ts LIMIT 1) AS next
+           cluster.point_before(t.raw_id, lower(t.written)) AS prev,
+           cluster.point_from(t.raw_id, upper(t.written) + interval '1 microsecond') AS next
       FROM touched t
 ), affected AS (
     SELECT feed_id, channel, tstzrange(
@@ -143,12 +139,9 @@ WITH feeds AS (
                SELECT min(first.ts)
                  FROM cluster.streams s
                  JOIN cluster.processable_media pm ON pm.medium_id = s.medium
-                 CROSS JOIN LATERAL (
-                     SELECT p.ts FROM cluster.raw_points p
-                      WHERE p.stream_id = s.id AND p.ts >= lower(m.buckets)
-                        AND p.ts < upper(m.buckets) + interval '300 s'
-                      ORDER BY p.ts LIMIT 1) first
+                 CROSS JOIN LATERAL (SELECT cluster.point_from(s.id, lower(m.buckets)) AS ts) first
                 WHERE s.feed_id = m.feed_id AND s.channel = m.channel AND s.type = 'raw'
+                  AND first.ts < upper(m.buckets) + interval '300 s'
            ) - interval '300 s'), upper(m.buckets))) AS wfrom
       FROM merged m
 ), parts AS (
@@ -177,12 +170,8 @@ WITH work AS (
         AS w (feed_id, channel, wfrom, wto)
 ), sources AS MATERIALIZED (
     SELECT s.id AS raw_id, date_part('epoch', w.wfrom) AS wf, date_part('epoch', w.wto) AS wt,
-           coalesce((SELECT p.ts FROM cluster.raw_points p
-                      WHERE p.stream_id = s.id AND p.ts < w.wfrom
-                      ORDER BY p.ts DESC LIMIT 1), w.wfrom) AS lo,
-           coalesce((SELECT p.ts FROM cluster.raw_points p
-                      WHERE p.stream_id = s.id AND p.ts >= w.wto
-                      ORDER BY p.ts LIMIT 1), w.wto) AS hi
+           coalesce(cluster.point_before(s.id, w.wfrom), w.wfrom) AS lo,
+           coalesce(cluster.point_from(s.id, w.wto), w.wto) AS hi
       FROM work w
       JOIN cluster.streams s ON s.feed_id = w.feed_id AND s.channel = w.channel AND s.type = 'raw'
       JOIN cluster.processable_media m ON m.medium_id = s.medium
@@ -199,9 +188,8 @@ WITH work AS (
                               CROSS JOIN LATERAL (
                                   SELECT p.ts, p.value AS v0,
                                          lead(p.ts) OVER w AS t1, lead(p.value) OVER w AS v1
-                                    FROM cluster.raw_points p
-                                   WHERE p.stream_id = src.raw_id
-                                     AND p.ts >= src.lo AND p.ts <= src.hi
+                                    FROM cluster.stream_points(src.raw_id, src.lo,
+                                             src.hi + interval '1 microsecond') p
                                   WINDOW w AS (ORDER BY p.ts)
                               ) g
                              WHERE g.t1 IS NOT NULL
@@ -366,6 +354,18 @@ SELECT (SELECT count(*) FROM results) AS points,
        (SELECT count(*) FROM stale) AS deleted
 """
 
+# Before COMPUTE writes into old buckets: the UTC days of the periods' processed streams that
+# the compaction may have taken go back to the row tier (cluster.thaw_days skips younger days).
+THAW = """
+SELECT cluster.thaw_days(array_agg(ps.id), array_agg(d.day::date))
+  FROM unnest($1::bigint[], $2::integer[], $3::timestamptz[], $4::timestamptz[])
+       AS w (feed_id, channel, wfrom, wto)
+  JOIN cluster.streams ps
+    ON ps.feed_id = w.feed_id AND ps.channel = w.channel AND ps.type = 'processed'
+ CROSS JOIN LATERAL generate_series((w.wfrom AT TIME ZONE 'UTC')::date,
+                                    (w.wto AT TIME ZONE 'UTC')::date, interval '1 day') AS d (day)
+ WHERE w.wfrom < now() - interval '1 day'"""
+
 # Hash aggregates need memory; JIT compilation costs more (about 1 s) than these batches gain.
 TUNE = "SELECT set_config('work_mem', $1, true), set_config('jit', 'off', true)"
 
@@ -411,13 +411,14 @@ async def process_batch(
         work: Sequence[asyncpg.Record] = await conn.fetch(CLAIM, horizon, feeds, max_span)
         if not work:
             return BatchResult(periods=0, points=0, written=0, deleted=0)
-        (row,) = await conn.fetch(
-            COMPUTE,
+        periods = (
             [w["feed_id"] for w in work],
             [w["channel"] for w in work],
             [w["wfrom"] for w in work],
             [w["wto"] for w in work],
         )
+        await conn.execute(THAW, *periods)
+        (row,) = await conn.fetch(COMPUTE, *periods)
     return BatchResult(
         periods=len(work), points=row["points"], written=row["written"], deleted=row["deleted"]
     )

@@ -1,11 +1,11 @@
 """Retention: how long each kind of data stays (``EP_RETENTION_*``), enforced once an interval.
 
-Points of raw, processed and system streams go a whole chunk at a time (TimescaleDB's
-``drop_chunks``, in the Apache-2 build): only chunks entirely older than the age, so nothing
-younger is ever touched, and dropping a chunk costs no row-by-row delete. Forwarder points go
-row by row, and only those every customer they belong to has had delivered (the customer's
-storage cursor, ``delivery_state.seen``, covers them); a point stored while its homebase was
-registered to nobody was never deliverable. The delivery log goes by attempt time.
+Points of raw, processed and system streams go a whole chunk at a time in the row tier
+(TimescaleDB's ``drop_chunks``, in the Apache-2 build: only chunks entirely older than the age,
+so nothing younger is ever touched) and a stream-day at a time in the compact tier. Forwarder
+points go row by row, and only those every customer they belong to has had delivered (the
+customer's storage cursor, ``delivery_state.seen``, covers them); a point stored while its
+homebase was registered to nobody was never deliverable. The delivery log goes by attempt time.
 """
 
 from __future__ import annotations
@@ -13,15 +13,11 @@ from __future__ import annotations
 import asyncio
 
 import asyncpg
-import structlog
 from prometheus_client import Counter
 
-from energy_platform.background import sleep_unless_stopped
-from energy_platform.db.pool import create_pool
-from energy_platform.devices.ingest.faults import is_outside_fault
+from energy_platform.engine.housekeeping import Housekeeping
 from energy_platform.settings import DatabaseSettings, RetentionSettings
 
-log = structlog.get_logger()
 REMOVED = Counter("ep_retention_removed", "Rows or chunks removed by retention", ["kind"])
 
 DROP_RAW = """
@@ -33,6 +29,17 @@ SELECT count(*) FROM drop_chunks('cluster.processed_points',
 DROP_SYSTEM = """
 SELECT count(*) FROM drop_chunks('cluster.system_points',
                                  older_than => now() - make_interval(days => $1))"""
+# The compact tier's days of one stream type that ended before the age (by keys: a hypertable's
+# ctid is not unique across its chunks).
+DELETE_COMPACT = """
+DELETE FROM cluster.point_days d
+ USING (SELECT c.stream_id, c.day
+          FROM cluster.point_days c
+          JOIN cluster.streams s ON s.id = c.stream_id
+         WHERE s.type = $1
+           AND c.day < ((now() - make_interval(days => $2)) AT TIME ZONE 'UTC')::date
+         LIMIT $3) x
+ WHERE d.stream_id = x.stream_id AND d.day = x.day"""
 # Measured and received before the cutoff (the measurement time lets old chunks be skipped),
 # and no customer it belongs to is still waiting for it.
 DELETE_FORWARDER_POINTS = """
@@ -57,30 +64,38 @@ async def enforce(pool: asyncpg.Pool, settings: RetentionSettings) -> dict[str, 
     """One round over every kind with an age: what each removed (chunks or rows)."""
     removed: dict[str, int] = {}
     for kind, days, statement in (
-        ("raw_chunks", settings.raw_days, DROP_RAW),
-        ("processed_chunks", settings.processed_days, DROP_PROCESSED),
-        ("system_chunks", settings.system_days, DROP_SYSTEM),
+        ("raw", settings.raw_days, DROP_RAW),
+        ("processed", settings.processed_days, DROP_PROCESSED),
+        ("system", settings.system_days, DROP_SYSTEM),
     ):
         if days:
-            removed[kind] = await pool.fetchval(statement, days)
+            removed[f"{kind}_chunks"] = await pool.fetchval(statement, days)
+            removed[f"{kind}_compact_days"] = await _batches(
+                pool, DELETE_COMPACT, settings.batch, kind, days
+            )
     if settings.delivery_log_days:
         removed["delivery_log"] = _rows(
             await pool.execute(DELETE_DELIVERY_LOG, settings.delivery_log_days)
         )
     if settings.forwarder_points_days:
-        removed["forwarder_points"] = 0
-        while True:  # small transactions: ingest into the same chunks is never held up long
-            rows = _rows(
-                await pool.execute(
-                    DELETE_FORWARDER_POINTS, settings.forwarder_points_days, settings.batch
-                )
-            )
-            removed["forwarder_points"] += rows
-            if rows < settings.batch:
-                break
+        removed["forwarder_points"] = await _batches(
+            pool, DELETE_FORWARDER_POINTS, settings.batch, settings.forwarder_points_days
+        )
     for kind, count in removed.items():
         REMOVED.labels(kind).inc(count)
     return removed
+
+
+async def _batches(pool: asyncpg.Pool, statement: str, batch: int, *args: object) -> int:
+    """Run a deleting ``statement`` (its last parameter: ``batch``, the rows per run) until a
+    run comes back short: small transactions, so that writers into the same chunks never wait
+    long."""
+    total = 0
+    while True:
+        rows = _rows(await pool.execute(statement, *args, batch))
+        total += rows
+        if rows < batch:
+            return total
 
 
 def _rows(status: str) -> int:
@@ -88,27 +103,10 @@ def _rows(status: str) -> int:
     return int(status.rsplit(" ", 1)[-1])
 
 
-class Retention:
+def retention(database: DatabaseSettings, settings: RetentionSettings) -> Housekeeping:
     """The engine's retention loop (a background service)."""
 
-    name = "retention"
+    async def work(pool: asyncpg.Pool, _: asyncio.Event) -> dict[str, int]:
+        return await enforce(pool, settings)
 
-    def __init__(self, database: DatabaseSettings, settings: RetentionSettings) -> None:
-        self._database = database
-        self._settings = settings
-
-    async def run(self, stop: asyncio.Event) -> None:
-        pool = await create_pool(self._database)
-        try:
-            while not stop.is_set():
-                try:
-                    removed = await enforce(pool, self._settings)
-                    log.info("retention enforced", **removed)
-                except Exception as e:
-                    if not is_outside_fault(e):
-                        raise
-                    # The next round retries: nothing is half-removed (each statement is one).
-                    log.warning("retention failed; retrying", error=type(e).__name__)
-                await sleep_unless_stopped(stop, self._settings.interval)
-        finally:
-            await pool.close()
+    return Housekeeping("retention", database, settings.interval, work)

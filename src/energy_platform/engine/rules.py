@@ -164,16 +164,16 @@ WITH due AS (
      ORDER BY f.id
      LIMIT $3),
 totals AS (
-    SELECT d.feed_id, d.day, sum(p.value) AS wh
-      FROM due d
-      LEFT JOIN (cluster.streams s
-                 JOIN cluster.processed_points p ON p.stream_id = s.id
-                 JOIN cluster.stream_configs c ON c.stream_id = s.id AND c.validity @> p.ts)
-        ON s.feed_id = d.feed_id AND s.type = 'processed' AND NOT s.cost
-       AND (s.combined OR s.idx IS NULL) AND c.medium = 'power'
-       AND p.ts >= d.day::timestamp AT TIME ZONE d.timezone
-       AND p.ts < (d.day + 1)::timestamp AT TIME ZONE d.timezone
-     GROUP BY d.feed_id, d.day),
+    SELECT d.feed_id, d.day,
+           (SELECT sum(p.value)
+              FROM cluster.streams s
+             CROSS JOIN LATERAL cluster.stream_points(
+                       s.id, d.day::timestamp AT TIME ZONE d.timezone,
+                       (d.day + 1)::timestamp AT TIME ZONE d.timezone) p
+              JOIN cluster.stream_configs c ON c.stream_id = s.id AND c.validity @> p.ts
+             WHERE s.feed_id = d.feed_id AND s.type = 'processed' AND NOT s.cost
+               AND (s.combined OR s.idx IS NULL) AND c.medium = 'power') AS wh
+      FROM due d),
 stored AS (
     INSERT INTO cluster.daily_consumption (feed_id, day, energy_wh)
     SELECT feed_id, day, wh FROM totals

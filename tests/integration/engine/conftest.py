@@ -1,14 +1,19 @@
 """Each engine test gets its own feed (helpers in tests/support/engine.py), so tests never see
-each other's points."""
+each other's points; tests of what works on the whole database (retention, compaction) get a
+database of their own."""
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import AsyncIterator, Iterator
 
 import asyncpg
 import pytest
 
+from energy_platform.db.pool import create_pool
+from energy_platform.settings import DatabaseSettings
 from energy_platform.tokens import token_digest
+from tests.support.databases import create_session_database, drop_database
 from tests.support.engine import Feed, NewFeed
 
 _serials = itertools.count(1)
@@ -39,3 +44,19 @@ def new_feed(db: asyncpg.Connection) -> NewFeed:
         return Feed(db, feed_id, token)
 
     return make
+
+
+@pytest.fixture
+def own_database(database_server_url: str) -> Iterator[str]:
+    """A database of the test's own, migrated, dropped afterwards."""
+    url = create_session_database(database_server_url)
+    yield url
+    drop_database(url)
+
+
+@pytest.fixture
+async def pool(own_database: str) -> AsyncIterator[asyncpg.Pool]:
+    """A pool on ``own_database``."""
+    pool = await create_pool(DatabaseSettings(url=own_database))
+    yield pool
+    await pool.close()

@@ -2,33 +2,14 @@
 that a customer is still owed. Runs on a database of its own: dropping old chunks of the shared
 test database would take other tests' points with them."""
 
-from collections.abc import AsyncIterator, Iterator
-
 import asyncpg
-import pytest
 
-from energy_platform.db.pool import create_pool
 from energy_platform.engine.retention import enforce
-from energy_platform.settings import DatabaseSettings, RetentionSettings
-from tests.support.databases import create_session_database, drop_database
+from energy_platform.settings import RetentionSettings
 
 SN_DELIVERED = "A0000000000000D1"  # registered to a customer whose cursor covers its points
 SN_OWED = "A0000000000000D2"  # registered to a customer that has delivered nothing yet
 SN_NOBODYS = "A0000000000000D3"  # registered to nobody: its points were never deliverable
-
-
-@pytest.fixture(scope="module")
-def own_database(database_server_url: str) -> Iterator[str]:
-    url = create_session_database(database_server_url)
-    yield url
-    drop_database(url)
-
-
-@pytest.fixture
-async def pool(own_database: str) -> AsyncIterator[asyncpg.Pool]:
-    pool = await create_pool(DatabaseSettings(url=own_database))
-    yield pool
-    await pool.close()
 
 
 async def test_points_older_than_their_age_go_and_younger_ones_stay(pool: asyncpg.Pool) -> None:

@@ -61,6 +61,7 @@ WITH gone AS (SELECT id FROM cluster.streams WHERE feed_id = $1),
 raw AS (DELETE FROM cluster.raw_points WHERE stream_id IN (SELECT id FROM gone)),
 processed AS (DELETE FROM cluster.processed_points WHERE stream_id IN (SELECT id FROM gone)),
 system AS (DELETE FROM cluster.system_points WHERE stream_id IN (SELECT id FROM gone)),
+compact AS (DELETE FROM cluster.point_days WHERE stream_id IN (SELECT id FROM gone)),
 dirty AS (DELETE FROM cluster.dirty_ranges WHERE stream_id IN (SELECT id FROM gone))
 DELETE FROM cluster.feeds WHERE id = $1
 RETURNING homebase_sn"""

@@ -57,7 +57,9 @@ SELECT stream_id, title, medium, unit, nullif(lower(validity), '-infinity') AS v
 # The stream-data endpoint in one round trip: who calls ($1, the token's SHA-256), whether they
 # may see stream $3 of feed $2, and the newest $6 points in [$4, $5] as the ready JSON body,
 # oldest first. Only the branch of the stream's own type scans (one-time filters); each scan is
-# the primary key (stream_id, ts) read backwards. An unknown caller or invisible stream gets `[]`.
+# the primary key (stream_id, ts) read backwards. The compact tier's days are read newest first
+# too (its primary key, then each day's points by their order in the arrays), so a limit stops
+# the reading early. An unknown caller or invisible stream gets `[]`.
 STREAM_DATA = """
 WITH caller AS (
     SELECT id, is_admin FROM cluster.users WHERE token_sha256 = $1),
@@ -82,13 +84,24 @@ newest AS (
     (SELECT ts, value FROM cluster.system_points
       WHERE (SELECT type FROM stream) = 'system' AND stream_id = $3
         AND ts >= to_timestamp($4::bigint) AND ts <= to_timestamp($5::bigint)
-      ORDER BY ts DESC LIMIT $6))
+      ORDER BY ts DESC LIMIT $6)
+    UNION ALL
+    (SELECT x.ts, x.value
+       FROM cluster.point_days d
+      CROSS JOIN LATERAL cluster.unpack(d.first_ts, d.step_us, d.offsets_us, d.vals) x
+      WHERE EXISTS (SELECT FROM stream) AND d.stream_id = $3
+        AND d.day >= (to_timestamp($4::bigint) AT TIME ZONE 'UTC')::date
+        AND d.day <= (to_timestamp($5::bigint) AT TIME ZONE 'UTC')::date
+        AND x.ts >= to_timestamp($4::bigint) AND x.ts <= to_timestamp($5::bigint)
+      ORDER BY d.day DESC, x.n DESC LIMIT $6)),
+kept AS (
+    SELECT ts, value FROM newest ORDER BY ts DESC LIMIT $6)
 SELECT EXISTS (SELECT FROM caller) AS caller_known,
        EXISTS (SELECT FROM stream) AS visible,
        (SELECT convert_to('[' || coalesce(string_agg(
                    '[' || extract(epoch FROM ts)::bigint || ',' || cluster.json_number(value)
                    || ']', ',' ORDER BY ts), '') || ']', 'UTF8')
-          FROM newest) AS body"""
+          FROM kept) AS body"""
 
 # The same answer per local hour ($7 = 'hour') or per local day or month ($7 = 'day' |
 # 'month'), from the hourly or the daily rollups: the newest $6 buckets whose start is in

@@ -64,6 +64,9 @@ WITH added AS (
     RETURNING stream_id, ts)
 INSERT INTO cluster.rollup_work (stream_id, span)
 SELECT stream_id, tstzrange(min(ts), max(ts), '[]') FROM added GROUP BY stream_id"""
+# Late points into days the compaction took: those days go back to the row tier first, in the
+# same transaction and under the compaction's lock (a no-op for points of the last day).
+THAW_POINTS = "SELECT cluster.thaw_points($1::bigint[], $2::bigint[])"
 FORWARDER_POINTS_INSERT = """
 INSERT INTO forwarder.points (stream_id, ts, value)
 SELECT s, to_timestamp(t), v FROM unnest($1::bigint[], $2::bigint[], $3::float8[]) AS u(s, t, v)
@@ -181,6 +184,10 @@ class PointStore:
                         columns.add(cluster_ids[cluster_key(feed_id, r)], r)
                         channel = (feed_id, r.channel)
                         newest[channel] = max(newest.get(channel, 0), max(r.times))
+            if raw.streams or system.streams:
+                await conn.execute(
+                    THAW_POINTS, raw.streams + system.streams, raw.times + system.times
+                )
             for statement, columns in (
                 (RAW_POINTS_INSERT, raw),
                 (SYSTEM_POINTS_INSERT, system),

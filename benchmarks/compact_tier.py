@@ -1,0 +1,172 @@
+"""The compact tier: bytes per raw 5 s point of realistic power data (a household's steps, noise
+at the meter's 1 W resolution) beside the row tier's, measured in the same run; compaction
+points/s beside COPY of the same points into the row tier; and a week of one stream's raw points
+read from the compact tier beside the same week read from the row tier.
+
+    python -m benchmarks.compact_tier [--full] [--runs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import statistics
+import time
+from datetime import UTC, datetime, timedelta
+
+import asyncpg
+
+from benchmarks.support import bench_database, figure, report
+from energy_platform.engine.compaction import compact
+from energy_platform.settings import CompactionSettings
+
+STREAMS = 10
+STEP = 5
+GOAL_BYTES = 4.0
+SIZE = """
+SELECT hypertable_size('cluster.raw_points')::float8, hypertable_size('cluster.point_days')::float8,
+       (SELECT count(*) FROM cluster.raw_points)"""
+WEEK = "SELECT ts, value FROM cluster.stream_points($1, $2, $3) ORDER BY ts"
+
+
+def household(seed: int, start: datetime, days: int) -> list[tuple[datetime, float]]:
+    """5 s power readings in whole watts: a base load, a fridge cycling, appliances switched on
+    for minutes at a time, and +-2 W of noise."""
+    rng = random.Random(seed)
+    points = []
+    base = rng.uniform(80, 200)
+    appliance = 0.0
+    for i in range(days * 86_400 // STEP):
+        if rng.random() < 0.002:
+            appliance = rng.choice([0.0, 0.0, 60.0, 800.0, 2000.0])
+        fridge = 120.0 if (i // 150) % 3 == 0 else 0.0
+        value = round(base + fridge + appliance + rng.uniform(-2, 2))
+        points.append((start + timedelta(seconds=STEP * i), float(value)))
+    return points
+
+
+async def setup(conn: asyncpg.Connection) -> list[int]:
+    feed = await conn.fetchval(
+        "WITH u AS (INSERT INTO cluster.users (name, token_sha256)"
+        "  VALUES ('bench', sha256('bench')) RETURNING id)"
+        " INSERT INTO cluster.feeds (owner_id, homebase_sn, subscription_from, subscription_to)"
+        " SELECT id, 'BE00000000000003', now(), now() + interval '1 year' FROM u RETURNING id"
+    )
+    rows = await conn.fetch(
+        "INSERT INTO cluster.streams (feed_id, type, channel, device, medium)"
+        " SELECT $1, 'raw', i, 3, 1 FROM generate_series(1, $2) i RETURNING id",
+        feed,
+        STREAMS,
+    )
+    return [r["id"] for r in rows]
+
+
+async def one_run(
+    url: str,
+    streams: list[int],
+    data: list[list[tuple[datetime, float]]],
+    week: tuple[datetime, datetime],
+) -> dict[str, float]:
+    conn = await asyncpg.connect(url)
+    pool = await asyncpg.create_pool(url, min_size=1, max_size=2)
+    try:
+        await conn.execute("TRUNCATE cluster.raw_points, cluster.point_days")
+        records = [(s, t, v) for s, points in zip(streams, data, strict=True) for t, v in points]
+        started = time.perf_counter()
+        await conn.copy_records_to_table(
+            "raw_points",
+            schema_name="cluster",
+            records=records,
+            columns=["stream_id", "ts", "value"],
+        )
+        copy = len(records) / (time.perf_counter() - started)
+        await conn.execute("VACUUM ANALYZE cluster.raw_points")
+        row_bytes, _, count = await conn.fetchrow(SIZE)
+        started = time.perf_counter()
+        row_week = await conn.fetch(WEEK, streams[0], *week)
+        row_read = time.perf_counter() - started
+        started = time.perf_counter()
+        result = await compact(pool, CompactionSettings(after_days=7))
+        compaction = result.points / (time.perf_counter() - started)
+        assert result.points == count, (result.points, count)
+        await conn.execute("VACUUM ANALYZE cluster.point_days")
+        _, compact_bytes, left = await conn.fetchrow(SIZE)
+        assert left == 0
+        started = time.perf_counter()
+        compact_week = await conn.fetch(WEEK, streams[0], *week)
+        compact_read = time.perf_counter() - started
+        assert compact_week == row_week, "the compact tier must give back the same points"
+        return {
+            "row_bytes": row_bytes / count,
+            "compact_bytes": compact_bytes / count,
+            "copy": copy,
+            "compaction": compaction,
+            "row_read": row_read * 1000,
+            "compact_read": compact_read * 1000,
+            "points": count,
+            "week": len(row_week),
+        }
+    finally:
+        await pool.close()
+        await conn.close()
+
+
+def main(days: int, runs: int) -> None:
+    today = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    start = today - timedelta(days=days + 10)
+    week = (start, start + timedelta(days=7))
+    data = [household(n, start, days) for n in range(STREAMS)]
+    with bench_database() as settings:
+        url = settings.database.url
+
+        async def measure() -> list[dict[str, float]]:
+            conn = await asyncpg.connect(url)
+            try:
+                streams = await setup(conn)
+            finally:
+                await conn.close()
+            return [await one_run(url, streams, data, week) for _ in range(runs)]
+
+        results = asyncio.run(measure())
+
+    def col(name: str) -> list[float]:
+        return [r[name] for r in results]
+
+    print(
+        f"compact tier: {STREAMS} raw power streams x {days} days of 5 s points"
+        f" ({results[0]['points']:,.0f} points), {runs} runs; a week is {results[0]['week']:,.0f}"
+        " points of one stream, read in full with asyncpg through cluster.stream_points"
+    )
+    report(
+        [
+            figure(
+                "storage: bytes per raw point (compact)",
+                "B",
+                col("compact_bytes"),
+                "row tier B/point",
+                col("row_bytes"),
+                better="low",
+                goal=f"<= {GOAL_BYTES:.0f} B",
+                goal_met=statistics.median(col("compact_bytes")) <= GOAL_BYTES,
+            ),
+            figure(
+                "compaction points/s", "points/s", col("compaction"), "COPY points/s", col("copy")
+            ),
+            figure(
+                "a week of raw points from the compact tier",
+                "ms",
+                col("compact_read"),
+                "row tier ms",
+                col("row_read"),
+            ),
+        ]
+    )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--full", action="store_true", help="28 days instead of 7")
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    main(28 if args.full else 7, args.runs)

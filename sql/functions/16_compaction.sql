@@ -1,0 +1,137 @@
+-- Moving stream-days between the tiers (docs/schema.md#tiers). Both moves run under an advisory
+-- lock on the stream (key 1129270864): compaction takes it exclusively, writers into an old day
+-- share it, so a write is either seen by the compaction or lands after the day was moved back.
+-- Both are plpgsql (VOLATILE): each statement takes a fresh snapshot, so the statement after
+-- the lock sees everything committed before the lock was granted. Their plans are made per call
+-- (plan_cache_mode): a cached generic plan of these data-modifying CTEs over hypertables fails
+-- in TimescaleDB's planner ("variable not found in subplan target list"), and the chunks to
+-- read differ per day anyway.
+-- Re-applied by every `migrate`, after the numbered migrations: the one current definition.
+
+-- Moves one stream's points of one UTC day from the row tier into one compact row (merged with
+-- a compact row already there, the row tier winning a time held by both), in the caller's
+-- transaction; returns the number of points in the compact row (0: the day had none).
+CREATE OR REPLACE FUNCTION cluster.compact_day(p_stream_id bigint, p_day date)
+RETURNS integer LANGUAGE plpgsql SET plan_cache_mode = force_custom_plan AS $$
+DECLARE
+    v_type text;
+    v_lo timestamptz := p_day::timestamp AT TIME ZONE 'UTC';
+    v_hi timestamptz := (p_day + 1)::timestamp AT TIME ZONE 'UTC';
+    v_points integer;
+BEGIN
+    PERFORM pg_advisory_xact_lock(1129270864, (p_stream_id % 2147483648)::integer);
+    -- Chunks of the hypertable may not carry the column setting: lz4 for what this writes.
+    PERFORM set_config('default_toast_compression', 'lz4', true);
+    SELECT type INTO v_type FROM cluster.streams WHERE id = p_stream_id;
+    WITH raw AS (
+        DELETE FROM cluster.raw_points
+         WHERE v_type = 'raw' AND stream_id = p_stream_id AND ts >= v_lo AND ts < v_hi
+        RETURNING ts, value
+    ), processed AS (
+        DELETE FROM cluster.processed_points
+         WHERE v_type = 'processed' AND stream_id = p_stream_id AND ts >= v_lo AND ts < v_hi
+        RETURNING ts, value
+    ), system AS (
+        DELETE FROM cluster.system_points
+         WHERE v_type = 'system' AND stream_id = p_stream_id AND ts >= v_lo AND ts < v_hi
+        RETURNING ts, value
+    ), prior AS (
+        DELETE FROM cluster.point_days WHERE stream_id = p_stream_id AND day = p_day
+        RETURNING first_ts, step_us, offsets_us, vals
+    ), merged AS (
+        SELECT DISTINCT ON (ts) ts, value
+          FROM (SELECT ts, value, 0 AS tier FROM raw
+                UNION ALL SELECT ts, value, 0 FROM processed
+                UNION ALL SELECT ts, value, 0 FROM system
+                UNION ALL
+                SELECT u.ts, u.value, 1
+                  FROM prior p
+                 CROSS JOIN LATERAL cluster.unpack(p.first_ts, p.step_us, p.offsets_us, p.vals) u) a
+         ORDER BY ts, tier
+    ), numbered AS (
+        SELECT ts, value, row_number() OVER w AS n,
+               (extract(epoch FROM ts - lag(ts) OVER w) * 1000000)::bigint AS delta
+          FROM merged WINDOW w AS (ORDER BY ts)
+    ), grid AS (
+        SELECT min(ts) AS first_ts, max(ts) AS last_ts, count(*)::integer AS points,
+               coalesce(mode() WITHIN GROUP (ORDER BY delta), 0) AS step_us
+          FROM numbered
+    ), packed AS (
+        INSERT INTO cluster.point_days (stream_id, day, first_ts, last_ts, points, step_us,
+                                        offsets_us, vals)
+        SELECT p_stream_id, p_day, g.first_ts, g.last_ts, g.points, g.step_us,
+               array_agg((extract(epoch FROM n.ts - g.first_ts) * 1000000)::bigint
+                         - (n.n - 1) * g.step_us ORDER BY n.n),
+               array_agg(n.value ORDER BY n.n)
+          FROM numbered n CROSS JOIN grid g
+         GROUP BY g.first_ts, g.last_ts, g.points, g.step_us
+        RETURNING points
+    )
+    SELECT coalesce((SELECT points FROM packed), 0) INTO v_points;
+    RETURN v_points;
+END
+$$;
+COMMENT ON FUNCTION cluster.compact_day(bigint, date) IS
+    'Move a stream''s points of one UTC day from the row tier into its compact row (cluster.point_days); returns the points it holds.';
+
+-- Moves the given stream-days back from the compact tier into the row tier, so that a write
+-- into them (a late point, a recomputed bucket) meets one tier only; the compaction takes them
+-- again later. Days that compaction cannot have taken yet are skipped without a lock: the
+-- compaction age is at least 2 days (settings), so a day ending less than one day ago is safe.
+-- Returns the number of points moved.
+CREATE OR REPLACE FUNCTION cluster.thaw_days(p_streams bigint[], p_days date[])
+RETURNS integer LANGUAGE plpgsql SET plan_cache_mode = force_custom_plan AS $$
+DECLARE
+    v_streams bigint[];
+    v_days date[];
+    v_moved integer;
+BEGIN
+    SELECT array_agg(s ORDER BY s, d), array_agg(d ORDER BY s, d) INTO v_streams, v_days
+      FROM (SELECT DISTINCT s, d FROM unnest(p_streams, p_days) AS u (s, d)
+             WHERE (d + 1)::timestamp AT TIME ZONE 'UTC' <= now() - interval '1 day') old;
+    IF v_streams IS NULL THEN
+        RETURN 0;
+    END IF;
+    -- In stream order, so that writers and the compaction cannot deadlock.
+    PERFORM pg_advisory_xact_lock_shared(1129270864, (s % 2147483648)::integer)
+       FROM (SELECT DISTINCT unnest(v_streams) AS s ORDER BY 1) x;
+    WITH gone AS (
+        DELETE FROM cluster.point_days d
+         USING unnest(v_streams, v_days) AS w (s, day)
+         WHERE d.stream_id = w.s AND d.day = w.day
+        RETURNING d.stream_id, d.first_ts, d.step_us, d.offsets_us, d.vals
+    ), unpacked AS (
+        SELECT g.stream_id, s.type, u.ts, u.value
+          FROM gone g
+          JOIN cluster.streams s ON s.id = g.stream_id
+         CROSS JOIN LATERAL cluster.unpack(g.first_ts, g.step_us, g.offsets_us, g.vals) u
+    ), raw AS (
+        INSERT INTO cluster.raw_points (stream_id, ts, value)
+        SELECT stream_id, ts, value FROM unpacked WHERE type = 'raw'
+        ON CONFLICT DO NOTHING
+    ), processed AS (
+        INSERT INTO cluster.processed_points (stream_id, ts, value)
+        SELECT stream_id, ts, value FROM unpacked WHERE type = 'processed'
+        ON CONFLICT DO NOTHING
+    ), system AS (
+        INSERT INTO cluster.system_points (stream_id, ts, value)
+        SELECT stream_id, ts, value FROM unpacked WHERE type = 'system'
+        ON CONFLICT DO NOTHING
+    )
+    SELECT count(*)::integer INTO v_moved FROM unpacked;
+    RETURN v_moved;
+END
+$$;
+COMMENT ON FUNCTION cluster.thaw_days(bigint[], date[]) IS
+    'Move the given stream-days from the compact tier back into the row tier before a write into them; returns the points moved.';
+
+-- The same for the points about to be written: (stream, Unix time) pairs, as ingest has them.
+CREATE OR REPLACE FUNCTION cluster.thaw_points(p_streams bigint[], p_times bigint[])
+RETURNS integer LANGUAGE sql AS $$
+    SELECT coalesce(cluster.thaw_days(array_agg(s), array_agg(d)), 0)
+      FROM (SELECT DISTINCT s, (to_timestamp(t) AT TIME ZONE 'UTC')::date AS d
+              FROM unnest(p_streams, p_times) AS u (s, t)
+             WHERE t < extract(epoch FROM now()) - 86400) old
+$$;
+COMMENT ON FUNCTION cluster.thaw_points(bigint[], bigint[]) IS
+    'Move the stream-days of points about to be written (stream ids, Unix times) back into the row tier; returns the points moved.';

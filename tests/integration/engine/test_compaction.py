@@ -1,0 +1,255 @@
+"""Compaction: old stream-days move into the compact tier losslessly, every reader gets the same
+points from it, a write into a compacted day lands in exactly one tier, and a compaction killed
+halfway loses and duplicates nothing. Each test runs on a database of its own: a round compacts
+every stream of the database and drops emptied chunks."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from datetime import UTC, datetime, timedelta
+
+import asyncpg
+import pytest
+
+from energy_platform.engine.compaction import compact
+from energy_platform.engine.retention import enforce
+from energy_platform.settings import CompactionSettings, RetentionSettings
+
+SETTINGS = CompactionSettings(after_days=7)
+# Every point of every stream, bit for bit: times in microseconds, values as their 8 bytes.
+ALL_POINTS = """
+SELECT s.id, extract(epoch FROM p.ts) * 1000000 AS us, float8send(p.value) AS bits
+  FROM cluster.streams s
+ CROSS JOIN LATERAL cluster.stream_points(s.id, '-infinity', 'infinity') p
+ ORDER BY 1, 2"""
+ROW_TIER = """
+SELECT (SELECT count(*) FROM cluster.raw_points) + (SELECT count(*) FROM cluster.processed_points)
+     + (SELECT count(*) FROM cluster.system_points)"""
+# Stream-days with points in both tiers: must never exist.
+IN_BOTH = """
+SELECT count(*) FROM cluster.point_days d
+ WHERE EXISTS (SELECT FROM cluster.raw_points p
+                WHERE p.stream_id = d.stream_id
+                  AND p.ts >= d.day::timestamp AT TIME ZONE 'UTC'
+                  AND p.ts < (d.day + 1)::timestamp AT TIME ZONE 'UTC')"""
+
+
+def midnight(days_ago: int) -> datetime:
+    today = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    return today - timedelta(days=days_ago)
+
+
+async def new_streams(pool: asyncpg.Pool, *types: str) -> list[int]:
+    feed = await pool.fetchval(
+        "WITH u AS (INSERT INTO cluster.users (name, token_sha256)"
+        "  VALUES ('compaction', sha256('compaction')) RETURNING id)"
+        " INSERT INTO cluster.feeds (owner_id, homebase_sn, subscription_from, subscription_to)"
+        " SELECT id, 'A0000000000000C1', now(), now() + interval '1 year' FROM u RETURNING id"
+    )
+    return [
+        await pool.fetchval(
+            "INSERT INTO cluster.streams (feed_id, type, channel, device, medium, combined,"
+            " source) VALUES ($1, $2::text, $3, CASE WHEN $2 <> 'processed' THEN 1 END,"
+            " CASE WHEN $2 = 'raw' THEN 1 END, CASE WHEN $2 = 'processed' THEN false END,"
+            " CASE WHEN $2 = 'system' THEN 'medium:40' END) RETURNING id",
+            feed,
+            kind,
+            n,
+        )
+        for n, kind in enumerate(types, start=1)
+    ]
+
+
+async def test_old_days_move_losslessly_and_every_reader_gets_the_same_points(
+    pool: asyncpg.Pool,
+) -> None:
+    raw, processed, system = await new_streams(pool, "raw", "processed", "system")
+    old, older = midnight(10), midnight(11)
+    # Awkward values and times: -0.0, a subnormal, 0.1 (inexact), huge ones; a regular 5 s grid
+    # with a gap and a point off the grid by microseconds.
+    odd = [-0.0, 5e-324, 0.1, 123456.789, -5e300, 1.0 / 3.0]
+    raw_points = [(older + timedelta(seconds=5 * i), odd[i % len(odd)] + i) for i in range(2000)]
+    raw_points += [(old + timedelta(seconds=5 * i), odd[i % len(odd)]) for i in range(1000)]
+    raw_points += [(old + timedelta(hours=5, seconds=5 * i), float(i)) for i in range(500)]
+    raw_points.append((old + timedelta(hours=9, microseconds=123457), 42.5))
+    recent = datetime.now(UTC) - timedelta(hours=1)
+    raw_points.append((recent, 7.0))
+    await pool.executemany(
+        "INSERT INTO cluster.raw_points VALUES ($1, $2, $3)", [(raw, t, v) for t, v in raw_points]
+    )
+    await pool.executemany(
+        "INSERT INTO cluster.processed_points VALUES ($1, $2, $3)",
+        [(processed, old + timedelta(seconds=90 * i), i / 7) for i in range(960)],
+    )
+    await pool.execute("INSERT INTO cluster.system_points VALUES ($1, $2, -71)", system, old)
+    before = await pool.fetch(ALL_POINTS)
+    views_before = await pool.fetch(
+        "SELECT stream_id, ts, float8send(value) AS bits FROM cluster.readings ORDER BY 1, 2"
+    )
+
+    result = await compact(pool, SETTINGS)
+
+    # Four stream-days (raw on two days, processed and system on one) went; the recent point
+    # stayed a row; the emptied chunks were dropped.
+    assert (result.days, result.points) == (4, len(raw_points) - 1 + 960 + 1)
+    assert result.chunks >= 2
+    assert await pool.fetchval(ROW_TIER) == 1
+    days = await pool.fetch(
+        "SELECT stream_id, day, points, pg_column_compression(vals) AS method"
+        " FROM cluster.point_days ORDER BY stream_id, day"
+    )
+    assert [(r["stream_id"], r["day"], r["points"]) for r in days] == [
+        (raw, older.date(), 2000),
+        (raw, old.date(), 1501),
+        (processed, old.date(), 960),
+        (system, old.date(), 1),
+    ]
+    assert days[0]["method"] == "lz4"  # large arrays are compressed with lz4
+    # Every point comes back with its time to the microsecond and its value bit for bit, from
+    # the readers' function and from the analysts' views.
+    assert await pool.fetch(ALL_POINTS) == before
+    assert (
+        await pool.fetch(
+            "SELECT stream_id, ts, float8send(value) AS bits FROM cluster.readings ORDER BY 1, 2"
+        )
+        == views_before
+    )
+    # Edges and neighbours are found in the compact tier too.
+    edges = await pool.fetchrow(
+        "SELECT cluster.stream_point_edge($1, false) AS first,"
+        " cluster.point_before($1, $2) AS before, cluster.point_from($1, $2) AS after",
+        raw,
+        old + timedelta(hours=9),
+    )
+    assert edges["first"] == older
+    assert edges["before"] == old + timedelta(hours=5, seconds=5 * 499)
+    assert edges["after"] == old + timedelta(hours=9, microseconds=123457)
+    # A second round finds nothing more to do.
+    assert (await compact(pool, SETTINGS)).days == 0
+
+
+async def test_a_write_into_a_compacted_day_moves_it_back_and_compaction_takes_it_again(
+    pool: asyncpg.Pool,
+) -> None:
+    (raw,) = await new_streams(pool, "raw")
+    old = midnight(9)
+    times = [int((old + timedelta(seconds=60 * i)).timestamp()) for i in range(100)]
+    await pool.executemany(
+        "INSERT INTO cluster.raw_points VALUES ($1, to_timestamp($2), 1)",
+        [(raw, t) for t in times],
+    )
+    await compact(pool, SETTINGS)
+    assert await pool.fetchval(ROW_TIER) == 0
+
+    # As ingest writes: a late point and a resent one into the compacted day.
+    late = times[0] + 30
+    async with pool.acquire() as conn, conn.transaction():
+        moved = await conn.fetchval(
+            "SELECT cluster.thaw_points($1::bigint[], $2::bigint[])", [raw, raw], [late, times[5]]
+        )
+        await conn.execute(
+            "INSERT INTO cluster.raw_points SELECT $1, to_timestamp(t), 2"
+            " FROM unnest($2::bigint[]) t ON CONFLICT DO NOTHING",
+            raw,
+            [late, times[5]],
+        )
+    assert moved == 100
+    # The day is in the row tier only, with the late point once and the resent one unchanged.
+    assert await pool.fetchval("SELECT count(*) FROM cluster.point_days") == 0
+    assert await pool.fetchval(ROW_TIER) == 101
+    assert await pool.fetchval(
+        "SELECT value FROM cluster.raw_points WHERE ts = to_timestamp($1)", times[5]
+    ) == pytest.approx(1.0)
+
+    assert (await compact(pool, SETTINGS)).points == 101
+    assert await pool.fetchval(ROW_TIER) == 0
+    # A write into a recent day takes no lock and moves nothing.
+    assert (
+        await pool.fetchval(
+            "SELECT cluster.thaw_points($1::bigint[], $2::bigint[])",
+            [raw],
+            [int(datetime.now(UTC).timestamp())],
+        )
+        == 0
+    )
+
+
+async def test_retention_removes_compacted_days_older_than_the_age_only(pool: asyncpg.Pool) -> None:
+    raw, processed = await new_streams(pool, "raw", "processed")
+    for stream, table in ((raw, "raw_points"), (processed, "processed_points")):
+        for days_ago in (40, 20, 9):
+            await pool.execute(
+                f"INSERT INTO cluster.{table} VALUES ($1, $2, 1)",  # noqa: S608 - fixed names
+                stream,
+                midnight(days_ago) + timedelta(hours=1),
+            )
+    await compact(pool, SETTINGS)
+
+    removed = await enforce(pool, RetentionSettings(raw_days=15))
+
+    left = await pool.fetch("SELECT stream_id, day FROM cluster.point_days ORDER BY 1, 2")
+    assert [(r["stream_id"], r["day"]) for r in left] == [
+        (raw, midnight(9).date()),
+        (processed, midnight(40).date()),
+        (processed, midnight(20).date()),
+        (processed, midnight(9).date()),
+    ]
+    assert removed["raw_compact_days"] == 2
+
+
+async def test_compaction_killed_halfway_loses_and_duplicates_nothing(
+    pool: asyncpg.Pool, own_database: str
+) -> None:
+    streams = await new_streams(pool, *["raw"] * 40)
+    start = midnight(12)
+    # 40 streams x 3 days of a point every 30 s: 120 stream-days, 345,600 points.
+    await pool.execute(
+        "INSERT INTO cluster.raw_points"
+        " SELECT s, $2::timestamptz + make_interval(secs => 30 * i), (i % 97) * 1.5"
+        " FROM unnest($1::bigint[]) s, generate_series(0, 3 * 2880 - 1) i",
+        streams,
+        start,
+    )
+    before = await pool.fetch(ALL_POINTS)
+    env = {**os.environ, "EP_DATABASE_URL": own_database}
+    script = (
+        "import asyncio\n"
+        "from energy_platform.db.pool import create_pool\n"
+        "from energy_platform.engine.compaction import compact\n"
+        "from energy_platform.settings import CompactionSettings, DatabaseSettings\n"
+        "async def main():\n"
+        f"    pool = await create_pool(DatabaseSettings(url={own_database!r}))\n"
+        "    await compact(pool, CompactionSettings(after_days=7))\n"
+        "asyncio.run(main())\n"
+    )
+    worker = await asyncio.create_subprocess_exec(sys.executable, "-c", script, env=env)
+    try:
+        for _ in range(600):
+            done = await pool.fetchval("SELECT count(*) FROM cluster.point_days")
+            if done >= 20:
+                break
+            await asyncio.sleep(0.02)
+        worker.send_signal(signal.SIGKILL)
+    finally:
+        await worker.wait()
+    # (Its last statement may still commit: the server finishes it without its client.)
+    halfway = await pool.fetchval("SELECT count(*) FROM cluster.point_days")
+    assert 20 <= halfway < 100, "the kill came too late to test anything"
+
+    # Every point once, in one tier: nothing lost, nothing twice.
+    assert await pool.fetchval(IN_BOTH) == 0
+    assert await pool.fetch(ALL_POINTS) == before
+    # The next round finishes the job.
+    await compact(pool, SETTINGS)
+    assert await pool.fetchval("SELECT count(*) FROM cluster.point_days") == 120
+    assert await pool.fetchval(ROW_TIER) == 0
+    assert await pool.fetch(ALL_POINTS) == before
+
+
+def test_a_compaction_age_under_two_days_is_refused() -> None:
+    with pytest.raises(ValueError, match="at least 2"):
+        CompactionSettings(after_days=1)
+    assert CompactionSettings(after_days=0).after_days == 0  # never
