@@ -39,6 +39,9 @@ SELECT id, title, enabled, host(http_address), http_port, host(mqtt_address), mq
 FROM provisioning.clusters AS c ORDER BY id
 """
 SET_CLUSTER_ENABLED = "UPDATE provisioning.clusters SET enabled = $1 WHERE id = $2 RETURNING id"
+REPLACE_CLUSTER_DIGEST = (
+    "UPDATE provisioning.clusters SET secret_sha256 = $1 WHERE id = $2 RETURNING id"
+)
 INSERT_HOMEBASE = """
 INSERT INTO provisioning.homebases (sn, partner, type, generation, secret_encrypted)
 VALUES ($1, $2, $3, $4, $5)
@@ -175,6 +178,23 @@ def enable_cluster(settings: Settings, cluster_id: int) -> None:
 def disable_cluster(settings: Settings, cluster_id: int) -> None:
     """Refuse the cluster's API calls (403); its homebases keep booting."""
     _set_enabled(settings, cluster_id, False)
+
+
+@clusters.command("secret")
+@click.argument("cluster_id", type=click.IntRange(1, INT8_MAX))
+@click.pass_obj
+def rotate_cluster_secret(settings: Settings, cluster_id: int) -> None:
+    """Give the cluster a new secret, printed now and never again; the old one is refused
+    (401) at once. Set it as the cluster's EP_CLUSTER_SECRET and restart its services."""
+    secret = new_cluster_secret()
+
+    async def work(conn: asyncpg.Connection) -> None:
+        digest = cluster_secret_digest(secret)
+        if await conn.fetchval(REPLACE_CLUSTER_DIGEST, digest, cluster_id) is None:
+            raise NotFound(f"no cluster has id {cluster_id}")
+
+    run_in_transaction(settings.database, work)
+    emit({"id": cluster_id, "secret": secret})
 
 
 # --- homebases ------------------------------------------------------------------------------

@@ -273,3 +273,46 @@ async def test_a_rotated_token_replaces_the_old_one_and_a_revoked_one_reads_noth
     missing = admin(database_url, "users", "token", "424242424")
     assert missing.returncode == 1
     assert "no user" in missing.stderr
+
+
+async def test_a_user_is_deleted_only_once_their_feeds_are_gone(
+    world: World, database_url: str
+) -> None:
+    user = ok(admin(database_url, "users", "add", f"leaving-{secrets.token_hex(4)}"))
+    feed = ok(
+        admin(
+            database_url,
+            "feeds",
+            "add",
+            "--owner",
+            user["id"],
+            "--homebase",
+            f"C0FFEE{secrets.token_hex(5).upper()}",
+            "--title",
+            "Flat",
+            "--timezone",
+            "UTC",
+            "--subscription-from",
+            "2026-01-01T00:00:00Z",
+            "--subscription-to",
+            "2027-01-01T00:00:00Z",
+        )
+    )
+    # Refused while they own a feed, naming it; nothing changes.
+    refused = admin(database_url, "users", "delete", user["id"])
+    assert refused.returncode == 1
+    assert f"owns feeds {feed['id']}" in refused.stderr
+    assert user["id"] in [u["id"] for u in ok(admin(database_url, "users", "list"))]
+
+    ok(admin(database_url, "feeds", "delete", feed["id"]))
+    deleted = ok(admin(database_url, "users", "delete", user["id"]))
+    assert deleted["deleted"] is True
+    assert user["id"] not in [u["id"] for u in ok(admin(database_url, "users", "list"))]
+    async with httpx.AsyncClient(base_url=world.url) as http:
+        answer = await http.get(
+            f"/users/{user['id']}/feeds", headers={"Authorization": f"Bearer {user['token']}"}
+        )
+    assert answer.status_code == 401
+    again = admin(database_url, "users", "delete", user["id"])
+    assert again.returncode == 1
+    assert "no user" in again.stderr

@@ -65,3 +65,52 @@ async def test_grant_refuses_unknown_customers_and_bad_serials(
 ) -> None:
     with pytest.raises(SystemExit):
         await run_admin_async(settings, "customers", "grant", *args)
+
+
+async def test_a_customer_token_rotates_and_a_deleted_customer_ends_its_registrations(
+    api: str, settings: Settings, db: asyncpg.Connection
+) -> None:
+    added = await run_admin_async(settings, "customers", "add", f"rotating-{new_sn()}")
+    sn = new_sn()
+    await run_admin_async(settings, "customers", "grant", added["id"], sn)
+
+    async def status(token: str) -> int:
+        headers = {"Authorization": f"Bearer {token}"}
+        async with httpx.AsyncClient(base_url=api, headers=headers) as client:
+            return (await client.get("/register")).status_code
+
+    async with httpx.AsyncClient(
+        base_url=api, headers={"Authorization": f"Bearer {added['token']}"}
+    ) as client:
+        assert (await client.post(f"/register/{sn}")).status_code == 201
+
+    rotated = await run_admin_async(settings, "customers", "token", added["name"])
+    assert rotated["id"] == added["id"]
+    assert rotated["token"] != added["token"]
+    assert await status(added["token"]) == 401  # at once
+    assert await status(rotated["token"]) == 200
+    revoked = await run_admin_async(settings, "customers", "token", added["id"], "--revoke")
+    assert revoked["revoked"] is True
+    assert "token" not in revoked
+    assert await status(rotated["token"]) == 401
+
+    deleted = await run_admin_async(settings, "customers", "delete", added["id"])
+    assert deleted == {
+        "id": added["id"],
+        "name": added["name"],
+        "created_at": added["created_at"],
+        "deleted": True,
+        "unregistered": [sn],
+    }
+    # Nothing of it is left: no registration (its feed is visible again), no period that
+    # retention would keep points for, no grant.
+    for table in ("registrations", "registration_periods", "grants"):
+        assert (
+            await db.fetchval(
+                f"SELECT count(*) FROM forwarder.{table} WHERE homebase_sn = $1",  # noqa: S608
+                sn,
+            )
+            == 0
+        )
+    with pytest.raises(SystemExit):  # "no customer ...", exit status 1
+        await run_admin_async(settings, "customers", "delete", added["id"])

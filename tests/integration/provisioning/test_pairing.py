@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import httpx
 import psycopg
+import pytest
 
 from tests.support.admin import run_admin
 from tests.support.provisioning import Stack, add_cluster, add_homebase, homebase_row
@@ -167,3 +168,24 @@ async def test_a_disabled_cluster_is_refused_until_enabled_again(
     assert unchanged is not None
     assert unchanged["cluster_id"] is None
     assert accepted.status_code == 200
+
+
+async def test_a_rotated_cluster_secret_works_at_once_and_the_old_one_is_refused(
+    stack: Stack, http: httpx.AsyncClient
+) -> None:
+    cluster = add_cluster(stack.settings)
+    sn = add_homebase(stack.settings)
+    url = f"{stack.base}/device/{sn}/"
+    assert (await http.post(url + "pair/", headers=cluster.auth)).status_code == 200
+    assert (await http.get(url, headers=cluster.auth)).status_code == 200
+
+    rotated = run_admin(stack.settings, "clusters", "secret", str(cluster.id))
+
+    assert rotated["id"] == cluster.id
+    old = await http.get(url, headers=cluster.auth)
+    assert old.status_code == 401
+    assert old.headers["content-type"] == "application/problem+json"
+    new = await http.get(url, headers={"X-SvcClusterAuth": rotated["secret"]})
+    assert new.status_code == 200
+    with pytest.raises(SystemExit):  # "no cluster has id ...", exit status 1
+        run_admin(stack.settings, "clusters", "secret", "2147483000")

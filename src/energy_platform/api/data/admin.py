@@ -35,6 +35,11 @@ LIST_USERS = "SELECT id, name, is_admin, created_at FROM cluster.users ORDER BY 
 REPLACE_USER_DIGEST = """
 UPDATE cluster.users SET token_sha256 = $2 WHERE id = $1
 RETURNING id, name, is_admin, created_at"""
+# A user who still owns feeds is not deleted (the feeds and their points would lose their
+# owner); notifications go with the user (ON DELETE CASCADE).
+FEEDS_OWNED = "SELECT array_agg(id ORDER BY id) FROM cluster.feeds WHERE owner_id = $1"
+DELETE_USER = """
+DELETE FROM cluster.users WHERE id = $1 RETURNING id, name, is_admin, created_at"""
 INSERT_FEED = """
 INSERT INTO cluster.feeds (owner_id, homebase_sn, subscription_from, subscription_to)
 VALUES ($1, $2, $3, $4)
@@ -160,6 +165,29 @@ def user_token(settings: Settings, user_id: str, revoke: bool) -> None:
         if revoke:
             return {**_user(row), "revoked": True}
         return NewUser(**_user(row), token=token)
+
+    emit(run_in_transaction(settings.database, work))
+
+
+@users.command("delete")
+@click.argument("user_id")
+@click.pass_obj
+def delete_user(settings: Settings, user_id: str) -> None:
+    """Delete a user and their notifications. Refused while they own feeds: delete those first
+    (``feeds delete``), which removes their points."""
+    uid = parse_id(user_id, "user")
+
+    async def work(conn: asyncpg.Connection) -> Any:
+        owned = await conn.fetchval(FEEDS_OWNED, uid)
+        if owned:
+            listed = ", ".join(str(f) for f in owned)
+            raise InvalidInput(
+                f"user {user_id} owns feeds {listed}: delete them first (admin feeds delete)"
+            )
+        row = await conn.fetchrow(DELETE_USER, uid)
+        if row is None:
+            raise NotFound(f"no user {user_id!r}")
+        return {**_user(row), "deleted": True}
 
     emit(run_in_transaction(settings.database, work))
 

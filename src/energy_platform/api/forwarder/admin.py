@@ -38,6 +38,16 @@ unregistered AS (
     RETURNING homebase_sn)
 SELECT (SELECT count(*) FROM revoked) AS revoked,
        ARRAY(SELECT homebase_sn FROM unregistered ORDER BY 1) AS unregistered"""
+REPLACE_CUSTOMER_DIGEST = """
+UPDATE forwarder.customers SET token_sha256 = $2 WHERE id = $1 RETURNING id, name, created_at"""
+# Deleting a customer: its registrations end first (the triggers close their periods), then
+# the periods go too, so that retention no longer keeps points for a customer that is gone;
+# grants, configuration, delivery state and log go with the customer (ON DELETE CASCADE).
+UNREGISTER_ALL = """
+DELETE FROM forwarder.registrations WHERE customer_id = $1 RETURNING homebase_sn"""
+DELETE_CUSTOMER = """
+WITH periods AS (DELETE FROM forwarder.registration_periods WHERE customer_id = $1)
+DELETE FROM forwarder.customers WHERE id = $1 RETURNING id, name, created_at"""
 
 
 class Customer(msgspec.Struct):
@@ -68,6 +78,22 @@ class Revoked(msgspec.Struct):
 class NewCustomer(Customer):
     token: str
     """Shown once: only its SHA-256 is stored."""
+
+
+class RevokedCustomer(Customer):
+    revoked: bool
+
+
+class DeletedCustomer(Customer):
+    deleted: bool
+    unregistered: list[str]
+    """The homebases that were registered to the customer: their feeds are visible again."""
+
+
+def _customer_of(row: asyncpg.Record | None, customer: str) -> Customer:
+    if row is None:
+        raise NotFound(f"no customer with id or name {customer!r}")
+    return Customer(str(row["id"]), row["name"], row["created_at"].isoformat())
 
 
 @click.group("customers", cls=CommandGroup)
@@ -159,6 +185,46 @@ def revoke(settings: Settings, customer: str, serials: tuple[str, ...]) -> None:
         row = await conn.fetchrow(REVOKE, customer_id, wanted)
         assert row is not None  # noqa: S101 - an aggregate row is always returned
         return Revoked(str(customer_id), wanted, row["unregistered"])
+
+    emit(run_in_transaction(settings.database, work))
+
+
+@customers.command("token")
+@click.argument("customer")
+@click.option("--revoke", is_flag=True, help="Give no new token: the customer is locked out.")
+@click.pass_obj
+def customer_token(settings: Settings, customer: str, revoke: bool) -> None:
+    """Rotate CUSTOMER's (id or name) bearer token (prints the new one, shown only this once)
+    or revoke it; the old token stops working at once."""
+    # A revoked customer keeps a digest nobody holds the token of: the column stays set.
+    token = new_token()
+
+    async def work(conn: asyncpg.Connection) -> Customer:
+        customer_id = await _customer(conn, customer)
+        row = await conn.fetchrow(REPLACE_CUSTOMER_DIGEST, customer_id, token_digest(token))
+        c = _customer_of(row, customer)
+        if revoke:
+            return RevokedCustomer(c.id, c.name, c.created_at, revoked=True)
+        return NewCustomer(c.id, c.name, c.created_at, token=token)
+
+    emit(run_in_transaction(settings.database, work))
+
+
+@customers.command("delete")
+@click.argument("customer")
+@click.pass_obj
+def delete_customer(settings: Settings, customer: str) -> None:
+    """Delete CUSTOMER (id or name): its registrations end (the homebases' feeds are visible to
+    their owners again), its grants, configuration and delivery log go; the forwarder points
+    of its homebases stay until retention removes them."""
+
+    async def work(conn: asyncpg.Connection) -> DeletedCustomer:
+        customer_id = await _customer(conn, customer)
+        unregistered = sorted(
+            r["homebase_sn"] for r in await conn.fetch(UNREGISTER_ALL, customer_id)
+        )
+        c = _customer_of(await conn.fetchrow(DELETE_CUSTOMER, customer_id), customer)
+        return DeletedCustomer(c.id, c.name, c.created_at, deleted=True, unregistered=unregistered)
 
     emit(run_in_transaction(settings.database, work))
 
