@@ -124,14 +124,3 @@ END
 $$;
 COMMENT ON FUNCTION cluster.thaw_days(bigint[], date[]) IS
     'Move the given stream-days from the compact tier back into the row tier before a write into them; returns the points moved.';
-
--- The same for the points about to be written: (stream, Unix time) pairs, as ingest has them.
-CREATE OR REPLACE FUNCTION cluster.thaw_points(p_streams bigint[], p_times bigint[])
-RETURNS integer LANGUAGE sql AS $$
-    SELECT coalesce(cluster.thaw_days(array_agg(s), array_agg(d)), 0)
-      FROM (SELECT DISTINCT s, (to_timestamp(t) AT TIME ZONE 'UTC')::date AS d
-              FROM unnest(p_streams, p_times) AS u (s, t)
-             WHERE t < extract(epoch FROM now()) - 86400) old
-$$;
-COMMENT ON FUNCTION cluster.thaw_points(bigint[], bigint[]) IS
-    'Move the stream-days of points about to be written (stream ids, Unix times) back into the row tier; returns the points moved.';

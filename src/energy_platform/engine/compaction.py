@@ -11,7 +11,7 @@ point from slipping into a chunk as it goes. docs/schema.md#tiers.
 from __future__ import annotations
 
 import asyncio
-from datetime import date, datetime
+from datetime import datetime
 
 import asyncpg
 import msgspec
@@ -85,18 +85,12 @@ async def compact(
             oldest = await pool.fetch(OLDEST_DAYS, streams, cutoff)
             if not oldest:
                 break
-            for row in oldest:
-                points += await compact_day(pool, row["stream_id"], row["day"])
+            for row in oldest:  # a transaction each
+                points += await pool.fetchval(COMPACT_DAY, row["stream_id"], row["day"])
                 days += 1
     chunks = 0 if stop is not None and stop.is_set() else await drop_emptied(pool, cutoff)
     COMPACTED.inc(points)
     return CompactionResult(days=days, points=points, chunks=chunks)
-
-
-async def compact_day(pool: asyncpg.Pool, stream_id: int, day: date) -> int:
-    """Move one stream-day into the compact tier, in a transaction of its own."""
-    points: int = await pool.fetchval(COMPACT_DAY, stream_id, day)
-    return points
 
 
 async def drop_emptied(pool: asyncpg.Pool, cutoff: datetime) -> int:

@@ -27,6 +27,29 @@ def admin(database_url: str, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def add_feed(
+    database_url: str, owner: str, homebase: str, title: str, timezone: str, offset: str = "Z"
+) -> subprocess.CompletedProcess[str]:
+    """``admin feeds add`` with a subscription for the year 2026 at UTC offset ``offset``."""
+    return admin(
+        database_url,
+        "feeds",
+        "add",
+        "--owner",
+        owner,
+        "--homebase",
+        homebase,
+        "--title",
+        title,
+        "--timezone",
+        timezone,
+        "--subscription-from",
+        f"2026-01-01T00:00:00{offset}",
+        "--subscription-to",
+        f"2027-01-01T00:00:00{offset}",
+    )
+
+
 def snapshot(database_url: str) -> list[tuple[Any, ...]]:
     with psycopg.connect(database_url) as conn:
         return conn.execute(
@@ -47,23 +70,7 @@ async def test_a_new_users_token_reads_the_feed_the_operator_added(
 ) -> None:
     user = ok(admin(database_url, "users", "add", "carol"))
     feed = ok(
-        admin(
-            database_url,
-            "feeds",
-            "add",
-            "--owner",
-            user["id"],
-            "--homebase",
-            "C0FFEE0000000001",
-            "--title",
-            "Cottage",
-            "--timezone",
-            "Europe/Prague",
-            "--subscription-from",
-            "2026-01-01T00:00:00+01:00",
-            "--subscription-to",
-            "2027-01-01T00:00:00+01:00",
-        )
+        add_feed(database_url, user["id"], "C0FFEE0000000001", "Cottage", "Europe/Prague", "+01:00")
     )
     listed = ok(admin(database_url, "users", "list"))
 
@@ -280,23 +287,7 @@ async def test_a_user_is_deleted_only_once_their_feeds_are_gone(
 ) -> None:
     user = ok(admin(database_url, "users", "add", f"leaving-{secrets.token_hex(4)}"))
     feed = ok(
-        admin(
-            database_url,
-            "feeds",
-            "add",
-            "--owner",
-            user["id"],
-            "--homebase",
-            f"C0FFEE{secrets.token_hex(5).upper()}",
-            "--title",
-            "Flat",
-            "--timezone",
-            "UTC",
-            "--subscription-from",
-            "2026-01-01T00:00:00Z",
-            "--subscription-to",
-            "2027-01-01T00:00:00Z",
-        )
+        add_feed(database_url, user["id"], f"C0FFEE{secrets.token_hex(5).upper()}", "Flat", "UTC")
     )
     # Refused while they own a feed, naming it; nothing changes.
     refused = admin(database_url, "users", "delete", user["id"])

@@ -148,7 +148,7 @@ async def test_a_write_into_a_compacted_day_moves_it_back_and_compaction_takes_i
     late = times[0] + 30
     async with pool.acquire() as conn, conn.transaction():
         moved = await conn.fetchval(
-            "SELECT cluster.thaw_points($1::bigint[], $2::bigint[])", [raw, raw], [late, times[5]]
+            "SELECT cluster.thaw_days($1::bigint[], $2::date[])", [raw, raw], [old.date()] * 2
         )
         await conn.execute(
             "INSERT INTO cluster.raw_points SELECT $1, to_timestamp(t), 2"
@@ -169,9 +169,9 @@ async def test_a_write_into_a_compacted_day_moves_it_back_and_compaction_takes_i
     # A write into a recent day takes no lock and moves nothing.
     assert (
         await pool.fetchval(
-            "SELECT cluster.thaw_points($1::bigint[], $2::bigint[])",
+            "SELECT cluster.thaw_days($1::bigint[], $2::date[])",
             [raw],
-            [int(datetime.now(UTC).timestamp())],
+            [datetime.now(UTC).date()],
         )
         == 0
     )
@@ -253,3 +253,6 @@ def test_a_compaction_age_under_two_days_is_refused() -> None:
     with pytest.raises(ValueError, match="at least 2"):
         CompactionSettings(after_days=1)
     assert CompactionSettings(after_days=0).after_days == 0  # never
+    for bad in ({"after_days": -1}, {"interval": 0}, {"page": 0}):
+        with pytest.raises(ValueError, match="EP_COMPACTION_"):
+            CompactionSettings(**bad)  # type: ignore[arg-type]

@@ -4,6 +4,7 @@ ranges in one transaction, so a batch is stored whole or not at all."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import date
 from typing import TypeVar
 
 import asyncpg
@@ -64,9 +65,11 @@ WITH added AS (
     RETURNING stream_id, ts)
 INSERT INTO cluster.rollup_work (stream_id, span)
 SELECT stream_id, tstzrange(min(ts), max(ts), '[]') FROM added GROUP BY stream_id"""
-# Late points into days the compaction took: those days go back to the row tier first, in the
-# same transaction and under the compaction's lock (a no-op for points of the last day).
-THAW_POINTS = "SELECT cluster.thaw_points($1::bigint[], $2::bigint[])"
+# Late points into days the compaction took: those (stream, UTC day) pairs go back to the row
+# tier first, in the same transaction and under the compaction's lock (cluster.thaw_days skips
+# days it cannot have taken: a no-op, without a lock, for live data).
+THAW_DAYS = "SELECT cluster.thaw_days($1::bigint[], $2::date[])"
+UNIX_EPOCH = date(1970, 1, 1).toordinal()
 FORWARDER_POINTS_INSERT = """
 INSERT INTO forwarder.points (stream_id, ts, value)
 SELECT s, to_timestamp(t), v FROM unnest($1::bigint[], $2::bigint[], $3::float8[]) AS u(s, t, v)
@@ -171,6 +174,7 @@ class PointStore:
             cluster_ids = {**self._cluster_ids, **new_cluster}
             forwarder_ids = {**self._forwarder_ids, **new_forwarder}
             raw, system, forwarded = _Columns(), _Columns(), _Columns()
+            days: set[tuple[int, int]] = set()  # (stream, UTC day number) of cluster points
             newest: dict[tuple[int, int], int] = {}
             count = 0
             for accepted in batch:
@@ -181,12 +185,15 @@ class PointStore:
                         forwarded.add(forwarder_ids[forwarder_key(accepted.route.sn, r)], r)
                     else:
                         columns = raw if r.source is None else system
-                        columns.add(cluster_ids[cluster_key(feed_id, r)], r)
+                        stream = cluster_ids[cluster_key(feed_id, r)]
+                        columns.add(stream, r)
+                        days.update((stream, d) for d in {t // 86_400 for t in r.times})
                         channel = (feed_id, r.channel)
                         newest[channel] = max(newest.get(channel, 0), max(r.times))
-            if raw.streams or system.streams:
+            if days:
+                streams, numbers = zip(*sorted(days), strict=True)
                 await conn.execute(
-                    THAW_POINTS, raw.streams + system.streams, raw.times + system.times
+                    THAW_DAYS, streams, [date.fromordinal(UNIX_EPOCH + d) for d in numbers]
                 )
             for statement, columns in (
                 (RAW_POINTS_INSERT, raw),
