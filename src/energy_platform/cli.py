@@ -14,6 +14,7 @@ from energy_platform.api.data import admin as data_admin
 from energy_platform.api.forwarder import admin as forwarder_admin
 from energy_platform.console import CommandGroup, emit, fail
 from energy_platform.db import migrations
+from energy_platform.devices import admin as devices_admin
 from energy_platform.devices.simulate import simulate
 from energy_platform.engine import admin as engine_admin
 from energy_platform.errors import PlatformError
@@ -27,6 +28,7 @@ ADMIN_GROUPS: list[click.Command] = [
     *provisioning_admin.GROUPS,
     *engine_admin.GROUPS,
     *forwarder_admin.GROUPS,
+    *devices_admin.GROUPS,
 ]
 
 

@@ -15,6 +15,7 @@ from energy_platform.api.server import HttpService
 from energy_platform.devices.coap import CoapService, CoapSite
 from energy_platform.devices.coap_data import add_data_resources
 from energy_platform.devices.ingest import IngestService
+from energy_platform.devices.pairing import account_reconciliation
 from energy_platform.engine.compaction import compaction
 from energy_platform.engine.forwarding import DeliveryService
 from energy_platform.engine.retention import retention
@@ -52,6 +53,7 @@ BUILDERS: dict[str, Callable[[Settings, CoapSite], list[Service]]] = {
         NotificationRules(s.database, s.rules),
         retention(s.database, s.retention),
         compaction(s.database, s.compaction),
+        *account_reconciliation(s),
     ],
 }
 

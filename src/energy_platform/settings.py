@@ -32,7 +32,7 @@ class MqttSettings(msgspec.Struct, frozen=True, kw_only=True):
     """Broker URL with the ingest service's account, ``mqtt://user:password@host:port``."""
     accounts_url: str = ""
     """Broker URL with the account that manages homebase accounts (dynamic security admin);
-    empty: pairing gives no broker account (a broker without the plugin)."""
+    required wherever this cluster pairs homebases (with ``EP_CLUSTER_SECRET``)."""
     client_id: str = "energy-platform-ingest"
     """Client id of the persistent ingest session; each ingest worker needs its own."""
     share_group: str = "ingest"
@@ -126,10 +126,20 @@ class ClusterSettings(msgspec.Struct, frozen=True, kw_only=True):
     """Base URL of the provisioning service this cluster is registered with."""
     secret: str = ""
     """This cluster's authorisation secret (``X-SvcClusterAuth``), from ``admin clusters add``."""
+    accounts_sync_interval: float = 600.0
+    """Seconds between the engine's reconciliations of the broker's homebase accounts with this
+    cluster's pairings (``admin broker-accounts sync``); 0: never. Only with a secret."""
+
+    def __post_init__(self) -> None:
+        if self.accounts_sync_interval < 0:
+            raise ValueError("EP_CLUSTER_ACCOUNTS_SYNC_INTERVAL must be >= 0")
 
     def __repr__(self) -> str:
         state = "<set>" if self.secret else "<unset>"
-        return f"ClusterSettings(provisioning_url={self.provisioning_url!r}, secret={state})"
+        return (
+            f"ClusterSettings(provisioning_url={self.provisioning_url!r}, secret={state},"
+            f" accounts_sync_interval={self.accounts_sync_interval!r})"
+        )
 
 
 class IngestSettings(msgspec.Struct, frozen=True, kw_only=True):

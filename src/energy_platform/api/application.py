@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 from litestar import Litestar
@@ -34,6 +34,7 @@ def build_app(
     description: str = "",
     authenticating: Mapping[str, Authentication] | None = None,
     stateless_queries: bool = False,
+    lifespan: Sequence[Callable[[Litestar], AbstractAsyncContextManager[None]]] = (),
 ) -> Litestar:
     """A Litestar app for service ``name`` with the platform's common parts.
 
@@ -41,7 +42,8 @@ def build_app(
     the statuses they answer (``{"caller": bearer(...)}``): the OpenAPI document lists them on
     every operation that uses one (see ``openapi.document_problems``).
     ``stateless_queries``: see :func:`create_pool`. Handlers get the pool as the dependency
-    ``pool`` (``api/database.py``).
+    ``pool`` (``api/database.py``). ``lifespan``: the app's own resources, opened after the
+    pool.
     """
 
     @asynccontextmanager
@@ -58,7 +60,7 @@ def build_app(
     handlers: list[Any] = [healthz, readyz, MetricsController, schema_assets(), *route_handlers]
     app = Litestar(
         route_handlers=handlers,
-        lifespan=[database],
+        lifespan=[database, *lifespan],
         dependencies=POOL,
         middleware=[prometheus.middleware],
         exception_handlers=EXCEPTION_HANDLERS,

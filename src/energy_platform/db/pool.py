@@ -6,11 +6,15 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import asyncpg
+from asyncpg.pool import PoolConnectionProxy
 
 from energy_platform.errors import Unavailable
 from energy_platform.settings import DatabaseSettings
 
 PROBE_TIMEOUT = 2.0
+
+Connection = asyncpg.Connection | PoolConnectionProxy
+"""A connection of its own or one lent by a pool."""
 
 
 async def create_pool(

@@ -21,6 +21,7 @@ import msgspec
 
 from energy_platform.devices.codec.envelope import mqtt_password
 from energy_platform.errors import ConfigurationError, Unavailable
+from energy_platform.provisioning.serials import SERIAL_NUMBER
 from energy_platform.settings import MqttSettings
 
 CONTROL = "$CONTROL/dynamic-security/v1"
@@ -31,6 +32,26 @@ class _Result(msgspec.Struct, rename="camel"):
     command: str
     error: str | None = None
     correlation_data: str | None = None
+    data: msgspec.Raw = msgspec.field(default_factory=lambda: msgspec.Raw(b"{}"))
+
+
+class _Acl(msgspec.Struct):
+    acltype: str
+    topic: str
+    allow: bool = False
+
+
+class _Role(msgspec.Struct):
+    rolename: str
+    acls: list[_Acl] = []
+
+
+class _Roles(msgspec.Struct):
+    roles: list[_Role]
+
+
+class _Clients(msgspec.Struct):
+    clients: list[str]
 
 
 class _Response(msgspec.Struct):
@@ -41,18 +62,16 @@ def role_name(sn: str) -> str:
     return f"homebase-{sn}"
 
 
+def _topics(mqtt: MqttSettings, sn: str) -> list[str]:
+    return [f"{mqtt.topic_prefix}homebases/{sn}/{leaf}" for leaf in ("data", "status")]
+
+
 async def give_account(mqtt: MqttSettings, sn: str, secret: bytes) -> None:
-    """Create (or renew) the broker account of homebase ``sn``; a no-op without an accounts
-    URL (a broker without the plugin)."""
+    """Create (or renew) the broker account of homebase ``sn``."""
     role = role_name(sn)
     acls = [
-        {
-            "acltype": "publishClientSend",
-            "topic": f"{mqtt.topic_prefix}homebases/{sn}/{leaf}",
-            "priority": 0,
-            "allow": True,
-        }
-        for leaf in ("data", "status")
+        {"acltype": "publishClientSend", "topic": topic, "priority": 0, "allow": True}
+        for topic in _topics(mqtt, sn)
     ]
     await _run(
         mqtt,
@@ -83,6 +102,35 @@ async def remove_account(mqtt: MqttSettings, sn: str) -> None:
     )
 
 
+async def homebase_accounts(mqtt: MqttSettings) -> set[str]:
+    """Serial numbers of the homebases that have an account this cluster gave: a login named
+    after the SN whose role allows exactly this cluster's topics for it. Accounts of other
+    clusters on a shared broker (another topic prefix) and the services' own are not among
+    them."""
+    listed = await _run(
+        mqtt,
+        [],
+        [
+            {"command": "listClients", "verbose": False, "count": -1, "offset": 0},
+            {"command": "listRoles", "verbose": True, "count": -1, "offset": 0},
+        ],
+    )
+    clients, roles = (r.data for r in listed)
+    try:
+        logins = set(msgspec.json.decode(clients, type=_Clients).clients)
+        granted = {
+            role.rolename: {a.topic for a in role.acls if a.allow}
+            for role in msgspec.json.decode(roles, type=_Roles).roles
+        }
+    except msgspec.DecodeError as e:
+        raise Unavailable(f"the broker's account service sent an unreadable list: {e}") from e
+    return {
+        sn
+        for sn in logins
+        if SERIAL_NUMBER.fullmatch(sn) and granted.get(role_name(sn)) == set(_topics(mqtt, sn))
+    }
+
+
 def require_accounts(mqtt: MqttSettings) -> None:
     """A paired homebase needs its broker account: without the setting that gives accounts it
     could never connect, so pairing without it is an error, never a silent skip."""
@@ -96,8 +144,9 @@ def require_accounts(mqtt: MqttSettings) -> None:
 
 async def _run(
     mqtt: MqttSettings, tolerant: list[dict[str, Any]], strict: list[dict[str, Any]]
-) -> None:
-    """Send the commands; errors of ``tolerant`` ones (deleting what is not there) are fine."""
+) -> list[_Result]:
+    """Send the commands; errors of ``tolerant`` ones (deleting what is not there) are fine.
+    The results of the ``strict`` ones."""
     require_accounts(mqtt)
     url = urlsplit(mqtt.accounts_url)
     if url.scheme != "mqtt" or not url.hostname:
@@ -134,6 +183,8 @@ async def _run(
         raise Unavailable(f"the broker's account service is unreachable: {e!r}") from e
     if response is None:
         raise Unavailable("the broker's account service did not answer")
-    failed = [f"{r.command}: {r.error}" for r in response.responses[len(tolerant) :] if r.error]
+    results = response.responses[len(tolerant) :]
+    failed = [f"{r.command}: {r.error}" for r in results if r.error]
     if failed:
         raise Unavailable(f"the broker refused: {'; '.join(failed)}")
+    return results

@@ -16,11 +16,10 @@ from datetime import datetime, timedelta
 
 import asyncpg
 import msgspec
-from asyncpg.pool import PoolConnectionProxy
+
+from energy_platform.db.pool import Connection
 
 BUCKET = timedelta(seconds=90)
-# A connection of its own or one lent by a pool.
-Connection = asyncpg.Connection | PoolConnectionProxy
 
 # Claims a bounded batch of ingest's dirty ranges (SKIP LOCKED: workers take disjoint rows).
 # Per raw stream the written periods are merged, then widened: to the bucket of the previous

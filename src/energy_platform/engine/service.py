@@ -16,8 +16,8 @@ import structlog
 from prometheus_client import Counter
 
 from energy_platform.background import sleep_unless_stopped
-from energy_platform.db.pool import create_pool
-from energy_platform.engine.processing import BUCKET, Connection, intake, process_batch
+from energy_platform.db.pool import Connection, create_pool
+from energy_platform.engine.processing import BUCKET, intake, process_batch
 from energy_platform.engine.rollups import rollup_batch
 from energy_platform.settings import DatabaseSettings, EngineSettings
 

@@ -18,9 +18,13 @@ class PairingBody(msgspec.Struct):
     your_device: bool
 
 
+class PairedBody(msgspec.Struct):
+    homebases: list[str]
+
+
 class ProvisioningClient:
     def __init__(self, settings: ClusterSettings, http: httpx.AsyncClient) -> None:
-        self._base = settings.provisioning_url.rstrip("/") + "/api/device"
+        self._api = settings.provisioning_url.rstrip("/") + "/api"
         self._auth = {"X-SvcClusterAuth": settings.secret}
         self._http = http
 
@@ -65,9 +69,21 @@ class ProvisioningClient:
         if response.status_code not in (304, 404):
             self._check(response)
 
-    async def _call(self, method: str, path: str) -> httpx.Response:
+    async def paired(self) -> list[str]:
+        """Serial numbers of every homebase paired to this cluster."""
+        response = await self._call("GET", "homebases/", under="cluster")
+        if response.status_code in (401, 403):
+            raise Unavailable(f"provisioning refuses this cluster ({response.status_code})")
+        self._check(response)
         try:
-            return await self._http.request(method, f"{self._base}/{path}", headers=self._auth)
+            return msgspec.json.decode(response.content, type=PairedBody).homebases
+        except msgspec.DecodeError as e:
+            raise Unavailable("provisioning sent a malformed list of homebases") from e
+
+    async def _call(self, method: str, path: str, *, under: str = "device") -> httpx.Response:
+        url = f"{self._api}/{under}/{path}"
+        try:
+            return await self._http.request(method, url, headers=self._auth)
         except httpx.HTTPError as e:
             raise Unavailable(f"provisioning unreachable: {type(e).__name__}") from e
 

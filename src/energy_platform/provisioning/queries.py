@@ -23,6 +23,8 @@ WHERE h.sn = $1
 
 HOMEBASE_PAIRING = "SELECT cluster_id FROM provisioning.homebases WHERE sn = $1"
 
+PAIRED_TO = "SELECT sn FROM provisioning.homebases WHERE cluster_id = $1 ORDER BY sn"
+
 PAIRED_CIPHERTEXT = "SELECT cluster_id, secret_encrypted FROM provisioning.homebases WHERE sn = $1"
 
 # Pairs only an unpaired homebase: a second cluster cannot take over a pairing.

@@ -6,8 +6,12 @@ from urllib.parse import urlsplit
 
 import aiomqtt
 import asyncpg
+import httpx
+import msgspec
 import pytest
 
+from energy_platform.devices.broker_accounts import give_account, remove_account
+from energy_platform.devices.pairing import account_reconciliation
 from energy_platform.devices.simulator import (
     SimulatedHomebase,
     data_topic,
@@ -17,7 +21,8 @@ from energy_platform.devices.simulator import (
 from energy_platform.settings import MqttSettings
 from tests.support.admin import run_admin_async
 from tests.support.platform import Platform, paired_homebase, publish_as
-from tests.support.services import eventually
+from tests.support.provisioning import add_homebase
+from tests.support.services import eventually, running
 
 
 def client(mqtt: MqttSettings, username: str | None, password: str | None) -> aiomqtt.Client:
@@ -110,3 +115,67 @@ async def test_unpairing_removes_the_homebase_account(platform: Platform) -> Non
     with pytest.raises(aiomqtt.MqttError):
         async with homebase_client(platform.settings.mqtt, sn, secret):
             pass
+
+
+async def pair_directly(platform: Platform, sn: str) -> bytes:
+    """Pair ``sn`` the way no command of this cluster does (an operator at provisioning, an
+    older release): no broker account comes with it. Its secret."""
+    auth = {"X-SvcClusterAuth": platform.settings.cluster.secret}
+    async with httpx.AsyncClient(base_url=platform.provisioning + "/api", headers=auth) as http:
+        assert (await http.post(f"/device/{sn}/pair/")).status_code == 200
+        return bytes.fromhex((await http.get(f"/device/{sn}/secret/")).json()["secret"])
+
+
+async def logs_in(mqtt: MqttSettings, sn: str, secret: bytes) -> bool:
+    try:
+        async with homebase_client(mqtt, sn, secret, will=False):
+            return True
+    except aiomqtt.MqttError:
+        return False
+
+
+async def test_sync_puts_accounts_in_step_with_this_clusters_pairings_both_ways(
+    platform: Platform,
+) -> None:
+    s = platform.settings
+    unaccounted = add_homebase(s)
+    secret = await pair_directly(platform, unaccounted)
+    stale, stale_secret = add_homebase(s), secrets.token_bytes(256)
+    await give_account(s.mqtt, stale, stale_secret)  # an account, but no pairing here
+    # Another cluster's homebase on the same broker (its own topic prefix) is not this
+    # cluster's to remove.
+    elsewhere = msgspec.structs.replace(s.mqtt, topic_prefix=f"other-{secrets.token_hex(3)}/")
+    foreign, foreign_secret = add_homebase(s), secrets.token_bytes(256)
+    await give_account(elsewhere, foreign, foreign_secret)
+    assert not await logs_in(s.mqtt, unaccounted, secret)
+
+    done = await run_admin_async(s, "broker-accounts", "sync")
+
+    assert unaccounted in done["given"]
+    assert done["removed"] == [stale]
+    assert await logs_in(s.mqtt, unaccounted, secret)
+    assert not await logs_in(s.mqtt, stale, stale_secret)
+    assert await logs_in(elsewhere, foreign, foreign_secret)
+    again = await run_admin_async(s, "broker-accounts", "sync")
+    assert (again["given"], again["removed"]) == ([], [])  # in step: nothing to do
+    await remove_account(elsewhere, foreign)
+
+
+async def test_the_engine_reconciles_accounts_on_its_own(platform: Platform) -> None:
+    cluster = msgspec.structs.replace(platform.settings.cluster, accounts_sync_interval=0.2)
+    s = msgspec.structs.replace(platform.settings, cluster=cluster)
+    sn = add_homebase(s)
+    async with running(*account_reconciliation(s)):
+        secret = await pair_directly(platform, sn)
+        await eventually(lambda: logs_in(s.mqtt, sn, secret), within=10)
+
+
+async def test_sync_without_the_cluster_secret_says_what_to_set(
+    platform: Platform, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cluster = msgspec.structs.replace(platform.settings.cluster, secret="")
+    with pytest.raises(SystemExit):
+        await run_admin_async(
+            msgspec.structs.replace(platform.settings, cluster=cluster), "broker-accounts", "sync"
+        )
+    assert "EP_CLUSTER_SECRET is not set" in capsys.readouterr().err

@@ -63,7 +63,7 @@ async def test_deleting_a_feed_removes_its_data_and_unpairs_the_homebase(
             " (SELECT count(*) FROM cluster.raw_points WHERE stream_id = %s)",
             (feed["id"], stream[0]),
         ).fetchone()
-    assert deleted == {"deleted": feed["id"], "homebase": sn}
+    assert deleted == {"deleted": feed["id"], "homebase": sn, "unpaired": True}
     assert status["paired"] is False
     assert left == (0, 0)
 

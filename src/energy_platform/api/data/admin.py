@@ -12,19 +12,13 @@ from typing import Any
 
 import asyncpg
 import click
-import httpx
 import msgspec
 
 from energy_platform.api.data.views import render_feeds, render_streams
 from energy_platform.console import CommandGroup, emit, parse_instant, run_in_transaction
-from energy_platform.devices.broker_accounts import (
-    give_account,
-    remove_account,
-    require_accounts,
-)
+from energy_platform.devices.pairing import Pairings
 from energy_platform.errors import InvalidInput, NotFound
 from energy_platform.inputs import checked_text, parse_id
-from energy_platform.provisioning.client import ProvisioningClient
 from energy_platform.settings import Settings
 from energy_platform.tokens import new_token, token_digest
 
@@ -230,9 +224,8 @@ def add_feed(
     end = parse_instant(sub_to) if sub_to else start + timedelta(days=365)
     owner_id, zone = parse_id(owner, "user"), _time_zone(tz)
     title = checked_text(title, "--title")
-    pairs = pair and bool(settings.cluster.secret)
-    if pairs:
-        require_accounts(settings.mqtt)  # before anything changes, here or at provisioning
+    # Checked before anything changes, here or at provisioning.
+    pairings = Pairings(settings.cluster, settings.mqtt, enabled=pair)
 
     async def work(conn: asyncpg.Connection) -> Any:
         try:
@@ -244,12 +237,9 @@ def add_feed(
         except asyncpg.CheckViolationError as e:
             raise InvalidInput(_check_message(e.constraint_name, sn)) from None
         await conn.execute(INSERT_FIRST_FEED_CONFIG, row["id"], title, zone)
-        if pairs:
-            # Inside the transaction: a refused pairing leaves no feed behind.
-            async with httpx.AsyncClient(timeout=10) as http:
-                provisioning = ProvisioningClient(settings.cluster, http)
-                await provisioning.pair(sn)
-                await give_account(settings.mqtt, sn, await provisioning.secret(sn))
+        # Inside the transaction: a refused pairing leaves no feed behind.
+        async with pairings:
+            await pairings.hold(conn, sn)
         return (await render_feeds(conn, [row]))[0]
 
     emit(run_in_transaction(settings.database, work))
@@ -337,26 +327,26 @@ def set_subscription(
 @click.option(
     "--unpair/--no-unpair",
     default=True,
-    help="Unpair the homebase from this cluster via provisioning (when EP_CLUSTER_SECRET is set).",
+    help=(
+        "Unpair the homebase from this cluster via provisioning (when EP_CLUSTER_SECRET is set)"
+        " unless a forwarder registration still holds it."
+    ),
 )
 @click.pass_obj
 def delete_feed(settings: Settings, feed_id: str, unpair: bool) -> None:
     """Delete a feed with its streams, configurations, points and notifications."""
     fid = parse_id(feed_id, "feed")
-    unpairs = unpair and bool(settings.cluster.secret)
-    if unpairs:
-        require_accounts(settings.mqtt)  # its account goes with the pairing
+    pairings = Pairings(settings.cluster, settings.mqtt, enabled=unpair)
 
-    async def work(conn: asyncpg.Connection) -> dict[str, str]:
+    async def work(conn: asyncpg.Connection) -> dict[str, Any]:
         sn = await conn.fetchval(DELETE_FEED, fid)
         if sn is None:
             raise NotFound(f"no feed {feed_id!r}")
-        if unpairs:
-            # Inside the transaction: the feed stays if provisioning cannot be told.
-            async with httpx.AsyncClient(timeout=10) as http:
-                await ProvisioningClient(settings.cluster, http).unpair(sn)
-            await remove_account(settings.mqtt, sn)
-        return {"deleted": feed_id, "homebase": sn}
+        # Inside the transaction: the feed stays if provisioning cannot be told. A homebase
+        # registered with the forwarder stays paired (docs/provisioning.md#pairing).
+        async with pairings:
+            unpaired = await pairings.release(conn, sn)
+        return {"deleted": feed_id, "homebase": sn, "unpaired": unpaired}
 
     emit(run_in_transaction(settings.database, work))
 

@@ -9,6 +9,7 @@ import msgspec
 
 from energy_platform.api.forwarder.schemas import SN_PATTERN
 from energy_platform.console import CommandGroup, emit, run_in_transaction
+from energy_platform.devices.pairing import Pairings
 from energy_platform.errors import InvalidInput, NotFound
 from energy_platform.inputs import checked_text
 from energy_platform.settings import Settings
@@ -177,13 +178,16 @@ def grant(settings: Settings, customer: str, serials: tuple[str, ...]) -> None:
 @click.argument("serials", metavar="SN...", nargs=-1, required=True)
 @click.pass_obj
 def revoke(settings: Settings, customer: str, serials: tuple[str, ...]) -> None:
-    """Take homebases SN... from CUSTOMER (id or name); ends their registrations to it."""
+    """Take homebases SN... from CUSTOMER (id or name); ends their registrations to it (a
+    homebase only a registration held is unpaired from this cluster)."""
     wanted = _serials(serials)
+    pairings = Pairings(settings.cluster, settings.mqtt)
 
     async def work(conn: asyncpg.Connection) -> Revoked:
         customer_id = await _customer(conn, customer)
         row = await conn.fetchrow(REVOKE, customer_id, wanted)
         assert row is not None  # noqa: S101 - an aggregate row is always returned
+        await _release(pairings, conn, row["unregistered"])
         return Revoked(str(customer_id), wanted, row["unregistered"])
 
     emit(run_in_transaction(settings.database, work))
@@ -215,18 +219,29 @@ def customer_token(settings: Settings, customer: str, revoke: bool) -> None:
 @click.pass_obj
 def delete_customer(settings: Settings, customer: str) -> None:
     """Delete CUSTOMER (id or name): its registrations end (the homebases' feeds are visible to
-    their owners again), its grants, configuration and delivery log go; the forwarder points
-    of its homebases stay until retention removes them."""
+    their owners again; a homebase only a registration held is unpaired from this cluster), its
+    grants, configuration and delivery log go; the forwarder points of its homebases stay until
+    retention removes them."""
+    pairings = Pairings(settings.cluster, settings.mqtt)
 
     async def work(conn: asyncpg.Connection) -> DeletedCustomer:
         customer_id = await _customer(conn, customer)
         unregistered = sorted(
             r["homebase_sn"] for r in await conn.fetch(UNREGISTER_ALL, customer_id)
         )
+        await _release(pairings, conn, unregistered)
         c = _customer_of(await conn.fetchrow(DELETE_CUSTOMER, customer_id), customer)
         return DeletedCustomer(c.id, c.name, c.created_at, deleted=True, unregistered=unregistered)
 
     emit(run_in_transaction(settings.database, work))
+
+
+async def _release(pairings: Pairings, conn: asyncpg.Connection, serials: list[str]) -> None:
+    # Inside the command's transaction: nothing ends if provisioning or the broker cannot be
+    # told.
+    async with pairings:
+        for sn in serials:
+            await pairings.release(conn, sn)
 
 
 GROUPS = [customers]

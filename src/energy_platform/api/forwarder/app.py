@@ -1,3 +1,6 @@
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
 from litestar import Litestar, Router
 from litestar.di import Provide
 
@@ -6,6 +9,7 @@ from energy_platform.api.forwarder.config import ConfigController
 from energy_platform.api.forwarder.deliveries import DeliveriesController
 from energy_platform.api.forwarder.registrations import RegistrationsController
 from energy_platform.api.openapi import bearer
+from energy_platform.devices.pairing import Pairings
 from energy_platform.engine.forwarding.destinations import AllowedNetworks
 from energy_platform.settings import Settings
 
@@ -13,14 +17,26 @@ from energy_platform.settings import Settings
 def create_app(settings: Settings) -> Litestar:
     """The forwarder app: a customer's delivery configuration and registered homebases."""
     allowed = AllowedNetworks(settings.forwarder.networks())
+    pairings = Pairings(settings.cluster, settings.mqtt)  # refuses missing settings at once
 
     def allowed_networks() -> AllowedNetworks:
         return allowed
 
+    def pairing() -> Pairings:
+        return pairings
+
+    @asynccontextmanager
+    async def pairing_client(_: Litestar) -> AsyncIterator[None]:
+        async with pairings:
+            yield
+
     customer_api = Router(
         path="/",
         route_handlers=[ConfigController, RegistrationsController, DeliveriesController],
-        dependencies={"allowed_networks": Provide(allowed_networks, sync_to_thread=False)},
+        dependencies={
+            "allowed_networks": Provide(allowed_networks, sync_to_thread=False),
+            "pairings": Provide(pairing, sync_to_thread=False),
+        },
     )
     return build_app(
         name="forwarder",
@@ -29,4 +45,5 @@ def create_app(settings: Settings) -> Litestar:
         settings=settings,
         route_handlers=[customer_api],
         authenticating={"customer": bearer("A customer token (`admin customers add`).")},
+        lifespan=[pairing_client],
     )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncpg
 import httpx
 from litestar import Controller, Request, get, post
 from litestar.datastructures import State
@@ -20,6 +19,7 @@ from energy_platform.api.forwarder.schemas import (
     destination,
 )
 from energy_platform.api.openapi import problems
+from energy_platform.db.pool import Connection
 from energy_platform.engine.forwarding.destinations import (
     AllowedNetworks,
     RefusedDestination,
@@ -88,9 +88,7 @@ async def _public(target: Destination, allowed: AllowedNetworks) -> None:
         raise InvalidInput(f"url: {e}", field="url") from None
 
 
-async def _load(
-    conn: asyncpg.Connection | asyncpg.pool.PoolConnectionProxy, customer_id: int
-) -> ForwarderConfig | None:
+async def _load(conn: Connection, customer_id: int) -> ForwarderConfig | None:
     row = await conn.fetchrow(queries.CONFIG, customer_id)
     if row is None:
         return None

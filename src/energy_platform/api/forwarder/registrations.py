@@ -17,9 +17,11 @@ from energy_platform.api.forwarder.schemas import (
     Unregistration,
 )
 from energy_platform.api.openapi import problems
+from energy_platform.devices.pairing import Pairings
 from energy_platform.errors import Conflict, Forbidden, InvalidInput, NotFound
 
 Authenticated = NamedDependency[Customer]
+Pairing = NamedDependency[Pairings]
 
 
 def _serial(sn: str) -> str:
@@ -42,13 +44,17 @@ class RegistrationsController(Controller):
         "/{sn:str}",
         summary=(
             "Register a homebase (201; 200 if already the caller's; 403 if not granted to the"
-            " caller; 409 if another's)"
+            " caller; 409 if another's or paired with another cluster)"
         ),
-        opt=problems(400, 403, 409),
+        description=(
+            "A homebase with no feed in this cluster is paired with it and given its broker"
+            " account, so that its data reaches the forwarder (docs/forwarder.md)."
+        ),
+        opt=problems(400, 403, 404, 409, 503),
         responses={200: ResponseSpec(Registration, description="Already the caller's")},
     )
     async def register(
-        self, sn: FromPath[str], customer: Authenticated, pool: Database
+        self, sn: FromPath[str], customer: Authenticated, pool: Database, pairings: Pairing
     ) -> Response[Registration]:
         # Any request body is ignored (the spec): the handler never reads it.
         serial = _serial(sn)
@@ -57,13 +63,17 @@ class RegistrationsController(Controller):
                 f"homebase {serial} was not granted to you: an administrator grants homebases"
                 " (admin customers grant)"
             )
-        row = None
-        for _ in range(3):  # a concurrent unregistration can hide the row from one statement
-            row = await pool.fetchrow(queries.REGISTER, serial, customer.id)
-            if row is not None:
-                break
-        if row is None or row["customer_id"] != customer.id:
-            raise Conflict(f"homebase {serial} is registered to another customer")
+        async with pool.acquire() as conn, conn.transaction():
+            row = None
+            for _ in range(3):  # a concurrent unregistration can hide the row from one statement
+                row = await conn.fetchrow(queries.REGISTER, serial, customer.id)
+                if row is not None:
+                    break
+            if row is None or row["customer_id"] != customer.id:
+                raise Conflict(f"homebase {serial} is registered to another customer")
+            if row["added"]:
+                # Inside the transaction: a refused pairing leaves no registration behind.
+                await pairings.hold(conn, serial)
         body = Registration(serial, int(row["registered_at"].timestamp()))
         return Response(body, status_code=201 if row["added"] else 200)
 
@@ -71,13 +81,21 @@ class RegistrationsController(Controller):
         "/{sn:str}",
         status_code=200,
         summary="Unregister a homebase (404 if not the caller's)",
-        opt=problems(400),
+        description=(
+            "A homebase that only the registration held in this cluster is unpaired and loses"
+            " its broker account; one with a feed stays paired."
+        ),
+        opt=problems(400, 503),
     )
     async def unregister(
-        self, sn: FromPath[str], customer: Authenticated, pool: Database
+        self, sn: FromPath[str], customer: Authenticated, pool: Database, pairings: Pairing
     ) -> Unregistration:
         serial = _serial(sn)
-        at = await pool.fetchval(queries.UNREGISTER, serial, customer.id)
-        if at is None:
-            raise NotFound(f"homebase {serial} is not registered to you")
+        async with pool.acquire() as conn, conn.transaction():
+            at = await conn.fetchval(queries.UNREGISTER, serial, customer.id)
+            if at is None:
+                raise NotFound(f"homebase {serial} is not registered to you")
+            # Unpaired if registration was all that held it here; the registration stays if
+            # provisioning or the broker cannot be told.
+            await pairings.release(conn, serial)
         return Unregistration(serial, int(at.timestamp()))

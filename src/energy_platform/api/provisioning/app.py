@@ -7,7 +7,12 @@ from litestar.di import Provide
 
 from energy_platform.api.application import build_app
 from energy_platform.api.openapi import api_key_header
-from energy_platform.api.provisioning.clusters import HEADER, ClusterController, calling_cluster
+from energy_platform.api.provisioning.clusters import (
+    HEADER,
+    CallingClusterController,
+    ClusterController,
+    calling_cluster,
+)
 from energy_platform.api.provisioning.context import Provisioning
 from energy_platform.api.provisioning.homebases import HomebaseController
 from energy_platform.settings import Settings
@@ -22,7 +27,7 @@ def create_app(settings: Settings, provisioning: Provisioning | None = None) -> 
     shared = provisioning or Provisioning.from_settings(settings)
     api = Router(
         path="/api",
-        route_handlers=[ClusterController, HomebaseController],
+        route_handlers=[ClusterController, CallingClusterController, HomebaseController],
         dependencies={
             "cluster": Provide(calling_cluster),  # asked for by the cluster-facing handlers only
             "provisioning": Provide(lambda: shared, use_cache=True, sync_to_thread=False),

@@ -25,6 +25,7 @@ from energy_platform.api.provisioning.schemas import (
     Firmwares,
     HomebaseDetails,
     HomebaseSecret,
+    PairedHomebases,
     PairingStatus,
     Servers,
 )
@@ -171,3 +172,17 @@ class ClusterController(Controller):
             raise Forbidden("the homebase is not paired to your cluster")
         secret = provisioning.key.decrypt(sn, row["secret_encrypted"])
         return HomebaseSecret(secret.hex(), "the homebase secret, 256 bytes as hex")
+
+
+class CallingClusterController(Controller):
+    """What a cluster asks about itself (beside the spec's per-homebase endpoints)."""
+
+    path = "/cluster"
+    tags = ("clusters",)
+
+    @get("/homebases/", summary="Serial numbers of the homebases paired to the calling cluster")
+    async def paired(self, cluster: Caller, pool: Database) -> PairedHomebases:
+        # A cluster reconciles its broker's accounts with this (admin broker-accounts sync).
+        return PairedHomebases(
+            [row["sn"] for row in await pool.fetch(queries.PAIRED_TO, cluster.id)]
+        )

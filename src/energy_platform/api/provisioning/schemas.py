@@ -58,6 +58,11 @@ class PairingStatus(msgspec.Struct, frozen=True):
     detail: str
 
 
+class PairedHomebases(msgspec.Struct, frozen=True):
+    homebases: list[str]
+    """Serial numbers of the homebases paired to the calling cluster, in order."""
+
+
 class HomebaseSecret(msgspec.Struct, frozen=True):
     secret: str
     """512 hex characters, 256 bytes."""

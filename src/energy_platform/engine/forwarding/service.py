@@ -27,11 +27,10 @@ from datetime import datetime
 import asyncpg
 import msgspec
 import structlog
-from asyncpg.pool import PoolConnectionProxy
 from prometheus_client import Counter, Histogram
 
 from energy_platform.background import sleep_unless_stopped
-from energy_platform.db.pool import create_pool
+from energy_platform.db.pool import Connection, create_pool
 from energy_platform.engine.forwarding import queries
 from energy_platform.engine.forwarding.batches import Batch, DeliveryBody, Mode, encode
 from energy_platform.engine.forwarding.destinations import RefusedDestination
@@ -45,7 +44,6 @@ LAG = Histogram(
     "Seconds from an interval's end to its successful delivery",
     buckets=(0.5, 1, 2, 5, 10, 30, 60, 300, 3600),
 )
-Connection = asyncpg.Connection | PoolConnectionProxy
 RECORD_BATCH = 500
 
 
