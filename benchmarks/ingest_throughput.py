@@ -46,7 +46,10 @@ def sizes(full: bool) -> tuple[int, int]:
     return (200, 40_000) if full else (20, 4_000)
 
 
-async def setup(s: Settings, homebases: int) -> tuple[Settings, list[SimulatedHomebase]]:
+async def setup(
+    s: Settings, homebases: int, first: int = 0
+) -> tuple[Settings, list[SimulatedHomebase]]:
+    """A cluster with ``homebases`` paired homebases and feeds, serial numbers from ``first``."""
     key = secrets.token_hex(32)
     s = msgspec.structs.replace(
         s,
@@ -84,8 +87,8 @@ async def setup(s: Settings, homebases: int) -> tuple[Settings, list[SimulatedHo
             secret=cluster["secret"],
         ),
     )
-    user = await run_admin_async(s, "users", "add", "bench")
-    sns = [f"BE{i:014X}" for i in range(homebases)]
+    user = await run_admin_async(s, "users", "add", f"bench-{tag()}")
+    sns = [f"BE{first + i:014X}" for i in range(homebases)]
     out = []
     base = s.cluster.provisioning_url
     async with (

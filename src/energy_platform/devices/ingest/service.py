@@ -329,8 +329,12 @@ class _Pipeline:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     break
+                # Not asyncio.wait_for: on Python 3.11 it can swallow a cancellation that meets
+                # the timeout, and a writer that outlives its lost connection stalls ingest (the
+                # broker SIGKILL test met it). asyncio.timeout keeps the cancellation.
                 try:
-                    batch.append(await asyncio.wait_for(queue.get(), remaining))
+                    async with asyncio.timeout(remaining):
+                        batch.append(await queue.get())
                 except TimeoutError:
                     break
             count = await store_until_done(self._store, [i for i, _ in batch], self._drops)

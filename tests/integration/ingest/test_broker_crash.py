@@ -1,0 +1,155 @@
+"""SIGKILL of the broker (docs/ingest.md#the-brokers-crash-window). A homebase deletes what the
+broker acknowledged, so an acknowledged point that never reaches the database is lost for good:
+Mosquitto 2.0 keeps its queue in memory and saves it as a snapshot every
+``autosave_interval`` seconds, so what it acknowledged since the last snapshot and had not yet
+handed to ingest dies with it. These tests hold the window to the configured interval, report
+what a burst loses, and check that ingest comes back on its own."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import aiomqtt
+import asyncpg
+import msgspec
+import pytest
+
+from energy_platform.devices.ingest.service import IngestService
+from energy_platform.devices.simulator import SimulatedHomebase, data_topic, homebase_client
+from energy_platform.services import build_services
+from energy_platform.settings import Settings
+from tests.support.admin import run_admin_async
+from tests.support.broker import PERSISTENCE, ROOT, KillableBroker, with_port
+from tests.support.platform import (
+    Platform,
+    messages,
+    paired_homebase,
+    platform_settings,
+    with_cluster,
+)
+from tests.support.services import eventually, running
+
+POINTS_PER_BATCH = 50
+SNAPSHOT_SECONDS = int(PERSISTENCE.split()[-1])
+SHIPPED = ("deploy/mosquitto/mosquitto.conf", "scripts/local-stack.sh")
+
+
+def test_the_shipped_brokers_save_as_the_tested_one() -> None:
+    for path in SHIPPED:
+        lines = {line.strip() for line in (ROOT / path).read_text().splitlines()}
+        assert PERSISTENCE in lines, path
+
+
+class Crashable(msgspec.Struct, frozen=True):
+    platform: Platform
+    broker: KillableBroker
+
+
+@pytest.fixture
+async def crashable(settings: Settings, mqtt_url: str) -> AsyncIterator[Crashable]:
+    """Provisioning on a broker of this test's own, to kill; ingest started by the test."""
+    with KillableBroker() as broker:
+        s = with_cluster(platform_settings(settings, with_port(mqtt_url, broker.port)))
+        mqtt = msgspec.structs.replace(
+            s.mqtt, accounts_url=with_port(settings.mqtt.accounts_url, broker.port)
+        )
+        s = msgspec.structs.replace(s, mqtt=mqtt)
+        user = await run_admin_async(s, "users", "add", f"crash-{secrets.token_hex(3)}")
+        provisioning = s.cluster.provisioning_url
+        async with running(
+            *build_services("provisioning", s), ready_urls=(provisioning + "/healthz",)
+        ):
+            platform = Platform(s, "", provisioning, user["token"], user["id"])
+            yield Crashable(platform, broker)
+
+
+@asynccontextmanager
+async def ingesting(s: Settings) -> AsyncIterator[IngestService]:
+    ingest = IngestService(s)
+    async with running(ingest):
+        await asyncio.wait_for(ingest.subscribed.wait(), 60)
+        yield ingest
+
+
+async def stored(database_url: str, feed: str | None, at_least: int) -> int:
+    """The feed's points once there are ``at_least`` or they stop coming for 5 s."""
+    conn = await asyncpg.connect(database_url)
+    count = "SELECT count(*) FROM cluster.raw_points p JOIN cluster.streams s"
+    count += " ON s.id = p.stream_id WHERE s.feed_id = $1"
+    try:
+        n, last, quiet = 0, -1, asyncio.get_running_loop().time()
+        while n < at_least and asyncio.get_running_loop().time() - quiet < 5:
+            n = await conn.fetchval(count, int(feed or 0))
+            if n != last:
+                last, quiet = n, asyncio.get_running_loop().time()
+            await asyncio.sleep(0.1)
+        return int(n)
+    finally:
+        await conn.close()
+
+
+async def test_what_the_broker_acknowledged_before_its_last_snapshot_survives_sigkill(
+    crashable: Crashable, database_url: str
+) -> None:
+    platform, broker = crashable.platform, crashable.broker
+    s = platform.settings
+    sn, secret, feed = await paired_homebase(platform)
+    async with ingesting(s):
+        pass  # ingest's session exists, and the broker queues for it while it is away
+    await asyncio.sleep(SNAPSHOT_SECONDS + 1)  # ... in a snapshot, as after any long run
+    batches = messages(SimulatedHomebase(sn, secret), 20)
+    async with homebase_client(s.mqtt, sn, secret, will=False) as client:
+        for payload in batches:
+            await client.publish(data_topic(sn, s.mqtt.topic_prefix), payload, qos=1)
+    await asyncio.sleep(SNAPSHOT_SECONDS + 1)  # the configured window has passed
+
+    broker.kill()
+    broker.start()
+    async with ingesting(s):
+        n = await stored(database_url, feed, len(batches) * POINTS_PER_BATCH)
+
+    assert n == len(batches) * POINTS_PER_BATCH
+
+
+async def test_a_burst_cut_by_sigkill_reports_its_loss_and_ingest_comes_back(
+    crashable: Crashable, database_url: str, record_property: pytest.RecordProperty
+) -> None:
+    platform, broker = crashable.platform, crashable.broker
+    s = platform.settings
+    sn, secret, feed = await paired_homebase(platform)
+    homebase = SimulatedHomebase(sn, secret)
+    burst = messages(homebase, 400)
+    acknowledged = 0
+    async with ingesting(s) as ingest:
+        with contextlib.suppress(aiomqtt.MqttError):
+            async with homebase_client(s.mqtt, sn, secret, will=False) as client:
+                for payload in burst:  # as fast as the broker acknowledges
+                    # A publish caught by the kill would wait for its PUBACK for ever.
+                    topic = data_topic(sn, s.mqtt.topic_prefix)
+                    await client.publish(topic, payload, qos=1, timeout=5)
+                    acknowledged += 1
+                    if acknowledged == 200:
+                        broker.kill()
+        await eventually(lambda: not ingest.subscribed.is_set(), 10)  # it saw the broker go
+        broker.start()
+        # Ingest reconnects on its own (a writer that outlived its connection once stalled it
+        # here for good) and stores what the homebase sends next.
+        await asyncio.wait_for(ingest.subscribed.wait(), 60)
+        owed = acknowledged * POINTS_PER_BATCH
+        kept = await stored(database_url, feed, owed)
+        later = messages(homebase, 1)[0]  # later times than any acknowledged: new points
+        async with homebase_client(s.mqtt, sn, secret, will=False) as client:
+            await client.publish(data_topic(sn, s.mqtt.topic_prefix), later, qos=1)
+        after = await stored(database_url, feed, kept + POINTS_PER_BATCH)
+
+    lost = owed - kept
+    record_property("acknowledged_points", owed)
+    record_property("acknowledged_points_lost", lost)
+    print(f"broker SIGKILL in a burst: {owed} points acknowledged, {lost} lost")
+    assert acknowledged == 200
+    assert 0 <= lost <= owed
+    assert after == kept + POINTS_PER_BATCH

@@ -1,0 +1,108 @@
+"""A Mosquitto of a test's or benchmark's own, to kill: the private broker's configuration and
+accounts (a copy of its dynamic security file, so the same passwords work) on a free port, with
+the persistence lines under test."""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from types import TracebackType
+from urllib.parse import urlsplit, urlunsplit
+
+from tests.support.services import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+DYNSEC = ROOT / ".local" / "mosquitto" / "data" / "dynamic-security.json"
+
+PERSISTENCE = "autosave_interval 1"
+"""Mosquitto's snapshot settings as the private broker and deploy/ use them (docs/ingest.md)."""
+
+
+def _plugin() -> str:
+    name = "mosquitto_dynamic_security.so"
+    found = glob.glob(f"/usr/lib/{name}") + glob.glob(f"/usr/lib/*/{name}")
+    if not found:
+        raise RuntimeError("mosquitto_dynamic_security.so not found (apt-get install mosquitto)")
+    return found[0]
+
+
+def with_port(url: str, port: int) -> str:
+    """``url`` (``mqtt://user:password@host:port``) on another port."""
+    parts = urlsplit(url)
+    credentials = parts.netloc.rpartition("@")[0]
+    return urlunsplit(parts._replace(netloc=f"{credentials}@127.0.0.1:{port}"))
+
+
+class KillableBroker:
+    """Starts on entry, ``kill()`` is SIGKILL, ``start()`` again keeps the data directory."""
+
+    def __init__(self, persistence: str = PERSISTENCE) -> None:
+        self.port = free_port()
+        self._dir = Path(tempfile.mkdtemp(prefix="ep-broker-"))
+        (self._dir / "data").mkdir()
+        shutil.copy(DYNSEC, self._dir / "data" / "dynamic-security.json")
+        user = "user root" if os.geteuid() == 0 else ""
+        (self._dir / "mosquitto.conf").write_text(
+            f"""{user}
+listener {self.port} 127.0.0.1
+allow_anonymous false
+plugin {_plugin()}
+plugin_opt_config_file {self._dir / "data" / "dynamic-security.json"}
+persistence true
+persistence_location {self._dir / "data"}/
+{persistence}
+max_queued_messages 0
+max_inflight_messages 2000
+max_packet_size 1049600
+log_dest file {self._dir / "mosquitto.log"}
+log_type error
+log_type warning
+"""
+        )
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        mosquitto = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
+        self._process = subprocess.Popen([mosquitto, "-c", str(self._dir / "mosquitto.conf")])
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+            except OSError:
+                if self._process.poll() is not None:
+                    raise RuntimeError(
+                        f"mosquitto exited: {(self._dir / 'mosquitto.log').read_text()}"
+                    ) from None
+                time.sleep(0.05)
+            else:
+                return
+        raise RuntimeError("mosquitto did not listen within 10 s")
+
+    def kill(self) -> None:
+        """SIGKILL: no snapshot at exit, as after a power cut or the OOM killer."""
+        if self._process is not None:
+            self._process.send_signal(signal.SIGKILL)
+            self._process.wait()
+            self._process = None
+
+    def __enter__(self) -> KillableBroker:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if self._process is not None:
+            self._process.terminate()
+            self._process.wait()
+        shutil.rmtree(self._dir, ignore_errors=True)
