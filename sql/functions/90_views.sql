@@ -69,17 +69,16 @@ SELECT t.feed_id, t.medium, lower(t.validity) AS valid_from, upper(t.validity) A
   FROM cluster.tariffs t JOIN cluster.tariff_bands b ON b.tariff_id = t.id;
 COMMENT ON VIEW cluster.tariff_prices IS 'Every tariff band with its feed, medium and validity period (valid_to null: current).';
 
--- When a homebase (or CoAP device) last showed life: data, a boot, a configuration request.
--- Heartbeats are provisioning's; in the default one-database deployment the rules read them here.
+-- When a homebase (or CoAP device) last sent data here. Boots and configuration requests are
+-- provisioning's, in provisioning's database: a cluster reads nothing there (docs/scaling.md),
+-- and at one every two hours (boots) or every hour (configuration) they could not keep a
+-- homebase from counting as offline after EP_RULES_OFFLINE_AFTER (900 s) anyway.
 CREATE VIEW cluster.homebase_activity AS
-SELECT f.id AS feed_id, f.owner_id, f.homebase_sn,
-       greatest(p.last_data_at, h.last_boot, c.last_config) AS last_seen
+SELECT f.id AS feed_id, f.owner_id, f.homebase_sn, p.last_data_at AS last_seen
   FROM cluster.feeds f
   LEFT JOIN cluster.homebase_presence p ON p.homebase_sn = f.homebase_sn
-  LEFT JOIN provisioning.homebases h ON h.sn = f.homebase_sn
-  LEFT JOIN provisioning.coap_devices c ON c.sn = f.homebase_sn
  WHERE NOT EXISTS (SELECT 1 FROM forwarder.registrations r WHERE r.homebase_sn = f.homebase_sn);
-COMMENT ON VIEW cluster.homebase_activity IS 'Per feed (not forwarded): the last sign of life of its homebase or device.';
+COMMENT ON VIEW cluster.homebase_activity IS 'Per feed (not forwarded): when its homebase or device last sent data.';
 
 CREATE VIEW cluster.current_feed_titles AS
 SELECT feed_id, title, timezone FROM cluster.feed_configs WHERE upper_inf(validity);

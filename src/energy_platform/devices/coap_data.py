@@ -2,19 +2,22 @@
 
 A device may send when provisioning lists it and assigns it to this data server (else 4.05,
 the spec's code) and the cluster has a feed for it (its serial number in ``homebase_sn``), or a
-forwarder registration. The spec gives clusters no HTTP API for CoAP devices, so the data server
-reads provisioning's registry of them in the shared database (docs/ingest.md).
+forwarder registration. The data server asks provisioning's API whether a device is assigned to
+it (``GET /api/coap-device/{sn}/assignment/``, docs/provisioning.md#cluster-endpoints) and keeps
+the answers, unknown devices included, in a bounded cache for ``EP_INGEST_ROUTE_CACHE_SECONDS``.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import Literal, NoReturn
 
 import aiocoap
 import aiocoap.error
 import aiocoap.resource
+import httpx
 import msgspec
 import structlog
 
@@ -28,6 +31,7 @@ from energy_platform.devices.coap import (
     json_response,
 )
 from energy_platform.devices.codec.format_v4 import RecordError, check_time, decode_coap
+from energy_platform.devices.ingest.cache import BoundedCache
 from energy_platform.devices.ingest.drops import DeadLetter, Drops
 from energy_platform.devices.ingest.faults import is_outside_fault
 from energy_platform.devices.ingest.routes import Route, RouteTable
@@ -42,15 +46,15 @@ from energy_platform.errors import (
     Unauthorized,
     Unavailable,
 )
+from energy_platform.provisioning.client import ProvisioningClient
 from energy_platform.provisioning.ratelimit import TokenBuckets
 from energy_platform.provisioning.serials import checked_serial
 from energy_platform.settings import Settings
 
 log = structlog.get_logger()
+PROVISIONING_TIMEOUT = 5.0
+Assignment = Literal["here", "elsewhere", "unknown"]
 
-DEVICE_ASSIGNMENT = """
-SELECT host(data_server_address) AS address, data_server_port AS port
-  FROM provisioning.coap_devices WHERE sn = $1"""
 INSERT_EVENT = """
 INSERT INTO cluster.device_events (device_sn, ts, event, phases)
 VALUES ($1, to_timestamp($2), $3, $4)
@@ -76,6 +80,13 @@ class DataServer:
     def __init__(self, settings: Settings) -> None:
         self.database = PoolHolder(settings.database)
         ingest = settings.ingest
+        self._cluster = settings.cluster
+        self._provisioning: ProvisioningClient | None = None
+        # Unknown devices are cached too: a flood of made-up serial numbers costs provisioning
+        # one request per number and cache lifetime, not one per datagram.
+        self._assignments: BoundedCache[str, Assignment] = BoundedCache(
+            ingest.cache_size, ingest.route_cache_seconds
+        )
         self._address = _own_address(settings)
         self._route_ttl = ingest.route_cache_seconds
         self._cache_size = ingest.cache_size
@@ -90,10 +101,10 @@ class DataServer:
         if not self._rate.take(sn):
             raise TooManyRequests(f"{sn} sends faster than its limit")
         pool = self.database.pool
-        row = await pool.fetchrow(DEVICE_ASSIGNMENT, sn)
-        if row is None:
+        assignment = await self._assignment(sn)
+        if assignment == "unknown":
             raise NotFound(f"no CoAP device has serial number {sn}")
-        if (row["address"], row["port"]) != self._address:
+        if assignment == "elsewhere":
             raise Unauthorized(f"{sn} is assigned to another data server")
         if self._routes is None:
             self._routes = RouteTable(pool, self._route_ttl, self._cache_size)
@@ -101,6 +112,30 @@ class DataServer:
         if route is None:
             raise Unauthorized(f"{sn} has no feed on this cluster")
         return route
+
+    async def _assignment(self, sn: str) -> Assignment:
+        known = self._assignments.get(sn)
+        if known is not None:
+            return known
+        if self._provisioning is None:
+            raise Unavailable("the data server is not running")
+        try:
+            here = await self._provisioning.coap_assigned(sn, *self._address)
+            assignment: Assignment = "here" if here else "elsewhere"
+        except NotFound:
+            assignment = "unknown"
+        self._assignments.put(sn, assignment)
+        return assignment
+
+    @asynccontextmanager
+    async def opened(self) -> AsyncIterator[None]:
+        """The database pool and the HTTP client to provisioning, while the server runs."""
+        async with self.database.opened(), httpx.AsyncClient(timeout=PROVISIONING_TIMEOUT) as http:
+            self._provisioning = ProvisioningClient(self._cluster, http)
+            try:
+                yield
+            finally:
+                self._provisioning = None
 
     @property
     def store(self) -> PointStore:
@@ -115,7 +150,7 @@ Handler = Callable[[DataServer, Route, bytes], Awaitable[None]]
 def add_data_resources(site: CoapSite, settings: Settings) -> None:
     """Add the data server's resources to ``site``."""
     server = DataServer(settings)
-    site.add(("data",), _DeviceResource(server, _store_data), needs=server.database.opened)
+    site.add(("data",), _DeviceResource(server, _store_data), needs=server.opened)
     site.add(("events",), _DeviceResource(server, _store_event))
     site.add(("clock",), _ClockResource())
 

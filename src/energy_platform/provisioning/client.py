@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 import httpx
 import msgspec
 
@@ -18,8 +20,15 @@ class PairingBody(msgspec.Struct):
     your_device: bool
 
 
+B = TypeVar("B", bound=msgspec.Struct)
+
+
 class PairedBody(msgspec.Struct):
     homebases: list[str]
+
+
+class AssignmentBody(msgspec.Struct):
+    assigned: bool
 
 
 class ProvisioningClient:
@@ -72,18 +81,32 @@ class ProvisioningClient:
     async def paired(self) -> list[str]:
         """Serial numbers of every homebase paired to this cluster."""
         response = await self._call("GET", "homebases/", under="cluster")
-        if response.status_code in (401, 403):
-            raise Unavailable(f"provisioning refuses this cluster ({response.status_code})")
-        self._check(response)
-        try:
-            return msgspec.json.decode(response.content, type=PairedBody).homebases
-        except msgspec.DecodeError as e:
-            raise Unavailable("provisioning sent a malformed list of homebases") from e
+        return _answer(response, PairedBody).homebases
 
-    async def _call(self, method: str, path: str, *, under: str = "device") -> httpx.Response:
+    async def coap_assigned(self, sn: str, address: str, port: int) -> bool:
+        """Whether CoAP device ``sn`` sends to the data server at ``address:port``; NotFound
+        if provisioning knows no such device."""
+        response = await self._call(
+            "GET",
+            f"{sn}/assignment/",
+            under="coap-device",
+            params={"address": address, "port": str(port)},
+        )
+        if response.status_code == 404:
+            raise NotFound(f"no CoAP device has serial number {sn}")
+        return _answer(response, AssignmentBody).assigned
+
+    async def _call(
+        self,
+        method: str,
+        path: str,
+        *,
+        under: str = "device",
+        params: dict[str, str] | None = None,
+    ) -> httpx.Response:
         url = f"{self._api}/{under}/{path}"
         try:
-            return await self._http.request(method, url, headers=self._auth)
+            return await self._http.request(method, url, headers=self._auth, params=params)
         except httpx.HTTPError as e:
             raise Unavailable(f"provisioning unreachable: {type(e).__name__}") from e
 
@@ -96,3 +119,16 @@ class ProvisioningClient:
             )
         if response.status_code != 200:
             raise Unavailable(f"provisioning answered {response.status_code}")
+
+
+def _answer(response: httpx.Response, body: type[B]) -> B:
+    """The body of a service's answer (not an operator's command): a refusal of this cluster
+    itself is no verdict on what was asked, so it is Unavailable, like any other failure."""
+    if response.status_code in (401, 403):
+        raise Unavailable(f"provisioning refuses this cluster ({response.status_code})")
+    if response.status_code != 200:
+        raise Unavailable(f"provisioning answered {response.status_code}")
+    try:
+        return msgspec.json.decode(response.content, type=body)
+    except msgspec.DecodeError as e:
+        raise Unavailable(f"provisioning sent a malformed {body.__name__}") from e

@@ -92,6 +92,10 @@ WHERE h.sn = $1
 
 # --- CoAP devices ---------------------------------------------------------------------------
 
+COAP_DATA_SERVER = """
+SELECT host(data_server_address) AS address, data_server_port AS port
+  FROM provisioning.coap_devices WHERE sn = $1"""
+
 COAP_CONFIG = """
 UPDATE provisioning.coap_devices SET last_config = now()
 WHERE sn = $1

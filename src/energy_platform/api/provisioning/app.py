@@ -11,6 +11,7 @@ from energy_platform.api.provisioning.clusters import (
     HEADER,
     CallingClusterController,
     ClusterController,
+    CoapDeviceController,
     calling_cluster,
 )
 from energy_platform.api.provisioning.context import Provisioning
@@ -27,7 +28,12 @@ def create_app(settings: Settings, provisioning: Provisioning | None = None) -> 
     shared = provisioning or Provisioning.from_settings(settings)
     api = Router(
         path="/api",
-        route_handlers=[ClusterController, CallingClusterController, HomebaseController],
+        route_handlers=[
+            ClusterController,
+            CallingClusterController,
+            CoapDeviceController,
+            HomebaseController,
+        ],
         dependencies={
             "cluster": Provide(calling_cluster),  # asked for by the cluster-facing handlers only
             "provisioning": Provide(lambda: shared, use_cache=True, sync_to_thread=False),

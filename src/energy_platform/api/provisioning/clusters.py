@@ -6,12 +6,14 @@ otherwise 403 (the SN exists, as the pairing status already tells any cluster).
 
 from __future__ import annotations
 
-from typing import Any
+from ipaddress import ip_address
+from typing import Annotated, Any
 
 import msgspec
 from litestar import Controller, Request, Response, get, post
 from litestar.di import NamedDependency
 from litestar.openapi import ResponseSpec
+from litestar.params import Parameter
 from litestar.status_codes import HTTP_200_OK, HTTP_304_NOT_MODIFIED
 
 from energy_platform.api.database import Database
@@ -20,6 +22,7 @@ from energy_platform.api.provisioning.context import SerialNumber, Shared, iso_m
 from energy_platform.api.provisioning.schemas import (
     AvrFirmware,
     ClusterSummary,
+    CoapAssignment,
     Device,
     Firmware,
     Firmwares,
@@ -29,7 +32,7 @@ from energy_platform.api.provisioning.schemas import (
     PairingStatus,
     Servers,
 )
-from energy_platform.errors import Forbidden, NotFound, Unauthorized
+from energy_platform.errors import Forbidden, InvalidInput, NotFound, Unauthorized
 from energy_platform.provisioning import queries
 from energy_platform.provisioning.crypto import cluster_secret_digest, same_digest
 from energy_platform.provisioning.serials import checked_serial
@@ -186,3 +189,35 @@ class CallingClusterController(Controller):
         return PairedHomebases(
             [row["sn"] for row in await pool.fetch(queries.PAIRED_TO, cluster.id)]
         )
+
+
+class CoapDeviceController(Controller):
+    """What a cluster's CoAP data server asks before it takes a device's data: whether the
+    device is assigned to it (the spec's 4.05 otherwise). Yes or no only: a cluster learns no
+    other data server's address."""
+
+    path = "/coap-device/{sn:str}"
+    tags = ("clusters",)
+
+    @get(
+        "/assignment/",
+        summary="Whether the CoAP device sends to the data server at address:port",
+        opt=SN_PROBLEMS,
+    )
+    async def assignment(
+        self,
+        sn: SerialNumber,
+        cluster: Caller,
+        pool: Database,
+        address: Annotated[str, Parameter(description="The data server's IP address.")],
+        port: Annotated[int, Parameter(ge=1, le=65535, description="Its UDP port.")],
+    ) -> CoapAssignment:
+        sn = checked_serial(sn)
+        try:
+            ip = ip_address(address)
+        except ValueError:
+            raise InvalidInput(f"{address!r} is not an IP address", field="address") from None
+        row = await pool.fetchrow(queries.COAP_DATA_SERVER, sn)
+        if row is None:
+            raise NotFound(f"no CoAP device has serial number {sn}")
+        return CoapAssignment(ip_address(row["address"]) == ip and row["port"] == port)

@@ -63,6 +63,11 @@ class PairedHomebases(msgspec.Struct, frozen=True):
     """Serial numbers of the homebases paired to the calling cluster, in order."""
 
 
+class CoapAssignment(msgspec.Struct, frozen=True):
+    assigned: bool
+    """Whether the device sends to the data server the caller named."""
+
+
 class HomebaseSecret(msgspec.Struct, frozen=True):
     secret: str
     """512 hex characters, 256 bytes."""
