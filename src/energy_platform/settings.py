@@ -75,10 +75,16 @@ class HttpSettings(msgspec.Struct, frozen=True, kw_only=True):
     port (provisioning also plain HTTP on ``provisioning_plain_port``)."""
     tls_key: str = ""
     """PEM private key file of ``tls_cert``."""
+    reuse_port: bool = False
+    """Bind with SO_REUSEPORT, so that several processes serve one port and the kernel spreads
+    the connections among them (docs/scaling.md); uvicorn only. Off: a second process on a
+    taken port fails to start, as a stray one should."""
 
     def __post_init__(self) -> None:
         if bool(self.tls_cert) != bool(self.tls_key):
             raise ConfigurationError("EP_HTTP_TLS_CERT and EP_HTTP_TLS_KEY go together")
+        if self.reuse_port and self.server != "uvicorn":
+            raise ConfigurationError("EP_HTTP_REUSE_PORT needs EP_HTTP_SERVER=uvicorn")
 
     @property
     def tls(self) -> TlsFiles | None:

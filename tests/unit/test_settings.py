@@ -37,3 +37,9 @@ def test_an_invalid_value_names_its_variable(name: str, value: str) -> None:
     with pytest.raises(ConfigurationError) as error:
         Settings.from_env({name: value})
     assert error.value.detail.startswith(f"{name}: ")
+
+
+def test_reuse_port_is_refused_with_granian_and_taken_with_uvicorn() -> None:
+    with pytest.raises(ConfigurationError, match="EP_HTTP_REUSE_PORT needs EP_HTTP_SERVER=uvicorn"):
+        Settings.from_env({"EP_HTTP_REUSE_PORT": "true", "EP_HTTP_SERVER": "granian"})
+    assert Settings.from_env({"EP_HTTP_REUSE_PORT": "true"}).http.reuse_port is True

@@ -9,6 +9,7 @@ behind the choice are in benchmarks/README.md and docs/decisions.md.
 from __future__ import annotations
 
 import asyncio
+import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -49,10 +50,12 @@ class HttpService:
         *,
         tls: TlsFiles | None = None,
         server: HttpServer | None = None,
+        reuse_port: bool = False,
     ) -> None:
         self.name = name
         self.url = f"{'https' if tls else 'http'}://{host}:{port}"
         self._app, self._host, self._port, self._tls = app, host, port, tls
+        self._reuse_port = reuse_port
         # Without a choice, the platform's default server (one default: HttpSettings').
         server = server or HttpSettings().server
         self._serve = self._granian if server == "granian" else self._uvicorn
@@ -60,7 +63,9 @@ class HttpService:
     @classmethod
     def configured(cls, name: str, app: Litestar, http: HttpSettings, port: int) -> HttpService:
         """``app`` on ``port`` as the settings say: their host, TLS files and server."""
-        return cls(name, app, http.host, port, tls=http.tls, server=http.server)
+        return cls(
+            name, app, http.host, port, tls=http.tls, server=http.server, reuse_port=http.reuse_port
+        )
 
     async def run(self, stop: asyncio.Event) -> None:
         log.info("listening", url=self.url)
@@ -80,7 +85,8 @@ class HttpService:
             ssl_keyfile=self._tls.key if self._tls else None,
         )
         server = _Server(config)
-        serving = asyncio.create_task(server.serve(), name=f"{self.name}-uvicorn")
+        sockets = [self._shared_socket()] if self._reuse_port else None
+        serving = asyncio.create_task(server.serve(sockets), name=f"{self.name}-uvicorn")
         stopping = asyncio.create_task(stop.wait(), name=f"{self.name}-stop")
         await asyncio.wait({serving, stopping}, return_when=asyncio.FIRST_COMPLETED)
         server.should_exit = True
@@ -91,6 +97,20 @@ class HttpService:
             raise RuntimeError(f"{self.name}: HTTP server on {self.url} could not start") from e
         if not server.started and not stop.is_set():
             raise RuntimeError(f"{self.name}: HTTP server on {self.url} could not start")
+
+    def _shared_socket(self) -> socket.socket:
+        """A listening socket other processes may bind too (SO_REUSEPORT): the kernel spreads
+        new connections among them."""
+        family = socket.AF_INET6 if ":" in self._host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+            sock.bind((self._host, self._port))
+        except OSError as e:
+            sock.close()
+            raise RuntimeError(f"{self.name}: HTTP server on {self.url} could not start") from e
+        return sock
 
     async def _granian(self, stop: asyncio.Event) -> None:
         server = GranianServer(

@@ -1,0 +1,68 @@
+"""The data API in several processes on one port (docs/scaling.md): with EP_HTTP_REUSE_PORT the
+kernel spreads connections among them, and when one dies the others go on answering."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+
+import httpx
+
+from energy_platform.settings import Settings
+from tests.support.admin import run_admin
+from tests.support.platform import CLI, serve_env
+
+
+def start_api(settings: Settings, *, reuse_port: bool) -> subprocess.Popen[bytes]:
+    env = {**serve_env(settings), "EP_HTTP_REUSE_PORT": "true" if reuse_port else "false"}
+    return subprocess.Popen(
+        [CLI, "serve", "api"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+
+
+def answers(url: str, token: str, requests: int) -> list[int]:
+    """Status codes of ``requests`` requests, each on a new connection."""
+    codes = []
+    for _ in range(requests):
+        with httpx.Client(headers={"Authorization": f"Bearer {token}"}, timeout=5) as http:
+            codes.append(http.get(url).status_code)
+    return codes
+
+
+def wait_ready(base: str, processes: list[subprocess.Popen[bytes]]) -> None:
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        assert all(p.poll() is None for p in processes), "an API process exited"
+        try:
+            if httpx.get(base + "/readyz", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    raise AssertionError("the API did not become ready")
+
+
+def test_two_api_processes_share_a_port_and_survive_the_loss_of_one(settings: Settings) -> None:
+    user = run_admin(settings, "users", "add", f"processes-{time.time_ns()}")
+    base = f"http://127.0.0.1:{settings.http.api_port}"
+    url = f"{base}/users/{user['id']}/feeds"
+    processes = [start_api(settings, reuse_port=True) for _ in range(2)]
+    try:
+        wait_ready(base, processes)
+        time.sleep(1)  # the second has bound too, or exited
+        assert all(p.poll() is None for p in processes)  # both bound the one port
+        assert answers(url, user["token"], 100) == [200] * 100
+
+        processes[0].send_signal(signal.SIGKILL)
+        processes[0].wait()
+        assert answers(url, user["token"], 100) == [200] * 100  # the other one answers
+
+        # Without the setting a second process on a taken port stops, as a stray one should.
+        stray = start_api(settings, reuse_port=False)
+        assert stray.wait(20) != 0
+    finally:
+        for p in processes:
+            if p.poll() is None:
+                p.terminate()
+                p.wait(10)
