@@ -37,8 +37,8 @@ from energy_platform.devices.ingest.service import IngestService
 from energy_platform.devices.simulator import SimulatedHomebase, data_topic, homebase_client
 from energy_platform.services import build_services
 from energy_platform.settings import Settings
-from tests.support.broker import KillableBroker, with_port
-from tests.support.services import eventually, running
+from tests.support.broker import KillableBroker
+from tests.support.services import eventually, running, with_port
 
 SETTINGS = {
     "interval 10 s": "autosave_interval 10",

@@ -21,6 +21,9 @@ IPNetwork = IPv4Network | IPv6Network
 class DatabaseSettings(msgspec.Struct, frozen=True, kw_only=True):
     url: str = "postgresql://postgres@127.0.0.1:54329/energy_platform"
     """PostgreSQL (with TimescaleDB) connection URL."""
+    read_url: str = ""
+    """A streaming replica of it that the data API reads from (its GET requests and
+    authentication); empty: the primary. Nothing writes there (docs/scaling.md)."""
     pool_max: int = 10
     """Connections per service pool."""
     connect_timeout: float = 5.0

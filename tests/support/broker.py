@@ -14,7 +14,6 @@ import tempfile
 import time
 from pathlib import Path
 from types import TracebackType
-from urllib.parse import urlsplit, urlunsplit
 
 from tests.support.services import free_port
 
@@ -31,13 +30,6 @@ def _plugin() -> str:
     if not found:
         raise RuntimeError("mosquitto_dynamic_security.so not found (apt-get install mosquitto)")
     return found[0]
-
-
-def with_port(url: str, port: int) -> str:
-    """``url`` (``mqtt://user:password@host:port``) on another port."""
-    parts = urlsplit(url)
-    credentials = parts.netloc.rpartition("@")[0]
-    return urlunsplit(parts._replace(netloc=f"{credentials}@127.0.0.1:{port}"))
 
 
 class KillableBroker:

@@ -7,6 +7,7 @@ import inspect
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
@@ -62,3 +63,11 @@ async def eventually(
             if await holds if inspect.isawaitable(holds) else holds:
                 return
             await asyncio.sleep(0.1)
+
+
+def with_port(url: str, port: int) -> str:
+    """``url`` (``scheme://[user[:password]@]host:port/...``) on 127.0.0.1:``port``."""
+    parts = urlsplit(url)
+    credentials = parts.netloc.rpartition("@")[0]
+    at = f"{credentials}@" if credentials else ""
+    return urlunsplit(parts._replace(netloc=f"{at}127.0.0.1:{port}"))

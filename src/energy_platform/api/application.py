@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
+import msgspec
 from litestar import Litestar
 from litestar.openapi import OpenAPIConfig
 from litestar.plugins.prometheus import PrometheusConfig, PrometheusController
@@ -35,6 +36,7 @@ def build_app(
     authenticating: Mapping[str, Authentication] | None = None,
     stateless_queries: bool = False,
     lifespan: Sequence[Callable[[Litestar], AbstractAsyncContextManager[None]]] = (),
+    read_replica: bool = False,
 ) -> Litestar:
     """A Litestar app for service ``name`` with the platform's common parts.
 
@@ -43,15 +45,25 @@ def build_app(
     every operation that uses one (see ``openapi.document_problems``).
     ``stateless_queries``: see :func:`create_pool`. Handlers get the pool as the dependency
     ``pool`` (``api/database.py``). ``lifespan``: the app's own resources, opened after the
-    pool.
+    pool. ``read_replica``: the dependency ``reads`` is a pool on ``EP_DATABASE_READ_URL`` when
+    that is set (else it is ``pool``).
     """
 
     @asynccontextmanager
     async def database(app: Litestar) -> AsyncIterator[None]:
         app.state.db = await create_pool(settings.database, stateless_queries=stateless_queries)
+        replica = settings.database.read_url if read_replica else ""
+        app.state.read_db = app.state.db
         try:
+            if replica:
+                replica_settings = msgspec.structs.replace(settings.database, url=replica)
+                app.state.read_db = await create_pool(
+                    replica_settings, stateless_queries=stateless_queries
+                )
             yield
         finally:
+            if app.state.read_db is not app.state.db:
+                await app.state.read_db.close()
             await app.state.db.close()
 
     prometheus = PrometheusConfig(

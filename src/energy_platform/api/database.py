@@ -20,5 +20,18 @@ def _app_pool(state: State) -> asyncpg.Pool:
     return pool
 
 
-POOL = {"pool": Provide(_app_pool, sync_to_thread=False)}
-"""The app-level dependency ``build_app`` registers."""
+Reads = NamedDependency[asyncpg.Pool]
+"""A handler's or dependency's parameter ``reads``: the pool reads may use, a streaming replica's
+when the app is given one (``EP_DATABASE_READ_URL``), else the app's pool. Nothing writes there."""
+
+
+def _read_pool(state: State) -> asyncpg.Pool:
+    pool: asyncpg.Pool = state.read_db
+    return pool
+
+
+POOL = {
+    "pool": Provide(_app_pool, sync_to_thread=False),
+    "reads": Provide(_read_pool, sync_to_thread=False),
+}
+"""The app-level dependencies ``build_app`` registers."""

@@ -23,7 +23,7 @@ from energy_platform.devices.simulator import SimulatedHomebase, data_topic, hom
 from energy_platform.services import build_services
 from energy_platform.settings import Settings
 from tests.support.admin import run_admin_async
-from tests.support.broker import PERSISTENCE, ROOT, KillableBroker, with_port
+from tests.support.broker import PERSISTENCE, ROOT, KillableBroker
 from tests.support.platform import (
     Platform,
     messages,
@@ -31,7 +31,7 @@ from tests.support.platform import (
     platform_settings,
     with_cluster,
 )
-from tests.support.services import eventually, running
+from tests.support.services import eventually, running, with_port
 
 POINTS_PER_BATCH = 50
 SNAPSHOT_SECONDS = int(PERSISTENCE.split()[-1])

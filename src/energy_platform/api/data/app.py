@@ -20,4 +20,5 @@ def create_app(settings: Settings) -> Litestar:
         # Every query here is one self-contained statement (or transaction) by key: one plan
         # fits all calls, and a connection needs no reset between requests.
         stateless_queries=True,
+        read_replica=True,
     )

@@ -9,7 +9,7 @@ from litestar.datastructures import State
 
 from energy_platform.api.bearer import bearer_digest, unknown_token
 from energy_platform.api.data import queries
-from energy_platform.api.database import Database
+from energy_platform.api.database import Reads
 from energy_platform.errors import NotFound
 from energy_platform.inputs import parse_id
 
@@ -22,9 +22,11 @@ class Caller(msgspec.Struct, frozen=True):
         return self.is_admin or self.user_id == user_id
 
 
-async def authenticate(request: Request[object, object, State], pool: Database) -> Caller:
-    """The user behind ``Authorization: Bearer <token>``; 401 when missing or unknown."""
-    row = await pool.fetchrow(queries.CALLER_BY_DIGEST, bearer_digest(request))
+async def authenticate(request: Request[object, object, State], reads: Reads) -> Caller:
+    """The user behind ``Authorization: Bearer <token>``; 401 when missing or unknown. Read
+    where the API reads (a replica when configured: a new or revoked token takes effect there
+    after the replica's lag)."""
+    row = await reads.fetchrow(queries.CALLER_BY_DIGEST, bearer_digest(request))
     if row is None:
         raise unknown_token()
     return Caller(row["id"], row["is_admin"])

@@ -17,7 +17,7 @@ from energy_platform.api.data import queries
 from energy_platform.api.data.auth import Caller, authenticate, visible_user
 from energy_platform.api.data.schemas import Feed, Stream, StreamType
 from energy_platform.api.data.views import render_feeds, render_streams
-from energy_platform.api.database import Database
+from energy_platform.api.database import Reads
 from energy_platform.api.openapi import authenticates_as
 from energy_platform.errors import InvalidInput, NotFound
 from energy_platform.inputs import MAX_REPEATED, Channels, parse_id
@@ -53,23 +53,23 @@ class FeedsController(Controller):
 
     @get("/users/{user_id:str}/feeds", summary="A user's feeds")
     async def user_feeds(
-        self, user_id: FromPath[str], caller: Authenticated, pool: Database
+        self, user_id: FromPath[str], caller: Authenticated, reads: Reads
     ) -> list[Feed]:
-        owner = await visible_user(pool, user_id, caller)
-        rows = await pool.fetch(queries.FEEDS_OF_OWNER, owner)
-        return await render_feeds(pool, rows)
+        owner = await visible_user(reads, user_id, caller)
+        rows = await reads.fetch(queries.FEEDS_OF_OWNER, owner)
+        return await render_feeds(reads, rows)
 
     @get("/feeds/{feed_id:str}", summary="One feed")
-    async def feed(self, feed_id: FromPath[str], caller: Authenticated, pool: Database) -> Feed:
-        row = await _visible_feed(pool, feed_id, caller)
-        return (await render_feeds(pool, [row]))[0]
+    async def feed(self, feed_id: FromPath[str], caller: Authenticated, reads: Reads) -> Feed:
+        row = await _visible_feed(reads, feed_id, caller)
+        return (await render_feeds(reads, [row]))[0]
 
     @get("/feeds/{feed_id:str}/streams", summary="A feed's streams, filtered")
     async def streams(
         self,
         feed_id: FromPath[str],
         caller: Authenticated,
-        pool: Database,
+        reads: Reads,
         types: Annotated[Types | None, QueryParameter(name="type", max_items=MAX_REPEATED)] = None,
         channels: Annotated[
             Channels | None, QueryParameter(name="channel", max_items=MAX_REPEATED)
@@ -79,11 +79,11 @@ class FeedsController(Controller):
     ) -> list[Stream]:
         # Two independent rules (points at or after from; points at or before to): a `from`
         # after `to` asks for streams with data on both sides, not for nothing.
-        feed = await _visible_feed(pool, feed_id, caller)
-        rows = await pool.fetch(
+        feed = await _visible_feed(reads, feed_id, caller)
+        rows = await reads.fetch(
             queries.STREAMS_OF_FEED, feed["id"], types, channels, data_time_from, data_time_to
         )
-        return await render_streams(pool, rows)
+        return await render_streams(reads, rows)
 
     @get("/feeds/{feed_id:str}/streams/{stream_id:str}", summary="One stream")
     async def stream(
@@ -91,10 +91,10 @@ class FeedsController(Controller):
         feed_id: FromPath[str],
         stream_id: FromPath[str],
         caller: Authenticated,
-        pool: Database,
+        reads: Reads,
     ) -> Stream:
-        row = await _visible_stream(pool, feed_id, stream_id, caller)
-        return (await render_streams(pool, [row]))[0]
+        row = await _visible_stream(reads, feed_id, stream_id, caller)
+        return (await render_streams(reads, [row]))[0]
 
     @get(
         "/feeds/{feed_id:str}/streams/{stream_id:str}/data",
@@ -106,7 +106,7 @@ class FeedsController(Controller):
         feed_id: FromPath[str],
         stream_id: FromPath[str],
         request: Request[object, object, State],
-        pool: Database,
+        reads: Reads,
         time_from: UnixTime = None,
         time_to: UnixTime = None,
         limit: Annotated[int, QueryParameter(ge=1, le=MAX_POINTS)] = 100,
@@ -122,9 +122,9 @@ class FeedsController(Controller):
             limit,
         )
         if resolution is None:
-            row = await pool.fetchrow(queries.STREAM_DATA, *window)
+            row = await reads.fetchrow(queries.STREAM_DATA, *window)
         else:
-            row = await pool.fetchrow(
+            row = await reads.fetchrow(
                 queries.STREAM_BUCKETS, *window, resolution, BUCKET_REACH[resolution]
             )
         assert row is not None  # noqa: S101 - a query of subselects answers exactly one row

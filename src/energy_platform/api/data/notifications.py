@@ -19,7 +19,7 @@ from litestar.params import FromPath, QueryParameter
 from litestar.status_codes import HTTP_205_RESET_CONTENT
 
 from energy_platform.api.data.auth import Caller, authenticate, visible_user
-from energy_platform.api.database import Database
+from energy_platform.api.database import Database, Reads
 from energy_platform.errors import InvalidInput, NotFound
 from energy_platform.inputs import MAX_REPEATED, Ids, parse_id, parse_instant
 
@@ -119,10 +119,10 @@ class NotificationsController(Controller):
 
     @get("/notifications", summary="A user's notifications, newest first")
     async def list_notifications(
-        self, user_id: FromPath[str], caller: Authenticated, pool: Database, since: Since = None
+        self, user_id: FromPath[str], caller: Authenticated, reads: Reads, since: Since = None
     ) -> list[Notification]:
-        owner = await visible_user(pool, user_id, caller)
-        return [_notification(r) for r in await pool.fetch(LIST, owner, _since(since))]
+        owner = await visible_user(reads, user_id, caller)
+        return [_notification(r) for r in await reads.fetch(LIST, owner, _since(since))]
 
     @patch(
         "/notifications",
@@ -151,10 +151,10 @@ class NotificationsController(Controller):
         user_id: FromPath[str],
         notification_id: FromPath[str],
         caller: Authenticated,
-        pool: Database,
+        reads: Reads,
     ) -> Notification:
-        owner = await visible_user(pool, user_id, caller)
-        return await _one(pool, owner, notification_id)
+        owner = await visible_user(reads, user_id, caller)
+        return await _one(reads, owner, notification_id)
 
     @patch("/notifications/{notification_id:str}", summary="Set read/archived; the updated object")
     async def update_one(
@@ -174,10 +174,10 @@ class NotificationsController(Controller):
 
     @get("/notification_count", summary="Counts: read + unread = total = archived + unarchived")
     async def count(
-        self, user_id: FromPath[str], caller: Authenticated, pool: Database
+        self, user_id: FromPath[str], caller: Authenticated, reads: Reads
     ) -> NotificationCount:
-        owner = await visible_user(pool, user_id, caller)
-        row = await pool.fetchrow(COUNT, owner)
+        owner = await visible_user(reads, user_id, caller)
+        row = await reads.fetchrow(COUNT, owner)
         return NotificationCount(**dict(row)) if row else NotificationCount(0, 0, 0, 0, 0)
 
 
