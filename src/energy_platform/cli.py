@@ -54,15 +54,21 @@ def migrate(settings: Settings) -> None:
 
 @main.command()
 @click.argument(
-    "service", type=click.Choice(["api", "provisioning", "forwarder", "ingest", "engine", "all"])
+    "names",
+    metavar="SERVICE...",
+    nargs=-1,
+    required=True,
+    type=click.Choice(["api", "provisioning", "forwarder", "ingest", "engine", "all"]),
 )
 @click.pass_obj
-def serve(settings: Settings, service: str) -> None:
-    """Run SERVICE (or all of them in one process) until SIGTERM or Ctrl-C."""
+def serve(settings: Settings, names: tuple[str, ...]) -> None:
+    """Run SERVICE... in one process (``all``: every one; a cluster without provisioning is
+    ``api ingest engine forwarder``) until SIGTERM or Ctrl-C."""
     from energy_platform.lifecycle import run_services
     from energy_platform.services import build_services
 
-    services = build_services(service, settings)
+    chosen = "all" if "all" in names else list(dict.fromkeys(names))
+    services = build_services(chosen, settings)
     asyncio.run(run_services(services, shutdown_timeout=settings.shutdown_timeout))
 
 

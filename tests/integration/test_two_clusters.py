@@ -1,8 +1,8 @@
 """One provisioning and two clusters as the spec shards them (docs/scaling.md): separate
-processes on three databases and two brokers. Homebases boot to their own cluster and their
-data lands only in its database; a cluster cannot have another's secrets; a homebase moved from
-A to B sends to B; a CoAP device is served by its own data server and refused (4.05) by the
-other."""
+processes (``serve ingest api`` per cluster) on three databases and two brokers. Homebases
+boot to their own cluster and their data lands only in its database; a cluster cannot have
+another's secrets; a homebase moved from A to B sends to B; a CoAP device is served by its own
+data server and refused (4.05) by the other."""
 
 from __future__ import annotations
 
@@ -151,9 +151,11 @@ async def test_two_clusters_share_one_provisioning_and_nothing_else(
                 s = cluster_settings(settings, name, db, urls[name], p, made["secret"])
                 user = await run_admin_async(s, "users", "add", f"owner-{name}")
                 clusters[name] = Cluster(name, s, ports[name], user["id"])
-                ingest = start_serve(s, "ingest")
+                # A cluster's services in one process, provisioning not among them.
+                ingest = start_serve(s, "ingest", "api")
                 processes.append(ingest)
                 await wait_subscribed(ingest)
+                await wait_for_http(f"http://127.0.0.1:{s.http.api_port}/healthz")
             a, b = clusters["A"], clusters["B"]
 
             # Each homebase boots to its own cluster and its data lands only there.

@@ -113,9 +113,9 @@ def serve_env(s: Settings) -> dict[str, str]:
     }
 
 
-def start_serve(s: Settings, service: str) -> subprocess.Popen[bytes]:
-    """``energy-platform serve SERVICE`` as a real process; its JSON log on stderr."""
-    return subprocess.Popen([CLI, "serve", service], env=serve_env(s), stderr=subprocess.PIPE)
+def start_serve(s: Settings, *services: str) -> subprocess.Popen[bytes]:
+    """``energy-platform serve SERVICE...`` as a real process; its JSON log on stderr."""
+    return subprocess.Popen([CLI, "serve", *services], env=serve_env(s), stderr=subprocess.PIPE)
 
 
 def start_ingest(s: Settings) -> subprocess.Popen[bytes]:
