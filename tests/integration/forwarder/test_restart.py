@@ -96,8 +96,19 @@ async def test_a_killed_forwarder_resends_the_same_batch_and_skips_none(
         kill_9(process)
     # 3. Restarted again, the endpoint healthy: the same batch, then the next ones in order.
     receiver.then = 200
+
+    async def three_delivered() -> bool:
+        count = await db.fetchval(
+            "SELECT count(*) FROM forwarder.delivery_log"
+            " WHERE customer_id = $1 AND outcome = 'delivered'",
+            customer.id,
+        )
+        return bool(count >= 3)
+
     with forwarder_process(settings) as process:
         await eventually(lambda: len({r.batch_id for r in receiver.requests}) >= 3, within=20)
+        # A batch is answered before its outcome is written; the kill must come after both.
+        await eventually(three_delivered, within=20)
     first_id = receiver.requests[0].batch_id
     retried = [r for r in receiver.requests if r.batch_id == first_id]
     assert len(retried) >= 4
