@@ -23,14 +23,19 @@ async def idle() -> list[tuple[int, float]]:
     return IDLE_POINTS
 
 
+@get("/bench/pid", include_in_schema=False)
+async def pid() -> int:
+    """Which process answered: the benchmark waits until every one of several has."""
+    return os.getpid()
+
+
 def main() -> None:
     settings = Settings.from_env(os.environ)
     configure_logging(settings.log)
     app = create_app(settings)
     app.register(idle)
-    service = HttpService(
-        "api", app, settings.http.host, settings.http.api_port, server=settings.http.server
-    )
+    app.register(pid)
+    service = HttpService.configured("api", app, settings.http, settings.http.api_port)
     asyncio.run(run_services([service], shutdown_timeout=5))
 
 

@@ -16,7 +16,7 @@ import asyncpg
 import httpx
 import psycopg
 
-from benchmarks.data_api import TOKEN, start_server, timed_queries, timed_requests
+from benchmarks.data_api import TOKEN, start_servers, stop_servers, timed_queries, timed_requests
 from benchmarks.support import bench_database, figure, report
 from energy_platform.api.data import queries
 from energy_platform.api.data.feeds import BUCKET_REACH
@@ -110,7 +110,7 @@ def main(runs: int) -> None:
             ).fetchone()
             assert sizes
         port = free_port()
-        server = start_server(url, port, HttpSettings().server)
+        servers = start_servers(url, port, HttpSettings().server)
         try:
             base = f"http://127.0.0.1:{port}"
             year = f"resolution=day&time_from={YEAR_FROM}&time_to={YEAR_TO - 1}&limit=366"
@@ -125,8 +125,7 @@ def main(runs: int) -> None:
             ]
             direct = asyncio.run(timed_queries(url, queries.STREAM_BUCKETS, calls, rounds))
         finally:
-            server.terminate()
-            server.wait(10)
+            stop_servers(servers)
     print(
         f"year view: {STREAMS} processed streams x {BUCKETS:,} points of 90 s (365 days),"
         f" resolution=day, {rounds} rounds after one; rollups of all {STREAMS} built from"

@@ -7,6 +7,7 @@ import httpx
 import msgspec
 import pytest
 from litestar import Litestar, Request, get
+from prometheus_client.parser import text_string_to_metric_families
 
 from energy_platform.api.data import app as data
 from energy_platform.api.forwarder import app as forwarder
@@ -141,3 +142,42 @@ async def test_the_client_behind_a_local_proxy_is_the_forwarded_one(
 
     assert direct.json() == {"client": "127.0.0.1"}
     assert proxied.json() == {"client": "198.51.100.7"}
+
+
+def samples(text: str, name: str, **labels: str) -> float:
+    """The sum of metric ``name``'s samples whose labels include ``labels``."""
+    return sum(
+        s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+        if s.name == name and labels.items() <= s.labels.items()
+    )
+
+
+async def test_requests_are_counted_per_route_and_status(settings: Settings) -> None:
+    port = free_port()
+    service = HttpService("api", data.create_app(settings), "127.0.0.1", port)
+    base = f"http://127.0.0.1:{port}"
+    data_route = "/feeds/{feed_id}/streams/{stream_id}/data"
+    async with running(service, ready_urls=(base + "/healthz",)), httpx.AsyncClient() as http:
+        before = (await http.get(base + "/metrics")).text
+        for _ in range(3):
+            assert (await http.get(base + "/readyz")).status_code == 200
+        for feed in ("1", "2"):
+            url = f"{base}/feeds/{feed}/streams/7/data"
+            assert (
+                await http.get(url, headers={"Authorization": "Bearer nobody"})
+            ).status_code == 401
+        await http.get(base + "/healthz")
+        after = (await http.get(base + "/metrics")).text
+
+    def grew(name: str, **labels: str) -> float:
+        return samples(after, name, **labels) - samples(before, name, **labels)
+
+    api = {"app_name": "api", "method": "GET"}
+    assert grew("ep_http_requests_total", path="/readyz", status_code="200", **api) == 3
+    assert grew("ep_http_requests_total", path=data_route, status_code="401", **api) == 2
+    assert grew("ep_http_request_duration_seconds_count", path=data_route, **api) == 2
+    assert grew("ep_http_requests_total", path="/healthz") == 0  # probes are not counted
+    assert grew("ep_http_requests_error_total", **api) == 0
+    assert samples(after, "ep_http_requests_in_progress", path="/readyz", **api) == 0

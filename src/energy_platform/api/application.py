@@ -9,11 +9,12 @@ from typing import Any
 import msgspec
 from litestar import Litestar
 from litestar.openapi import OpenAPIConfig
-from litestar.plugins.prometheus import PrometheusConfig, PrometheusController
+from litestar.plugins.prometheus import PrometheusController
 from litestar.types import ControllerRouterHandler
 
 from energy_platform.api.database import POOL
 from energy_platform.api.health import healthz, readyz
+from energy_platform.api.metrics import http_metrics
 from energy_platform.api.openapi import Authentication, document_problems
 from energy_platform.api.problems import EXCEPTION_HANDLERS
 from energy_platform.api.schema_page import schema_assets, schema_page
@@ -66,15 +67,12 @@ def build_app(
                 await app.state.read_db.close()
             await app.state.db.close()
 
-    prometheus = PrometheusConfig(
-        app_name=name, prefix="ep_http", group_path=True, exclude=["/metrics", "/healthz"]
-    )
     handlers: list[Any] = [healthz, readyz, MetricsController, schema_assets(), *route_handlers]
     app = Litestar(
         route_handlers=handlers,
         lifespan=[database, *lifespan],
         dependencies=POOL,
-        middleware=[prometheus.middleware],
+        middleware=[http_metrics(name)],
         exception_handlers=EXCEPTION_HANDLERS,
         openapi_config=OpenAPIConfig(
             title=title,

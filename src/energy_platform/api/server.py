@@ -79,6 +79,9 @@ class HttpService:
             log_config=None,
             access_log=False,
             lifespan="on",
+            # httptools (C) parses and writes a request in about half of h11's time: the idle
+            # handler served 6,600 req/s against 3,600 (benchmarks/README.md, issue 21).
+            http="httptools",
             timeout_graceful_shutdown=GRACE,
             server_header=False,
             ssl_certfile=self._tls.cert if self._tls else None,
@@ -99,18 +102,10 @@ class HttpService:
             raise RuntimeError(f"{self.name}: HTTP server on {self.url} could not start")
 
     def _shared_socket(self) -> socket.socket:
-        """A listening socket other processes may bind too (SO_REUSEPORT): the kernel spreads
-        new connections among them."""
-        family = socket.AF_INET6 if ":" in self._host else socket.AF_INET
-        sock = socket.socket(family, socket.SOCK_STREAM)
         try:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-            sock.bind((self._host, self._port))
+            return shared_port_socket(self._host, self._port)
         except OSError as e:
-            sock.close()
             raise RuntimeError(f"{self.name}: HTTP server on {self.url} could not start") from e
-        return sock
 
     async def _granian(self, stop: asyncio.Event) -> None:
         server = GranianServer(
@@ -141,3 +136,20 @@ class HttpService:
             raise RuntimeError(f"{self.name}: HTTP server on {self.url} could not start") from e
         if not stop.is_set():
             raise RuntimeError(f"{self.name}: HTTP server on {self.url} stopped by itself")
+
+
+def shared_port_socket(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to ``host:port`` that other processes may bind too (SO_REUSEPORT):
+    the kernel spreads new connections among them. Not listening yet: the server does that."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # IPPROTO_TCP by name: asyncio sets TCP_NODELAY only on sockets that say so, and without
+    # it a response's head and body meet Nagle and the delayed ACK (40 ms a response).
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    return sock

@@ -155,7 +155,7 @@ def secret_requests(metrics: str) -> float:
         float(m["value"])
         for m in re.finditer(
             r"ep_http_requests_total\{[^}]*"
-            r'path="/api/device/\{sn:str\}/secret/"[^}]*\} (?P<value>\S+)',
+            r'path="/api/device/\{sn\}/secret"[^}]*\} (?P<value>\S+)',  # the route's template
             metrics,
         )
     )
@@ -176,6 +176,7 @@ async def test_garbage_from_one_homebase_costs_at_most_one_secret_request_a_minu
         await eventually(presence_seen)  # its key is known now
         async with httpx.AsyncClient() as http:
             before = secret_requests((await http.get(platform.api + "/metrics")).text)
+            assert before >= 1  # ingest asked for the key of the batch above
             for _ in range(20):
                 await publish_as(platform, sn, secret, b"\x01" + os.urandom(60))
 
