@@ -1,9 +1,12 @@
 """Ingest throughput: a backlog of encrypted homebase batches drained from Mosquitto into
-TimescaleDB, beside a raw COPY of the same rows into a hypertable in the same run.
+TimescaleDB by one `serve ingest` process and by two on one shared subscription, beside a raw
+COPY of the same rows into a hypertable and a bare aiomqtt receive of the same backlog (acked by
+hand, nothing else done), both in the same run.
 
 The Python publisher cannot outrun the consumer (about 4k QoS 1 messages/s here), so the backlog
-is published while the ingest's persistent session is offline; then ingest starts and the clock
-runs until every point is committed (its readings counter, incremented after each commit).
+is published while the ingest processes are stopped (SIGSTOP: their sessions and subscriptions
+stay); the clock runs from SIGCONT until every point is committed (the processes' readings
+counter, incremented after each commit, read from their /metrics).
 
     python -m benchmarks.ingest_throughput [--full] [--runs N]
 """
@@ -13,17 +16,21 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime as dt
+import re
 import secrets
+import signal
 import socket
+import subprocess
 import time
 
+import aiomqtt
 import asyncpg
 import httpx
 import msgspec
 
 from benchmarks.support import bench_database, figure, report, tag
 from energy_platform.devices.codec.format_v4 import HomebaseRecord
-from energy_platform.devices.ingest.service import READINGS, IngestService
+from energy_platform.devices.ingest.service import broker_client
 from energy_platform.devices.simulator import SimulatedHomebase, data_topic, homebase_client
 from energy_platform.services import build_services
 from energy_platform.settings import (
@@ -35,6 +42,7 @@ from energy_platform.settings import (
     Settings,
 )
 from tests.support.admin import run_admin_async
+from tests.support.platform import start_serve, wait_subscribed
 from tests.support.services import free_port, running
 
 TIMES_PER_MESSAGE = 10
@@ -134,30 +142,96 @@ def backlog(homebases: list[SimulatedHomebase], messages: int, t0: int) -> list[
     return out
 
 
-async def create_session(s: Settings) -> None:
-    """Subscribe once, so that the broker queues the backlog for the (then offline) session."""
-    stop = asyncio.Event()
-    service = IngestService(s)
-    task = asyncio.create_task(service.run(stop))
-    await asyncio.wait_for(service.subscribed.wait(), 20)
-    stop.set()
-    await task
+class Worker:
+    """One `serve ingest api` process (the api only for its /metrics), stopped between runs."""
+
+    def __init__(self, s: Settings, n: int) -> None:
+        self.settings = msgspec.structs.replace(
+            s,
+            mqtt=msgspec.structs.replace(s.mqtt, client_id=f"{s.mqtt.client_id}-{n}"),
+            http=msgspec.structs.replace(s.http, api_port=free_port()),
+        )
+        self.process = start_ingest_with_api(self.settings)
+
+    async def start(self) -> None:
+        await wait_subscribed(self.process)
+        self.process.send_signal(signal.SIGSTOP)
+
+    async def readings(self, http: httpx.AsyncClient) -> float:
+        metrics = (await http.get(f"http://127.0.0.1:{self.settings.http.api_port}/metrics")).text
+        found = re.search(r"^ep_ingest_points_total (\S+)$", metrics, re.MULTILINE)
+        return float(found.group(1)) if found else 0.0
+
+    def stop(self) -> None:
+        self.process.send_signal(signal.SIGCONT)
+        self.process.terminate()
+        self.process.wait(20)
 
 
-async def drain(s: Settings, expected: int) -> float:
-    """Seconds from ingest's start until ``expected`` more readings are committed."""
-    before = READINGS._value.get()
-    stop = asyncio.Event()
-    started = time.perf_counter()
-    task = asyncio.create_task(IngestService(s).run(stop))
-    while READINGS._value.get() - before < expected:
-        await asyncio.sleep(0.01)
-        if task.done():
-            task.result()
-    elapsed = time.perf_counter() - started
-    stop.set()
-    await task
+def start_ingest_with_api(s: Settings) -> subprocess.Popen[bytes]:
+    own_port = DeviceSettings(coap_port=free_port(socket.SOCK_DGRAM))
+    return start_serve(msgspec.structs.replace(s, devices=own_port), "ingest", "api")
+
+
+async def drain(workers: list[Worker], expected: int) -> float:
+    """Seconds from resuming ``workers`` until they have committed ``expected`` more points."""
+    async with httpx.AsyncClient(timeout=5) as http:
+        for w in workers:  # stopped: the counters are read after the resume
+            w.process.send_signal(signal.SIGCONT)
+        started = time.perf_counter()
+        before = [await w.readings(http) for w in workers]
+        total = sum(before)
+        while total - sum(before) < expected:
+            await asyncio.sleep(0.02)
+            total = sum([await w.readings(http) for w in workers])
+        elapsed = time.perf_counter() - started
+    for w in workers:
+        w.process.send_signal(signal.SIGSTOP)
     return elapsed
+
+
+def bare_client(s: Settings) -> aiomqtt.Client:
+    return broker_client(s.mqtt, f"{s.mqtt.client_id}-bare")
+
+
+def bare_topic(s: Settings) -> str:
+    return f"$share/{s.mqtt.share_group}-bare/{s.mqtt.topic_prefix}homebases/+/data"
+
+
+async def bare_session(s: Settings) -> None:
+    """A session of its own group, so that it gets a copy of every backlog while away."""
+    async with bare_client(s) as client:
+        await client.subscribe(bare_topic(s), qos=1)
+
+
+async def bare_receive(s: Settings, messages: int) -> float:
+    """Seconds a bare aiomqtt client takes to receive and acknowledge ``messages`` queued
+    messages, doing nothing else: the MQTT receive ceiling of one Python process."""
+    received = 0
+    started = time.perf_counter()
+    async with bare_client(s) as client:
+        paho = client._client  # manual acks, as ingest does (aiomqtt#345)
+        paho.manual_ack_set(True)
+        await client.subscribe(bare_topic(s), qos=1)
+        async for message in client.messages:
+            paho.ack(message.mid, 1)
+            received += 1
+            if received == messages:
+                break
+    return time.perf_counter() - started
+
+
+async def publish(s: Settings, homebases: list[SimulatedHomebase], t0: int, messages: int) -> int:
+    """The backlog of ``messages`` batches from ``homebases``, each logged in with its own
+    account, as in the field; the number of messages published."""
+    batch = backlog(homebases, messages, t0)
+    for h in homebases:
+        async with homebase_client(s.mqtt, h.sn, h.secret) as client:
+            topic = data_topic(h.sn, s.mqtt.topic_prefix)
+            for sn, payload in batch:
+                if sn == h.sn:
+                    await client.publish(topic, payload, qos=1)
+    return len(batch)
 
 
 COPY_TABLE = """
@@ -190,37 +264,56 @@ async def main(full: bool, runs: int) -> None:
         s, homebases = await setup(base_settings, homebase_count)
         points = (messages // homebase_count) * homebase_count * TIMES_PER_MESSAGE * POINTS_PER_TIME
         base = s.cluster.provisioning_url
-        ingest_rates, message_rates, copy_rates = [], [], []
+        one, two, bare, message_rates, copy_rates = [], [], [], [], []
+        t0 = int(time.time()) - 3 * 86_400
+        workers: list[Worker] = []
         async with running(*build_services("provisioning", s), ready_urls=(base + "/healthz",)):
-            await create_session(s)
-            for run in range(runs + 1):  # run 0 warms up (secrets, stream ids) and is not counted
-                t0 = int(time.time()) - 3 * 86_400 + run * 86_400 // (runs + 1)
-                batch = backlog(homebases, messages, t0)
-                for h in homebases:  # each logged in with its own account, as in the field
-                    async with homebase_client(s.mqtt, h.sn, h.secret) as client:
-                        topic = data_topic(h.sn, s.mqtt.topic_prefix)
-                        for sn, payload in batch:
-                            if sn == h.sn:
-                                await client.publish(topic, payload, qos=1)
-                seconds = await drain(s, points)
-                rate = await copy_rate(s.database.url, points)
-                if run:
-                    ingest_rates.append(points / seconds)
-                    message_rates.append(len(batch) / seconds)
-                    copy_rates.append(rate)
+            try:
+                await bare_session(s)
+                workers.append(Worker(s, 1))
+                await workers[0].start()
+                # Run 0 of each setup warms up (secrets, stream ids) and is not counted. The
+                # second process joins the share group only after the runs of the first alone.
+                for setup_rates, count in ((one, 1), (two, 2)):
+                    if count == 2:
+                        workers.append(Worker(s, 2))
+                        await workers[1].start()
+                    for run in range(runs + 1):
+                        t0 += 3_600
+                        sent = await publish(s, homebases, t0, messages)
+                        seconds = await drain(workers, points)
+                        received = await bare_receive(s, sent)
+                        rate = await copy_rate(s.database.url, points)
+                        if run:
+                            setup_rates.append(points / seconds)
+                            if count == 1:
+                                message_rates.append(sent / seconds)
+                                bare.append(points / received)
+                                copy_rates.append(rate)
+            finally:
+                for w in workers:
+                    w.stop()
         print(
-            f"ingest: {homebase_count} homebases, {len(batch):,} messages of "
-            f"{TIMES_PER_MESSAGE * POINTS_PER_TIME} points per run, {runs} runs after a warm-up"
+            f"ingest: {homebase_count} homebases, {sent:,} messages of "
+            f"{TIMES_PER_MESSAGE * POINTS_PER_TIME} points per run, {runs} runs after a warm-up,"
+            " with 1 `serve ingest` process and with 2 on one shared subscription"
         )
         report(
             [
                 figure(
-                    "ingest points/s (MQTT -> DB)",
-                    "points/s",
-                    ingest_rates,
-                    "raw COPY rows/s",
-                    copy_rates,
+                    "ingest points/s (MQTT -> DB)", "points/s", one, "raw COPY rows/s", copy_rates
                 ),
+                figure(
+                    "ingest points/s vs bare aiomqtt receive",
+                    "points/s",
+                    one,
+                    "bare aiomqtt receive points/s",
+                    bare,
+                ),
+                figure(
+                    "ingest points/s, 2 processes", "points/s", two, "raw COPY rows/s", copy_rates
+                ),
+                figure("ingest points/s, 2 processes vs 1", "points/s", two, "1 process", one),
                 figure(
                     "ingest messages/s",
                     "msg/s",

@@ -29,6 +29,8 @@ BENCHMARKS = [
     ("benchmarks.ingest_throughput", "ingestion", []),
     # Four Mosquitto persistence settings: throughput and the acknowledged points a SIGKILL loses.
     ("benchmarks.broker_persistence", "ingestion", []),
+    # A hot standby of the private server: commit-to-visible lag, idle and under COPY load.
+    ("benchmarks.replica_lag", "replica", []),
     # A full round of the engine takes about 20 minutes here: one counted round after a warm-up.
     ("benchmarks.engine_throughput", "engine", ["--runs", "1"]),
     # Real time: 10,000 streams every 5 s; a warm-up, then 2 (quick) or 8 (full) buckets.

@@ -3,7 +3,8 @@
 The same families Litestar's Prometheus middleware kept (``ep_http_*``, labelled by method,
 route template, status and service), measured by a plain ASGI wrapper that looks up each
 label set's children once: Litestar's middleware built a request object, label dicts and four
-label lookups per request, a tenth of the data endpoint's time (benchmarks/README.md, issue 21).
+label lookups per request: without it the data endpoint served 9-35 % more requests/s
+(docs/scaling.md, issue 21).
 """
 
 from __future__ import annotations

@@ -1,0 +1,157 @@
+"""Read replica lag: how long after its commit on the primary a row is visible on a streaming hot
+standby (`pg_basebackup -R`, as docs/scaling.md makes one), with nothing else writing and while
+ingest's write path (COPY batches into cluster.raw_points, on two connections) runs flat out.
+
+A probe commits a row on the primary and polls the replica until it sees it, every 100 ms.
+
+    python -m benchmarks.replica_lag [--full] [--runs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import statistics
+import time
+
+import asyncpg
+
+from benchmarks.support import bench_database, figure, report
+from energy_platform.tokens import token_digest
+from tests.support.replica import hot_standby
+
+PROBE = "CREATE TABLE bench_probe (n bigint PRIMARY KEY)"
+BATCH = 5_000  # points per COPY: a few of ingest's batches of 50-point messages
+WRITERS = 2
+
+
+async def visible_after(primary: asyncpg.Connection, replica: asyncpg.Connection, n: int) -> float:
+    """Seconds from the commit of probe row ``n`` on the primary until the replica has it."""
+    await primary.execute("INSERT INTO bench_probe VALUES ($1)", n)
+    committed = time.perf_counter()
+    seen = "SELECT EXISTS (SELECT FROM bench_probe WHERE n = $1)"
+    while True:
+        if await replica.fetchval(seen, n):
+            return time.perf_counter() - committed
+        await asyncio.sleep(0.0005)
+
+
+async def probe(primary_url: str, replica_url: str, seconds: float, first: int) -> list[float]:
+    primary = await asyncpg.connect(primary_url)
+    replica = await asyncpg.connect(replica_url)
+    lags = []
+    try:
+        deadline = time.monotonic() + seconds
+        n = first
+        while time.monotonic() < deadline:
+            lags.append(await visible_after(primary, replica, n))
+            n += 1
+            await asyncio.sleep(0.1)
+    finally:
+        await primary.close()
+        await replica.close()
+    return lags
+
+
+async def write_points(url: str, stream: int, stop: asyncio.Event, start: dt.datetime) -> int:
+    """COPY batches of points of ``stream`` until ``stop``; the number of points written."""
+    conn = await asyncpg.connect(url)
+    written = 0
+    try:
+        while not stop.is_set():
+            rows = [
+                (stream, start + dt.timedelta(seconds=5 * (written + i)), 230.0)
+                for i in range(BATCH)
+            ]
+            await conn.copy_records_to_table(
+                "raw_points",
+                schema_name="cluster",
+                records=rows,
+                columns=["stream_id", "ts", "value"],
+            )
+            written += BATCH
+    finally:
+        await conn.close()
+    return written
+
+
+async def seed_streams(url: str, count: int) -> list[int]:
+    """``count`` raw streams of one feed, for the writers to fill."""
+    conn = await asyncpg.connect(url)
+    try:
+        owner = await conn.fetchval(
+            "INSERT INTO cluster.users (name, token_sha256) VALUES ('bench', $1) RETURNING id",
+            token_digest("replica-bench"),
+        )
+        feed = await conn.fetchval(
+            "INSERT INTO cluster.feeds (owner_id, homebase_sn, subscription_from, subscription_to)"
+            " VALUES ($1, 'BE00000000000001', now(), now() + interval '1 year') RETURNING id",
+            owner,
+        )
+        rows = await conn.fetch(
+            "INSERT INTO cluster.streams (feed_id, type, channel, device, medium)"
+            " SELECT $1, 'raw', i, 3, 1 FROM generate_series(1, $2) i RETURNING id",
+            feed,
+            count,
+        )
+    finally:
+        await conn.close()
+    return [r["id"] for r in rows]
+
+
+async def under_load(
+    primary_url: str, replica_url: str, seconds: float, streams: list[int], first: int
+) -> tuple[list[float], float]:
+    """Probe lags while one connection per stream COPYs its points; (lags, points/s written)."""
+    stop = asyncio.Event()
+    start = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    started = time.perf_counter()
+    writers = [asyncio.create_task(write_points(primary_url, s, stop, start)) for s in streams]
+    await asyncio.sleep(1)  # the writers at full speed before the first probe
+    lags = await probe(primary_url, replica_url, seconds, first)
+    stop.set()
+    written = sum(await asyncio.gather(*writers))
+    return lags, written / (time.perf_counter() - started)
+
+
+async def main(full: bool, runs: int) -> None:
+    seconds = 20.0 if full else 5.0
+    with bench_database() as settings:
+        url = settings.database.url
+        conn = await asyncpg.connect(url)
+        await conn.execute(PROBE)
+        await conn.close()
+        streams = await seed_streams(url, WRITERS * runs)
+        with hot_standby(url) as replica_url:
+            idle_p50, idle_p99, load_p50, load_p99, rates = [], [], [], [], []
+            for run in range(1, runs + 1):
+                idle = await probe(url, replica_url, seconds, 2 * run * 1_000_000)
+                mine = streams[(run - 1) * WRITERS : run * WRITERS]
+                busy, rate = await under_load(
+                    url, replica_url, seconds, mine, (2 * run + 1) * 1_000_000
+                )
+                idle_p50.append(statistics.median(idle) * 1000)
+                idle_p99.append(statistics.quantiles(idle, n=100)[98] * 1000)
+                load_p50.append(statistics.median(busy) * 1000)
+                load_p99.append(statistics.quantiles(busy, n=100)[98] * 1000)
+                rates.append(rate)
+    print(
+        f"replica lag: a hot standby on loopback, a probe every 100 ms for {seconds:.0f} s idle and"
+        f" {seconds:.0f} s under {WRITERS} COPY writers ({statistics.median(rates):,.0f} points/s),"
+        f" {runs} runs"
+    )
+    report(
+        [
+            figure("replica lag p50 under ingest load", "ms", load_p50, "idle p50 ms", idle_p50),
+            figure("replica lag p99 under ingest load", "ms", load_p99, "idle p99 ms", idle_p99),
+        ]
+    )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--full", action="store_true", help="20 s of probes a setup, not 5")
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    asyncio.run(main(args.full, args.runs))
