@@ -12,6 +12,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import asyncpg
+import msgspec
 import structlog
 from prometheus_client import Counter
 
@@ -61,13 +62,18 @@ class EngineService:
 
     async def _work(self, pool: asyncpg.Pool, stop: asyncio.Event) -> None:
         while not stop.is_set():
+            rollups_left = False
             try:
                 async with pool.acquire() as conn:
-                    await drain(conn, self._engine, self._clock, stop)
+                    # One rollup batch a round: new points and closed buckets go first, and a
+                    # backlog of rollups (thousands of stream-hours a minute) catches up between.
+                    done = await drain(conn, self._engine, self._clock, stop, rollup_batches=1)
+                    rollups_left = done.rollups_left
             except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
                 # A failed transaction leaves the queues as they were: the next round retries.
                 log.warning("processing failed; retrying", error=f"{type(e).__name__}: {e}")
-            await sleep_unless_stopped(stop, self._next_wake())
+            if not rollups_left:
+                await sleep_unless_stopped(stop, self._next_wake())
 
     def _next_wake(self) -> float:
         seconds = self._clock().timestamp()
@@ -75,14 +81,23 @@ class EngineService:
         return min(self._engine.poll_interval, to_boundary + BOUNDARY_MARGIN)
 
 
+class Drained(msgspec.Struct, frozen=True):
+    written: int
+    """Processed points written."""
+    rollups_left: bool
+    """The last rollup batch was full: more queued periods may be due."""
+
+
 async def drain(
     conn: Connection,
     settings: EngineSettings,
     clock: Clock = system_clock,
     stop: asyncio.Event | None = None,
-) -> int:
-    """Take all dirty ranges in, process closed work until none is left, then the rollups that
-    waited long enough; processed points written."""
+    *,
+    rollup_batches: int | None = None,
+) -> Drained:
+    """Take all dirty ranges in, process closed work until none is left, then up to
+    ``rollup_batches`` batches (default: all) of the rollups that waited long enough."""
     while not (stop and stop.is_set()):
         taken = await intake(
             conn,
@@ -108,9 +123,12 @@ async def drain(
         POINTS_WRITTEN.inc(result.written)
         POINTS_DELETED.inc(result.deleted)
         written += result.written
-    while not (stop and stop.is_set()):
+    batches, full = 0, False
+    while not (stop and stop.is_set()) and (rollup_batches is None or batches < rollup_batches):
         rolled = await rollup_batch(conn, batch=settings.rollup_batch, delay=settings.rollup_delay)
         HOURS_WRITTEN.inc(rolled.written)
-        if rolled.periods < settings.rollup_batch:
+        batches += 1
+        full = rolled.periods == settings.rollup_batch
+        if not full:
             break
-    return written
+    return Drained(written, full)

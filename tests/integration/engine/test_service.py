@@ -78,7 +78,7 @@ async def test_two_engine_workers_share_the_work_without_conflicts(
 
     workers = [await asyncpg.connect(database_url) for _ in range(2)]
     try:
-        written = await asyncio.gather(*(drain(w, one_feed_per_batch) for w in workers))
+        drained = await asyncio.gather(*(drain(w, one_feed_per_batch) for w in workers))
     finally:
         for w in workers:
             await w.close()
@@ -92,7 +92,7 @@ async def test_two_engine_workers_share_the_work_without_conflicts(
             T0 + 90: expected,
             T0 + 180: expected,
         }
-    assert sum(written) == 36
+    assert sum(d.written for d in drained) == 36
     ids = [f.id for f in feeds]
     assert (
         await feeds[0].db.fetchval(
@@ -100,3 +100,31 @@ async def test_two_engine_workers_share_the_work_without_conflicts(
         )
         == 0
     )
+
+
+async def test_a_round_takes_one_rollup_batch_and_says_whether_more_wait(
+    new_feed: NewFeed,
+) -> None:
+    # The service runs rounds of one rollup batch, so that a backlog of rollups never holds
+    # back a closed bucket; a round that took a full batch starts the next one at once.
+    feed = await new_feed()
+    streams = [await feed.raw_stream(channel=c, medium=1) for c in (1, 2, 3)]
+    await feed.db.executemany(
+        "INSERT INTO cluster.rollup_work (stream_id, span, recorded_at)"
+        " VALUES ($1, tstzrange(to_timestamp($2), to_timestamp($2 + 3600)), '2000-01-01')",
+        [(s, T0) for s in streams],  # older than any other work: taken first
+    )
+    one_period = EngineSettings(currency="CZK", rollup_delay=0, rollup_batch=1)
+
+    async def queued() -> int:
+        count = await feed.db.fetchval(
+            "SELECT count(*) FROM cluster.rollup_work WHERE stream_id = ANY($1)", streams
+        )
+        return int(count)
+
+    first = await drain(feed.db, one_period, rollup_batches=1)
+    assert first.rollups_left
+    assert await queued() == 2
+    rest = await drain(feed.db, one_period)  # every batch, as tests and benchmarks drain
+    assert not rest.rollups_left
+    assert await queued() == 0
