@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import secrets
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -13,12 +14,26 @@ import httpx
 
 from energy_platform.lifecycle import Service
 
+# Below Linux's ephemeral range (32768-60999): a port the kernel picks there for a test can be
+# taken, before the test's server binds it, as the source port of any outgoing connection.
+TEST_PORTS = range(20_000, 32_768)
+_handed_out: set[tuple[int, int]] = set()
+
 
 def free_port(kind: int = socket.SOCK_STREAM) -> int:
-    with socket.socket(socket.AF_INET, kind) as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
+    """A port of 127.0.0.1 free for ``kind`` now, below the ephemeral range, and never the same
+    one twice in this process."""
+    for port in secrets.SystemRandom().sample(TEST_PORTS, 500):
+        if (kind, port) in _handed_out:
+            continue
+        with socket.socket(socket.AF_INET, kind) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _handed_out.add((kind, port))
         return port
+    raise RuntimeError("no free port below the ephemeral range")
 
 
 async def wait_for_http(url: str) -> None:
