@@ -20,7 +20,6 @@ import re
 import secrets
 import signal
 import socket
-import subprocess
 import time
 
 import aiomqtt
@@ -42,7 +41,7 @@ from energy_platform.settings import (
     Settings,
 )
 from tests.support.admin import run_admin_async
-from tests.support.platform import start_serve, wait_subscribed
+from tests.support.platform import start_ingest, wait_subscribed
 from tests.support.services import free_port, running
 
 TIMES_PER_MESSAGE = 10
@@ -151,7 +150,7 @@ class Worker:
             mqtt=msgspec.structs.replace(s.mqtt, client_id=f"{s.mqtt.client_id}-{n}"),
             http=msgspec.structs.replace(s.http, api_port=free_port()),
         )
-        self.process = start_ingest_with_api(self.settings)
+        self.process = start_ingest(self.settings, "api")
 
     async def start(self) -> None:
         await wait_subscribed(self.process)
@@ -166,11 +165,6 @@ class Worker:
         self.process.send_signal(signal.SIGCONT)
         self.process.terminate()
         self.process.wait(20)
-
-
-def start_ingest_with_api(s: Settings) -> subprocess.Popen[bytes]:
-    own_port = DeviceSettings(coap_port=free_port(socket.SOCK_DGRAM))
-    return start_serve(msgspec.structs.replace(s, devices=own_port), "ingest", "api")
 
 
 async def drain(workers: list[Worker], expected: int) -> float:

@@ -169,6 +169,7 @@ async def test_requests_are_counted_per_route_and_status(settings: Settings) -> 
                 await http.get(url, headers={"Authorization": "Bearer nobody"})
             ).status_code == 401
         await http.get(base + "/healthz")
+        assert (await http.get(base + "/no/such/path")).status_code == 404
         after = (await http.get(base + "/metrics")).text
 
     def grew(name: str, **labels: str) -> float:
@@ -179,5 +180,7 @@ async def test_requests_are_counted_per_route_and_status(settings: Settings) -> 
     assert grew("ep_http_requests_total", path=data_route, status_code="401", **api) == 2
     assert grew("ep_http_request_duration_seconds_count", path=data_route, **api) == 2
     assert grew("ep_http_requests_total", path="/healthz") == 0  # probes are not counted
+    # An unknown path is answered before routing: no label set of its own, however many come.
+    assert "/no/such/path" not in after
     assert grew("ep_http_requests_error_total", **api) == 0
     assert samples(after, "ep_http_requests_in_progress", path="/readyz", **api) == 0

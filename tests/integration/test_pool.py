@@ -15,7 +15,7 @@ async def test_a_caller_arriving_as_a_connection_comes_back_queues_behind_the_wa
 ) -> None:
     # asyncpg's own queue let a caller that asked while a connection was being given back take
     # it ahead of the caller already waiting, which then queued again at the end: under load a
-    # few requests waited many turns (the data API's p99 was ten times its p50).
+    # few requests waited many turns (the data API's p99 was nine times its p50).
     pool = await create_pool(DatabaseSettings(url=database_url, pool_max=1), stateless_queries=True)
     order: list[str] = []
 

@@ -118,10 +118,11 @@ def start_serve(s: Settings, *services: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen([CLI, "serve", *services], env=serve_env(s), stderr=subprocess.PIPE)
 
 
-def start_ingest(s: Settings) -> subprocess.Popen[bytes]:
-    """``serve ingest`` as a process, beside ``provisioning_only`` (its own CoAP port)."""
+def start_ingest(s: Settings, *also: str) -> subprocess.Popen[bytes]:
+    """``serve ingest`` (and the services ``also``) as a process, beside ``provisioning_only``
+    (its own CoAP port)."""
     own_port = DeviceSettings(coap_port=free_port(socket.SOCK_DGRAM))
-    return start_serve(msgspec.structs.replace(s, devices=own_port), "ingest")
+    return start_serve(msgspec.structs.replace(s, devices=own_port), "ingest", *also)
 
 
 async def wait_subscribed(process: subprocess.Popen[bytes]) -> None:

@@ -29,38 +29,31 @@ IN_PROGRESS = Gauge(
 UNMEASURED = frozenset({"/metrics", "/healthz"})
 """Scraped and probed all the time: counting them would only measure the scraper."""
 
-Finish = Callable[[float], None]
-"""Counts one finished request of a label set, given its duration in seconds."""
+Children = tuple[Counter, Histogram, Counter | None]
+"""What one finished request of a label set counts: requests, its duration, 5xx answers."""
 
 
 def http_metrics(app_name: str) -> Callable[[ASGIApp], ASGIApp]:
-    """Litestar middleware recording every HTTP request of service ``app_name``."""
-    # (method, route) -> the in-progress child; (method, route, status) -> what ends a request.
+    """Litestar middleware recording every HTTP request of service ``app_name``. It runs for
+    routed requests only (an unknown path or method is answered before it), so the route
+    templates bound the label sets: each one's children are looked up once."""
     in_progress: dict[tuple[str, str], Gauge] = {}
-    finishes: dict[tuple[str, str, int], Finish] = {}
+    finished: dict[tuple[str, str, int], Children] = {}
 
-    def finish(method: str, path: str, status: int) -> Finish:
+    def children(method: str, path: str, status: int) -> Children:
         key = (method, path, status)
-        if key not in finishes:
+        if key not in finished:
             labels = (method, path, str(status), app_name)
-            count, duration = REQUESTS.labels(*labels), DURATION.labels(*labels)
             error = ERRORS.labels(*labels) if status >= 500 else None
-
-            def done(seconds: float) -> None:
-                count.inc()
-                duration.observe(seconds)
-                if error is not None:
-                    error.inc()
-
-            finishes[key] = done
-        return finishes[key]
+            finished[key] = (REQUESTS.labels(*labels), DURATION.labels(*labels), error)
+        return finished[key]
 
     def middleware(app: ASGIApp) -> ASGIApp:
         async def measured(scope: Scope, receive: Receive, send: Send) -> None:
             if scope["type"] != ScopeType.HTTP or scope["path"] in UNMEASURED:
                 await app(scope, receive, send)
                 return
-            method, path = scope["method"], scope.get("path_template", scope["path"])
+            method, path = scope["method"], scope["path_template"]
             gauge = in_progress.get((method, path))
             if gauge is None:
                 gauge = in_progress[(method, path)] = IN_PROGRESS.labels(method, path, app_name)
@@ -81,8 +74,11 @@ def http_metrics(app_name: str) -> Callable[[ASGIApp], ASGIApp]:
                 await app(scope, receive, observed)
             finally:
                 gauge.dec()
-                seconds = (ended or time.perf_counter()) - started
-                finish(method, path, status)(seconds)
+                count, duration, error = children(method, path, status)
+                count.inc()
+                duration.observe((ended or time.perf_counter()) - started)
+                if error is not None:
+                    error.inc()
 
         return measured
 

@@ -80,7 +80,7 @@ class HttpService:
             access_log=False,
             lifespan="on",
             # httptools (C) parses and writes a request in about half of h11's time: the idle
-            # handler served 6,600 req/s against 3,600 (benchmarks/README.md, issue 21).
+            # handler served 6,600 req/s against 3,600 (docs/scaling.md, the data endpoint's tail).
             http="httptools",
             timeout_graceful_shutdown=GRACE,
             server_header=False,
