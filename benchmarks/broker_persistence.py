@@ -33,10 +33,10 @@ import msgspec
 
 from benchmarks.ingest_throughput import POINTS_PER_TIME, TIMES_PER_MESSAGE, backlog, setup
 from benchmarks.support import bench_database, figure, report
+from energy_platform.core.settings import Settings
 from energy_platform.devices.ingest.service import IngestService
 from energy_platform.devices.simulator import SimulatedHomebase, data_topic, homebase_client
 from energy_platform.services import build_services
-from energy_platform.settings import Settings
 from tests.support.broker import KillableBroker
 from tests.support.services import eventually, running, with_port
 

@@ -18,8 +18,8 @@ from datetime import UTC, datetime, timedelta
 import asyncpg
 
 from benchmarks.support import bench_database, figure, report
+from energy_platform.core.settings import CompactionSettings
 from energy_platform.engine.compaction import compact
-from energy_platform.settings import CompactionSettings
 
 STREAMS = 10
 STEP = 5

@@ -25,9 +25,9 @@ import msgspec
 import psycopg
 
 from benchmarks.support import bench_database, figure, report
-from energy_platform.api.data import queries
-from energy_platform.settings import HttpSettings
-from energy_platform.tokens import token_digest
+from energy_platform.api import queries
+from energy_platform.core.settings import HttpSettings
+from energy_platform.core.tokens import token_digest
 from tests.support.services import free_port
 
 T0 = 1_790_000_000

@@ -9,11 +9,11 @@ import os
 
 from litestar import get
 
-from energy_platform.api.data.app import create_app
-from energy_platform.api.server import HttpService
-from energy_platform.lifecycle import run_services
-from energy_platform.logs import configure_logging
-from energy_platform.settings import Settings
+from energy_platform.api.app import create_app
+from energy_platform.core.http.server import HttpService
+from energy_platform.core.lifecycle import run_services
+from energy_platform.core.logs import configure_logging
+from energy_platform.core.settings import Settings
 
 IDLE_POINTS = [(1_790_000_000 + 5 * i, 230.0 + i) for i in range(100)]
 

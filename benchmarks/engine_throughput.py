@@ -31,10 +31,10 @@ import psycopg
 from psycopg import sql
 
 from benchmarks.support import figure, report
-from energy_platform.db.migrations import migrate
+from energy_platform.core.db.migrations import migrate
+from energy_platform.core.paths import migrations_dir
+from energy_platform.core.settings import EngineSettings, Settings
 from energy_platform.engine.service import drain
-from energy_platform.paths import migrations_dir
-from energy_platform.settings import EngineSettings, Settings
 
 START = datetime(2026, 1, 5, tzinfo=UTC)  # a bucket start, long closed
 CHANNELS_PER_FEED = 10

@@ -26,9 +26,9 @@ from datetime import UTC, datetime
 import asyncpg
 
 from benchmarks.support import bench_database, figure, report
-from energy_platform.engine.forwarding import DeliveryService
-from energy_platform.settings import ForwarderSettings, Settings
-from energy_platform.tokens import token_digest
+from energy_platform.core.settings import ForwarderSettings, Settings
+from energy_platform.core.tokens import token_digest
+from energy_platform.forwarder.delivery import DeliveryService
 from tests.support.services import free_port, running
 
 STREAMS = ((1, 7, 12, None, "1-0:1.7.0"), (2, 8, 5, None, None))  # power (INTEGRAL), temperature

@@ -28,11 +28,8 @@ import httpx
 import msgspec
 
 from benchmarks.support import bench_database, figure, report, tag
-from energy_platform.devices.codec.format_v4 import HomebaseRecord
-from energy_platform.devices.ingest.service import broker_client
-from energy_platform.devices.simulator import SimulatedHomebase, data_topic, homebase_client
-from energy_platform.services import build_services
-from energy_platform.settings import (
+from energy_platform.core.codec.format_v4 import HomebaseRecord
+from energy_platform.core.settings import (
     ClusterSettings,
     DeviceSettings,
     HttpSettings,
@@ -40,6 +37,9 @@ from energy_platform.settings import (
     ProvisioningSettings,
     Settings,
 )
+from energy_platform.devices.ingest.service import broker_client
+from energy_platform.devices.simulator import SimulatedHomebase, data_topic, homebase_client
+from energy_platform.services import build_services
 from tests.support.admin import run_admin_async
 from tests.support.platform import start_ingest, wait_subscribed
 from tests.support.services import free_port, running

@@ -18,7 +18,7 @@ import time
 import asyncpg
 
 from benchmarks.support import bench_database, figure, report
-from energy_platform.tokens import token_digest
+from energy_platform.core.tokens import token_digest
 from tests.support.replica import hot_standby
 
 PROBE = "CREATE TABLE bench_probe (n bigint PRIMARY KEY)"

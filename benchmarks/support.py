@@ -10,10 +10,10 @@ from contextlib import contextmanager
 
 import msgspec
 
-from energy_platform.db.migrations import migrate
-from energy_platform.logs import configure_logging
-from energy_platform.paths import migrations_dir
-from energy_platform.settings import LogSettings, Settings
+from energy_platform.core.db.migrations import migrate
+from energy_platform.core.logs import configure_logging
+from energy_platform.core.paths import migrations_dir
+from energy_platform.core.settings import LogSettings, Settings
 from tests.support.databases import create_empty_database, drop_database
 
 

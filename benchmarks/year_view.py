@@ -18,11 +18,11 @@ import psycopg
 
 from benchmarks.data_api import TOKEN, start_servers, stop_servers, timed_queries, timed_requests
 from benchmarks.support import bench_database, figure, report
-from energy_platform.api.data import queries
-from energy_platform.api.data.feeds import BUCKET_REACH
+from energy_platform.api import queries
+from energy_platform.api.feeds import BUCKET_REACH
+from energy_platform.core.settings import HttpSettings
+from energy_platform.core.tokens import token_digest
 from energy_platform.engine.rollups import rollup_batch
-from energy_platform.settings import HttpSettings
-from energy_platform.tokens import token_digest
 from tests.support.services import free_port
 
 # A year of local days in Europe/Prague: 2025-01-01T00:00+01:00 to 2026-01-01T00:00+01:00.

@@ -19,8 +19,8 @@ from typing import Any
 import httpx
 
 from energy_platform import cli
-from energy_platform.console import run_command
-from energy_platform.settings import Settings
+from energy_platform.core.console import run_command
+from energy_platform.core.settings import Settings
 
 STATE = Path(__file__).resolve().parents[1] / ".local" / "demo.env"
 SN = "DE00000000000001"
@@ -76,7 +76,7 @@ def prepare(settings: Settings) -> dict[str, str]:
 
 
 async def run(settings: Settings) -> None:
-    from energy_platform.devices.broker_accounts import give_account
+    from energy_platform.cluster.broker_accounts import give_account
     from energy_platform.devices.simulate import fetch_secret
     from energy_platform.devices.simulator import SimulatedHomebase, publish_forever
 

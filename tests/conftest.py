@@ -14,14 +14,14 @@ import psycopg
 import pytest
 import structlog
 
-from energy_platform.services import build_services
-from energy_platform.settings import (
+from energy_platform.core.settings import (
     CompactionSettings,
     DatabaseSettings,
     HttpSettings,
     MqttSettings,
     Settings,
 )
+from energy_platform.services import build_services
 from tests.support.admin import run_admin_async
 from tests.support.databases import (
     create_empty_database,

@@ -9,26 +9,27 @@ import asyncio
 import os
 
 import click
+import structlog
 
-from energy_platform.api.data import admin as data_admin
-from energy_platform.api.forwarder import admin as forwarder_admin
-from energy_platform.console import CommandGroup, emit, fail
-from energy_platform.db import migrations
-from energy_platform.devices import admin as devices_admin
+from energy_platform.api import admin as data_admin
+from energy_platform.cluster import admin as cluster_admin
+from energy_platform.core.console import CommandGroup, emit, fail
+from energy_platform.core.db import migrations
+from energy_platform.core.errors import PlatformError
+from energy_platform.core.logs import configure_logging
+from energy_platform.core.paths import migrations_dir
+from energy_platform.core.settings import Settings, unknown_variables
 from energy_platform.devices.simulate import simulate
 from energy_platform.engine import admin as engine_admin
-from energy_platform.errors import PlatformError
-from energy_platform.logs import configure_logging
-from energy_platform.paths import migrations_dir
+from energy_platform.forwarder import admin as forwarder_admin
 from energy_platform.provisioning import admin as provisioning_admin
-from energy_platform.settings import Settings
 
 ADMIN_GROUPS: list[click.Command] = [
     *data_admin.GROUPS,
     *provisioning_admin.GROUPS,
     *engine_admin.GROUPS,
     *forwarder_admin.GROUPS,
-    *devices_admin.GROUPS,
+    *cluster_admin.GROUPS,
 ]
 
 
@@ -41,6 +42,8 @@ def main(ctx: click.Context) -> None:
     except PlatformError as e:
         fail(e.detail)
     configure_logging(settings.log)
+    for name, meant in unknown_variables(os.environ).items():
+        structlog.get_logger().warning("unknown setting ignored", variable=name, did_you_mean=meant)
     ctx.obj = settings
 
 
@@ -64,7 +67,7 @@ def migrate(settings: Settings) -> None:
 def serve(settings: Settings, names: tuple[str, ...]) -> None:
     """Run SERVICE... in one process (``all``: every one; a cluster without provisioning is
     ``api ingest engine forwarder``) until SIGTERM or Ctrl-C."""
-    from energy_platform.lifecycle import run_services
+    from energy_platform.core.lifecycle import run_services
     from energy_platform.services import build_services
 
     chosen = "all" if "all" in names else list(dict.fromkeys(names))

@@ -9,21 +9,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from energy_platform.api.data import app as data
-from energy_platform.api.forwarder import app as forwarder
-from energy_platform.api.server import HttpService
-from energy_platform.devices.coap import CoapService, CoapSite
-from energy_platform.devices.coap_data import add_data_resources
+from energy_platform.api import app as data
+from energy_platform.cluster.pairing import account_reconciliation
+from energy_platform.core.coap import CoapService, CoapSite
+from energy_platform.core.http.server import HttpService
+from energy_platform.core.lifecycle import Service
+from energy_platform.core.settings import Settings
 from energy_platform.devices.ingest import IngestService
-from energy_platform.devices.pairing import account_reconciliation
+from energy_platform.devices.ingest.coap_data import add_data_resources
 from energy_platform.engine.compaction import compaction
-from energy_platform.engine.forwarding import DeliveryService
 from energy_platform.engine.retention import retention
-from energy_platform.engine.rules import NotificationRules
+from energy_platform.engine.rules import notification_rules
 from energy_platform.engine.service import EngineService
-from energy_platform.lifecycle import Service
+from energy_platform.forwarder.delivery import DeliveryService
+from energy_platform.forwarder.http import app as forwarder
 from energy_platform.provisioning.services import provisioning_services
-from energy_platform.settings import Settings
 
 
 def _api(s: Settings, _: CoapSite) -> list[Service]:
@@ -50,7 +50,7 @@ BUILDERS: dict[str, Callable[[Settings, CoapSite], list[Service]]] = {
     "ingest": _ingest,
     "engine": lambda s, _: [
         EngineService(s.database, s.engine),
-        NotificationRules(s.database, s.rules),
+        notification_rules(s.database, s.rules),
         retention(s.database, s.retention),
         compaction(s.database, s.compaction),
         *account_reconciliation(s),

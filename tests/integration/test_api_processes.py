@@ -9,7 +9,7 @@ import time
 
 import httpx
 
-from energy_platform.settings import Settings
+from energy_platform.core.settings import Settings
 from tests.support.admin import run_admin
 from tests.support.platform import CLI, serve_env
 
@@ -23,11 +23,11 @@ def start_api(settings: Settings, *, reuse_port: bool) -> subprocess.Popen[bytes
 
 def answers(url: str, token: str, requests: int) -> list[int]:
     """Status codes of ``requests`` requests, each on a new connection."""
-    codes = []
-    for _ in range(requests):
-        with httpx.Client(headers={"Authorization": f"Bearer {token}"}, timeout=5) as http:
-            codes.append(http.get(url).status_code)
-    return codes
+    # No keep-alive: every request opens a connection, which the kernel hands to either process.
+    no_reuse = httpx.Limits(max_keepalive_connections=0)
+    headers = {"Authorization": f"Bearer {token}"}
+    with httpx.Client(headers=headers, timeout=5, limits=no_reuse) as http:
+        return [http.get(url).status_code for _ in range(requests)]
 
 
 def wait_ready(base: str, processes: list[subprocess.Popen[bytes]]) -> None:

@@ -2,12 +2,16 @@ import json
 import os
 import subprocess
 
+from energy_platform.core.settings import unknown_variables
 from tests.support.platform import CLI
 
 
 def run(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """The command with this environment's settings (none unknown: those are warned of) and
+    ``env``."""
+    known = {k: v for k, v in os.environ.items() if k not in unknown_variables(os.environ)}
     return subprocess.run(
-        [CLI, *args], env={**os.environ, **env}, capture_output=True, text=True, check=False
+        [CLI, *args], env={**known, **env}, capture_output=True, text=True, check=False
     )
 
 
@@ -38,3 +42,14 @@ def test_invalid_settings_are_reported_by_variable_name() -> None:
     result = run("admin", "migrations", EP_HTTP_API_PORT="eighty")
     assert result.returncode == 1
     assert result.stderr.strip().startswith("energy-platform: EP_HTTP_API_PORT:")
+
+
+def test_a_mistyped_variable_is_warned_of_at_start_and_changes_nothing(database_url: str) -> None:
+    result = run("admin", "migrations", EP_DATABASE_URL=database_url, EP_DATABSE_POOL_MAX="1")
+    assert result.returncode == 0, result.stderr
+    warning = json.loads(result.stderr.strip().splitlines()[0])
+    assert warning["event"] == "unknown setting ignored"
+    assert (warning["variable"], warning["did_you_mean"]) == (
+        "EP_DATABSE_POOL_MAX",
+        "EP_DATABASE_POOL_MAX",
+    )

@@ -9,11 +9,11 @@ import pytest
 from litestar import Litestar, Request, get
 from prometheus_client.parser import text_string_to_metric_families
 
-from energy_platform.api.data import app as data
-from energy_platform.api.forwarder import app as forwarder
-from energy_platform.api.provisioning import app as provisioning
-from energy_platform.api.server import HttpService
-from energy_platform.settings import DatabaseSettings, Settings
+from energy_platform.api import app as data
+from energy_platform.core.http.server import HttpService
+from energy_platform.core.settings import DatabaseSettings, Settings
+from energy_platform.forwarder.http import app as forwarder
+from energy_platform.provisioning.http import app as provisioning
 from tests.support.services import free_port, running, wait_for_http
 from tests.support.tcp_proxy import TcpProxy
 

@@ -19,9 +19,9 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from energy_platform.errors import ConfigurationError
+from energy_platform.core.errors import ConfigurationError
+from energy_platform.core.settings import DeviceSettings, HttpSettings, Settings
 from energy_platform.services import build_services
-from energy_platform.settings import DeviceSettings, HttpSettings, Settings
 from tests.support.services import free_port, running
 
 

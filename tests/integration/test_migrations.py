@@ -5,8 +5,14 @@ import psycopg
 import pytest
 import sqlparse
 
-from energy_platform.db.migrations import MigrationError, applied, definitions, discover, migrate
-from energy_platform.paths import migrations_dir
+from energy_platform.core.db.migrations import (
+    MigrationError,
+    applied,
+    definitions,
+    discover,
+    migrate,
+)
+from energy_platform.core.paths import migrations_dir
 
 
 def write(directory: Path, name: str, text: str) -> Path:

@@ -1,4 +1,5 @@
-"""Schemathesis against each HTTP service's own OpenAPI document (stateless and stateful).
+"""Schemathesis against each HTTP service's own OpenAPI document (stateless and stateful), and
+a client generated from each document by openapi-python-client, used for real.
 
 Every answer must be documented (status, media type, schema) and none may be a 5xx. The
 services run for real on free loopback ports; the fuzzer sends real credentials so that it gets
@@ -10,22 +11,27 @@ tests/integration/forwarder cover it).
 from __future__ import annotations
 
 import asyncio
+import importlib
 import secrets
+import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
+import httpx
 import msgspec
 import psycopg
 import pytest
 
-from energy_platform.api.data import app as data
-from energy_platform.api.forwarder import app as forwarder
-from energy_platform.api.provisioning import app as provisioning
-from energy_platform.api.server import HttpService
+from energy_platform.api import app as data
+from energy_platform.core.http.server import HttpService
+from energy_platform.core.settings import ProvisioningSettings, Settings
+from energy_platform.core.tokens import new_token, token_digest
+from energy_platform.forwarder.http import app as forwarder
 from energy_platform.provisioning.crypto import cluster_secret_digest
-from energy_platform.settings import ProvisioningSettings, Settings
-from energy_platform.tokens import new_token, token_digest
+from energy_platform.provisioning.http import app as provisioning
 from tests.support.admin import run_admin
 from tests.support.services import free_port, running
 
@@ -151,6 +157,23 @@ def credentials(fuzz_settings: Settings) -> Iterator[Credentials]:
         conn.execute("DELETE FROM cluster.users WHERE id = %s", (user[0],))
 
 
+@asynccontextmanager
+async def serving(settings: Settings) -> AsyncIterator[dict[str, str]]:
+    """The three HTTP services on free loopback ports: their base URLs by name."""
+    apps = {
+        "api": data.create_app(settings),
+        "provisioning": provisioning.create_app(settings),
+        "forwarder": forwarder.create_app(settings),
+    }
+    urls, services = {}, []
+    for name, app in apps.items():
+        port = free_port()
+        urls[name] = f"http://127.0.0.1:{port}"
+        services.append(HttpService(name, app, "127.0.0.1", port))
+    async with running(*services, ready_urls=tuple(url + "/healthz" for url in urls.values())):
+        yield urls
+
+
 def fuzz_command(config: Path, url: str, *options: str) -> list[str]:
     return [
         str(SCHEMATHESIS), "--config-file", str(config), "run", f"{url}/schema/openapi.json",
@@ -177,18 +200,7 @@ async def test_every_answer_of_every_service_is_documented_and_none_is_a_5xx(
 ) -> None:
     settings = fuzz_settings
     config = fuzz_config(credentials.known, tmp_path)
-    apps = {
-        "api": data.create_app(settings),
-        "provisioning": provisioning.create_app(settings),
-        "forwarder": forwarder.create_app(settings),
-    }
-    urls, services = {}, []
-    for name, app in apps.items():
-        port = free_port()
-        urls[name] = f"http://127.0.0.1:{port}"
-        services.append(HttpService(name, app, "127.0.0.1", port))
-    ready = tuple(url + "/healthz" for url in urls.values())
-    async with running(*services, ready_urls=ready):
+    async with serving(settings) as urls:
         commands = [
             fuzz_command(
                 config, urls["api"], "-H", f"Authorization: Bearer {credentials.user_token}"
@@ -216,7 +228,78 @@ async def test_every_answer_of_every_service_is_documented_and_none_is_a_5xx(
             (credentials.customer_id,),
         ).fetchone()
     assert configured == (0,)  # the fuzzer never set a delivery destination
-    for name, (code, output) in zip(apps, results, strict=True):
+    for name, (code, output) in zip(urls, results, strict=True):
         (tmp_path / f"{name}.txt").write_text(output)
         failures = output[output.find("FAILURES") :]
         assert code == 0, f"{name}:\n{failures[:12_000]}"
+
+
+GENERATOR = Path(sys.executable).with_name("openapi-python-client")
+
+
+def generated_client(url: str, name: str, directory: Path) -> Any:
+    """The package openapi-python-client generates from ``url``'s /schema, imported."""
+    document = directory / f"{name}.json"
+    document.write_bytes(httpx.get(f"{url}/schema/openapi.json").content)
+    config = directory / "generator.yaml"
+    config.write_text("post_hooks: []\n")  # no formatter run: the code is only imported
+    package = f"{name}_client"
+    subprocess.run(
+        [str(GENERATOR), "generate", "--path", str(document), "--meta", "none",
+         "--output-path", str(directory / package), "--config", str(config)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    sys.path.insert(0, str(directory))
+    try:
+        return importlib.import_module(package)
+    finally:
+        sys.path.remove(str(directory))
+
+
+async def test_a_generated_client_of_each_service_calls_it(
+    fuzz_settings: Settings, credentials: Credentials, tmp_path: Path
+) -> None:
+    known = credentials.known
+    async with serving(fuzz_settings) as urls:
+        clients = {
+            name: await asyncio.to_thread(generated_client, url, name, tmp_path)
+            for name, url in urls.items()
+        }
+        api, prov, fwd = clients["api"], clients["provisioning"], clients["forwarder"]
+
+        # The data API: a stream's daily totals, `resolution` an optional enum of its own.
+        data_module = importlib.import_module(
+            "api_client.api.feeds_and_streams.feeds_feed_id_streams_stream_id_data_data"
+        )
+        resolution = importlib.import_module(
+            "api_client.models.feeds_feed_id_streams_stream_id_data_data_resolution"
+        ).FeedsFeedIdStreamsStreamIdDataDataResolution
+        assert {r.value for r in resolution} == {"hour", "day", "month"}
+        user = api.AuthenticatedClient(urls["api"], token=credentials.user_token)
+        answer = await data_module.asyncio_detailed(
+            int(known["feed_id"]), int(known["stream_id"]), client=user, resolution=resolution.DAY
+        )
+        assert answer.status_code == 200
+        days = msgspec.json.decode(answer.content)
+        assert isinstance(days, list)
+        assert all(len(day) == 2 for day in days)  # [day start, mean]
+
+        # Provisioning, as a cluster: the homebases paired to it.
+        paired = importlib.import_module(
+            "provisioning_client.api.clusters.api_cluster_homebases_paired"
+        )
+        cluster = prov.AuthenticatedClient(
+            urls["provisioning"],
+            token=credentials.cluster_secret,
+            prefix="",
+            auth_header_name="X-SvcClusterAuth",
+        )
+        homebases = await paired.asyncio(client=cluster)
+        assert known["sn"] in homebases.homebases
+
+        # The forwarder, as a customer: its registrations (none yet).
+        registered = importlib.import_module(
+            "forwarder_client.api.forwarder_registrations.register_registered"
+        )
+        customer = fwd.AuthenticatedClient(urls["forwarder"], token=credentials.customer_token)
+        assert (await registered.asyncio(client=customer)).registered == []

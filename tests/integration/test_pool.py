@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
-from energy_platform.db.pool import create_pool
-from energy_platform.settings import DatabaseSettings
+from energy_platform.core.db.pool import create_pool
+from energy_platform.core.settings import DatabaseSettings
 
 
 async def test_a_caller_arriving_as_a_connection_comes_back_queues_behind_the_waiting_one(

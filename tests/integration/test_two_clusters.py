@@ -18,15 +18,15 @@ import httpx
 import msgspec
 import pytest
 
-from energy_platform.devices.coap import JSON
-from energy_platform.devices.simulator import SimulatedHomebase, data_topic, homebase_client
-from energy_platform.settings import (
+from energy_platform.core.coap import JSON
+from energy_platform.core.settings import (
     ClusterSettings,
     DatabaseSettings,
     DeviceSettings,
     HttpSettings,
     Settings,
 )
+from energy_platform.devices.simulator import SimulatedHomebase, data_topic, homebase_client
 from tests.support.admin import run_admin, run_admin_async
 from tests.support.broker import KillableBroker
 from tests.support.coap import reading

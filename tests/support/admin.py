@@ -7,8 +7,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from energy_platform import cli
-from energy_platform.console import run_command
-from energy_platform.settings import Settings
+from energy_platform.core.console import run_command
+from energy_platform.core.settings import Settings
 
 
 def run_admin(settings: Settings, group: str, *args: str) -> Any:

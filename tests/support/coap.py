@@ -9,7 +9,7 @@ import time
 import aiocoap
 import msgspec
 
-from energy_platform.devices.coap import JSON
+from energy_platform.core.coap import JSON
 from tests.support.admin import run_admin_async
 from tests.support.platform import Platform, add_feed
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import httpx
 import psycopg
 
-from energy_platform.tokens import token_digest
+from energy_platform.core.tokens import token_digest
 
 T0 = 1_767_225_600
 """2026-01-01T00:00:00Z: the data tests' points are placed from here (a 90 s bucket start)."""

@@ -17,9 +17,9 @@ from urllib.parse import urlsplit, urlunsplit
 import psycopg
 from psycopg import sql
 
-from energy_platform.db.migrations import definitions, discover, migrate
-from energy_platform.paths import migrations_dir
-from energy_platform.settings import Settings
+from energy_platform.core.db.migrations import definitions, discover, migrate
+from energy_platform.core.paths import migrations_dir
+from energy_platform.core.settings import Settings
 
 TEMPLATE_LOCK = 0x45505F54504C  # "EP_TPL": one session builds the template, the others wait
 TIMESCALE_IMAGE = "timescale/timescaledb:2.19.3-pg17"

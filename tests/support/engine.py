@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 import asyncpg
 
+from energy_platform.core.settings import EngineSettings
 from energy_platform.engine.service import drain
-from energy_platform.settings import EngineSettings
 
 # Rollups are taken at once: a test does not wait for the delay that batches live data.
 ENGINE = EngineSettings(currency="CZK", rollup_delay=0)

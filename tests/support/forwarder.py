@@ -14,7 +14,7 @@ import asyncpg
 import httpx
 import msgspec
 
-from energy_platform.settings import ForwarderSettings, Settings
+from energy_platform.core.settings import ForwarderSettings, Settings
 from tests.support.services import eventually
 
 MINUTE = 60

@@ -1,5 +1,5 @@
 """What the data API page's tests see: the demo user's world (seeded by
-tests/integration/dashboard/conftest.py) and its time span."""
+tests/integration/api/dashboard/conftest.py) and its time span."""
 
 from __future__ import annotations
 

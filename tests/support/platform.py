@@ -18,15 +18,9 @@ from typing import Any, Literal
 import httpx
 import msgspec
 
-from energy_platform.devices.broker_accounts import give_account
-from energy_platform.devices.codec.format_v4 import HomebaseRecord
-from energy_platform.devices.simulator import (
-    SimulatedHomebase,
-    data_topic,
-    homebase_client,
-    status_topic,
-)
-from energy_platform.settings import (
+from energy_platform.cluster.broker_accounts import give_account
+from energy_platform.core.codec.format_v4 import HomebaseRecord
+from energy_platform.core.settings import (
     ClusterSettings,
     DeviceSettings,
     HttpSettings,
@@ -34,6 +28,12 @@ from energy_platform.settings import (
     MqttSettings,
     ProvisioningSettings,
     Settings,
+)
+from energy_platform.devices.simulator import (
+    SimulatedHomebase,
+    data_topic,
+    homebase_client,
+    status_topic,
 )
 from tests.support.admin import run_admin_async
 from tests.support.provisioning import add_cluster, add_homebase

@@ -9,7 +9,7 @@ from typing import Any
 import msgspec
 import psycopg
 
-from energy_platform.settings import Settings
+from energy_platform.core.settings import Settings
 from tests.support.admin import run_admin
 
 

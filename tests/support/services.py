@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import os
 import secrets
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -12,18 +13,32 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
-from energy_platform.lifecycle import Service
+from energy_platform.core.lifecycle import Service
 
-# Below Linux's ephemeral range (32768-60999): a port the kernel picks there for a test can be
-# taken, before the test's server binds it, as the source port of any outgoing connection.
-TEST_PORTS = range(20_000, 32_768)
+
+def _test_ports() -> range:
+    """Below Linux's ephemeral range (32768-60999): a port the kernel picks there for a test
+    can be taken, before the test's server binds it, as the source port of any outgoing
+    connection. With pytest-xdist, each worker takes a slice of its own, so two workers never
+    hand out the same port."""
+    ports = range(20_000, 32_768)
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if not worker.startswith("gw") or count <= 1:
+        return ports
+    size = len(ports) // count
+    start = ports.start + int(worker.removeprefix("gw")) * size
+    return range(start, start + size)
+
+
+TEST_PORTS = _test_ports()
 _handed_out: set[tuple[int, int]] = set()
 
 
 def free_port(kind: int = socket.SOCK_STREAM) -> int:
     """A port of 127.0.0.1 free for ``kind`` now, below the ephemeral range, and never the same
     one twice in this process."""
-    for port in secrets.SystemRandom().sample(TEST_PORTS, 500):
+    for port in secrets.SystemRandom().sample(TEST_PORTS, min(500, len(TEST_PORTS))):
         if (kind, port) in _handed_out:
             continue
         with socket.socket(socket.AF_INET, kind) as s:

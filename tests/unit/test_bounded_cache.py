@@ -1,4 +1,4 @@
-from energy_platform.devices.ingest.cache import BoundedCache
+from energy_platform.core.cache import BoundedCache
 
 
 class Clock:

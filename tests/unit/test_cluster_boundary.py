@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PROVISIONING_SIDE = ("src/energy_platform/provisioning/", "src/energy_platform/api/provisioning/")
+PROVISIONING_SIDE = ("src/energy_platform/provisioning/",)
 SQL_ON_PROVISIONING = re.compile(r"\b(FROM|JOIN|UPDATE|INTO|TABLE)\s+provisioning\.\w+")
 
 

@@ -3,8 +3,8 @@ import time
 import msgspec
 import pytest
 
-from energy_platform.devices.codec.envelope import EnvelopeError, derive_key, seal, unseal
-from energy_platform.devices.codec.format_v4 import (
+from energy_platform.core.codec.envelope import EnvelopeError, derive_key, seal, unseal
+from energy_platform.core.codec.format_v4 import (
     EARLIEST,
     MAX_PAYLOAD_BYTES,
     MAX_RECORDS,

@@ -7,7 +7,7 @@ import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from energy_platform.devices.codec.format_v4 import RecordError, decode_batch, decode_coap
+from energy_platform.core.codec.format_v4 import RecordError, decode_batch, decode_coap
 
 NOW = 1_790_000_000
 

@@ -4,9 +4,9 @@ from ipaddress import ip_address, ip_network
 
 import pytest
 
-from energy_platform.engine.forwarding.destinations import is_allowed
-from energy_platform.errors import ConfigurationError
-from energy_platform.settings import Settings
+from energy_platform.core.errors import ConfigurationError
+from energy_platform.core.settings import Settings
+from energy_platform.forwarder.destinations import is_allowed
 
 NOT_PUBLIC = [
     "127.0.0.1", "10.1.2.3", "172.31.255.1", "192.168.0.1", "169.254.169.254", "100.64.0.1",

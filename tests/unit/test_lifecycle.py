@@ -5,8 +5,8 @@ import signal
 import pytest
 from prometheus_client import REGISTRY
 
-from energy_platform.errors import ConfigurationError
-from energy_platform.lifecycle import run_services
+from energy_platform.core.errors import ConfigurationError
+from energy_platform.core.lifecycle import run_services
 
 
 class Polite:

@@ -4,8 +4,8 @@ import logging
 
 import structlog
 
-from energy_platform.logs import bind_service, configure_logging
-from energy_platform.settings import LogSettings
+from energy_platform.core.logs import bind_service, configure_logging
+from energy_platform.core.settings import LogSettings
 
 
 def test_json_lines_carry_the_service_for_structlog_and_stdlib_events() -> None:

@@ -7,10 +7,10 @@ from typing import Any
 import pytest
 from litestar import Litestar
 
-from energy_platform.api.data import app as data
-from energy_platform.api.forwarder import app as forwarder
-from energy_platform.api.provisioning import app as provisioning
-from energy_platform.settings import Settings
+from energy_platform.api import app as data
+from energy_platform.core.settings import Settings
+from energy_platform.forwarder.http import app as forwarder
+from energy_platform.provisioning.http import app as provisioning
 
 BUILDERS = {
     "api": data.create_app,
@@ -86,3 +86,25 @@ def test_forwarder_operations_list_what_they_answer() -> None:
     assert answers(doc, "get", "/config") == {"200", "401", "404"}
     assert answers(doc, "post", "/config") == {"200", "400", "401", "413"}
     assert {"200", "201", "400", "401", "409"} <= answers(doc, "post", "/register/{sn}")
+
+
+@pytest.mark.parametrize("name", sorted(BUILDERS))
+def test_an_optional_parameter_is_its_plain_type_without_null(name: str) -> None:
+    doc = document(name)
+    for path, item in doc["paths"].items():
+        for method, operation in item.items():
+            for parameter in operation.get("parameters", []):
+                schema = parameter["schema"]
+                assert "null" not in str(schema.get("type")), (method, path, parameter["name"])
+                assert None not in schema.get("enum", []), (method, path, parameter["name"])
+                assert "oneOf" not in schema, (method, path, parameter["name"])
+
+
+def test_resolution_is_an_optional_enum() -> None:
+    operation = document("api")["paths"]["/feeds/{feed_id}/streams/{stream_id}/data"]["get"]
+    (resolution,) = [p for p in operation["parameters"] if p["name"] == "resolution"]
+    assert resolution["required"] is False
+    assert {k: resolution["schema"][k] for k in ("type", "enum")} == {
+        "type": "string",
+        "enum": ["hour", "day", "month"],
+    }

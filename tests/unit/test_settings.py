@@ -1,7 +1,7 @@
 import pytest
 
-from energy_platform.errors import ConfigurationError
-from energy_platform.settings import Settings
+from energy_platform.core.errors import ConfigurationError
+from energy_platform.core.settings import Settings, unknown_variables
 
 
 def test_defaults_point_at_the_private_stack() -> None:
@@ -43,3 +43,22 @@ def test_reuse_port_is_refused_with_granian_and_taken_with_uvicorn() -> None:
     with pytest.raises(ConfigurationError, match="EP_HTTP_REUSE_PORT needs EP_HTTP_SERVER=uvicorn"):
         Settings.from_env({"EP_HTTP_REUSE_PORT": "true", "EP_HTTP_SERVER": "granian"})
     assert Settings.from_env({"EP_HTTP_REUSE_PORT": "true"}).http.reuse_port is True
+
+
+def test_an_unknown_variable_is_reported_with_the_setting_it_likely_meant() -> None:
+    environ = {
+        "EP_HTTP_API_PROT": "9000",  # a typo of EP_HTTP_API_PORT
+        "EP_UNRELATED_THING": "x",
+        "EP_HTTP_API_PORT": "9001",
+        "PATH": "/bin",
+    }
+    assert unknown_variables(environ) == {
+        "EP_HTTP_API_PROT": "EP_HTTP_API_PORT",
+        "EP_UNRELATED_THING": None,
+    }
+    # Ignored by the settings themselves: the typo does not set the port.
+    assert Settings.from_env(environ).http.api_port == 9001
+
+
+def test_every_setting_is_known() -> None:
+    assert unknown_variables({"EP_SHUTDOWN_TIMEOUT": "1", "EP_COMPACTION_AFTER_DAYS": "3"}) == {}

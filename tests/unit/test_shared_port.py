@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import socket
 
-from energy_platform.api.server import shared_port_socket
+from energy_platform.core.http.server import shared_port_socket
 from tests.support.services import free_port
 
 

@@ -1,1 +1,2 @@
-"""HTTP surfaces: the data API, the provisioning API and the forwarder API."""
+"""The data API: feeds, streams, stream data and notifications over HTTP, the page at `/`, and
+the admin commands that manage what it serves (users, feeds, streams)."""

@@ -1,1 +1,2 @@
-"""Device adapters: MQTT ingest, CoAP and TFTP servers, codecs and simulators."""
+"""Devices' side of a cluster: ingest (MQTT batches and the CoAP data server) and the homebase
+simulator."""

@@ -12,9 +12,9 @@ import time
 import click
 import msgspec
 
-from energy_platform.background import sleep_unless_stopped
-from energy_platform.console import CommandGroup, emit
-from energy_platform.settings import ClusterSettings, Settings
+from energy_platform.core.background import sleep_unless_stopped
+from energy_platform.core.console import CommandGroup, emit
+from energy_platform.core.settings import ClusterSettings, Settings
 
 
 @click.group("simulate", cls=CommandGroup)
@@ -63,7 +63,7 @@ def simulate_coap_device(
     """POST OBIS readings to the CoAP data server, as a meter with its own radio would."""
     import aiocoap
 
-    from energy_platform.devices.coap import JSON
+    from energy_platform.core.coap import JSON
 
     target = server or f"{settings.devices.host}:{settings.devices.coap_port}"
 
@@ -113,7 +113,7 @@ async def fetch_secret(cluster: ClusterSettings, sn: str) -> bytes:
     """A homebase secret as this cluster gets it from provisioning."""
     import httpx
 
-    from energy_platform.provisioning.client import ProvisioningClient
+    from energy_platform.cluster.provisioning_client import ProvisioningClient
 
     async with httpx.AsyncClient(timeout=5) as http:
         return await ProvisioningClient(cluster, http).secret(sn)

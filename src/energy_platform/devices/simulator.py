@@ -19,10 +19,10 @@ import aiomqtt
 import msgspec
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from energy_platform.background import sleep_unless_stopped
-from energy_platform.devices.codec.envelope import derive_key, mqtt_password, seal
-from energy_platform.devices.codec.format_v4 import HomebaseRecord
-from energy_platform.settings import MqttSettings
+from energy_platform.core.background import sleep_unless_stopped
+from energy_platform.core.codec.envelope import derive_key, mqtt_password, seal
+from energy_platform.core.codec.format_v4 import HomebaseRecord
+from energy_platform.core.settings import MqttSettings
 
 
 class SimulatedHomebase:

@@ -1,1 +1,1 @@
-"""The engine: 90 s processing, notification rules and forwarder deliveries, in SQL."""
+"""The engine: 90 s processing, rollups, notification rules, retention and compaction, in SQL."""

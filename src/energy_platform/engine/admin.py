@@ -13,10 +13,10 @@ import asyncpg
 import click
 import msgspec
 
-from energy_platform.console import CommandGroup, emit, parse_instant, run_in_transaction
-from energy_platform.errors import InvalidInput, NotFound
-from energy_platform.inputs import parse_id
-from energy_platform.settings import Settings
+from energy_platform.core.console import CommandGroup, emit, parse_instant, run_in_transaction
+from energy_platform.core.errors import InvalidInput, NotFound
+from energy_platform.core.inputs import parse_id
+from energy_platform.core.settings import Settings
 
 FEED_EXISTS = "SELECT 1 FROM cluster.feeds WHERE id = $1"
 SET_TARIFF = "SELECT cluster.set_tariff($1, $2, $3, $4::time[], $5::float8[])"

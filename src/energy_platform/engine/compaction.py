@@ -17,8 +17,8 @@ import asyncpg
 import msgspec
 from prometheus_client import Counter
 
-from energy_platform.engine.housekeeping import Housekeeping
-from energy_platform.settings import CompactionSettings, DatabaseSettings
+from energy_platform.core.background import Periodic
+from energy_platform.core.settings import CompactionSettings, DatabaseSettings
 
 COMPACTED = Counter("ep_compaction_points", "Points moved into the compact tier")
 
@@ -107,7 +107,7 @@ async def drop_emptied(pool: asyncpg.Pool, cutoff: datetime) -> int:
         return dropped
 
 
-def compaction(database: DatabaseSettings, settings: CompactionSettings) -> Housekeeping:
+def compaction(database: DatabaseSettings, settings: CompactionSettings) -> Periodic:
     """The engine's compaction loop (a background service; idle when compaction is off)."""
 
     async def work(pool: asyncpg.Pool, stop: asyncio.Event) -> dict[str, int]:
@@ -115,4 +115,4 @@ def compaction(database: DatabaseSettings, settings: CompactionSettings) -> Hous
             return {}
         return msgspec.structs.asdict(await compact(pool, settings, stop))
 
-    return Housekeeping("compaction", database, settings.interval, work)
+    return Periodic("compaction", database, settings.interval, work)

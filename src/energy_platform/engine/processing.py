@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 import asyncpg
 import msgspec
 
-from energy_platform.db.pool import Connection
+from energy_platform.core.db.pool import Connection
 
 BUCKET = timedelta(seconds=90)
 

@@ -15,8 +15,8 @@ import asyncio
 import asyncpg
 from prometheus_client import Counter
 
-from energy_platform.engine.housekeeping import Housekeeping
-from energy_platform.settings import DatabaseSettings, RetentionSettings
+from energy_platform.core.background import Periodic
+from energy_platform.core.settings import DatabaseSettings, RetentionSettings
 
 REMOVED = Counter("ep_retention_removed", "Rows or chunks removed by retention", ["kind"])
 
@@ -103,10 +103,10 @@ def _rows(status: str) -> int:
     return int(status.rsplit(" ", 1)[-1])
 
 
-def retention(database: DatabaseSettings, settings: RetentionSettings) -> Housekeeping:
+def retention(database: DatabaseSettings, settings: RetentionSettings) -> Periodic:
     """The engine's retention loop (a background service)."""
 
     async def work(pool: asyncpg.Pool, _: asyncio.Event) -> dict[str, int]:
         return await enforce(pool, settings)
 
-    return Housekeeping("retention", database, settings.interval, work)
+    return Periodic("retention", database, settings.interval, work)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import msgspec
 
-from energy_platform.db.pool import Connection
+from energy_platform.core.db.pool import Connection
 
 CLAIM = """
 DELETE FROM cluster.rollup_work

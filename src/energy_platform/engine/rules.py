@@ -16,9 +16,8 @@ import asyncpg
 import structlog
 from asyncpg.pool import PoolConnectionProxy
 
-from energy_platform.background import sleep_unless_stopped
-from energy_platform.db.pool import create_pool
-from energy_platform.settings import DatabaseSettings, RulesSettings
+from energy_platform.core.background import Periodic
+from energy_platform.core.settings import DatabaseSettings, RulesSettings
 
 log = structlog.get_logger()
 # One evaluation at a time across engine processes; a busy lock just skips a round.
@@ -219,24 +218,12 @@ async def evaluate(conn: PoolConnectionProxy, settings: RulesSettings) -> bool:
     return True
 
 
-class NotificationRules:
-    """Runs :func:`evaluate` every ``settings.interval`` seconds until stopped."""
+def notification_rules(database: DatabaseSettings, settings: RulesSettings) -> Periodic:
+    """The engine's notification rules: :func:`evaluate` every ``settings.interval`` seconds."""
 
-    name = "rules"
+    async def work(pool: asyncpg.Pool, _: asyncio.Event) -> dict[str, int]:
+        async with pool.acquire() as conn:
+            await evaluate(conn, settings)
+        return {}
 
-    def __init__(self, database: DatabaseSettings, settings: RulesSettings) -> None:
-        self._database = database
-        self._settings = settings
-
-    async def run(self, stop: asyncio.Event) -> None:
-        pool = await create_pool(self._database)
-        try:
-            while not stop.is_set():
-                try:
-                    async with pool.acquire() as conn:
-                        await evaluate(conn, self._settings)
-                except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
-                    log.warning("rules round failed; next round retries", error=str(e))
-                await sleep_unless_stopped(stop, self._settings.interval)
-        finally:
-            await pool.close()
+    return Periodic("rules", database, settings.interval, work)

@@ -16,17 +16,20 @@ import msgspec
 import structlog
 from prometheus_client import Counter
 
-from energy_platform.background import sleep_unless_stopped
-from energy_platform.db.pool import Connection, create_pool
+from energy_platform.core.background import sleep_unless_stopped
+from energy_platform.core.db.pool import Connection, create_pool
+from energy_platform.core.faults import world_faults_logged
+from energy_platform.core.settings import DatabaseSettings, EngineSettings
 from energy_platform.engine.processing import BUCKET, intake, process_batch
 from energy_platform.engine.rollups import rollup_batch
-from energy_platform.settings import DatabaseSettings, EngineSettings
 
 log = structlog.get_logger()
 POINTS_WRITTEN = Counter("ep_engine_points_written", "Processed points inserted or changed")
 POINTS_DELETED = Counter("ep_engine_points_deleted", "Processed points that no longer qualified")
 STREAMS_CREATED = Counter("ep_engine_streams_created", "Processed streams created by the engine")
-HOURS_WRITTEN = Counter("ep_engine_rollup_hours_written", "Hourly rollups inserted or changed")
+ROLLUPS_WRITTEN = Counter(
+    "ep_engine_rollups_written", "Rollup periods (hours and days) inserted or changed"
+)
 # Wake a little after a bucket closes, so that its end is behind the database's clock too.
 BOUNDARY_MARGIN = 0.2
 
@@ -63,15 +66,14 @@ class EngineService:
     async def _work(self, pool: asyncpg.Pool, stop: asyncio.Event) -> None:
         while not stop.is_set():
             rollups_left = False
-            try:
+            # A failed transaction leaves the queues as they were: the next round retries a
+            # fault of the world; any other error fails the engine (core/faults.py).
+            with world_faults_logged("processing failed; retrying"):
                 async with pool.acquire() as conn:
                     # One rollup batch a round: new points and closed buckets go first, and a
                     # backlog of rollups (thousands of stream-hours a minute) catches up between.
                     done = await drain(conn, self._engine, self._clock, stop, rollup_batches=1)
                     rollups_left = done.rollups_left
-            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
-                # A failed transaction leaves the queues as they were: the next round retries.
-                log.warning("processing failed; retrying", error=f"{type(e).__name__}: {e}")
             if not rollups_left:
                 await sleep_unless_stopped(stop, self._next_wake())
 
@@ -126,7 +128,7 @@ async def drain(
     batches, full = 0, False
     while not (stop and stop.is_set()) and (rollup_batches is None or batches < rollup_batches):
         rolled = await rollup_batch(conn, batch=settings.rollup_batch, delay=settings.rollup_delay)
-        HOURS_WRITTEN.inc(rolled.written)
+        ROLLUPS_WRITTEN.inc(rolled.written)
         batches += 1
         full = rolled.periods == settings.rollup_batch
         if not full:

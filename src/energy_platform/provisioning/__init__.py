@@ -1,1 +1,2 @@
-"""The provisioning domain: serial numbers, secrets, rate limits and the SQL behind them."""
+"""Provisioning: clusters, homebases, pairing, secrets, boot and firmware: its HTTP API (http/),
+CoAP config resource, TFTP images, queries, crypto and admin commands."""

@@ -15,17 +15,17 @@ import asyncpg
 import click
 import msgspec
 
-from energy_platform.console import CommandGroup, emit, run_in_transaction
-from energy_platform.errors import InvalidInput, NotFound
-from energy_platform.inputs import INT8_MAX, checked_text
+from energy_platform.core.console import CommandGroup, emit, run_in_transaction
+from energy_platform.core.errors import InvalidInput, NotFound
+from energy_platform.core.inputs import INT8_MAX, checked_text
+from energy_platform.core.serials import COMPONENTS, checked_serial, checked_version
+from energy_platform.core.settings import Settings
 from energy_platform.provisioning.crypto import (
     SecretKey,
     cluster_secret_digest,
     new_cluster_secret,
     new_homebase_secret,
 )
-from energy_platform.provisioning.serials import COMPONENTS, checked_serial, checked_version
-from energy_platform.settings import Settings
 
 INSERT_CLUSTER = """
 INSERT INTO provisioning.clusters (title, http_address, http_port, mqtt_address, mqtt_port,

@@ -7,13 +7,13 @@ import time
 import aiocoap
 import msgspec
 
-from energy_platform.db.pool import PoolHolder
-from energy_platform.devices.coap import CoapSite, SerialResource, client_address, json_response
-from energy_platform.errors import NotFound
+from energy_platform.core.coap import CoapSite, SerialResource, client_address, json_response
+from energy_platform.core.db.pool import PoolHolder
+from energy_platform.core.errors import NotFound
+from energy_platform.core.ratelimit import DeviceRateLimits
+from energy_platform.core.serials import checked_serial
+from energy_platform.core.settings import Settings
 from energy_platform.provisioning import queries
-from energy_platform.provisioning.ratelimit import DeviceRateLimits
-from energy_platform.provisioning.serials import checked_serial
-from energy_platform.settings import Settings
 
 
 class DeviceConfig(msgspec.Struct, frozen=True):

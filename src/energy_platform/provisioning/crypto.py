@@ -15,7 +15,7 @@ import secrets
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from energy_platform.errors import ConfigurationError, PlatformError
+from energy_platform.core.errors import ConfigurationError, PlatformError
 
 HOMEBASE_SECRET_BYTES = 256
 CLUSTER_SECRET_BYTES = 32

@@ -6,9 +6,9 @@ from __future__ import annotations
 import asyncpg
 import msgspec
 
-from energy_platform.errors import NotFound
+from energy_platform.core.errors import NotFound
+from energy_platform.core.serials import SERIAL_NUMBER
 from energy_platform.provisioning import queries
-from energy_platform.provisioning.serials import SERIAL_NUMBER
 
 TFTP_GENERATIONS = frozenset({0, 3})
 

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import msgspec
 
-from energy_platform.api.provisioning import app as provisioning
-from energy_platform.api.provisioning.context import Provisioning
-from energy_platform.api.server import HttpService
-from energy_platform.db.pool import PoolHolder
-from energy_platform.devices.coap import CoapSite
-from energy_platform.devices.tftp import TftpService
-from energy_platform.lifecycle import Service
+from energy_platform.core.coap import CoapSite
+from energy_platform.core.db.pool import PoolHolder
+from energy_platform.core.http.server import HttpService
+from energy_platform.core.lifecycle import Service
+from energy_platform.core.settings import Settings
+from energy_platform.core.tftp import TftpService
 from energy_platform.provisioning.coap import add_config_resource
 from energy_platform.provisioning.firmware import tftp_image
-from energy_platform.settings import Settings
+from energy_platform.provisioning.http import app as provisioning
+from energy_platform.provisioning.http.context import Provisioning
 
 
 def provisioning_services(s: Settings, coap: CoapSite) -> list[Service]:

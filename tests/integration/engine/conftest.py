@@ -10,9 +10,9 @@ from collections.abc import AsyncIterator, Iterator
 import asyncpg
 import pytest
 
-from energy_platform.db.pool import create_pool
-from energy_platform.settings import DatabaseSettings
-from energy_platform.tokens import token_digest
+from energy_platform.core.db.pool import create_pool
+from energy_platform.core.settings import DatabaseSettings
+from energy_platform.core.tokens import token_digest
 from tests.support.databases import create_session_database, drop_database
 from tests.support.engine import Feed, NewFeed
 

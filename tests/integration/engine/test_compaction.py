@@ -14,9 +14,9 @@ from datetime import UTC, datetime, timedelta
 import asyncpg
 import pytest
 
+from energy_platform.core.settings import CompactionSettings, RetentionSettings
 from energy_platform.engine.compaction import compact
 from energy_platform.engine.retention import enforce
-from energy_platform.settings import CompactionSettings, RetentionSettings
 
 SETTINGS = CompactionSettings(after_days=7)
 # Every point of every stream, bit for bit: times in microseconds, values as their 8 bytes.
@@ -217,9 +217,9 @@ async def test_compaction_killed_halfway_loses_and_duplicates_nothing(
     env = {**os.environ, "EP_DATABASE_URL": own_database}
     script = (
         "import asyncio\n"
-        "from energy_platform.db.pool import create_pool\n"
+        "from energy_platform.core.db.pool import create_pool\n"
         "from energy_platform.engine.compaction import compact\n"
-        "from energy_platform.settings import CompactionSettings, DatabaseSettings\n"
+        "from energy_platform.core.settings import CompactionSettings, DatabaseSettings\n"
         "async def main():\n"
         f"    pool = await create_pool(DatabaseSettings(url={own_database!r}))\n"
         "    await compact(pool, CompactionSettings(after_days=7))\n"

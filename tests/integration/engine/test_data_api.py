@@ -2,9 +2,9 @@
 
 import httpx
 
-from energy_platform.api.data import app as data
-from energy_platform.api.server import HttpService
-from energy_platform.settings import Settings
+from energy_platform.api import app as data
+from energy_platform.core.http.server import HttpService
+from energy_platform.core.settings import Settings
 from tests.support.data import T0
 from tests.support.engine import NewFeed, process
 from tests.support.services import free_port, running

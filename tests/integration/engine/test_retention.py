@@ -4,8 +4,8 @@ test database would take other tests' points with them."""
 
 import asyncpg
 
+from energy_platform.core.settings import RetentionSettings
 from energy_platform.engine.retention import enforce
-from energy_platform.settings import RetentionSettings
 
 SN_DELIVERED = "A0000000000000D1"  # registered to a customer whose cursor covers its points
 SN_OWED = "A0000000000000D2"  # registered to a customer that has delivered nothing yet

@@ -6,9 +6,9 @@ from datetime import UTC, datetime
 import httpx
 import pytest
 
-from energy_platform.api.data import app as data
-from energy_platform.api.server import HttpService
-from energy_platform.settings import Settings
+from energy_platform.api import app as data
+from energy_platform.core.http.server import HttpService
+from energy_platform.core.settings import Settings
 from tests.support.engine import Feed, NewFeed, process
 from tests.support.services import free_port, running
 

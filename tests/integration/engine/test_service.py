@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 import asyncpg
 import pytest
 
+from energy_platform.core.settings import EngineSettings, Settings
 from energy_platform.engine.service import EngineService, drain
-from energy_platform.settings import EngineSettings, Settings
 from tests.support.data import T0
 from tests.support.engine import NewFeed, process
 from tests.support.services import running

@@ -12,11 +12,11 @@ from collections.abc import AsyncIterator
 import asyncpg
 import pytest
 
-from energy_platform.api.forwarder import app as forwarder
-from energy_platform.api.server import HttpService
-from energy_platform.engine.forwarding import DeliveryService
-from energy_platform.settings import Settings
-from energy_platform.tokens import new_token, token_digest
+from energy_platform.core.http.server import HttpService
+from energy_platform.core.settings import Settings
+from energy_platform.core.tokens import new_token, token_digest
+from energy_platform.forwarder.delivery import DeliveryService
+from energy_platform.forwarder.http import app as forwarder
 from tests.support.forwarder import (
     FAST,
     Action,

@@ -8,7 +8,7 @@ import asyncpg
 import httpx
 import pytest
 
-from energy_platform.settings import Settings
+from energy_platform.core.settings import Settings
 from tests.support.admin import run_admin_async
 from tests.support.forwarder import NewCustomer, configure, grant
 from tests.support.provisioning import new_sn
@@ -186,8 +186,8 @@ async def test_a_registered_homebase_leaves_the_data_api_and_comes_back(
     new_customer: NewCustomer,
     db: asyncpg.Connection,
 ) -> None:
-    from energy_platform.api.data import app as data
-    from energy_platform.api.server import HttpService
+    from energy_platform.api import app as data
+    from energy_platform.core.http.server import HttpService
     from tests.support.services import free_port, running
 
     user = await run_admin_async(settings, "users", "add", f"fw-{new_sn()}")

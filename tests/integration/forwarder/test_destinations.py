@@ -14,10 +14,10 @@ import httpx
 import msgspec
 import pytest
 
-from energy_platform.api.forwarder import app as forwarder
-from energy_platform.api.server import HttpService
-from energy_platform.engine.forwarding import DeliveryService
-from energy_platform.settings import ForwarderSettings, Settings
+from energy_platform.core.http.server import HttpService
+from energy_platform.core.settings import ForwarderSettings, Settings
+from energy_platform.forwarder.delivery import DeliveryService
+from energy_platform.forwarder.http import app as forwarder
 from tests.support.forwarder import (
     FAST,
     NewCustomer,

@@ -7,7 +7,7 @@ import asyncpg
 import httpx
 import pytest
 
-from energy_platform.settings import Settings
+from energy_platform.core.settings import Settings
 from tests.support.admin import run_admin_async
 from tests.support.provisioning import new_sn
 

@@ -13,10 +13,10 @@ import httpx
 import msgspec
 import pytest
 
-from energy_platform.api.forwarder import app as forwarder
-from energy_platform.api.server import HttpService
+from energy_platform.core.errors import ConfigurationError
+from energy_platform.core.http.server import HttpService
 from energy_platform.devices.simulator import SimulatedHomebase, homebase_client
-from energy_platform.errors import ConfigurationError
+from energy_platform.forwarder.http import app as forwarder
 from tests.support.admin import run_admin_async
 from tests.support.forwarder import Customer, NewCustomer, grant, loopback_allowed
 from tests.support.platform import Platform, add_feed, publish_as

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import asyncpg
 
-from energy_platform.settings import Settings
+from energy_platform.core.settings import Settings
 from tests.support.forwarder import (
     LOOPBACK,
     NewCustomer,

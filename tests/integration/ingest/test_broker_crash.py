@@ -18,10 +18,10 @@ import asyncpg
 import msgspec
 import pytest
 
+from energy_platform.core.settings import Settings
 from energy_platform.devices.ingest.service import IngestService
 from energy_platform.devices.simulator import SimulatedHomebase, data_topic, homebase_client
 from energy_platform.services import build_services
-from energy_platform.settings import Settings
 from tests.support.admin import run_admin_async
 from tests.support.broker import PERSISTENCE, ROOT, KillableBroker
 from tests.support.platform import (

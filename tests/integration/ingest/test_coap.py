@@ -7,7 +7,7 @@ import aiocoap
 import asyncpg
 import msgspec
 
-from energy_platform.devices.coap import JSON
+from energy_platform.core.coap import JSON
 from tests.support.coap import device, post, reading
 from tests.support.platform import Platform, add_feed
 

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import asyncpg
 
-from energy_platform.devices.codec.format_v4 import HomebaseRecord
+from energy_platform.core.codec.format_v4 import HomebaseRecord
 from energy_platform.devices.simulator import SimulatedHomebase
 from tests.support.engine import process
 from tests.support.platform import Platform, paired_homebase, publish_as

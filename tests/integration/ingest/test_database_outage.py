@@ -8,8 +8,8 @@ from urllib.parse import urlsplit, urlunsplit
 import asyncpg
 import msgspec
 
+from energy_platform.core.settings import DatabaseSettings
 from energy_platform.devices.simulator import SimulatedHomebase, data_topic, homebase_client
-from energy_platform.settings import DatabaseSettings
 from tests.support.platform import (
     Platform,
     messages,

@@ -7,7 +7,7 @@ from collections import defaultdict
 import asyncpg
 import httpx
 
-from energy_platform.devices.codec.format_v4 import RAW_MEDIA, HomebaseRecord
+from energy_platform.core.codec.format_v4 import RAW_MEDIA, HomebaseRecord
 from energy_platform.devices.simulator import SimulatedHomebase
 from tests.support.platform import Platform, paired_homebase, publish_as
 from tests.support.services import eventually

@@ -10,9 +10,9 @@ import asyncpg
 import msgspec
 import pytest
 
+from energy_platform.core.settings import ClusterSettings, Settings
 from energy_platform.devices.simulator import SimulatedHomebase
 from energy_platform.services import build_services
-from energy_platform.settings import ClusterSettings, Settings
 from tests.support.admin import run_admin_async
 from tests.support.platform import Platform, paired_homebase, platform_settings, publish_as
 from tests.support.provisioning import add_cluster

@@ -5,7 +5,7 @@ import psycopg
 import pytest
 import pytest_asyncio
 
-from energy_platform.devices.codec.format_v4 import Series
+from energy_platform.core.codec.format_v4 import Series
 from energy_platform.devices.ingest.drops import Drops
 from energy_platform.devices.ingest.routes import Route, RouteTable
 from energy_platform.devices.ingest.service import store_until_done

@@ -10,8 +10,8 @@ from collections.abc import Awaitable, Callable
 import asyncpg
 import msgspec
 
+from energy_platform.core.settings import Settings
 from energy_platform.devices.simulator import SimulatedHomebase, data_topic, homebase_client
-from energy_platform.settings import Settings
 from tests.support.platform import (
     Platform,
     messages,

@@ -8,8 +8,8 @@ from collections.abc import AsyncIterator
 import msgspec
 import pytest
 
+from energy_platform.core.settings import RulesSettings, Settings
 from energy_platform.services import build_services
-from energy_platform.settings import RulesSettings, Settings
 from tests.support.admin import run_admin_async
 from tests.support.platform import Platform, platform_settings, with_cluster
 from tests.support.services import running

@@ -9,7 +9,7 @@ import aiocoap
 import msgspec
 import psycopg
 
-from energy_platform.devices.coap import JSON
+from energy_platform.core.coap import JSON
 from energy_platform.devices.simulator import SimulatedHomebase, data_topic, homebase_client
 from tests.support.admin import run_admin_async
 from tests.support.platform import Platform, add_feed, paired_homebase

@@ -14,9 +14,9 @@ import httpx
 import msgspec
 import pytest
 
-from energy_platform.devices.coap import CoapService, CoapSite
+from energy_platform.core.coap import CoapService, CoapSite
+from energy_platform.core.settings import DeviceSettings, ProvisioningSettings, Settings
 from energy_platform.provisioning.services import provisioning_services
-from energy_platform.settings import DeviceSettings, ProvisioningSettings, Settings
 from tests.support.provisioning import Stack
 from tests.support.services import free_port, running
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from energy_platform.settings import Settings
+from energy_platform.core.settings import Settings
 from tests.support.admin import run_admin
 from tests.support.platform import CLI
 from tests.support.provisioning import new_sn

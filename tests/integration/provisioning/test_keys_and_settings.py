@@ -6,9 +6,9 @@ import secrets
 
 import pytest
 
-from energy_platform.errors import ConfigurationError, PlatformError
+from energy_platform.core.errors import ConfigurationError, PlatformError
+from energy_platform.core.settings import Settings
 from energy_platform.provisioning.crypto import SecretKey, new_homebase_secret
-from energy_platform.settings import Settings
 
 
 def test_the_key_comes_from_its_variable_and_stays_out_of_reprs() -> None:

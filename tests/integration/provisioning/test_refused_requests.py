@@ -7,9 +7,9 @@ import msgspec
 import psycopg
 import pytest
 
-from energy_platform.api.provisioning import app as provisioning
-from energy_platform.api.server import HttpService
-from energy_platform.settings import Settings
+from energy_platform.core.http.server import HttpService
+from energy_platform.core.settings import Settings
+from energy_platform.provisioning.http import app as provisioning
 from tests.support.provisioning import Stack, add_cluster, add_homebase, all_rows, new_sn
 from tests.support.services import free_port, running
 

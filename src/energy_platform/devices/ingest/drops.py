@@ -7,7 +7,7 @@ import msgspec
 import structlog
 from prometheus_client import Counter
 
-from energy_platform.devices.ingest.cache import BoundedCache
+from energy_platform.core.cache import BoundedCache
 
 log = structlog.get_logger()
 DROPPED = Counter(

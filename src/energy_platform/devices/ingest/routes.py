@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncpg
 import msgspec
 
-from energy_platform.devices.ingest.cache import BoundedCache
+from energy_platform.core.cache import BoundedCache
 
 ROUTE = """
 SELECT (SELECT id FROM cluster.feeds WHERE homebase_sn = $1) AS feed_id,

@@ -23,18 +23,18 @@ from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 from prometheus_client import Counter, Gauge
 
-from energy_platform.background import Backoff, sleep_unless_stopped
-from energy_platform.db.pool import create_pool
-from energy_platform.devices.codec.envelope import EnvelopeError, unseal
-from energy_platform.devices.codec.format_v4 import MAX_PAYLOAD_BYTES, RecordError, decode_batch
+from energy_platform.cluster.provisioning_client import ProvisioningClient
+from energy_platform.core.background import Backoff, sleep_unless_stopped
+from energy_platform.core.codec.envelope import EnvelopeError, unseal
+from energy_platform.core.codec.format_v4 import MAX_PAYLOAD_BYTES, RecordError, decode_batch
+from energy_platform.core.db.pool import create_pool
+from energy_platform.core.errors import ConfigurationError, NotFound
+from energy_platform.core.faults import blames_the_data, is_outside_fault
+from energy_platform.core.settings import MqttSettings, Settings
 from energy_platform.devices.ingest.drops import DeadLetter, Drops
-from energy_platform.devices.ingest.faults import blames_the_data, is_outside_fault
 from energy_platform.devices.ingest.keys import KeyStore
 from energy_platform.devices.ingest.routes import RouteTable
 from energy_platform.devices.ingest.store import Accepted, PointStore
-from energy_platform.errors import ConfigurationError, NotFound
-from energy_platform.provisioning.client import ProvisioningClient
-from energy_platform.settings import MqttSettings, Settings
 
 log = structlog.get_logger()
 Ack = Callable[[int], None]

@@ -11,7 +11,7 @@ import asyncpg
 import msgspec
 from asyncpg.pool import PoolConnectionProxy
 
-from energy_platform.devices.codec.format_v4 import Series
+from energy_platform.core.codec.format_v4 import Series
 from energy_platform.devices.ingest.drops import (
     INSERT_DEAD_LETTERS,
     DeadLetter,

@@ -1,0 +1,413 @@
+"""Admin commands of the data domain: users, feeds, streams and their configurations.
+
+They print feeds and streams exactly as the API shows them, so they reuse the API's rendering
+(``views``) and therefore talk to the database through asyncpg, like the API.
+"""
+
+from __future__ import annotations
+
+import zoneinfo
+from datetime import timedelta
+from typing import Any
+
+import asyncpg
+import click
+import msgspec
+
+from energy_platform.api.views import render_feeds, render_streams
+from energy_platform.cluster.pairing import Pairings
+from energy_platform.core.console import CommandGroup, emit, parse_instant, run_in_transaction
+from energy_platform.core.errors import InvalidInput, NotFound
+from energy_platform.core.inputs import checked_text, parse_id
+from energy_platform.core.settings import Settings
+from energy_platform.core.tokens import new_token, token_digest
+
+INSERT_USER = """
+INSERT INTO cluster.users (name, token_sha256, is_admin) VALUES ($1, $2, $3)
+RETURNING id, name, is_admin, created_at"""
+LIST_USERS = "SELECT id, name, is_admin, created_at FROM cluster.users ORDER BY id"
+REPLACE_USER_DIGEST = """
+UPDATE cluster.users SET token_sha256 = $2 WHERE id = $1
+RETURNING id, name, is_admin, created_at"""
+# A user who still owns feeds is not deleted (the feeds and their points would lose their
+# owner); notifications go with the user (ON DELETE CASCADE).
+FEEDS_OWNED = "SELECT array_agg(id ORDER BY id) FROM cluster.feeds WHERE owner_id = $1"
+DELETE_USER = """
+DELETE FROM cluster.users WHERE id = $1 RETURNING id, name, is_admin, created_at"""
+INSERT_FEED = """
+INSERT INTO cluster.feeds (owner_id, homebase_sn, subscription_from, subscription_to)
+VALUES ($1, $2, $3, $4)
+RETURNING id, subscription_from, subscription_to"""
+INSERT_FIRST_FEED_CONFIG = """
+INSERT INTO cluster.feed_configs (feed_id, title, timezone, validity)
+VALUES ($1, $2, $3, tstzrange(NULL, NULL))"""
+SET_FEED_CONFIG = "SELECT cluster.set_feed_config($1, $2, $3, $4)"
+FEED_CONFIG_AT = """
+SELECT title, timezone FROM cluster.feed_configs
+ WHERE feed_id = $1 AND validity @> $2::timestamptz"""
+FEED_BY_ID = "SELECT id, subscription_from, subscription_to FROM cluster.feeds WHERE id = $1"
+SET_SUBSCRIPTION = """
+UPDATE cluster.feeds SET subscription_from = coalesce($2, subscription_from),
+                         subscription_to = coalesce($3, subscription_to)
+ WHERE id = $1
+RETURNING id, subscription_from, subscription_to"""
+LIST_FEEDS = """
+SELECT id, subscription_from, subscription_to FROM cluster.feeds
+ WHERE $1::bigint IS NULL OR owner_id = $1 ORDER BY id"""
+# Points carry no foreign key (COPY speed): they go explicitly, before their streams.
+DELETE_FEED = """
+WITH gone AS (SELECT id FROM cluster.streams WHERE feed_id = $1),
+raw AS (DELETE FROM cluster.raw_points WHERE stream_id IN (SELECT id FROM gone)),
+processed AS (DELETE FROM cluster.processed_points WHERE stream_id IN (SELECT id FROM gone)),
+system AS (DELETE FROM cluster.system_points WHERE stream_id IN (SELECT id FROM gone)),
+compact AS (DELETE FROM cluster.point_days WHERE stream_id IN (SELECT id FROM gone)),
+dirty AS (DELETE FROM cluster.dirty_ranges WHERE stream_id IN (SELECT id FROM gone))
+DELETE FROM cluster.feeds WHERE id = $1
+RETURNING homebase_sn"""
+STREAMS_OF_FEED = """
+SELECT id, type, channel, device, medium, idx, combined FROM cluster.streams
+ WHERE feed_id = $1 ORDER BY id"""
+STREAM_BY_ID = """
+SELECT id, type, channel, device, medium, idx, combined FROM cluster.streams WHERE id = $1"""
+SET_STREAM_CONFIG = "SELECT cluster.set_stream_config($1, $2, $3, $4, $5)"
+STREAM_CONFIG_AT = """
+SELECT title, medium, unit FROM cluster.stream_configs
+ WHERE stream_id = $1 AND validity @> $2::timestamptz"""
+
+MEDIA = ("power", "gas", "water", "temperature", "none")
+
+
+class User(msgspec.Struct):
+    id: str
+    name: str
+    admin: bool
+    created_at: str
+
+
+class NewUser(User):
+    token: str
+    """Shown once: only its SHA-256 is stored."""
+
+
+def _time_zone(name: str) -> str:
+    if checked_text(name, "--timezone") not in zoneinfo.available_timezones():
+        raise InvalidInput(f"{name!r} is not an IANA time zone (e.g. Europe/Prague)")
+    return name
+
+
+def _user(row: asyncpg.Record) -> dict[str, Any]:
+    return {
+        "id": str(row["id"]),
+        "name": row["name"],
+        "admin": row["is_admin"],
+        "created_at": row["created_at"].isoformat(),
+    }
+
+
+@click.group("users", cls=CommandGroup)
+def users() -> None:
+    """Users of the data API."""
+
+
+@users.command("add")
+@click.argument("name")
+@click.option("--admin", is_flag=True, help="May see every user's feeds.")
+@click.pass_obj
+def add_user(settings: Settings, name: str, admin: bool) -> None:
+    """Add a user; prints its token, which is shown only this once."""
+    name = checked_text(name, "name")
+    token = new_token()
+
+    async def work(conn: asyncpg.Connection) -> NewUser:
+        try:
+            (row,) = await conn.fetch(INSERT_USER, name, token_digest(token), admin)
+        except asyncpg.UniqueViolationError:
+            raise InvalidInput(f"a user named {name!r} exists") from None
+        return NewUser(**_user(row), token=token)
+
+    emit(run_in_transaction(settings.database, work))
+
+
+@users.command("list")
+@click.pass_obj
+def list_users(settings: Settings) -> None:
+    """List users (never their tokens)."""
+
+    async def work(conn: asyncpg.Connection) -> list[User]:
+        return [User(**_user(row)) for row in await conn.fetch(LIST_USERS)]
+
+    emit(run_in_transaction(settings.database, work))
+
+
+@users.command("token")
+@click.argument("user_id")
+@click.option(
+    "--revoke", is_flag=True, help="Give no new token: the user can no longer sign in at all."
+)
+@click.pass_obj
+def user_token(settings: Settings, user_id: str, revoke: bool) -> None:
+    """Rotate a user's token (prints the new one, shown only this once) or revoke it; the old
+    token stops working at once."""
+    uid = parse_id(user_id, "user")
+    # A revoked user keeps a digest nobody holds the token of: the column stays unique and set.
+    token = new_token()
+
+    async def work(conn: asyncpg.Connection) -> Any:
+        row = await conn.fetchrow(REPLACE_USER_DIGEST, uid, token_digest(token))
+        if row is None:
+            raise NotFound(f"no user {user_id!r}")
+        if revoke:
+            return {**_user(row), "revoked": True}
+        return NewUser(**_user(row), token=token)
+
+    emit(run_in_transaction(settings.database, work))
+
+
+@users.command("delete")
+@click.argument("user_id")
+@click.pass_obj
+def delete_user(settings: Settings, user_id: str) -> None:
+    """Delete a user and their notifications. Refused while they own feeds: delete those first
+    (``feeds delete``), which removes their points."""
+    uid = parse_id(user_id, "user")
+
+    async def work(conn: asyncpg.Connection) -> Any:
+        owned = await conn.fetchval(FEEDS_OWNED, uid)
+        if owned:
+            listed = ", ".join(str(f) for f in owned)
+            raise InvalidInput(
+                f"user {user_id} owns feeds {listed}: delete them first (admin feeds delete)"
+            )
+        row = await conn.fetchrow(DELETE_USER, uid)
+        if row is None:
+            raise NotFound(f"no user {user_id!r}")
+        return {**_user(row), "deleted": True}
+
+    emit(run_in_transaction(settings.database, work))
+
+
+@click.group("feeds", cls=CommandGroup)
+def feeds() -> None:
+    """Feeds: one per homebase, owned by a user."""
+
+
+@feeds.command("add")
+@click.option("--owner", required=True, help="User id of the owner.")
+@click.option("--homebase", "sn", required=True, help="Homebase serial number, [0-9A-F]{16}.")
+@click.option("--title", required=True)
+@click.option("--timezone", "tz", required=True, help="IANA time zone, e.g. Europe/Prague.")
+@click.option("--subscription-from", "sub_from", default="now", help="ISO 8601; default now.")
+@click.option("--subscription-to", "sub_to", help="ISO 8601; default a year after the start.")
+@click.option(
+    "--pair/--no-pair",
+    default=True,
+    help="Pair the homebase with this cluster via provisioning (when EP_CLUSTER_SECRET is set).",
+)
+@click.pass_obj
+def add_feed(
+    settings: Settings,
+    owner: str,
+    sn: str,
+    title: str,
+    tz: str,
+    sub_from: str,
+    sub_to: str | None,
+    pair: bool,
+) -> None:
+    """Add the feed of a homebase (a customer registering its serial number).
+
+    With this cluster's secret configured, the homebase is paired with the cluster through
+    the provisioning API in the same step: the feed exists only if the pairing holds. Its first
+    configuration is unbounded in time.
+    """
+    start = parse_instant(sub_from)
+    end = parse_instant(sub_to) if sub_to else start + timedelta(days=365)
+    owner_id, zone = parse_id(owner, "user"), _time_zone(tz)
+    title = checked_text(title, "--title")
+    # Checked before anything changes, here or at provisioning.
+    pairings = Pairings(settings.cluster, settings.mqtt, enabled=pair)
+
+    async def work(conn: asyncpg.Connection) -> Any:
+        try:
+            (row,) = await conn.fetch(INSERT_FEED, owner_id, sn, start, end)
+        except asyncpg.ForeignKeyViolationError:
+            raise NotFound(f"no user {owner!r}") from None
+        except asyncpg.UniqueViolationError:
+            raise InvalidInput(f"homebase {sn} already has a feed") from None
+        except asyncpg.CheckViolationError as e:
+            raise InvalidInput(_check_message(e.constraint_name, sn)) from None
+        await conn.execute(INSERT_FIRST_FEED_CONFIG, row["id"], title, zone)
+        # Inside the transaction: a refused pairing leaves no feed behind.
+        async with pairings:
+            await pairings.hold(conn, sn)
+        return (await render_feeds(conn, [row]))[0]
+
+    emit(run_in_transaction(settings.database, work))
+
+
+def _check_message(constraint: str | None, sn: str) -> str:
+    if constraint and "homebase_sn" in constraint:
+        return f"{sn!r} is not a serial number ([0-9A-F]{{16}})"
+    return "the subscription must end after it starts"
+
+
+@feeds.command("list")
+@click.option("--owner", help="Only this user's feeds.")
+@click.pass_obj
+def list_feeds(settings: Settings, owner: str | None) -> None:
+    """List feeds with their configurations."""
+    owner_id = None if owner is None else parse_id(owner, "user")
+
+    async def work(conn: asyncpg.Connection) -> Any:
+        return await render_feeds(conn, await conn.fetch(LIST_FEEDS, owner_id))
+
+    emit(run_in_transaction(settings.database, work))
+
+
+@feeds.command("configure")
+@click.argument("feed_id")
+@click.option("--from", "since", required=True, help="ISO 8601 instant (or 'now').")
+@click.option("--title", help="Default: the title valid at that instant.")
+@click.option("--timezone", "tz", help="Default: the time zone valid at that instant.")
+@click.pass_obj
+def configure_feed(
+    settings: Settings, feed_id: str, since: str, title: str | None, tz: str | None
+) -> None:
+    """Set the feed's configuration from an instant on; prints the feed."""
+    instant, fid = parse_instant(since), parse_id(feed_id, "feed")
+    zone = None if tz is None else _time_zone(tz)
+    title = None if title is None else checked_text(title, "--title")
+
+    async def work(conn: asyncpg.Connection) -> Any:
+        feed = await conn.fetchrow(FEED_BY_ID, fid)
+        if feed is None:
+            raise NotFound(f"no feed {feed_id!r}")
+        before = await conn.fetchrow(FEED_CONFIG_AT, fid, instant)
+        new_title = title or (before and before["title"])
+        new_zone = zone or (before and before["timezone"])
+        if not new_title or not new_zone:
+            raise InvalidInput("no configuration at that instant: give --title and --timezone")
+        await conn.execute(SET_FEED_CONFIG, fid, instant, new_title, new_zone)
+        return (await render_feeds(conn, [feed]))[0]
+
+    emit(run_in_transaction(settings.database, work))
+
+
+@feeds.command("subscription")
+@click.argument("feed_id")
+@click.option("--to", "sub_to", help="ISO 8601: the new end (an extension, or a shortening).")
+@click.option("--from", "sub_from", help="ISO 8601: the new start.")
+@click.pass_obj
+def set_subscription(
+    settings: Settings, feed_id: str, sub_to: str | None, sub_from: str | None
+) -> None:
+    """Change a feed's subscription period; prints the feed. The subscription-ending rule
+    follows the new end: an extended subscription's notice closes, and a new one comes within
+    7 days of the new end."""
+    if sub_to is None and sub_from is None:
+        raise InvalidInput("give --to, --from or both")
+    fid = parse_id(feed_id, "feed")
+    start = None if sub_from is None else parse_instant(sub_from)
+    end = None if sub_to is None else parse_instant(sub_to)
+
+    async def work(conn: asyncpg.Connection) -> Any:
+        try:
+            row = await conn.fetchrow(SET_SUBSCRIPTION, fid, start, end)
+        except asyncpg.CheckViolationError:
+            raise InvalidInput("the subscription must end after it starts") from None
+        if row is None:
+            raise NotFound(f"no feed {feed_id!r}")
+        return (await render_feeds(conn, [row]))[0]
+
+    emit(run_in_transaction(settings.database, work))
+
+
+@feeds.command("delete")
+@click.argument("feed_id")
+@click.option(
+    "--unpair/--no-unpair",
+    default=True,
+    help=(
+        "Unpair the homebase from this cluster via provisioning (when EP_CLUSTER_SECRET is set)"
+        " unless a forwarder registration still holds it."
+    ),
+)
+@click.pass_obj
+def delete_feed(settings: Settings, feed_id: str, unpair: bool) -> None:
+    """Delete a feed with its streams, configurations, points and notifications."""
+    fid = parse_id(feed_id, "feed")
+    pairings = Pairings(settings.cluster, settings.mqtt, enabled=unpair)
+
+    async def work(conn: asyncpg.Connection) -> dict[str, Any]:
+        sn = await conn.fetchval(DELETE_FEED, fid)
+        if sn is None:
+            raise NotFound(f"no feed {feed_id!r}")
+        # Inside the transaction: the feed stays if provisioning cannot be told. A homebase
+        # registered with the forwarder stays paired (docs/provisioning.md#pairing).
+        async with pairings:
+            unpaired = await pairings.release(conn, sn)
+        return {"deleted": feed_id, "homebase": sn, "unpaired": unpaired}
+
+    emit(run_in_transaction(settings.database, work))
+
+
+@click.group("streams", cls=CommandGroup)
+def streams() -> None:
+    """Streams of a feed and the configurations of processed streams."""
+
+
+@streams.command("list")
+@click.argument("feed_id")
+@click.pass_obj
+def list_streams(settings: Settings, feed_id: str) -> None:
+    """List a feed's streams as the API shows them."""
+    fid = parse_id(feed_id, "feed")
+
+    async def work(conn: asyncpg.Connection) -> Any:
+        if await conn.fetchrow(FEED_BY_ID, fid) is None:
+            raise NotFound(f"no feed {feed_id!r}")
+        return await render_streams(conn, await conn.fetch(STREAMS_OF_FEED, fid))
+
+    emit(run_in_transaction(settings.database, work))
+
+
+@streams.command("configure")
+@click.argument("stream_id")
+@click.option("--from", "since", required=True, help="ISO 8601 instant (or 'now').")
+@click.option("--title", help="Default: the title valid at that instant.")
+@click.option("--medium", type=click.Choice(MEDIA), help="'none': not processed from then on.")
+@click.option("--unit", help="Default: the unit valid at that instant.")
+@click.pass_obj
+def configure_stream(
+    settings: Settings,
+    stream_id: str,
+    since: str,
+    title: str | None,
+    medium: str | None,
+    unit: str | None,
+) -> None:
+    """Set a processed stream's configuration from an instant on; prints the stream."""
+    instant, sid = parse_instant(since), parse_id(stream_id, "stream")
+    title = None if title is None else checked_text(title, "--title")
+    unit = None if unit is None else checked_text(unit, "--unit")
+
+    async def work(conn: asyncpg.Connection) -> Any:
+        stream = await conn.fetchrow(STREAM_BY_ID, sid)
+        if stream is None or stream["type"] != "processed":
+            raise NotFound(f"no processed stream {stream_id!r}")
+        before = await conn.fetchrow(STREAM_CONFIG_AT, sid, instant)
+        new_title = title or (before and before["title"])
+        new_unit = unit if unit is not None else (before and before["unit"])
+        if medium is None:
+            new_medium = before["medium"] if before else None
+        else:
+            new_medium = None if medium == "none" else medium
+        if not new_title or new_unit is None:
+            raise InvalidInput("no configuration at that instant: give --title and --unit")
+        await conn.execute(SET_STREAM_CONFIG, sid, instant, new_title, new_medium, new_unit)
+        return (await render_streams(conn, [stream]))[0]
+
+    emit(run_in_transaction(settings.database, work))
+
+
+GROUPS = [users, feeds, streams]

@@ -1,5 +1,0 @@
-"""The data API: feeds, streams, stream data and notifications ({base_url}).
-
-The app is built by ``app.create_app``; it is not imported here, so that the admin commands
-of this domain start without loading the web framework.
-"""

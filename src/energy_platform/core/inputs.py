@@ -1,0 +1,88 @@
+"""Checks of input at the edge, one per kind: ids, bounded integers, plain text and instants.
+
+Whatever passes them fits the database column it is meant for, so no input reaches a query
+that the database would refuse (a 5xx to the caller): ids and numbers stay inside int4/int8,
+text carries no NUL or control character and has a bounded length, instants are real
+``timestamptz`` values. The HTTP APIs and the admin commands use the same checks.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from typing import Annotated
+
+import msgspec
+
+from energy_platform.core.errors import InvalidInput, NotFound
+
+INT4_MAX = 2**31 - 1
+INT8_MAX = 2**63 - 1
+
+Int4 = Annotated[int, msgspec.Meta(ge=-(2**31), le=INT4_MAX)]
+"""Any ``integer`` column."""
+NaturalInt4 = Annotated[int, msgspec.Meta(ge=0, le=INT4_MAX)]
+"""A channel, medium, device or index: a non-negative ``integer``."""
+Id = Annotated[int, msgspec.Meta(ge=1, le=INT8_MAX)]
+"""A ``bigint`` identity."""
+MAX_REPEATED = 1000
+"""How often a repeatable query parameter (``id``, ``channel``, ``type``) may be given."""
+Ids = Annotated[list[Id], msgspec.Meta(max_length=MAX_REPEATED)]
+Channels = Annotated[list[NaturalInt4], msgspec.Meta(max_length=MAX_REPEATED)]
+
+TITLE_LENGTH = 200
+"""Titles, names and units: what a person types."""
+URL_LENGTH = 2048
+
+# C0 and C1 control characters and DEL: NUL cannot be stored in text at all, the others break
+# logs, terminals and the HTML of notifications.
+CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+PLAIN_TEXT = r"^[^\x00-\x1f\x7f-\x9f]*$"
+"""The same rule as a JSON-schema pattern, for msgspec struct fields."""
+Title = Annotated[str, msgspec.Meta(min_length=1, max_length=TITLE_LENGTH, pattern=PLAIN_TEXT)]
+
+
+def checked_text(value: str, field: str, *, max_length: int = TITLE_LENGTH) -> str:
+    """``value`` if it is plain text of at most ``max_length`` characters, else 400."""
+    if len(value) > max_length:
+        raise InvalidInput(f"{field}: at most {max_length} characters", field=field)
+    if CONTROL_CHARACTER.search(value):
+        raise InvalidInput(f"{field}: control characters are not allowed", field=field)
+    return value
+
+
+def parse_id(value: str, what: str) -> int:
+    """Ids are strings on the wire and bigints inside; anything else names nothing: 404.
+
+    Only ASCII digits count (``str.isdigit`` also accepts "²" and "٣"), and only what a
+    ``bigint`` identity can hold.
+    """
+    if not (value.isascii() and value.isdigit()) or len(value) > 19:
+        raise NotFound(f"no {what} {value[:40]!r}")
+    number = int(value)
+    if not 1 <= number <= INT8_MAX:
+        raise NotFound(f"no {what} {value!r}")
+    return number
+
+
+def parse_instant(value: str, field: str) -> datetime:
+    """An ISO 8601 time as an aware UTC datetime; a time without a UTC offset is UTC.
+
+    400 for anything else, control characters and times that leave the years 1..9999 once
+    converted to UTC (``0001-01-01T00:00:00+01:00``) included.
+    """
+    checked_text(value, field, max_length=64)
+    if not value.isascii():
+        raise InvalidInput(f"{field}: {value!r} is not an ISO 8601 time", field=field)
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise InvalidInput(f"{field}: {value!r} is not an ISO 8601 time", field=field) from None
+    if parsed.tzinfo is None:
+        return parsed.replace(tzinfo=UTC)
+    try:
+        return parsed.astimezone(UTC)
+    except OverflowError:
+        raise InvalidInput(
+            f"{field}: {value!r} is outside the years 1 to 9999 in UTC", field=field
+        ) from None

@@ -1,0 +1,381 @@
+"""Typed settings, read once from ``EP_*`` environment variables and passed in.
+
+Each section below maps to variables named ``EP_<SECTION>_<FIELD>``, for example
+``EP_DATABASE_URL`` or ``EP_HTTP_API_PORT``. Nothing in the package reads the environment on
+its own: the CLI calls :meth:`Settings.from_env` once and hands the result down.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+from ipaddress import IPv4Network, IPv6Network, ip_network
+from typing import Any, Literal
+
+import msgspec
+
+from energy_platform.core.errors import ConfigurationError
+
+IPNetwork = IPv4Network | IPv6Network
+
+
+class DatabaseSettings(msgspec.Struct, frozen=True, kw_only=True):
+    url: str = "postgresql://postgres@127.0.0.1:54329/energy_platform"
+    """PostgreSQL (with TimescaleDB) connection URL."""
+    read_url: str = ""
+    """A streaming replica of it that the data API reads from (its GET requests and
+    authentication); empty: the primary. Nothing writes there (docs/scaling.md)."""
+    pool_max: int = 10
+    """Connections per service pool."""
+    connect_timeout: float = 5.0
+    """Seconds to wait for a connection before reporting the database unreachable."""
+
+
+class MqttSettings(msgspec.Struct, frozen=True, kw_only=True):
+    url: str = "mqtt://127.0.0.1:1883"
+    """Broker URL with the ingest service's account, ``mqtt://user:password@host:port``."""
+    accounts_url: str = ""
+    """Broker URL with the account that manages homebase accounts (dynamic security admin);
+    required wherever this cluster pairs homebases (with ``EP_CLUSTER_SECRET``)."""
+    client_id: str = "energy-platform-ingest"
+    """Client id of the persistent ingest session; each ingest worker needs its own."""
+    share_group: str = "ingest"
+    """Shared-subscription group of the ingest workers (``$share/<group>/...``)."""
+    session_expiry: int = 7 * 24 * 3600
+    """Seconds the broker keeps an ingest session (and queues for it) while it is away."""
+    topic_prefix: str = ""
+    """Put before ``homebases/...``; empty in production. At most one level (``test-1/``):
+    the ingest account's ACLs allow that much (tests use one to stay apart)."""
+
+    def __repr__(self) -> str:
+        # URLs carry passwords, and settings end up in tracebacks and test reports.
+        fields = [f"{f}={getattr(self, f)!r}" for f in self.__struct_fields__ if "url" not in f]
+        return f"MqttSettings({', '.join(fields)})"
+
+
+HttpServer = Literal["uvicorn", "granian"]
+"""The HTTP servers an HTTP service can run on (``EP_HTTP_SERVER``)."""
+
+
+class HttpSettings(msgspec.Struct, frozen=True, kw_only=True):
+    host: str = "127.0.0.1"
+    """Address the HTTP services bind to."""
+    api_port: int = 8000
+    """Port of the data API (feeds, streams, notifications)."""
+    provisioning_port: int = 8001
+    """Port of the provisioning API."""
+    forwarder_port: int = 8002
+    """Port of the forwarder API."""
+    provisioning_plain_port: int = 8080
+    """With a certificate configured, provisioning also speaks plain HTTP on this port (the
+    spec lets homebases use HTTP and HTTPS); 0: HTTPS only. Unused without a certificate."""
+    max_body_bytes: int = 1_048_576
+    """Largest accepted request body; larger ones get 413."""
+    server: HttpServer = "uvicorn"
+    """HTTP server of every HTTP service: ``uvicorn`` (Python, in the services' event loop) or
+    ``granian`` (Rust HTTP, embedded in the same event loop; docs/decisions.md)."""
+    tls_cert: str = ""
+    """PEM certificate (chain) file: with ``tls_key``, every HTTP service serves HTTPS on its
+    port (provisioning also plain HTTP on ``provisioning_plain_port``)."""
+    tls_key: str = ""
+    """PEM private key file of ``tls_cert``."""
+    reuse_port: bool = False
+    """Bind with SO_REUSEPORT, so that several processes serve one port and the kernel spreads
+    the connections among them (docs/scaling.md); uvicorn only. Off: a second process on a
+    taken port fails to start, as a stray one should."""
+
+    def __post_init__(self) -> None:
+        if bool(self.tls_cert) != bool(self.tls_key):
+            raise ConfigurationError("EP_HTTP_TLS_CERT and EP_HTTP_TLS_KEY go together")
+        if self.reuse_port and self.server != "uvicorn":
+            raise ConfigurationError("EP_HTTP_REUSE_PORT needs EP_HTTP_SERVER=uvicorn")
+
+    @property
+    def tls(self) -> TlsFiles | None:
+        """The certificate and key when HTTPS is configured."""
+        return TlsFiles(self.tls_cert, self.tls_key) if self.tls_cert else None
+
+
+class TlsFiles(msgspec.Struct, frozen=True):
+    cert: str
+    key: str
+
+
+class DeviceSettings(msgspec.Struct, frozen=True, kw_only=True):
+    host: str = "127.0.0.1"
+    """Address the UDP services (CoAP, TFTP) bind to."""
+    coap_port: int = 5683
+    """CoAP port of the provisioning and data servers."""
+    tftp_port: int = 6969
+    """Read-only TFTP port for firmware of generations 0 and 3."""
+
+
+class ProvisioningSettings(msgspec.Struct, frozen=True, kw_only=True):
+    secret_key: str = ""
+    """64 hex characters: the AES-256 key that encrypts homebase secrets at rest."""
+    sn_requests_per_minute: int = 6
+    """Homebase-facing requests (boot, upgrade, CoAP config) allowed per serial number."""
+    sn_burst: int = 10
+    """Requests one serial number may make at once before the per-minute rate applies."""
+    address_requests_per_minute: int = 600
+    """Homebase-facing requests allowed per client address (many homebases share a NAT)."""
+    address_burst: int = 1200
+    """Requests one address may make at once before the per-minute rate applies."""
+    config_interval: int = 3600
+    """Seconds a CoAP device waits before it asks for its configuration again."""
+
+    def __repr__(self) -> str:
+        # Settings end up in tracebacks and test reports: the key must not.
+        fields = [f"secret_key={'<set>' if self.secret_key else '<unset>'}"]
+        fields += [f"{f}={getattr(self, f)!r}" for f in self.__struct_fields__ if f != "secret_key"]
+        return f"ProvisioningSettings({', '.join(fields)})"
+
+
+class ClusterSettings(msgspec.Struct, frozen=True, kw_only=True):
+    provisioning_url: str = "http://127.0.0.1:8001"
+    """Base URL of the provisioning service this cluster is registered with."""
+    secret: str = ""
+    """This cluster's authorisation secret (``X-SvcClusterAuth``), from ``admin clusters add``."""
+    accounts_sync_interval: float = 600.0
+    """Seconds between the engine's reconciliations of the broker's homebase accounts with this
+    cluster's pairings (``admin broker-accounts sync``); 0: never. Only with a secret."""
+
+    def __post_init__(self) -> None:
+        if self.accounts_sync_interval < 0:
+            raise ValueError("EP_CLUSTER_ACCOUNTS_SYNC_INTERVAL must be >= 0")
+
+    def __repr__(self) -> str:
+        state = "<set>" if self.secret else "<unset>"
+        return (
+            f"ClusterSettings(provisioning_url={self.provisioning_url!r}, secret={state},"
+            f" accounts_sync_interval={self.accounts_sync_interval!r})"
+        )
+
+
+class IngestSettings(msgspec.Struct, frozen=True, kw_only=True):
+    receive_maximum: int = 2000
+    """Unacknowledged MQTT messages the broker may send at once: bounds ingest's memory."""
+    batch_messages: int = 500
+    """Most messages written in one transaction."""
+    batch_linger_ms: int = 20
+    """How long a batch waits for more messages before it is written."""
+    route_cache_seconds: float = 10.0
+    """How long a homebase's feed or forwarder registration is cached."""
+    cache_size: int = 100_000
+    """Serial numbers each per-SN cache (routes, keys, drop logs) holds at most."""
+    dead_letter_days: int = 30
+    """Days a refused message is kept in ``cluster.dead_letters``."""
+    coap_requests_per_minute: int = 60
+    """CoAP ``/data`` and ``/events`` requests allowed per device (4.29 beyond)."""
+    coap_burst: int = 30
+    """CoAP requests one device may make at once before the per-minute rate applies."""
+    coap_max_body_bytes: int = 65_536
+    """Largest CoAP request body, block-wise uploads included (4.13 beyond)."""
+    coap_data_server: str = ""
+    """``ip:port`` provisioning assigns devices to for this data server (default: the bind)."""
+
+
+class EngineSettings(msgspec.Struct, frozen=True, kw_only=True):
+    poll_interval: float = 1.0
+    """Seconds between looks at the work queues (the engine also wakes at each bucket end)."""
+    workers: int = 1
+    """Concurrent processing loops (each with its own connection); feeds are split between them."""
+    intake_batch: int = 10_000
+    """Dirty ranges moved from ingest's queue per transaction."""
+    batch_feeds: int = 100
+    """Feeds whose queued work one transaction recomputes."""
+    max_span: int = 21_600
+    """Seconds of one channel recomputed per transaction at most (a multiple of 90)."""
+    work_mem: str = "256MB"
+    """PostgreSQL work_mem for the processing statements: hash aggregates instead of sorts."""
+    currency: str = "EUR"
+    """Unit given to new cost streams."""
+    rollup_delay: float = 60.0
+    """Seconds queued rollup work waits before it is taken, so that a stream's points of a
+    minute cost one recomputation of their hour, not one per batch."""
+    rollup_batch: int = 2_000
+    """Queued rollup periods taken per transaction."""
+
+    def __post_init__(self) -> None:
+        if self.rollup_delay < 0 or self.rollup_batch < 1:
+            raise ValueError("EP_ENGINE_ROLLUP_DELAY must be >= 0 and EP_ENGINE_ROLLUP_BATCH >= 1")
+        if self.max_span <= 0 or self.max_span % 90:
+            raise ValueError("EP_ENGINE_MAX_SPAN must be a positive multiple of 90 seconds")
+        if self.workers < 1:
+            raise ValueError("EP_ENGINE_WORKERS must be at least 1")
+
+
+class ForwarderSettings(msgspec.Struct, frozen=True, kw_only=True):
+    delivery_timeout: float = 10.0
+    """Seconds a delivery may take (connect, send, answer) before it counts as failed."""
+    max_concurrent: int = 200
+    """Deliveries in flight at once over all customers (one at a time per customer)."""
+    backoff_base: float = 1.0
+    """Seconds before the first retry; doubled per failed attempt, capped at the interval."""
+    settle_seconds: float = 1.0
+    """How long after an interval's end its batch is made, so that ingest can store its points."""
+    poll_interval: float = 0.5
+    """Seconds between looks for customers whose next delivery is due."""
+    claim_size: int = 500
+    """Customers whose due batches one statement makes."""
+    claim_workers: int = 2
+    """Claims made at once, each on its own database connection (they skip each other's
+    customers), so that making batches uses more than one database core."""
+    allowed_networks: str = ""
+    """Comma-separated CIDRs that destinations may be in although not public (e.g.
+    ``127.0.0.0/8,::1/128`` for local development); empty: only public addresses."""
+
+    def __post_init__(self) -> None:
+        self.networks()  # a bad CIDR fails here, when the settings are read
+
+    def networks(self) -> tuple[IPNetwork, ...]:
+        """``allowed_networks`` parsed."""
+        try:
+            return tuple(
+                ip_network(part.strip())
+                for part in self.allowed_networks.split(",")
+                if part.strip()
+            )
+        except ValueError as e:
+            raise ValueError(f"allowed_networks: {e}") from None
+
+
+class RulesSettings(msgspec.Struct, frozen=True, kw_only=True):
+    interval: float = 10.0
+    """Seconds between rounds of the notification rules."""
+    offline_after: int = 900
+    """Seconds without data and without a boot before a homebase counts as offline."""
+    silent_after: int = 3600
+    """Seconds without a point before a channel of a live homebase counts as silent."""
+    subscription_days: int = 7
+    """Days before a subscription's end when its owner is told."""
+    unusual_factor: float = 2.0
+    """A day's consumption over this times its 28-day median is unusual."""
+    unusual_settle: int = 900
+    """Seconds after local midnight before the day that ended is judged (late data settles)."""
+    unusual_batch: int = 200
+    """Feeds whose day is taken per round (the first round after midnight has many)."""
+
+
+class CompactionSettings(msgspec.Struct, frozen=True, kw_only=True):
+    """When points move from the row tier (a row per point) into the compact tier (a row per
+    stream and UTC day); docs/schema.md#tiers."""
+
+    after_days: int = 7
+    """Whole UTC days that ended this many days ago or earlier are compacted (0: never; else at
+    least 2, which leaves writers into recent days a day's margin without a lock)."""
+    interval: float = 3600.0
+    """Seconds between compaction rounds."""
+    page: int = 1_000
+    """Streams looked at per candidate query."""
+
+    def __post_init__(self) -> None:
+        if self.after_days == 1 or self.after_days < 0:
+            raise ValueError("EP_COMPACTION_AFTER_DAYS must be 0 (never) or at least 2")
+        if self.interval <= 0 or self.page < 1:
+            raise ValueError("EP_COMPACTION_INTERVAL must be > 0 and EP_COMPACTION_PAGE >= 1")
+
+
+class RetentionSettings(msgspec.Struct, frozen=True, kw_only=True):
+    """How long each kind of data is kept; 0 keeps it for ever. Measured data is kept by
+    default; transient data (forwarder points once delivered, the delivery log) 30 days. Dead
+    letters: ``EP_INGEST_DEAD_LETTER_DAYS``."""
+
+    raw_days: int = 0
+    """Days raw points are kept (whole chunks older than this are dropped; 0: for ever)."""
+    processed_days: int = 0
+    """Days processed points are kept (0: for ever). Hourly rollups are always kept."""
+    system_days: int = 0
+    """Days system points are kept (0: for ever)."""
+    forwarder_points_days: int = 30
+    """Days a forwarder point is kept once every customer it belongs to has it delivered."""
+    delivery_log_days: int = 30
+    """Days a delivery attempt stays in forwarder.delivery_log (0: for ever)."""
+    interval: float = 3600.0
+    """Seconds between retention rounds."""
+    batch: int = 50_000
+    """Forwarder points deleted per transaction."""
+
+    def __post_init__(self) -> None:
+        ages = (
+            self.raw_days,
+            self.processed_days,
+            self.system_days,
+            self.forwarder_points_days,
+            self.delivery_log_days,
+        )
+        if min(ages) < 0 or self.interval <= 0 or self.batch < 1:
+            raise ValueError("EP_RETENTION_*_DAYS must be >= 0, INTERVAL > 0 and BATCH >= 1")
+
+
+class LogSettings(msgspec.Struct, frozen=True, kw_only=True):
+    format: Literal["auto", "json", "console"] = "auto"
+    """``auto``: console on a TTY, JSON lines otherwise."""
+    level: Literal["debug", "info", "warning", "error"] = "info"
+    """Lowest level written."""
+
+
+class Settings(msgspec.Struct, frozen=True, kw_only=True):
+    database: DatabaseSettings = msgspec.field(default_factory=DatabaseSettings)
+    mqtt: MqttSettings = msgspec.field(default_factory=MqttSettings)
+    http: HttpSettings = msgspec.field(default_factory=HttpSettings)
+    devices: DeviceSettings = msgspec.field(default_factory=DeviceSettings)
+    provisioning: ProvisioningSettings = msgspec.field(default_factory=ProvisioningSettings)
+    cluster: ClusterSettings = msgspec.field(default_factory=ClusterSettings)
+    ingest: IngestSettings = msgspec.field(default_factory=IngestSettings)
+    rules: RulesSettings = msgspec.field(default_factory=RulesSettings)
+    log: LogSettings = msgspec.field(default_factory=LogSettings)
+    engine: EngineSettings = msgspec.field(default_factory=EngineSettings)
+    forwarder: ForwarderSettings = msgspec.field(default_factory=ForwarderSettings)
+    retention: RetentionSettings = msgspec.field(default_factory=RetentionSettings)
+    compaction: CompactionSettings = msgspec.field(default_factory=CompactionSettings)
+    shutdown_timeout: float = 10.0
+    """Seconds a service may take to stop before its tasks are cancelled."""
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> Settings:
+        """Build settings from ``EP_*`` variables; unknown ``EP_*`` names are ignored here and
+        reported by :func:`unknown_variables` (the CLI warns of them at start)."""
+        raw: dict[str, Any] = {}
+        names = _variable_names()
+        for path, name in names.items():
+            if name in environ:
+                *section, field = path.removeprefix("$.").split(".")
+                target = raw.setdefault(section[0], {}) if section else raw
+                target[field] = environ[name]
+        try:
+            return msgspec.convert(raw, cls, strict=False)
+        except msgspec.ValidationError as e:
+            message = str(e)
+            for path, name in names.items():
+                if message.endswith(f"at `{path}`"):
+                    message = f"{name}: {message.removesuffix(f' - at `{path}`')}"
+            raise ConfigurationError(message) from e
+
+
+def _variable_names() -> dict[str, str]:
+    """Every setting's variable, by its path in :class:`Settings` (``$.http.api_port``)."""
+    names = {"$.shutdown_timeout": "EP_SHUTDOWN_TIMEOUT"}
+    for section, section_type in _sections().items():
+        for field in msgspec.structs.fields(section_type):
+            names[f"$.{section}.{field.name}"] = f"EP_{section}_{field.name}".upper()
+    return names
+
+
+def unknown_variables(environ: Mapping[str, str]) -> dict[str, str | None]:
+    """``EP_*`` variables that name no setting, each with the setting it most likely meant
+    (None when nothing is close): a typo is reported instead of silently ignored."""
+    known = list(_variable_names().values())
+    return {
+        name: next(iter(difflib.get_close_matches(name, known, n=1, cutoff=0.8)), None)
+        for name in sorted(environ)
+        if name.startswith("EP_") and name not in known
+    }
+
+
+def _sections() -> dict[str, type[msgspec.Struct]]:
+    return {
+        f.name: f.type
+        for f in msgspec.structs.fields(Settings)
+        if isinstance(f.type, type) and issubclass(f.type, msgspec.Struct)
+    }

@@ -1,5 +1,0 @@
-"""Forwarder deliveries: registered homebases' points, every interval, at least once."""
-
-from energy_platform.engine.forwarding.service import DeliveryService
-
-__all__ = ["DeliveryService"]

@@ -1,0 +1,181 @@
+import psycopg
+import pytest
+
+from energy_platform.core.tokens import token_digest
+from tests.support.data import T0, World
+
+
+async def test_a_request_without_a_token_is_401_problem_json_with_a_challenge(world: World) -> None:
+    async with world.client(None) as http:
+        response = await http.get(f"/feeds/{world.feeds['home']}")
+    assert response.status_code == 401
+    assert response.headers["content-type"] == "application/problem+json"
+    assert response.headers["www-authenticate"].startswith("Bearer")
+    assert response.json()["status"] == 401
+
+
+@pytest.mark.parametrize("header", ["Bearer nope", "Basic YWxpY2U6eA==", "Bearer", "alice-token"])
+async def test_an_unknown_or_malformed_token_is_401(world: World, header: str) -> None:
+    async with world.client(None) as http:
+        response = await http.get(
+            f"/users/{world.users['alice']}/feeds", headers={"Authorization": header}
+        )
+    assert response.status_code == 401
+
+
+async def test_a_user_lists_their_own_feeds_without_the_forwarded_one(world: World) -> None:
+    async with world.client("alice") as http:
+        response = await http.get(f"/users/{world.users['alice']}/feeds")
+    assert response.status_code == 200
+    assert [feed["id"] for feed in response.json()] == [world.feeds["home"]]
+
+
+async def test_another_users_feeds_and_feed_are_404_never_403(world: World) -> None:
+    async with world.client("alice") as http:
+        their_list = await http.get(f"/users/{world.users['bob']}/feeds")
+        their_feed = await http.get(f"/feeds/{world.feeds['bobs']}")
+        their_stream = await http.get(
+            f"/feeds/{world.feeds['bobs']}/streams/{world.streams['bobs_power']}/data"
+        )
+        # A stream reached through one's own feed id must still belong to that feed.
+        smuggled = await http.get(
+            f"/feeds/{world.feeds['home']}/streams/{world.streams['bobs_power']}"
+        )
+    for response in (their_list, their_feed, their_stream, smuggled):
+        assert response.status_code == 404
+        assert response.headers["content-type"] == "application/problem+json"
+
+
+async def test_an_admin_sees_every_users_feeds(world: World) -> None:
+    async with world.client("root") as http:
+        bobs = await http.get(f"/users/{world.users['bob']}/feeds")
+        feed = await http.get(f"/feeds/{world.feeds['bobs']}")
+        nobody = await http.get("/users/987654321/feeds")
+    assert [f["id"] for f in bobs.json()] == [world.feeds["bobs"]]
+    assert feed.status_code == 200
+    assert nobody.status_code == 404
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/feeds/abc",
+        "/feeds/-1",
+        "/feeds/0",
+        "/feeds/99999999999999999999999",
+        "/feeds/9223372036854775808",  # one past the largest bigint
+        "/feeds/%C2%B2",  # "²": str.isdigit() says yes, int() says no
+        "/feeds/%D9%A3",  # "٣", an Arabic-Indic 3: not feed 3
+        "/feeds/%EF%BC%91",  # U+FF11, a full-width 1
+        "/feeds/1%00",
+        "/users/%C2%B2/feeds",
+        "/users/9223372036854775808/notifications",
+        "/users/%D9%A3/notification_count",
+        "/feeds/1/streams/%C2%B2",
+        "/feeds/%C2%B2/streams/1/data",
+    ],
+)
+async def test_ids_that_name_nothing_are_404(world: World, path: str) -> None:
+    async with world.client("root") as http:
+        response = await http.get(path)
+    assert response.status_code == 404
+    assert response.headers["content-type"] == "application/problem+json"
+    assert response.json()["status"] == 404
+
+
+async def test_a_forwarded_feed_is_hidden_until_unregistered(
+    world: World, database_url: str
+) -> None:
+    feed = world.feeds["forwarded"]
+    stream = world.streams["forwarded_power"]
+    async with world.client("alice") as http:
+        while_registered = [
+            (await http.get(f"/feeds/{feed}")).status_code,
+            (await http.get(f"/feeds/{feed}/streams")).status_code,
+            (await http.get(f"/feeds/{feed}/streams/{stream}/data")).status_code,
+        ]
+        async with world.client("root") as admin:
+            admin_view = (await admin.get(f"/feeds/{feed}")).status_code
+        with psycopg.connect(database_url) as conn:
+            conn.execute(
+                "DELETE FROM forwarder.registrations WHERE homebase_sn = 'D000000000000003'"
+            )
+        try:
+            after = (await http.get(f"/feeds/{feed}")).status_code
+            listed = [
+                f["id"] for f in (await http.get(f"/users/{world.users['alice']}/feeds")).json()
+            ]
+        finally:
+            with psycopg.connect(database_url) as conn:
+                conn.execute(
+                    "INSERT INTO forwarder.registrations (homebase_sn, customer_id)"
+                    " VALUES ('D000000000000003', 1)"
+                )
+    assert while_registered == [404, 404, 404]
+    assert admin_view == 404
+    assert after == 200
+    assert feed in listed
+
+
+async def test_a_revoked_token_and_a_removed_feed_stop_working_at_once(
+    world: World, database_url: str
+) -> None:
+    # A user of their own with two feeds, so that nothing else in the world changes.
+    with psycopg.connect(database_url) as conn:
+        (user,) = (
+            conn.execute(
+                "INSERT INTO cluster.users (name, token_sha256) VALUES ('carol-data-api', %s)"
+                " RETURNING id",
+                (token_digest("carol-token"),),
+            ).fetchone()
+            or ()
+        )
+        streams = []
+        for sn in ("D000000000000004", "D000000000000005"):
+            (feed,) = (
+                conn.execute(
+                    "INSERT INTO cluster.feeds (owner_id, homebase_sn, subscription_from,"
+                    " subscription_to) VALUES (%s, %s, '2026-01-01Z', '2027-01-01Z') RETURNING id",
+                    (user, sn),
+                ).fetchone()
+                or ()
+            )
+            (stream,) = (
+                conn.execute(
+                    "INSERT INTO cluster.streams (feed_id, type, channel, device, medium)"
+                    " VALUES (%s, 'raw', 1, 3, 1) RETURNING id",
+                    (feed,),
+                ).fetchone()
+                or ()
+            )
+            conn.execute(
+                "INSERT INTO cluster.raw_points VALUES (%s, to_timestamp(%s), 1.5)", (stream, T0)
+            )
+            streams.append(f"/feeds/{feed}/streams/{stream}/data")
+    kept, removed = streams
+    try:
+        async with world.client(None) as http:
+            carol = {"Authorization": "Bearer carol-token"}
+            # Enough requests that every pooled connection has prepared the statement.
+            before = [(await http.get(path, headers=carol)).status_code for path in streams * 10]
+            with psycopg.connect(database_url) as conn:
+                conn.execute("DELETE FROM cluster.feeds WHERE homebase_sn = 'D000000000000005'")
+            feed_gone = (await http.get(removed, headers=carol)).status_code
+            still_there = await http.get(kept, headers=carol)
+            with psycopg.connect(database_url) as conn:
+                conn.execute(
+                    "UPDATE cluster.users SET token_sha256 = %s WHERE id = %s",
+                    (token_digest("carol-new-token"), user),
+                )
+            revoked = await http.get(kept, headers=carol)
+            renewed = await http.get(kept, headers={"Authorization": "Bearer carol-new-token"})
+    finally:
+        with psycopg.connect(database_url) as conn:
+            conn.execute("DELETE FROM cluster.feeds WHERE owner_id = %s", (user,))
+            conn.execute("DELETE FROM cluster.users WHERE id = %s", (user,))
+    assert before == [200] * 20
+    assert feed_gone == 404
+    assert still_there.json() == [[T0, 1.5]]
+    assert revoked.status_code == 401
+    assert revoked.headers["www-authenticate"].startswith("Bearer")
+    assert renewed.json() == [[T0, 1.5]]

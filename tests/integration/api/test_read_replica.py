@@ -1,0 +1,100 @@
+"""The data API reading from a real PostgreSQL hot standby (``EP_DATABASE_READ_URL``,
+docs/scaling.md#a-read-replica): reads are answered there, writes still go to the primary, and
+the replica's lag is measured."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+
+import asyncpg
+import httpx
+import msgspec
+import pytest
+
+from energy_platform.api import app as data_app
+from energy_platform.core.http.server import HttpService
+from energy_platform.core.settings import Settings
+from tests.support.admin import run_admin_async
+from tests.support.replica import hot_standby
+from tests.support.services import free_port, running
+
+
+@pytest.fixture(scope="module")
+def replica_url(database_url: str) -> Iterator[str]:
+    with hot_standby(database_url) as url:
+        yield url
+
+
+async def replay_lag(primary: asyncpg.Connection, replica: asyncpg.Connection) -> float:
+    """Seconds until the replica has replayed what the primary just committed."""
+    lsn = await primary.fetchval("SELECT pg_current_wal_lsn()")
+    started = time.perf_counter()
+    while not await replica.fetchval("SELECT pg_last_wal_replay_lsn() >= $1", lsn):
+        assert time.perf_counter() - started < 10, "the replica fell 10 s behind"
+        await asyncio.sleep(0.001)
+    return time.perf_counter() - started
+
+
+async def test_the_api_reads_from_the_replica_and_writes_to_the_primary(
+    settings: Settings, database_url: str, replica_url: str, record_property: pytest.RecordProperty
+) -> None:
+    user = await run_admin_async(settings, "users", "add", f"replica-{time.time_ns()}")
+    s = msgspec.structs.replace(
+        settings, database=msgspec.structs.replace(settings.database, read_url=replica_url)
+    )
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    primary = await asyncpg.connect(database_url)
+    replica = await asyncpg.connect(replica_url)
+    try:
+        assert await replica.fetchval("SELECT pg_is_in_recovery()")  # a real standby
+        record_property("replica_lag_seconds", await replay_lag(primary, replica))
+        service = HttpService("api", data_app.create_app(s), "127.0.0.1", port)
+        auth = {"Authorization": f"Bearer {user['token']}"}
+        async with (
+            running(service, ready_urls=(base + "/healthz",)),
+            httpx.AsyncClient(base_url=base, headers=auth) as http,
+        ):
+            # Reads are the replica's: a notification made on the primary appears only once it
+            # has been replayed there; the API's own reads of it agree with the replica.
+            await primary.execute(
+                "INSERT INTO cluster.notifications (user_id, rule, subject, title, content)"
+                " VALUES ($1, 'power_change', 'replica', 'From the primary', '')",
+                int(user["id"]),
+            )
+            lag = await replay_lag(primary, replica)
+            listed = (await http.get(f"/users/{user['id']}/notifications")).json()
+            assert [n["title"] for n in listed] == ["From the primary"]
+
+            # A write goes to the primary (a hot standby refuses every write).
+            patched = await http.patch(
+                f"/users/{user['id']}/notifications/{listed[0]['id']}", json={"read": True}
+            )
+            assert patched.status_code == 200, patched.text
+            assert patched.json()["read"] is True
+            assert await primary.fetchval(
+                "SELECT read FROM cluster.notifications WHERE id = $1", int(listed[0]["id"])
+            )
+
+            # While the replica is paused, the API's reads show what it has, not the primary.
+            await replica.execute("SELECT pg_wal_replay_pause()")
+            try:
+                await primary.execute(
+                    "INSERT INTO cluster.notifications (user_id, rule, subject, title, content)"
+                    " VALUES ($1, 'power_change', 'replica-2', 'Not replayed yet', '')",
+                    int(user["id"]),
+                )
+                paused = (await http.get(f"/users/{user['id']}/notification_count")).json()
+            finally:
+                await replica.execute("SELECT pg_wal_replay_resume()")
+            await replay_lag(primary, replica)
+            resumed = (await http.get(f"/users/{user['id']}/notification_count")).json()
+    finally:
+        await primary.close()
+        await replica.close()
+    record_property("replica_lag_after_insert_seconds", lag)
+    print(f"replica replay lag after an insert: {lag * 1000:.1f} ms")
+    assert paused["total"] == 1
+    assert resumed["total"] == 2

@@ -1,0 +1,136 @@
+"""The layers of the package hold: every import runs down (or stays inside its package), and no
+two top-level packages import each other. docs/architecture.md draws the same order."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import energy_platform
+
+ROOT = Path(energy_platform.__file__).parent
+
+# Each top-level part of the package and the parts it may import. `core` is the floor; the
+# domains stand on it (and devices, api and forwarder on the cluster's pairing); the process
+# entry points (services, cli) assemble everything.
+DOMAINS = {"engine", "cluster", "provisioning", "devices", "api", "forwarder"}
+ALLOWED: dict[str, set[str]] = {
+    "core": set(),
+    "engine": {"core"},
+    "cluster": {"core"},
+    "provisioning": {"core"},
+    "devices": {"core", "cluster"},
+    "api": {"core", "cluster"},
+    "forwarder": {"core", "cluster"},
+    "services": {"core", *DOMAINS},
+    "cli": {"core", "services", *DOMAINS},
+    "__main__": {"cli"},
+}
+
+
+def part_of(module: str) -> str:
+    """The top-level part of ``energy_platform.x.y`` (``x``)."""
+    return module.split(".")[1]
+
+
+def imported_modules(path: Path, module: str) -> Iterator[str]:
+    """Every energy_platform module ``path`` imports, lazily imported ones included."""
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            yield from (a.name for a in node.names if a.name.startswith("energy_platform."))
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = module.split(".")[: -node.level + (path.name == "__init__.py") or None]
+                name = ".".join([*base, node.module] if node.module else base)
+            else:
+                name = node.module or ""
+            if name == "energy_platform":
+                yield from (f"energy_platform.{a.name}" for a in node.names)
+            elif name.startswith("energy_platform."):
+                yield name
+
+
+def edges(root: Path = ROOT) -> set[tuple[str, str, str]]:
+    """(importing module, imported module's part, importing module's part) of the package."""
+    found = set()
+    for path in root.rglob("*.py"):
+        module = ".".join(["energy_platform", *path.relative_to(root).with_suffix("").parts])
+        if module.endswith(".__init__"):
+            module = module.removesuffix(".__init__")
+        if module == "energy_platform":
+            continue
+        for target in imported_modules(path, module):
+            found.add((module, part_of(target), part_of(module)))
+    return found
+
+
+def upward(found: set[tuple[str, str, str]]) -> list[str]:
+    """Imports that leave their part for one the layers do not allow it."""
+    return sorted(
+        f"{module} imports {target}"
+        for module, target, part in found
+        if target != part and target not in ALLOWED.get(part, set())
+    )
+
+
+def cycles(found: set[tuple[str, str, str]]) -> list[tuple[str, str]]:
+    """Pairs of parts that import each other."""
+    pairs = {(part, target) for _, target, part in found if target != part}
+    return sorted((a, b) for a, b in pairs if (b, a) in pairs and a < b)
+
+
+def test_every_part_of_the_package_has_a_place_in_the_layers() -> None:
+    parts = {p.stem for p in ROOT.glob("*.py")} | {p.name for p in ROOT.iterdir() if p.is_dir()}
+    parts -= {"__init__", "__pycache__"}
+    assert parts == set(ALLOWED), "a new top-level part needs its row in ALLOWED"
+
+
+def test_no_import_runs_back_up_the_layers() -> None:
+    assert upward(edges()) == []
+
+
+def test_no_two_top_level_packages_import_each_other() -> None:
+    assert cycles(edges()) == []
+
+
+@pytest.mark.parametrize(
+    ("module", "source", "offending"),
+    [
+        # The three upward edges of fd798d8, written as they were.
+        (
+            "engine/housekeeping.py",
+            "from energy_platform.devices.ingest.faults import is_outside_fault\n",
+            "energy_platform.engine.housekeeping imports devices",
+        ),
+        (
+            "provisioning/services.py",
+            "from energy_platform.api.provisioning.app import create_app\n",
+            "energy_platform.provisioning.services imports api",
+        ),
+        (
+            "provisioning/coap.py",
+            "from energy_platform.devices.coap import CoapSite\n",
+            "energy_platform.provisioning.coap imports devices",
+        ),
+        ("core/errors.py", "from energy_platform import engine\n", "core.errors imports engine"),
+        ("core/http/app.py", "from ...api import views\n", "core.http.app imports api"),
+    ],
+)
+def test_an_upward_import_is_caught(
+    tmp_path: Path, module: str, source: str, offending: str
+) -> None:
+    path = tmp_path / module
+    path.parent.mkdir(parents=True)
+    path.write_text(source)
+    assert upward(edges(tmp_path)) == [offending.replace("core.", "energy_platform.core.")]
+
+
+def test_a_cycle_between_packages_is_caught(tmp_path: Path) -> None:
+    (tmp_path / "devices").mkdir()
+    (tmp_path / "cluster").mkdir()
+    (tmp_path / "devices/ingest.py").write_text("from energy_platform.cluster import pairing\n")
+    (tmp_path / "cluster/pairing.py").write_text("import energy_platform.devices.ingest\n")
+    assert cycles(edges(tmp_path)) == [("cluster", "devices")]
