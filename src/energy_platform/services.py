@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from energy_platform.api.application import build_app
 from energy_platform.api.data import app as data
 from energy_platform.api.forwarder import app as forwarder
 from energy_platform.api.server import HttpService
@@ -67,4 +68,10 @@ def build_services(names: str | Sequence[str], settings: Settings) -> list[Servi
     if coap:
         devices = settings.devices
         services.append(CoapService("coap", devices.host, devices.coap_port, coap))
+    if settings.http.metrics_port and not any(isinstance(s, HttpService) for s in services):
+        # Engine and ingest alone answer no HTTP: Prometheus scrapes them here.
+        app = build_app(name="metrics", title="Metrics", settings=settings, route_handlers=[])
+        services.append(
+            HttpService.configured("metrics", app, settings.http, settings.http.metrics_port)
+        )
     return services

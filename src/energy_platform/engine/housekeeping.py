@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 
 import asyncpg
 import structlog
+from prometheus_client import Counter, Gauge
 
 from energy_platform.background import sleep_unless_stopped
 from energy_platform.db.pool import create_pool
@@ -16,6 +17,13 @@ from energy_platform.devices.ingest.faults import is_outside_fault
 from energy_platform.settings import DatabaseSettings
 
 log = structlog.get_logger()
+ROUNDS = Counter("ep_housekeeping_rounds_total", "Rounds by loop and outcome", ["loop", "outcome"])
+LAST_SUCCESS = Gauge(
+    "ep_housekeeping_last_success_timestamp_seconds", "When a round last succeeded", ["loop"]
+)
+FAILURES = Gauge(
+    "ep_housekeeping_consecutive_failures", "Rounds failed since the last success", ["loop"]
+)
 
 Round = Callable[[asyncpg.Pool, asyncio.Event], Awaitable[dict[str, int]]]
 
@@ -38,9 +46,17 @@ class Housekeeping:
                     done = await self._work(pool, stop)
                     log.info(f"{self.name} round", **done)
                 except Exception as e:
+                    # Counted before anything else: a failing round is what an operator must
+                    # see (alerting rule EPHousekeepingFailing), not only a line in the log.
+                    ROUNDS.labels(self.name, "failed").inc()
+                    FAILURES.labels(self.name).inc()
                     if not is_outside_fault(e):
                         raise
                     log.warning(f"{self.name} failed; retrying", error=type(e).__name__)
+                else:
+                    ROUNDS.labels(self.name, "ok").inc()
+                    LAST_SUCCESS.labels(self.name).set_to_current_time()
+                    FAILURES.labels(self.name).set(0)
                 await sleep_unless_stopped(stop, self._interval)
         finally:
             await pool.close()

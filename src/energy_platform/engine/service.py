@@ -26,7 +26,7 @@ log = structlog.get_logger()
 POINTS_WRITTEN = Counter("ep_engine_points_written", "Processed points inserted or changed")
 POINTS_DELETED = Counter("ep_engine_points_deleted", "Processed points that no longer qualified")
 STREAMS_CREATED = Counter("ep_engine_streams_created", "Processed streams created by the engine")
-HOURS_WRITTEN = Counter("ep_engine_rollup_hours_written", "Hourly rollups inserted or changed")
+HOURS_WRITTEN = Counter("ep_engine_hourly_rollups_written", "Hourly rollups inserted or changed")
 # Wake a little after a bucket closes, so that its end is behind the database's clock too.
 BOUNDARY_MARGIN = 0.2
 

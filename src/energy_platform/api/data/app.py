@@ -5,6 +5,8 @@ from energy_platform.api.dashboard.routes import dashboard_routes
 from energy_platform.api.data.feeds import FeedsController
 from energy_platform.api.data.notifications import NotificationsController
 from energy_platform.api.openapi import bearer
+from energy_platform.devices.ingest.watch import ingest_activity
+from energy_platform.engine.watch import engine_queues
 from energy_platform.settings import Settings
 
 
@@ -21,4 +23,5 @@ def create_app(settings: Settings) -> Litestar:
         # fits all calls, and a connection needs no reset between requests.
         stateless_queries=True,
         read_replica=True,
+        watches=[engine_queues, ingest_activity],  # the cluster's queues, seen from its API
     )

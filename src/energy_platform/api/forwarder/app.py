@@ -11,6 +11,7 @@ from energy_platform.api.forwarder.registrations import RegistrationsController
 from energy_platform.api.openapi import bearer
 from energy_platform.devices.pairing import Pairings
 from energy_platform.engine.forwarding.destinations import AllowedNetworks
+from energy_platform.engine.forwarding.watch import undelivered
 from energy_platform.settings import Settings
 
 
@@ -46,4 +47,5 @@ def create_app(settings: Settings) -> Litestar:
         route_handlers=[customer_api],
         authenticating={"customer": bearer("A customer token (`admin customers add`).")},
         lifespan=[pairing_client],
+        watches=[undelivered],
     )
