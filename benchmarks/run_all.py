@@ -38,6 +38,8 @@ BENCHMARKS = [
     ("benchmarks.broker_persistence", "ingestion", []),
     # A hot standby of the private server: commit-to-visible lag, idle and under COPY load.
     ("benchmarks.replica_lag", "replica", []),
+    # pgBackRest on a PostgreSQL cluster of its own: restore to a time beside a full backup.
+    ("benchmarks.restore", "backup", []),
     # A full round of the engine takes about 20 minutes here: one counted round after a warm-up.
     ("benchmarks.engine_throughput", "engine", ["--runs", "1"]),
     # Real time: 10,000 streams every 5 s; a warm-up, then 2 (quick) or 8 (full) buckets.

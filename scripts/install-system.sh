@@ -29,9 +29,13 @@ apt_install "postgresql-$PG_MAJOR" "postgresql-server-dev-$PG_MAJOR" mosquitto
 # installed some other way (with its own npm) is used as it is.
 command -v npm >/dev/null || apt_install nodejs npm
 # `--for-tests`: the browser the end-to-end page tests drive (Debian's Chromium and its driver),
-# libcoap's coap-client, a CoAP client written elsewhere for the CoAP tests, and Prometheus's
-# promtool, which lints the metrics.
-if [ "${1:-}" = "--for-tests" ]; then apt_install chromium chromium-driver libcoap3-bin prometheus; fi
+# libcoap's coap-client, a CoAP client written elsewhere for the CoAP tests, Prometheus with
+# promtool (the alerting rules' tests) and pgBackRest (the restore drill).
+if [ "${1:-}" = "--for-tests" ]; then
+  apt_install chromium chromium-driver libcoap3-bin prometheus pgbackrest
+fi
+# `--with-backup`: pgBackRest alone, for `EP_LOCAL_BACKUP=1 make run` (docs/operations.md#backups).
+if [ "${1:-}" = "--with-backup" ]; then apt_install pgbackrest; fi
 # Debian's python3 ships without ensurepip; the virtualenv needs it.
 python3 -c 'import ensurepip' 2>/dev/null || apt_install python3-venv
 

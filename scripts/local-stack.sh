@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The private database and broker for development and tests, all state under .local/.
-#   local-stack.sh start   start PostgreSQL (timescaledb preloaded) and Mosquitto unless running,
+#   local-stack.sh start   start PostgreSQL (timescaledb preloaded) and Mosquitto unless running
+#                          (EP_LOCAL_BACKUP=1: its WAL archived by pgBackRest, a first full backup),
 #                          or unless EP_DATABASE_URL / EP_MQTT_URL point elsewhere
 #   local-stack.sh stop    stop what it started
 #   local-stack.sh running exit 0 when the private database (or, with EP_DATABASE_URL set, broker) runs
@@ -107,6 +108,7 @@ max_locks_per_transaction = 256
 logging_collector = off
 CONF
   fi
+  [ "${EP_LOCAL_BACKUP:-0}" = 1 ] && configure_backup
   # The port lives on the command line so that a changed ports.env takes effect.
   if ! as_user postgres "$PG_BIN/pg_ctl" -D "$PGDATA" status >/dev/null 2>&1; then
     as_user postgres "$PG_BIN/pg_ctl" -D "$PGDATA" -l "$STATE/pg/log/postgres.log" \
@@ -117,6 +119,58 @@ CONF
   local psql=("$PG_BIN/psql" -X -q -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres -tA)
   if [ -z "$("${psql[@]}" -c "SELECT 1 FROM pg_database WHERE datname = '$DB_NAME'")" ]; then
     "${psql[@]}" -c "CREATE DATABASE $DB_NAME"
+  fi
+  [ "${EP_LOCAL_BACKUP:-0}" = 1 ] && first_backup
+  return 0
+}
+
+# EP_LOCAL_BACKUP=1: WAL archived by pgBackRest into .local/pgbackrest/ (docs/operations.md#backups).
+BACKUP_DIR="$STATE/pgbackrest"
+backup_env() {
+  printf 'export PGBACKREST_CONFIG=%s\nexport PGBACKREST_STANZA=energy-platform\n' \
+    "$BACKUP_DIR/pgbackrest.conf"
+}
+configure_backup() {
+  command -v pgbackrest >/dev/null \
+    || { log "EP_LOCAL_BACKUP=1 needs pgBackRest: scripts/install-system.sh --with-backup"; exit 1; }
+  mkdir -p "$BACKUP_DIR"/{repo,log,lock,spool}
+  cat > "$BACKUP_DIR/pgbackrest.conf" <<CONF
+[global]
+repo1-path=$BACKUP_DIR/repo
+repo1-retention-full=2
+log-path=$BACKUP_DIR/log
+lock-path=$BACKUP_DIR/lock
+spool-path=$BACKUP_DIR/spool
+start-fast=y
+compress-type=lz4
+
+[energy-platform]
+pg1-path=$PGDATA
+pg1-port=$PG_PORT
+pg1-socket-path=$STATE/pg/run
+pg1-user=postgres
+CONF
+  # archive_mode takes effect at the next start, which follows.
+  cat > "$PGDATA/backup.conf" <<CONF
+archive_mode = on
+archive_command = 'pgbackrest --config=$BACKUP_DIR/pgbackrest.conf --stanza=energy-platform archive-push %p'
+archive_timeout = 60
+CONF
+  grep -q "^include_if_exists = 'backup.conf'" "$PGDATA/postgresql.conf" \
+    || echo "include_if_exists = 'backup.conf'" >> "$PGDATA/postgresql.conf"
+  if is_root; then chown -R postgres:postgres "$BACKUP_DIR" "$PGDATA/backup.conf"; fi
+  # A cluster already running started without archiving: restart it.
+  if as_user postgres "$PG_BIN/pg_ctl" -D "$PGDATA" status >/dev/null 2>&1 \
+     && [ "$("$PG_BIN/psql" -X -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres -tAc 'SHOW archive_mode')" != on ]; then
+    stop_db
+  fi
+}
+first_backup() {
+  eval "$(backup_env)"
+  [ -d "$BACKUP_DIR/repo/backup/energy-platform" ] || "$root/deploy/pgbackrest/backup.sh" init >&2
+  if ! "$root/deploy/pgbackrest/backup.sh" info 2>/dev/null | grep -q 'full backup'; then
+    log "first full backup into $BACKUP_DIR/repo"
+    "$root/deploy/pgbackrest/backup.sh" full >&2
   fi
 }
 
@@ -190,6 +244,7 @@ print_env() {
   echo "export EP_MQTT_URL=${EP_MQTT_URL:-$(mqtt_url)}"
   echo "export EP_MQTT_ACCOUNTS_URL=${EP_MQTT_ACCOUNTS_URL:-$(mqtt_accounts_url)}"
   echo "export EP_PROVISIONING_SECRET_KEY=${EP_PROVISIONING_SECRET_KEY:-$(provisioning_key)}"
+  if [ "${EP_LOCAL_BACKUP:-0}" = 1 ]; then backup_env; fi
 }
 
 # `with CMD...`: what this call starts it stops again, whatever way CMD ends. A URL given in the

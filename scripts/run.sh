@@ -5,7 +5,11 @@
 # private database and broker if this run started them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ -n "${LOCAL_STACK_INSIDE:-}" ] || exec scripts/local-stack.sh with scripts/run.sh "$@"
+if [ -z "${LOCAL_STACK_INSIDE:-}" ]; then
+  # EP_LOCAL_BACKUP=1: the private cluster archives its WAL with pgBackRest (docs/operations.md#backups).
+  if [ "${EP_LOCAL_BACKUP:-0}" = 1 ]; then scripts/install-system.sh --with-backup; fi
+  exec scripts/local-stack.sh with scripts/run.sh "$@"
+fi
 demo=""
 
 cleanup() {
@@ -16,6 +20,10 @@ trap cleanup EXIT
 trap '' INT
 
 .venv/bin/energy-platform migrate >/dev/null
+# The first full backup (made by local-stack.sh before the migrations) counts from now on.
+if [ "${EP_LOCAL_BACKUP:-0}" = 1 ] && [ -z "$(psql -X -tAc 'SELECT 1 FROM public.backups LIMIT 1' "$EP_DATABASE_URL")" ]; then
+  deploy/pgbackrest/backup.sh full "$EP_DATABASE_URL"
+fi
 # The demo homebase needs this cluster's secret before ingest starts: prepared first, run later.
 eval "$(.venv/bin/python scripts/demo.py prepare)"
 .venv/bin/python scripts/demo.py run >.local/demo.log 2>&1 &

@@ -12,22 +12,29 @@ from collections.abc import Callable, Sequence
 from energy_platform.api import app as data
 from energy_platform.cluster.pairing import account_reconciliation
 from energy_platform.core.coap import CoapService, CoapSite
+from energy_platform.core.http.application import build_app
 from energy_platform.core.http.server import HttpService
 from energy_platform.core.lifecycle import Service
 from energy_platform.core.settings import Settings
 from energy_platform.devices.ingest import IngestService
 from energy_platform.devices.ingest.coap_data import add_data_resources
+from energy_platform.devices.ingest.watch import ingest_activity
 from energy_platform.engine.compaction import compaction
 from energy_platform.engine.retention import retention
 from energy_platform.engine.rules import notification_rules
 from energy_platform.engine.service import EngineService
+from energy_platform.engine.watch import engine_queues
 from energy_platform.forwarder.delivery import DeliveryService
 from energy_platform.forwarder.http import app as forwarder
 from energy_platform.provisioning.services import provisioning_services
 
+# The cluster's queues, seen from its data API's /metrics (docs/operations.md#watching).
+CLUSTER_WATCHES = (engine_queues, ingest_activity)
+
 
 def _api(s: Settings, _: CoapSite) -> list[Service]:
-    return [HttpService.configured("api", data.create_app(s), s.http, s.http.api_port)]
+    app = data.create_app(s, watches=CLUSTER_WATCHES)
+    return [HttpService.configured("api", app, s.http, s.http.api_port)]
 
 
 def _forwarder(s: Settings, _: CoapSite) -> list[Service]:
@@ -67,4 +74,10 @@ def build_services(names: str | Sequence[str], settings: Settings) -> list[Servi
     if coap:
         devices = settings.devices
         services.append(CoapService("coap", devices.host, devices.coap_port, coap))
+    if settings.http.metrics_port and not any(isinstance(s, HttpService) for s in services):
+        # Engine and ingest alone answer no HTTP: Prometheus scrapes them here.
+        app = build_app(name="metrics", title="Metrics", settings=settings, route_handlers=[])
+        services.append(
+            HttpService.configured("metrics", app, settings.http, settings.http.metrics_port)
+        )
     return services

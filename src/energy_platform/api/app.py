@@ -1,3 +1,5 @@
+from collections.abc import Sequence
+
 from litestar import Litestar
 
 from energy_platform.api.dashboard.routes import dashboard_routes
@@ -5,11 +7,14 @@ from energy_platform.api.feeds import FeedsController
 from energy_platform.api.notifications import NotificationsController
 from energy_platform.core.http.application import build_app
 from energy_platform.core.http.openapi import bearer
+from energy_platform.core.http.watch import Watch
 from energy_platform.core.settings import Settings
 
 
-def create_app(settings: Settings) -> Litestar:
-    """The data API app: feeds, streams, stream data and notifications; its page at ``/``."""
+def create_app(settings: Settings, watches: Sequence[Watch] = ()) -> Litestar:
+    """The data API app: feeds, streams, stream data and notifications; its page at ``/``.
+    ``watches``: the cluster's gauges its ``/metrics`` adds (services.py passes the engine's
+    and ingest's: the data API is the cluster's always-running HTTP service)."""
     return build_app(
         name="api",
         title="Energy platform data API",
@@ -21,4 +26,5 @@ def create_app(settings: Settings) -> Litestar:
         # fits all calls, and a connection needs no reset between requests.
         stateless_queries=True,
         read_replica=True,
+        watches=watches,
     )

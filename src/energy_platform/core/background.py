@@ -13,12 +13,20 @@ from collections.abc import Awaitable, Callable
 
 import asyncpg
 import structlog
+from prometheus_client import Counter, Gauge
 
 from energy_platform.core.db.pool import create_pool
 from energy_platform.core.faults import world_faults_logged
 from energy_platform.core.settings import DatabaseSettings
 
 log = structlog.get_logger()
+ROUNDS = Counter("ep_housekeeping_rounds_total", "Rounds by loop and outcome", ["loop", "outcome"])
+LAST_SUCCESS = Gauge(
+    "ep_housekeeping_last_success_timestamp_seconds", "When a round last succeeded", ["loop"]
+)
+FAILURES = Gauge(
+    "ep_housekeeping_consecutive_failures", "Rounds failed since the last success", ["loop"]
+)
 
 
 class Backoff:
@@ -78,7 +86,17 @@ class Periodic:
         try:
             while not stop.is_set():
                 with world_faults_logged(f"{self.name} round failed; next round retries"):
-                    done = await self._work(pool, stop)
+                    try:
+                        done = await self._work(pool, stop)
+                    except Exception:
+                        # Counted whatever the fault: a failing round is what an operator must
+                        # see (alerting rule EPHousekeepingFailing), not only a line in the log.
+                        ROUNDS.labels(self.name, "failed").inc()
+                        FAILURES.labels(self.name).inc()
+                        raise
+                    ROUNDS.labels(self.name, "ok").inc()
+                    LAST_SUCCESS.labels(self.name).set_to_current_time()
+                    FAILURES.labels(self.name).set(0)
                     if any(done.values()):
                         log.info(f"{self.name} round", **done)
                 await sleep_unless_stopped(stop, self._interval)

@@ -69,6 +69,9 @@ class HttpSettings(msgspec.Struct, frozen=True, kw_only=True):
     provisioning_plain_port: int = 8080
     """With a certificate configured, provisioning also speaks plain HTTP on this port (the
     spec lets homebases use HTTP and HTTPS); 0: HTTPS only. Unused without a certificate."""
+    metrics_port: int = 0
+    """Port where a process with no HTTP service of its own (``serve engine``, ``serve
+    ingest``) serves ``/metrics``, ``/healthz`` and ``/readyz``; 0: none."""
     max_body_bytes: int = 1_048_576
     """Largest accepted request body; larger ones get 413."""
     server: HttpServer = "uvicorn"

@@ -9,9 +9,9 @@ from typing import Any
 import msgspec
 from litestar import Litestar
 from litestar.openapi import OpenAPIConfig
-from litestar.plugins.prometheus import PrometheusController
 from litestar.types import ControllerRouterHandler
 
+from energy_platform.core.db.backups import backup_age
 from energy_platform.core.db.pool import create_pool
 from energy_platform.core.http.database import POOL
 from energy_platform.core.http.health import healthz, readyz
@@ -19,12 +19,8 @@ from energy_platform.core.http.metrics import http_metrics
 from energy_platform.core.http.openapi import Authentication, document_problems
 from energy_platform.core.http.problems import EXCEPTION_HANDLERS
 from energy_platform.core.http.schema_page import schema_assets, schema_page
+from energy_platform.core.http.watch import Watch, metrics_controller
 from energy_platform.core.settings import Settings
-
-
-class MetricsController(PrometheusController):
-    path = "/metrics"
-    include_in_schema = False
 
 
 def build_app(
@@ -38,6 +34,7 @@ def build_app(
     stateless_queries: bool = False,
     lifespan: Sequence[Callable[[Litestar], AbstractAsyncContextManager[None]]] = (),
     read_replica: bool = False,
+    watches: Sequence[Watch] = (),
 ) -> Litestar:
     """A Litestar app for service ``name`` with the platform's common parts.
 
@@ -47,7 +44,9 @@ def build_app(
     ``stateless_queries``: see :func:`create_pool`. Handlers get the pool as the dependency
     ``pool`` (``core/http/database.py``). ``lifespan``: the app's own resources, opened after the
     pool. ``read_replica``: the dependency ``reads`` is a pool on ``EP_DATABASE_READ_URL`` when
-    that is set (else it is ``pool``).
+    that is set (else it is ``pool``). ``watches``: the service's gauges that only the
+    database knows, computed at each scrape of ``/metrics`` (``core/http/watch.py``), besides the
+    backup age every service reports.
     """
 
     @asynccontextmanager
@@ -67,7 +66,8 @@ def build_app(
                 await app.state.read_db.close()
             await app.state.db.close()
 
-    handlers: list[Any] = [healthz, readyz, MetricsController, schema_assets(), *route_handlers]
+    metrics = metrics_controller([backup_age, *watches])
+    handlers: list[Any] = [healthz, readyz, metrics, schema_assets(), *route_handlers]
     app = Litestar(
         route_handlers=handlers,
         lifespan=[database, *lifespan],

@@ -8,6 +8,7 @@ from energy_platform.cluster.pairing import Pairings
 from energy_platform.core.http.application import build_app
 from energy_platform.core.http.openapi import bearer
 from energy_platform.core.settings import Settings
+from energy_platform.forwarder.delivery.watch import undelivered
 from energy_platform.forwarder.destinations import AllowedNetworks
 from energy_platform.forwarder.http.config import ConfigController
 from energy_platform.forwarder.http.deliveries import DeliveriesController
@@ -46,4 +47,5 @@ def create_app(settings: Settings) -> Litestar:
         route_handlers=[customer_api],
         authenticating={"customer": bearer("A customer token (`admin customers add`).")},
         lifespan=[pairing_client],
+        watches=[undelivered],
     )

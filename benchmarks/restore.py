@@ -1,0 +1,152 @@
+"""Point-in-time restore: how fast pgBackRest brings points back, beside how fast its base
+backup writes them, in the same run, on a PostgreSQL cluster of the benchmark's own (the
+restore drill's: tests/support/pgcluster.py, timescaledb preloaded, WAL archived; like the
+drill it runs with fsync off, so the disk's sync speed is measured by neither figure).
+
+A full backup of the empty, migrated database; N points COPYed into cluster.raw_points (their
+WAL archived as they are written); the time noted; a few points more; a second full backup
+(timed: the base backup's write rate, N points / seconds). Then the data directory is removed
+and the cluster restored to the noted time (timed until it accepts writes): pgBackRest restores
+the first backup, older than the noted time, and PostgreSQL replays the archived WAL of the N
+points: restore points/s = N / seconds. The count is checked afterwards.
+
+    python -m benchmarks.restore [--full] [--runs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import time
+
+import asyncpg
+
+from benchmarks.support import figure, report
+from energy_platform.core.db.migrations import migrate
+from energy_platform.core.paths import migrations_dir
+from energy_platform.core.tokens import token_digest
+from tests.support.databases import with_database
+from tests.support.pgcluster import DrillCluster
+
+STREAMS = 10
+BATCH = 50_000
+
+
+async def load(url: str, points: int) -> dt.datetime:
+    """``points`` raw points over ``STREAMS`` streams; the database's time after they
+    committed (the restore target), then a few points more (recovery stops at the first
+    commit after the target)."""
+    conn = await asyncpg.connect(url)
+    try:
+        owner = await conn.fetchval(
+            "INSERT INTO cluster.users (name, token_sha256) VALUES ('bench', $1) RETURNING id",
+            token_digest("restore-bench"),
+        )
+        feed = await conn.fetchval(
+            "INSERT INTO cluster.feeds (owner_id, homebase_sn, subscription_from, subscription_to)"
+            " VALUES ($1, 'BE00000000000002', now(), now() + interval '1 year') RETURNING id",
+            owner,
+        )
+        streams = [
+            r["id"]
+            for r in await conn.fetch(
+                "INSERT INTO cluster.streams (feed_id, type, channel, device, medium)"
+                " SELECT $1, 'raw', i, 3, 1 FROM generate_series(1, $2) i RETURNING id",
+                feed,
+                STREAMS,
+            )
+        ]
+        start = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+        per_stream = points // STREAMS
+        for stream in streams:
+            for first in range(0, per_stream, BATCH):
+                rows = [
+                    (stream, start + dt.timedelta(seconds=5 * i), 230.0 + i % 7)
+                    for i in range(first, min(first + BATCH, per_stream))
+                ]
+                await conn.copy_records_to_table(
+                    "raw_points", schema_name="cluster", records=rows,
+                    columns=["stream_id", "ts", "value"],
+                )  # fmt: skip
+        noted: dt.datetime = await conn.fetchval("SELECT clock_timestamp()")
+        await asyncio.sleep(0.01)
+        await conn.execute(
+            "INSERT INTO cluster.raw_points (stream_id, ts, value) VALUES ($1, $2, 0)",
+            streams[0],
+            start - dt.timedelta(days=1),
+        )
+        return noted
+    finally:
+        await conn.close()
+
+
+async def count(url: str) -> int:
+    conn = await asyncpg.connect(url)
+    try:
+        return int(await conn.fetchval("SELECT count(*) FROM cluster.raw_points"))
+    finally:
+        await conn.close()
+
+
+async def one_run(points: int) -> tuple[float, float]:
+    """(restore points/s, base backup points/s) of one cluster."""
+    pg = DrillCluster()
+    try:
+        pg.initdb()
+        pg.start()
+        url = with_database(pg.url, "bench")
+        conn = await asyncpg.connect(pg.url)
+        await conn.execute("CREATE DATABASE bench")
+        await conn.close()
+        migrate(url, migrations_dir())
+        pg.backup("init")
+        pg.backup("full")
+        noted = await load(url, points)
+        started = time.perf_counter()
+        pg.backup("full")
+        backup_rate = points / (time.perf_counter() - started)
+        pg.archive_current_wal()
+        pg.destroy()
+        target = (noted + dt.timedelta(milliseconds=1)).isoformat(sep=" ", timespec="milliseconds")
+        started = time.perf_counter()
+        # The newest backup before the target: the first one; then the WAL of every point.
+        pg.backup("restore", target, "--set=" + first_backup(pg))
+        pg.start()
+        pg.wait_promoted()
+        restore_rate = points / (time.perf_counter() - started)
+        restored = await count(url)
+        assert restored == points, f"restored {restored} of {points} points"
+        return restore_rate, backup_rate
+    finally:
+        pg.close()
+
+
+def first_backup(pg: DrillCluster) -> str:
+    """The label of the repository's first backup."""
+    for line in pg.backup("info").splitlines():
+        if "full backup:" in line:
+            return line.split(":", 1)[1].strip()
+    raise AssertionError("no full backup in the repository")
+
+
+async def main(full: bool, runs: int) -> None:
+    points = 2_000_000 if full else 200_000
+    restores, backups = [], []
+    for _ in range(runs):
+        restore, backup = await one_run(points)
+        restores.append(restore)
+        backups.append(backup)
+    print(
+        f"restore: {points:,} raw points restored to a noted time (base backup + WAL replay)"
+        f" beside a full backup of them, pgBackRest with lz4, {runs} runs"
+    )
+    report([figure("restore", "points/s", restores, "base backup points/s", backups)])
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--full", action="store_true", help="2,000,000 points, not 200,000")
+    parser.add_argument("--runs", type=int, default=1)
+    args = parser.parse_args()
+    asyncio.run(main(args.full, args.runs))

@@ -1,0 +1,23 @@
+"""Reading a service's ``/metrics`` as Prometheus does."""
+
+from __future__ import annotations
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+
+async def scrape(base: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """Every sample of ``base/metrics``: (name, sorted labels) -> value."""
+    async with httpx.AsyncClient() as http:
+        answer = await http.get(f"{base}/metrics")
+    assert answer.status_code == 200, answer.text
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(answer.text)
+        for sample in family.samples
+    }
+
+
+def value(samples: dict[tuple[str, tuple[tuple[str, str], ...]], float], name: str,
+          **labels: str) -> float | None:  # fmt: skip
+    return samples.get((name, tuple(sorted(labels.items()))))
