@@ -124,3 +124,45 @@ END
 $$;
 COMMENT ON FUNCTION cluster.thaw_days(bigint[], date[]) IS
     'Move the given stream-days from the compact tier back into the row tier before a write into them; returns the points moved.';
+
+-- Drops one row-tier chunk if no row is left in it (compaction emptied it), in the caller's
+-- transaction; returns whether it went. It looks first without a lock (a chunk with rows costs
+-- nothing more), then locks the chunk's hypertable ONLY in SHARE mode, so that no insert can
+-- pick the chunk while it goes (reads go on), and the chunk itself, and looks again. Waiting for
+-- either lock is bounded by the caller's lock_timeout: a chunk another session holds (a long
+-- read, an open write, VACUUM) raises lock_not_available and is left for a later round. An
+-- autovacuum worker in the way is cancelled by PostgreSQL itself once the wait passes
+-- deadlock_timeout (1 s by default), hence a lock_timeout longer than that.
+CREATE OR REPLACE FUNCTION cluster.drop_emptied_chunk(p_chunk regclass)
+RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE
+    v_hypertable regclass;
+    v_start timestamptz;
+    v_end timestamptz;
+    v_rows boolean;
+BEGIN
+    SELECT format('%I.%I', c.hypertable_schema, c.hypertable_name)::regclass,
+           c.range_start, c.range_end
+      INTO v_hypertable, v_start, v_end
+      FROM timescaledb_information.chunks c
+     WHERE format('%I.%I', c.chunk_schema, c.chunk_name)::regclass = p_chunk;
+    IF v_hypertable IS NULL THEN
+        RETURN false;  -- gone already
+    END IF;
+    EXECUTE format('SELECT EXISTS (SELECT FROM %s)', p_chunk) INTO v_rows;
+    IF v_rows THEN
+        RETURN false;
+    END IF;
+    EXECUTE format('LOCK TABLE ONLY %s IN SHARE MODE', v_hypertable);
+    EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', p_chunk);
+    EXECUTE format('SELECT EXISTS (SELECT FROM %s)', p_chunk) INTO v_rows;
+    IF v_rows THEN
+        RETURN false;  -- a late point came in: compacted next round
+    END IF;
+    -- Exactly this chunk: the chunks of a hypertable do not overlap.
+    PERFORM drop_chunks(v_hypertable, older_than => v_end, newer_than => v_start);
+    RETURN true;
+END
+$$;
+COMMENT ON FUNCTION cluster.drop_emptied_chunk(regclass) IS
+    'Drop a row-tier chunk that compaction emptied; false when it still holds rows. Waits for its locks as long as lock_timeout allows.';
