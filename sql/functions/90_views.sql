@@ -9,7 +9,8 @@ DROP VIEW IF EXISTS cluster.daily_readings, cluster.hourly_readings, cluster.dea
 CREATE VIEW cluster.compacted_points AS
 SELECT d.stream_id, d.day, x.ts, x.value
   FROM cluster.point_days d
- CROSS JOIN LATERAL cluster.unpack(d.first_ts, d.step_us, d.offsets_us, d.vals) x;
+ CROSS JOIN LATERAL cluster.unpack(d.first_ts, d.step_us, d.offsets_us, d.vals, d.scale, d.base,
+                                   d.deltas, d.wide_at, d.wide) x;
 COMMENT ON VIEW cluster.compacted_points IS 'The points of the compact tier (cluster.point_days), one per row, with their UTC day.';
 
 -- Views for analysts: each point with its feed, stream and the configuration valid at its time,

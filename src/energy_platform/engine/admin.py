@@ -196,6 +196,8 @@ class Compacted(msgspec.Struct, frozen=True):
     """Emptied row-tier chunks dropped."""
     busy: int
     """Emptied chunks another session held: dropped by a later round."""
+    recoded: int
+    """Compacted stream-days of an older codec encoded again."""
 
 
 @click.command("compact")

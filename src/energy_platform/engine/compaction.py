@@ -11,7 +11,7 @@ goes; a chunk another session holds waits for a later round. docs/schema.md#tier
 from __future__ import annotations
 
 import asyncio
-from datetime import datetime
+from datetime import date, datetime
 
 import asyncpg
 import msgspec
@@ -42,6 +42,12 @@ SELECT s.id AS stream_id, (f.ts AT TIME ZONE 'UTC')::date AS day
  WHERE s.id = ANY ($1::bigint[])
  ORDER BY s.id"""
 COMPACT_DAY = "SELECT cluster.compact_day($1, $2)"
+# Days written before the decimal codec (codec 1), by the partial index; compact_day re-encodes
+# a compacted day with the current codec, a stream-day per transaction (docs/schema.md#codec).
+OLD_CODEC_DAYS = """
+SELECT stream_id, day FROM cluster.point_days
+ WHERE codec = 1 AND (stream_id, day) > ($1, $2)
+ ORDER BY stream_id, day LIMIT $3"""
 # The row-tier chunks wholly before the cutoff: compaction has emptied them, unless late points
 # came in since.
 CHUNKS_BEFORE = """
@@ -69,6 +75,8 @@ class CompactionResult(msgspec.Struct, frozen=True):
     """Emptied row-tier chunks dropped."""
     busy: int = 0
     """Emptied chunks another session held (a long read, VACUUM): dropped by a later round."""
+    recoded: int = 0
+    """Compacted stream-days written before the decimal codec, encoded again with it."""
 
 
 async def compact(
@@ -94,8 +102,23 @@ async def compact(
     chunks = busy = 0
     if stop is None or not stop.is_set():
         chunks, busy = await drop_emptied(pool, cutoff)
+    recoded = await recode(pool, settings.page, stop)
     COMPACTED.inc(points)
-    return CompactionResult(days=days, points=points, chunks=chunks, busy=busy)
+    return CompactionResult(days=days, points=points, chunks=chunks, busy=busy, recoded=recoded)
+
+
+async def recode(pool: asyncpg.Pool, page: int, stop: asyncio.Event | None) -> int:
+    """Encode the compacted days of an older codec again, a stream-day per transaction."""
+    recoded, after = 0, (0, date.min)
+    while stop is None or not stop.is_set():
+        old = await pool.fetch(OLD_CODEC_DAYS, *after, page)
+        if not old:
+            break
+        for row in old:
+            await pool.fetchval(COMPACT_DAY, row["stream_id"], row["day"])
+            recoded += 1
+        after = (old[-1]["stream_id"], old[-1]["day"])
+    return recoded
 
 
 async def drop_emptied(pool: asyncpg.Pool, cutoff: datetime) -> tuple[int, int]:

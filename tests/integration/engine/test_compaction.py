@@ -258,6 +258,34 @@ async def test_compaction_killed_halfway_loses_and_duplicates_nothing(
     assert await pool.fetch(ALL_POINTS) == before
 
 
+async def test_days_compacted_before_the_decimal_codec_are_encoded_again_by_a_round(
+    pool: asyncpg.Pool,
+) -> None:
+    (raw,) = await new_streams(pool, "raw")
+    old = midnight(30)
+    # Two days as the compact tier held them before the codec (the float8 array, codec 1): one
+    # of tenths of a watt, one of thirds.
+    for day, values in ((old, [230.1, 230.2, 229.9]), (old + timedelta(days=1), [1 / 3, 2 / 3])):
+        await pool.execute(
+            "INSERT INTO cluster.point_days (stream_id, day, first_ts, last_ts, points, step_us,"
+            " offsets_us, vals, codec) VALUES ($1, $2::timestamptz::date, $2,"
+            " $2 + (cardinality($3::float8[]) - 1) * interval '5 s', cardinality($3::float8[]),"
+            " 5000000, array_fill(0::bigint, ARRAY[cardinality($3::float8[])]), $3, 1)",
+            raw,
+            day,
+            values,
+        )
+    before = await pool.fetch(ALL_POINTS)
+
+    result = await compact(pool, SETTINGS)
+
+    assert result.recoded == 2
+    days = await pool.fetch("SELECT codec, scale FROM cluster.point_days ORDER BY day")
+    assert [tuple(r) for r in days] == [(2, 1), (2, None)]  # tenths; thirds stay floats
+    assert await pool.fetch(ALL_POINTS) == before
+    assert (await compact(pool, SETTINGS)).recoded == 0
+
+
 CHUNKS = """
 SELECT format('%I.%I', chunk_schema, chunk_name) AS chunk FROM timescaledb_information.chunks
  WHERE hypertable_schema = 'cluster' AND hypertable_name = 'raw_points' ORDER BY range_start"""
@@ -341,6 +369,7 @@ async def test_admin_compact_runs_a_round_now_and_refuses_an_age_the_settings_re
         "points": 0,
         "chunks": 0,
         "busy": 0,
+        "recoded": 0,
     }
     # --older-than 3 takes it, from the command line as an operator runs it.
     done = await asyncio.create_subprocess_exec(
@@ -357,6 +386,7 @@ async def test_admin_compact_runs_a_round_now_and_refuses_an_age_the_settings_re
         "points": 100,
         "chunks": 1,
         "busy": 0,
+        "recoded": 0,
     }
     assert await pool.fetchval(ROW_TIER) == 0
     for bad in ("1", "0", "-3"):
