@@ -30,7 +30,7 @@ STREAMS_PER_FEED = 2
 DAYS = 60
 RECENT_DAYS = 2  # the row tier: compaction takes whole UTC days older than this
 GOAL_RATIO = 2.0
-REPEAT = 5  # executions of each statement per run; the median counts
+REPEAT = 15  # executions of each statement per run; the median counts (the machine is noisy)
 
 SETUP = """
 WITH u AS (INSERT INTO cluster.users (name, token_sha256)
