@@ -1,5 +1,6 @@
-"""The compact tier: bytes per raw 5 s point of realistic power data (a household's steps, noise
-at the meter's 1 W resolution) beside the row tier's, measured in the same run; compaction
+"""The compact tier: bytes per raw 5 s point of realistic power data (a household's steps and
+noise) at a meter's 1 W and 0.1 W resolutions beside the row tier's, measured in the same run,
+and both tiers' bytes at rest once compaction has dropped the emptied chunks; compaction
 points/s beside COPY of the same points into the row tier; and a week of one stream's raw points
 read from the compact tier beside the same week read from the row tier.
 
@@ -21,18 +22,21 @@ from benchmarks.support import bench_database, figure, report
 from energy_platform.core.settings import CompactionSettings
 from energy_platform.engine.compaction import compact
 
-STREAMS = 10
+STREAMS = 10  # full; quick: 5 (two data sets of three runs each)
 STEP = 5
 GOAL_BYTES = 4.0
+GOAL_TENTHS_BYTES = 1.5  # issue 30: 0.1 W meter data, and both tiers at rest
 SIZE = """
 SELECT hypertable_size('cluster.raw_points')::float8, hypertable_size('cluster.point_days')::float8,
        (SELECT count(*) FROM cluster.raw_points)"""
 WEEK = "SELECT ts, value FROM cluster.stream_points($1, $2, $3) ORDER BY ts"
 
 
-def household(seed: int, start: datetime, days: int) -> list[tuple[datetime, float]]:
-    """5 s power readings in whole watts: a base load, a fridge cycling, appliances switched on
-    for minutes at a time, and +-2 W of noise."""
+def household(
+    seed: int, start: datetime, days: int, digits: int = 0
+) -> list[tuple[datetime, float]]:
+    """5 s power readings in whole watts (or to ``digits`` decimals): a base load, a fridge
+    cycling, appliances switched on for minutes at a time, and +-2 W of noise."""
     rng = random.Random(seed)
     points = []
     base = rng.uniform(80, 200)
@@ -41,12 +45,12 @@ def household(seed: int, start: datetime, days: int) -> list[tuple[datetime, flo
         if rng.random() < 0.002:
             appliance = rng.choice([0.0, 0.0, 60.0, 800.0, 2000.0])
         fridge = 120.0 if (i // 150) % 3 == 0 else 0.0
-        value = round(base + fridge + appliance + rng.uniform(-2, 2))
+        value = round(base + fridge + appliance + rng.uniform(-2, 2), digits)
         points.append((start + timedelta(seconds=STEP * i), float(value)))
     return points
 
 
-async def setup(conn: asyncpg.Connection) -> list[int]:
+async def setup(conn: asyncpg.Connection, count: int) -> list[int]:
     feed = await conn.fetchval(
         "WITH u AS (INSERT INTO cluster.users (name, token_sha256)"
         "  VALUES ('bench', sha256('bench')) RETURNING id)"
@@ -57,7 +61,7 @@ async def setup(conn: asyncpg.Connection) -> list[int]:
         "INSERT INTO cluster.streams (feed_id, type, channel, device, medium)"
         " SELECT $1, 'raw', i, 3, 1 FROM generate_series(1, $2) i RETURNING id",
         feed,
-        STREAMS,
+        count,
     )
     return [r["id"] for r in rows]
 
@@ -90,8 +94,8 @@ async def one_run(
         result = await compact(pool, CompactionSettings(after_days=7))
         compaction = result.points / (time.perf_counter() - started)
         assert result.points == count, (result.points, count)
-        await conn.execute("VACUUM ANALYZE cluster.point_days")
-        _, compact_bytes, left = await conn.fetchrow(SIZE)
+        await conn.execute("VACUUM ANALYZE cluster.point_days, cluster.raw_points")
+        rest_row_bytes, compact_bytes, left = await conn.fetchrow(SIZE)
         assert left == 0
         started = time.perf_counter()
         compact_week = await conn.fetch(WEEK, streams[0], *week)
@@ -100,6 +104,7 @@ async def one_run(
         return {
             "row_bytes": row_bytes / count,
             "compact_bytes": compact_bytes / count,
+            "rest_bytes": (rest_row_bytes + compact_bytes) / count,
             "copy": copy,
             "compaction": compaction,
             "row_read": row_read * 1000,
@@ -112,31 +117,36 @@ async def one_run(
         await conn.close()
 
 
-def main(days: int, runs: int) -> None:
+def main(days: int, runs: int, count: int) -> None:
     today = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
     start = today - timedelta(days=days + 10)
     week = (start, start + timedelta(days=7))
-    data = [household(n, start, days) for n in range(STREAMS)]
+    watts = [household(n, start, days) for n in range(count)]
+    tenths = [household(n, start, days, digits=1) for n in range(count)]
     with bench_database() as settings:
         url = settings.database.url
 
-        async def measure() -> list[dict[str, float]]:
+        async def measure() -> tuple[list[dict[str, float]], list[dict[str, float]]]:
             conn = await asyncpg.connect(url)
             try:
-                streams = await setup(conn)
+                streams = await setup(conn, count)
             finally:
                 await conn.close()
-            return [await one_run(url, streams, data, week) for _ in range(runs)]
+            return (
+                [await one_run(url, streams, watts, week) for _ in range(runs)],
+                [await one_run(url, streams, tenths, week) for _ in range(runs)],
+            )
 
-        results = asyncio.run(measure())
+        results, decimals = asyncio.run(measure())
 
-    def col(name: str) -> list[float]:
-        return [r[name] for r in results]
+    def col(name: str, of: list[dict[str, float]] = results) -> list[float]:
+        return [r[name] for r in of]
 
     print(
-        f"compact tier: {STREAMS} raw power streams x {days} days of 5 s points"
-        f" ({results[0]['points']:,.0f} points), {runs} runs; a week is {results[0]['week']:,.0f}"
-        " points of one stream, read in full with asyncpg through cluster.stream_points"
+        f"compact tier: {count} raw power streams x {days} days of 5 s points"
+        f" ({results[0]['points']:,.0f} points), {runs} runs each in whole watts and in tenths"
+        f" of a watt; a week is {results[0]['week']:,.0f} points of one stream, read in full"
+        " with asyncpg through cluster.stream_points"
     )
     report(
         [
@@ -151,7 +161,34 @@ def main(days: int, runs: int) -> None:
                 goal_met=statistics.median(col("compact_bytes")) <= GOAL_BYTES,
             ),
             figure(
+                "storage: bytes per raw point (compact, 0.1 W)",
+                "B",
+                col("compact_bytes", decimals),
+                "row tier B/point",
+                col("row_bytes", decimals),
+                better="low",
+                goal=f"<= {GOAL_TENTHS_BYTES} B",
+                goal_met=statistics.median(col("compact_bytes", decimals)) <= GOAL_TENTHS_BYTES,
+            ),
+            figure(
+                "storage: bytes per raw point at rest (both tiers)",
+                "B",
+                col("rest_bytes", decimals),
+                "row tier B/point",
+                col("row_bytes", decimals),
+                better="low",
+                goal=f"<= {GOAL_TENTHS_BYTES} B",
+                goal_met=statistics.median(col("rest_bytes", decimals)) <= GOAL_TENTHS_BYTES,
+            ),
+            figure(
                 "compaction points/s", "points/s", col("compaction"), "COPY points/s", col("copy")
+            ),
+            figure(
+                "compaction points/s (0.1 W)",
+                "points/s",
+                col("compaction", decimals),
+                "COPY points/s",
+                col("copy", decimals),
             ),
             figure(
                 "a week of raw points from the compact tier",
@@ -160,13 +197,20 @@ def main(days: int, runs: int) -> None:
                 "row tier ms",
                 col("row_read"),
             ),
+            figure(
+                "a week of raw points from the compact tier (0.1 W)",
+                "ms",
+                col("compact_read", decimals),
+                "row tier ms",
+                col("row_read", decimals),
+            ),
         ]
     )
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--full", action="store_true", help="28 days instead of 7")
+    parser.add_argument("--full", action="store_true", help="10 streams x 28 days, not 5 x 7")
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
-    main(28 if args.full else 7, args.runs)
+    main(28 if args.full else 7, args.runs, STREAMS if args.full else STREAMS // 2)

@@ -33,6 +33,8 @@ BENCHMARKS = [
     ("benchmarks.data_api", "data API", []),
     ("benchmarks.year_view", "data API", []),
     ("benchmarks.compact_tier", "storage", []),
+    # 5 feeds x 2 streams x 60 days compacted: about a minute at quick size (a point every 30 s).
+    ("benchmarks.analyst_queries", "analysts", []),
     ("benchmarks.ingest_throughput", "ingestion", []),
     # Four Mosquitto persistence settings: throughput and the acknowledged points a SIGKILL loses.
     ("benchmarks.broker_persistence", "ingestion", []),

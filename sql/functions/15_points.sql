@@ -4,17 +4,81 @@
 -- which tier holds a day (docs/schema.md#tiers).
 -- Re-applied by every `migrate`, after the numbered migrations: the one current definition.
 
+-- 10^scale as a float8, exactly (scale 0 to 6): the divisor of the decimal codec.
+CREATE OR REPLACE FUNCTION cluster.decimal_divisor(p_scale smallint)
+RETURNS double precision LANGUAGE sql IMMUTABLE AS $$
+    SELECT ('{1,10,100,1000,10000,100000,1000000}'::float8[])[p_scale + 1]
+$$;
+COMMENT ON FUNCTION cluster.decimal_divisor(smallint) IS
+    'The decimal codec''s divisor 10^scale (scale 0 to 6), exact as a float8.';
+
+-- Whether v comes back to the bit as round(v * 10^scale) (an integer) divided by 10^scale, the
+-- way cluster.unpack decodes it. False for -0.0 (the integer has no sign), NaN, infinities and
+-- magnitudes whose scaled integer would reach 2^52. For a finite value other than zero, float8
+-- equality is equality of the bits; a zero is checked by its bits (0.0 and -0.0 are equal).
+CREATE OR REPLACE FUNCTION cluster.decimal_fits(v double precision, p_scale smallint)
+RETURNS boolean LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE WHEN abs(v) < 4503599627370496 / cluster.decimal_divisor(p_scale)
+                THEN round(v * cluster.decimal_divisor(p_scale))::bigint::float8
+                     / cluster.decimal_divisor(p_scale) = v
+                     AND (v <> 0 OR float8send(v) = '\x0000000000000000'::bytea)
+                ELSE false END
+$$;
+COMMENT ON FUNCTION cluster.decimal_fits(double precision, smallint) IS
+    'True when the value is exactly an integer divided by 10^scale, as the decimal codec stores it.';
+
+-- The fewest decimal digits (0 to 6) with which v fits the decimal codec; null: none does.
+CREATE OR REPLACE FUNCTION cluster.decimal_digits(v double precision)
+RETURNS smallint LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE WHEN cluster.decimal_fits(v, 0::smallint) THEN 0
+                WHEN cluster.decimal_fits(v, 1::smallint) THEN 1
+                WHEN cluster.decimal_fits(v, 2::smallint) THEN 2
+                WHEN cluster.decimal_fits(v, 3::smallint) THEN 3
+                WHEN cluster.decimal_fits(v, 4::smallint) THEN 4
+                WHEN cluster.decimal_fits(v, 5::smallint) THEN 5
+                WHEN cluster.decimal_fits(v, 6::smallint) THEN 6 END::smallint
+$$;
+COMMENT ON FUNCTION cluster.decimal_digits(double precision) IS
+    'The fewest decimal digits (0 to 6) that hold the value exactly in the decimal codec; null when none do.';
+
+-- v (whose own digits are p_digits) as an integer at p_scale >= p_digits digits: its integer
+-- at its own digits times 10^(p_scale - p_digits), the same rational number, so the decoder's
+-- division gives v back. The caller keeps the result below 2^52.
+CREATE OR REPLACE FUNCTION cluster.decimal_scaled(v double precision, p_digits smallint,
+                                                  p_scale smallint)
+RETURNS bigint LANGUAGE sql IMMUTABLE AS $$
+    SELECT round(v * cluster.decimal_divisor(p_digits))::bigint
+           * (cluster.decimal_divisor(p_scale) / cluster.decimal_divisor(p_digits))::bigint
+$$;
+COMMENT ON FUNCTION cluster.decimal_scaled(double precision, smallint, smallint) IS
+    'A value of p_digits decimal digits as an integer at p_scale digits (the decimal codec).';
+
 -- The points of one compact row, in order: n from 1, its time and its value. The one decoder of
--- the compact form (cluster.point_days.offsets_us says how); exact, since the microsecond count
--- is an integer below 2^53, which a float8 holds.
+-- the compact form (docs/schema.md#codec): times from the grid (cluster.point_days.offsets_us
+-- says how), exact since the microsecond count is an integer below 2^53, which a float8 holds;
+-- values either the float8 array as stored (scale null) or, on the decimal path, the running
+-- sum of the differences (a byte each, or the wide one at that position) from the base, as a
+-- float8 divided by 10^scale: the very operation cluster.decimal_fits checked when the day
+-- was encoded (the same rational number at more digits divides to the same float8), so the
+-- value is the stored one to the bit. Each branch unnests nothing unless
+-- the row is of its form.
 CREATE OR REPLACE FUNCTION cluster.unpack(
-    p_first_ts timestamptz, p_step_us bigint, p_offsets_us bigint[], p_vals double precision[]
+    p_first_ts timestamptz, p_step_us bigint, p_offsets_us bigint[], p_vals double precision[],
+    p_scale smallint, p_base bigint, p_deltas "char"[], p_wide_at integer[], p_wide integer[]
 ) RETURNS TABLE (n bigint, ts timestamptz, value double precision) LANGUAGE sql STABLE AS $$
     SELECT u.n, p_first_ts + ((u.n - 1) * p_step_us + u.o)::float8 * interval '1 microsecond', u.v
-      FROM unnest(p_offsets_us, p_vals) WITH ORDINALITY AS u (o, v, n)
+      FROM unnest(CASE WHEN p_scale IS NULL THEN p_offsets_us END, p_vals)
+           WITH ORDINALITY AS u (o, v, n)
+    UNION ALL
+    SELECT x.n, p_first_ts + ((x.n - 1) * p_step_us + x.o)::float8 * interval '1 microsecond',
+           (p_base + sum(coalesce(w.d, x.c::integer)) OVER (ORDER BY x.n ROWS UNBOUNDED PRECEDING))::float8
+           / cluster.decimal_divisor(p_scale)
+      FROM unnest(CASE WHEN p_scale IS NOT NULL THEN p_offsets_us END, p_deltas)
+           WITH ORDINALITY AS x (o, c, n)
+      LEFT JOIN unnest(p_wide_at, p_wide) AS w (at, d) ON w.at = x.n
 $$;
-COMMENT ON FUNCTION cluster.unpack(timestamptz, bigint, bigint[], double precision[]) IS
-    'The points (position, time, value) of one compact row of cluster.point_days.';
+COMMENT ON FUNCTION cluster.unpack(timestamptz, bigint, bigint[], double precision[], smallint, bigint, "char"[], integer[], integer[]) IS
+    'The points (position, time, value) of one compact row of cluster.point_days: unpack(first_ts, step_us, offsets_us, vals, scale, base, deltas, wide_at, wide).';
 
 -- The points of one stream in the compact tier within [p_from, p_to). Only the days that
 -- overlap the range are read (primary key), and only their arrays are decompressed.
@@ -22,7 +86,8 @@ CREATE OR REPLACE FUNCTION cluster.compact_points(p_stream_id bigint, p_from tim
 RETURNS TABLE (ts timestamptz, value double precision) LANGUAGE sql STABLE AS $$
     SELECT x.ts, x.value
       FROM cluster.point_days d
-     CROSS JOIN LATERAL cluster.unpack(d.first_ts, d.step_us, d.offsets_us, d.vals) x
+     CROSS JOIN LATERAL cluster.unpack(d.first_ts, d.step_us, d.offsets_us, d.vals, d.scale,
+                                       d.base, d.deltas, d.wide_at, d.wide) x
      WHERE d.stream_id = p_stream_id
        AND d.day >= (p_from AT TIME ZONE 'UTC')::date AND d.day <= (p_to AT TIME ZONE 'UTC')::date
        AND d.last_ts >= p_from AND d.first_ts < p_to

@@ -9,59 +9,30 @@ DROP VIEW IF EXISTS cluster.daily_readings, cluster.hourly_readings, cluster.dea
 CREATE VIEW cluster.compacted_points AS
 SELECT d.stream_id, d.day, x.ts, x.value
   FROM cluster.point_days d
- CROSS JOIN LATERAL cluster.unpack(d.first_ts, d.step_us, d.offsets_us, d.vals) x;
+ CROSS JOIN LATERAL cluster.unpack(d.first_ts, d.step_us, d.offsets_us, d.vals, d.scale, d.base,
+                                   d.deltas, d.wide_at, d.wide) x;
 COMMENT ON VIEW cluster.compacted_points IS 'The points of the compact tier (cluster.point_days), one per row, with their UTC day.';
 
 -- Views for analysts: each point with its feed, stream and the configuration valid at its time,
--- from both tiers.
+-- from both tiers: the functions of the same name (85_reading_ranges.sql) over all time. A filter
+-- on stream_id (or feed_id) reaches both tiers' keys; one on ts alone cannot skip a compacted
+-- day, so a time range is asked of the functions: cluster.raw_readings($from, $to)
+-- (docs/schema.md#time-ranges).
 CREATE VIEW cluster.raw_readings AS
-SELECT p.ts, p.value, f.id AS feed_id, f.homebase_sn, fc.title AS feed_title, fc.timezone,
-       s.id AS stream_id, s.channel, s.device, s.medium AS medium_id, s.idx AS index
-  FROM (SELECT stream_id, ts, value FROM cluster.raw_points
-        UNION ALL
-        SELECT stream_id, ts, value FROM cluster.compacted_points) p
-  JOIN cluster.streams s ON s.id = p.stream_id AND s.type = 'raw'
-  JOIN cluster.feeds f ON f.id = s.feed_id
-  LEFT JOIN cluster.feed_configs fc ON fc.feed_id = f.id AND fc.validity @> p.ts;
-COMMENT ON VIEW cluster.raw_readings IS 'Raw points with feed title, time zone, channel, device and medium ID valid at each point''s time.';
+SELECT * FROM cluster.raw_readings('-infinity', 'infinity');
+COMMENT ON VIEW cluster.raw_readings IS 'Raw points with feed title, time zone, channel, device and medium ID valid at each point''s time. For a time range use the function cluster.raw_readings(time_from, time_to): a filter on ts here unpacks every compacted day.';
 
 CREATE VIEW cluster.processed_readings AS
-SELECT p.ts, p.value, f.id AS feed_id, f.homebase_sn, fc.title AS feed_title, fc.timezone,
-       s.id AS stream_id, s.channel, s.idx AS index, s.combined,
-       sc.title AS stream_title, sc.medium, sc.unit
-  FROM (SELECT stream_id, ts, value FROM cluster.processed_points
-        UNION ALL
-        SELECT stream_id, ts, value FROM cluster.compacted_points) p
-  JOIN cluster.streams s ON s.id = p.stream_id AND s.type = 'processed'
-  JOIN cluster.feeds f ON f.id = s.feed_id
-  LEFT JOIN cluster.feed_configs fc ON fc.feed_id = f.id AND fc.validity @> p.ts
-  LEFT JOIN cluster.stream_configs sc ON sc.stream_id = s.id AND sc.validity @> p.ts;
-COMMENT ON VIEW cluster.processed_readings IS 'Processed points with feed title and the stream configuration (title, medium, unit) valid at each point''s time.';
+SELECT * FROM cluster.processed_readings('-infinity', 'infinity');
+COMMENT ON VIEW cluster.processed_readings IS 'Processed points with feed title and the stream configuration (title, medium, unit) valid at each point''s time. For a time range use the function cluster.processed_readings(time_from, time_to).';
 
 CREATE VIEW cluster.system_readings AS
-SELECT p.ts, p.value, f.id AS feed_id, f.homebase_sn, fc.title AS feed_title, fc.timezone,
-       s.id AS stream_id, s.channel, s.device, s.source, s.idx AS index
-  FROM (SELECT stream_id, ts, value FROM cluster.system_points
-        UNION ALL
-        SELECT stream_id, ts, value FROM cluster.compacted_points) p
-  JOIN cluster.streams s ON s.id = p.stream_id AND s.type = 'system'
-  JOIN cluster.feeds f ON f.id = s.feed_id
-  LEFT JOIN cluster.feed_configs fc ON fc.feed_id = f.id AND fc.validity @> p.ts;
-COMMENT ON VIEW cluster.system_readings IS 'System points with feed title, channel, device and source.';
+SELECT * FROM cluster.system_readings('-infinity', 'infinity');
+COMMENT ON VIEW cluster.system_readings IS 'System points with feed title, channel, device and source. For a time range use the function cluster.system_readings(time_from, time_to).';
 
 CREATE VIEW cluster.readings AS
-SELECT ts, value, feed_id, homebase_sn, feed_title, timezone, stream_id, 'raw' AS stream_type,
-       channel, index, medium_id::text AS medium, NULL::text AS stream_title, NULL::text AS unit
-  FROM cluster.raw_readings
-UNION ALL
-SELECT ts, value, feed_id, homebase_sn, feed_title, timezone, stream_id, 'processed',
-       channel, index, medium, stream_title, unit
-  FROM cluster.processed_readings
-UNION ALL
-SELECT ts, value, feed_id, homebase_sn, feed_title, timezone, stream_id, 'system',
-       channel, index, source, NULL, NULL
-  FROM cluster.system_readings;
-COMMENT ON VIEW cluster.readings IS 'All points of all types in one view; medium is the raw medium ID, the processed medium name or the system source.';
+SELECT * FROM cluster.readings('-infinity', 'infinity');
+COMMENT ON VIEW cluster.readings IS 'All points of all types in one view; medium is the raw medium ID, the processed medium name or the system source. For a time range use the function cluster.readings(time_from, time_to).';
 
 CREATE VIEW cluster.tariff_prices AS
 SELECT t.feed_id, t.medium, lower(t.validity) AS valid_from, upper(t.validity) AS valid_to,

@@ -88,7 +88,8 @@ newest AS (
     UNION ALL
     (SELECT x.ts, x.value
        FROM cluster.point_days d
-      CROSS JOIN LATERAL cluster.unpack(d.first_ts, d.step_us, d.offsets_us, d.vals) x
+      CROSS JOIN LATERAL cluster.unpack(d.first_ts, d.step_us, d.offsets_us, d.vals, d.scale,
+                                        d.base, d.deltas, d.wide_at, d.wide) x
       WHERE EXISTS (SELECT FROM stream) AND d.stream_id = $3
         AND d.day >= (to_timestamp($4::bigint) AT TIME ZONE 'UTC')::date
         AND d.day <= (to_timestamp($5::bigint) AT TIME ZONE 'UTC')::date

@@ -1,10 +1,13 @@
-"""Admin commands of the engine: tariffs from an instant on, and reprocessing a feed.
+"""Admin commands of the engine: tariffs from an instant on, reprocessing a feed, and a
+compaction round now.
 
-Both only change tables and queue work; the running engine recomputes the affected buckets.
+Tariffs and reprocessing only change tables and queue work; the running engine recomputes the
+affected buckets. ``compact`` does the work itself, as the engine's loop would.
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections import defaultdict
 from datetime import datetime, time
@@ -14,9 +17,11 @@ import click
 import msgspec
 
 from energy_platform.core.console import CommandGroup, emit, parse_instant, run_in_transaction
+from energy_platform.core.db.pool import create_pool
 from energy_platform.core.errors import InvalidInput, NotFound
 from energy_platform.core.inputs import parse_id
-from energy_platform.core.settings import Settings
+from energy_platform.core.settings import CompactionSettings, Settings
+from energy_platform.engine.compaction import CompactionResult, compact
 
 FEED_EXISTS = "SELECT 1 FROM cluster.feeds WHERE id = $1"
 SET_TARIFF = "SELECT cluster.set_tariff($1, $2, $3, $4::time[], $5::float8[])"
@@ -180,4 +185,54 @@ def reprocess(settings: Settings, feed_id: str, since: str, until: str) -> None:
     emit(run_in_transaction(settings.database, work))
 
 
-GROUPS: list[click.Command] = [tariffs, reprocess]
+class Compacted(msgspec.Struct, frozen=True):
+    older_than_days: int
+    """Whole UTC days that ended this many days ago or earlier were compacted."""
+    days: int
+    """Stream-days moved into the compact tier."""
+    points: int
+    """Points in the compact rows written."""
+    chunks: int
+    """Emptied row-tier chunks dropped."""
+    busy: int
+    """Emptied chunks another session held: dropped by a later round."""
+    recoded: int
+    """Compacted stream-days of an older codec encoded again."""
+
+
+@click.command("compact")
+@click.option(
+    "--older-than",
+    "older_than",
+    type=int,
+    help="Days (at least 2); default EP_COMPACTION_AFTER_DAYS.",
+)
+@click.pass_obj
+def compact_now(settings: Settings, older_than: int | None) -> None:
+    """Run one compaction round now (after a backfill, say); prints what it did."""
+    days = settings.compaction.after_days if older_than is None else older_than
+    if days == 0:
+        raise InvalidInput(
+            "compaction is off (EP_COMPACTION_AFTER_DAYS=0): give --older-than DAYS"
+            if older_than is None
+            else "--older-than must be at least 2"
+        )
+    try:  # the settings' own checks
+        compaction = CompactionSettings(
+            after_days=days, interval=settings.compaction.interval, page=settings.compaction.page
+        )
+    except ValueError:
+        raise InvalidInput("--older-than must be at least 2") from None
+
+    async def work() -> CompactionResult:
+        pool = await create_pool(settings.database)
+        try:
+            return await compact(pool, compaction)
+        finally:
+            await pool.close()
+
+    result = asyncio.run(work())
+    emit(Compacted(older_than_days=days, **msgspec.structs.asdict(result)))
+
+
+GROUPS: list[click.Command] = [tariffs, reprocess, compact_now]

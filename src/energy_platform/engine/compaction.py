@@ -3,15 +3,15 @@ point) into the compact tier (a row per stream and UTC day, ``cluster.point_days
 
 Each stream-day moves in a transaction of its own (``cluster.compact_day``), so ingest and reads
 wait at most for one day of one stream, and a crash leaves every day wholly in one tier; the
-next round simply goes on. Once no row older than the cutoff is left, the emptied chunks are
-dropped (an index never shrinks by deleting its rows), under a short lock that keeps a late
-point from slipping into a chunk as it goes. docs/schema.md#tiers.
+next round simply goes on. Then the emptied chunks are dropped (an index never shrinks by
+deleting its rows), each under a short lock that keeps a late point from slipping into it as it
+goes; a chunk another session holds waits for a later round. docs/schema.md#tiers.
 """
 
 from __future__ import annotations
 
 import asyncio
-from datetime import datetime
+from datetime import date, datetime
 
 import asyncpg
 import msgspec
@@ -42,21 +42,28 @@ SELECT s.id AS stream_id, (f.ts AT TIME ZONE 'UTC')::date AS day
  WHERE s.id = ANY ($1::bigint[])
  ORDER BY s.id"""
 COMPACT_DAY = "SELECT cluster.compact_day($1, $2)"
-# Waits at most a second for the lock (writers queue behind a waiting lock); SHARE lets reads
-# through and holds inserts back until the drop is done.
-DROP_EMPTIED = (
-    "SET LOCAL lock_timeout = '1s'",
-    "LOCK TABLE ONLY cluster.raw_points, cluster.processed_points, cluster.system_points"
-    " IN SHARE MODE",
+# Days written before the decimal codec (codec 1), by the partial index; compact_day re-encodes
+# a compacted day with the current codec, a stream-day per transaction (docs/schema.md#codec).
+OLD_CODEC_DAYS = """
+SELECT stream_id, day FROM cluster.point_days
+ WHERE codec = 1 AND (stream_id, day) > ($1, $2)
+ ORDER BY stream_id, day LIMIT $3"""
+# The row-tier chunks wholly before the cutoff: compaction has emptied them, unless late points
+# came in since.
+CHUNKS_BEFORE = """
+SELECT format('%I.%I', chunk_schema, chunk_name) AS chunk
+  FROM timescaledb_information.chunks
+ WHERE hypertable_schema = 'cluster'
+   AND hypertable_name IN ('raw_points', 'processed_points', 'system_points')
+   AND range_end <= $1
+ ORDER BY range_start, chunk_name"""
+# Longer than PostgreSQL's deadlock_timeout (1 s), after which it cancels an autovacuum worker
+# that holds the chunk; short enough that the writers queued behind the waiting lock hardly
+# notice (docs/schema.md#tiers).
+DROP_CHUNK = (
+    "SET LOCAL lock_timeout = '2s'",
+    "SELECT cluster.drop_emptied_chunk($1::regclass)",
 )
-ROWS_BEFORE = """
-SELECT EXISTS (SELECT FROM cluster.raw_points WHERE ts < $1)
-    OR EXISTS (SELECT FROM cluster.processed_points WHERE ts < $1)
-    OR EXISTS (SELECT FROM cluster.system_points WHERE ts < $1)"""
-DROP_CHUNKS = """
-SELECT (SELECT count(*) FROM drop_chunks('cluster.raw_points', older_than => $1::timestamptz))
-     + (SELECT count(*) FROM drop_chunks('cluster.processed_points', older_than => $1::timestamptz))
-     + (SELECT count(*) FROM drop_chunks('cluster.system_points', older_than => $1::timestamptz))"""
 
 
 class CompactionResult(msgspec.Struct, frozen=True):
@@ -66,6 +73,10 @@ class CompactionResult(msgspec.Struct, frozen=True):
     """Points in the compact rows written."""
     chunks: int
     """Emptied row-tier chunks dropped."""
+    busy: int = 0
+    """Emptied chunks another session held (a long read, VACUUM): dropped by a later round."""
+    recoded: int = 0
+    """Compacted stream-days written before the decimal codec, encoded again with it."""
 
 
 async def compact(
@@ -88,23 +99,42 @@ async def compact(
             for row in oldest:  # a transaction each
                 points += await pool.fetchval(COMPACT_DAY, row["stream_id"], row["day"])
                 days += 1
-    chunks = 0 if stop is not None and stop.is_set() else await drop_emptied(pool, cutoff)
+    chunks = busy = 0
+    if stop is None or not stop.is_set():
+        chunks, busy = await drop_emptied(pool, cutoff)
+    recoded = await recode(pool, settings.page, stop)
     COMPACTED.inc(points)
-    return CompactionResult(days=days, points=points, chunks=chunks)
+    return CompactionResult(days=days, points=points, chunks=chunks, busy=busy, recoded=recoded)
 
 
-async def drop_emptied(pool: asyncpg.Pool, cutoff: datetime) -> int:
-    """Drop the row-tier chunks wholly before ``cutoff`` if no row is left in them."""
-    async with pool.acquire() as conn, conn.transaction():
-        try:
-            for statement in DROP_EMPTIED:
-                await conn.execute(statement)
-        except asyncpg.LockNotAvailableError:
-            return 0  # busy: the next round tries again
-        if await conn.fetchval(ROWS_BEFORE, cutoff):
-            return 0  # late points came in: compacted next round
-        dropped: int = await conn.fetchval(DROP_CHUNKS, cutoff)
-        return dropped
+async def recode(pool: asyncpg.Pool, page: int, stop: asyncio.Event | None) -> int:
+    """Encode the compacted days of an older codec again, a stream-day per transaction."""
+    recoded, after = 0, (0, date.min)
+    while stop is None or not stop.is_set():
+        old = await pool.fetch(OLD_CODEC_DAYS, *after, page)
+        if not old:
+            break
+        for row in old:
+            await pool.fetchval(COMPACT_DAY, row["stream_id"], row["day"])
+            recoded += 1
+        after = (old[-1]["stream_id"], old[-1]["day"])
+    return recoded
+
+
+async def drop_emptied(pool: asyncpg.Pool, cutoff: datetime) -> tuple[int, int]:
+    """Drop the row-tier chunks wholly before ``cutoff`` that hold no row, each in a transaction
+    of its own; returns (dropped, busy). A busy chunk is expected (autovacuum starts on the rows
+    compaction deleted, an analyst reads): it waits for the next round, and nothing is logged."""
+    dropped = busy = 0
+    for row in await pool.fetch(CHUNKS_BEFORE, cutoff):
+        async with pool.acquire() as conn:
+            try:
+                async with conn.transaction():
+                    await conn.execute(DROP_CHUNK[0])
+                    dropped += bool(await conn.fetchval(DROP_CHUNK[1], row["chunk"]))
+            except asyncpg.LockNotAvailableError:
+                busy += 1
+    return dropped, busy
 
 
 def compaction(database: DatabaseSettings, settings: CompactionSettings) -> Periodic:

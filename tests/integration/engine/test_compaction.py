@@ -6,19 +6,28 @@ every stream of the database and drops emptied chunks."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import sys
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import asyncpg
 import pytest
 
-from energy_platform.core.settings import CompactionSettings, RetentionSettings
+from energy_platform.core.settings import (
+    CompactionSettings,
+    DatabaseSettings,
+    RetentionSettings,
+    Settings,
+)
 from energy_platform.engine.compaction import compact
 from energy_platform.engine.retention import enforce
+from tests.support.admin import run_admin_async
 
 SETTINGS = CompactionSettings(after_days=7)
+CLI = str(Path(sys.executable).with_name("energy-platform"))
 # Every point of every stream, bit for bit: times in microseconds, values as their 8 bytes.
 ALL_POINTS = """
 SELECT s.id, extract(epoch FROM p.ts) * 1000000 AS us, float8send(p.value) AS bits
@@ -247,6 +256,147 @@ async def test_compaction_killed_halfway_loses_and_duplicates_nothing(
     assert await pool.fetchval("SELECT count(*) FROM cluster.point_days") == 120
     assert await pool.fetchval(ROW_TIER) == 0
     assert await pool.fetch(ALL_POINTS) == before
+
+
+async def test_days_compacted_before_the_decimal_codec_are_encoded_again_by_a_round(
+    pool: asyncpg.Pool,
+) -> None:
+    (raw,) = await new_streams(pool, "raw")
+    old = midnight(30)
+    # Two days as the compact tier held them before the codec (the float8 array, codec 1): one
+    # of tenths of a watt, one of thirds.
+    for day, values in ((old, [230.1, 230.2, 229.9]), (old + timedelta(days=1), [1 / 3, 2 / 3])):
+        await pool.execute(
+            "INSERT INTO cluster.point_days (stream_id, day, first_ts, last_ts, points, step_us,"
+            " offsets_us, vals, codec) VALUES ($1, $2::timestamptz::date, $2,"
+            " $2 + (cardinality($3::float8[]) - 1) * interval '5 s', cardinality($3::float8[]),"
+            " 5000000, array_fill(0::bigint, ARRAY[cardinality($3::float8[])]), $3, 1)",
+            raw,
+            day,
+            values,
+        )
+    before = await pool.fetch(ALL_POINTS)
+
+    result = await compact(pool, SETTINGS)
+
+    assert result.recoded == 2
+    days = await pool.fetch("SELECT codec, scale FROM cluster.point_days ORDER BY day")
+    assert [tuple(r) for r in days] == [(2, 1), (2, None)]  # tenths; thirds stay floats
+    assert await pool.fetch(ALL_POINTS) == before
+    assert (await compact(pool, SETTINGS)).recoded == 0
+
+
+CHUNKS = """
+SELECT format('%I.%I', chunk_schema, chunk_name) AS chunk FROM timescaledb_information.chunks
+ WHERE hypertable_schema = 'cluster' AND hypertable_name = 'raw_points' ORDER BY range_start"""
+
+
+async def test_a_busy_emptied_chunk_waits_for_a_later_round_without_failing_one(
+    pool: asyncpg.Pool, own_database: str
+) -> None:
+    (raw,) = await new_streams(pool, "raw")
+    # Three old days, a chunk each (raw points: a chunk a day), 1,000 points each.
+    for days_ago in (12, 11, 10):
+        await pool.execute(
+            "INSERT INTO cluster.raw_points SELECT $1, $2::timestamptz + i * interval '60 s', i"
+            " FROM generate_series(0, 999) i",
+            raw,
+            midnight(days_ago),
+        )
+    before = await pool.fetch(ALL_POINTS)
+    chunks = [r["chunk"] for r in await pool.fetch(CHUNKS)]
+    assert len(chunks) == 3
+    # An analyst's long read holds the first chunk, VACUUM's lock the second, and a real VACUUM
+    # of every chunk runs over and over while the round drops them.
+    reader = await asyncpg.connect(own_database)
+    vacuum_lock = await asyncpg.connect(own_database)
+    vacuumer = await asyncpg.connect(own_database)
+    vacuuming = True
+
+    async def vacuum_again_and_again() -> int:
+        rounds = 0
+        while vacuuming:
+            try:  # VACUUM takes no parameters; the name comes from the catalog above.
+                await vacuumer.execute(f"VACUUM {chunks[2]}")
+            except asyncpg.UndefinedTableError:
+                break  # dropped under it
+            rounds += 1
+        return rounds
+
+    try:
+        await reader.execute("BEGIN")
+        await reader.fetchval(f"SELECT count(*) FROM {chunks[0]}")  # noqa: S608 - catalog name
+        await vacuum_lock.execute("BEGIN")
+        await vacuum_lock.execute(f"LOCK TABLE {chunks[1]} IN SHARE UPDATE EXCLUSIVE MODE")
+        vacuum = asyncio.create_task(vacuum_again_and_again())
+        try:
+            result = await compact(pool, SETTINGS)
+        finally:
+            vacuuming = False
+            assert await vacuum > 0
+        # The round went through: every day compacted, the free chunk dropped, two left.
+        assert (result.days, result.points, result.chunks, result.busy) == (3, 3000, 1, 2)
+        assert await pool.fetch(ALL_POINTS) == before
+    finally:
+        await reader.close()
+        await vacuum_lock.close()
+        await vacuumer.close()
+
+    # Once they are free, the next round drops them; nothing was lost on the way.
+    result = await compact(pool, SETTINGS)
+    assert (result.days, result.chunks, result.busy) == (0, 2, 0)
+    assert await pool.fetch(CHUNKS) == []
+    assert await pool.fetch(ALL_POINTS) == before
+
+
+async def test_admin_compact_runs_a_round_now_and_refuses_an_age_the_settings_refuse(
+    pool: asyncpg.Pool, own_database: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (raw,) = await new_streams(pool, "raw")
+    await pool.execute(
+        "INSERT INTO cluster.raw_points SELECT $1, $2::timestamptz + i * interval '60 s', 1"
+        " FROM generate_series(0, 99) i",
+        raw,
+        midnight(4),
+    )
+    settings = Settings(
+        database=DatabaseSettings(url=own_database), compaction=CompactionSettings(after_days=7)
+    )
+    # The settings' age (7 days) leaves a day 4 days old alone.
+    assert await run_admin_async(settings, "compact") == {
+        "older_than_days": 7,
+        "days": 0,
+        "points": 0,
+        "chunks": 0,
+        "busy": 0,
+        "recoded": 0,
+    }
+    # --older-than 3 takes it, from the command line as an operator runs it.
+    done = await asyncio.create_subprocess_exec(
+        CLI,
+        *("admin", "compact", "--older-than", "3"),
+        env={**os.environ, "EP_DATABASE_URL": own_database},
+        stdout=asyncio.subprocess.PIPE,
+    )
+    out, _ = await done.communicate()
+    assert done.returncode == 0
+    assert json.loads(out) == {
+        "older_than_days": 3,
+        "days": 1,
+        "points": 100,
+        "chunks": 1,
+        "busy": 0,
+        "recoded": 0,
+    }
+    assert await pool.fetchval(ROW_TIER) == 0
+    for bad in ("1", "0", "-3"):
+        with pytest.raises(SystemExit):  # exit status 1, the reason on stderr
+            await run_admin_async(settings, "compact", "--older-than", bad)
+        assert "--older-than must be at least 2" in capsys.readouterr().err
+    off = Settings(database=settings.database, compaction=CompactionSettings(after_days=0))
+    with pytest.raises(SystemExit):
+        await run_admin_async(off, "compact")
+    assert "compaction is off" in capsys.readouterr().err
 
 
 def test_a_compaction_age_under_two_days_is_refused() -> None:

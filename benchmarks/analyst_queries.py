@@ -1,0 +1,208 @@
+"""Analysts' queries, as Grafana's PostgreSQL data source writes them, over compacted history:
+5 feeds x 2 raw power streams x 60 days of points, everything older than 2 days compacted by the
+project's own compaction. Each query through the range functions (cluster.raw_readings(from, to),
+cluster.readings(from, to)) beside the same answer read through cluster.stream_points, stream by
+stream, in the same run; the answers are checked equal.
+
+    python -m benchmarks.analyst_queries [--full] [--runs N]
+
+Quick: a point every 30 s (1.8 M points); full: every 5 s (10.9 M), as in issue 30.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import asyncpg
+
+from benchmarks.support import bench_database, figure, report
+from energy_platform.core.settings import CompactionSettings
+from energy_platform.engine.compaction import compact
+
+FEEDS = 5
+STREAMS_PER_FEED = 2
+DAYS = 60
+RECENT_DAYS = 2  # the row tier: compaction takes whole UTC days older than this
+GOAL_RATIO = 2.0
+REPEAT = 15  # executions of each statement per run; the median counts (the machine is noisy)
+
+SETUP = """
+WITH u AS (INSERT INTO cluster.users (name, token_sha256)
+           VALUES ('analyst', sha256('analyst')) RETURNING id),
+f AS (INSERT INTO cluster.feeds (owner_id, homebase_sn, subscription_from, subscription_to)
+      SELECT u.id, 'AA0000000000000' || n, now() - interval '1 year', now() + interval '1 year'
+        FROM u, generate_series(1, $1) n RETURNING id),
+c AS (INSERT INTO cluster.feed_configs (feed_id, title, timezone, validity)
+      SELECT id, 'Home ' || id, 'Europe/Prague', tstzrange(NULL, NULL) FROM f)
+INSERT INTO cluster.streams (feed_id, type, channel, device, medium)
+SELECT f.id, 'raw', ch, 3, 1 FROM f, generate_series(1, $2) ch
+RETURNING id, feed_id"""
+# A household's power at the meter's 0.1 W: a base load, a fridge cycling, noise; server-side,
+# so that making 10 M points costs no Python.
+POINTS = """
+INSERT INTO cluster.raw_points (stream_id, ts, value)
+SELECT s, $2::timestamptz + i * make_interval(secs => $3),
+       round((100 + s % 7 * 10 + CASE WHEN i / 150 % 3 = 0 THEN 120 ELSE 0 END
+              + random() * 4 - 2)::numeric, 1)::float8
+  FROM unnest($1::bigint[]) s, generate_series(0, $4 - 1) i"""
+
+# The queries: Grafana puts $__timeFrom() and $__timeTo() in as instants; both inclusive.
+FEED_HOURS = """
+SELECT time_bucket('1 hour', ts) AS time, avg(value) AS value
+  FROM cluster.raw_readings($1, $2)
+ WHERE feed_id = $3
+ GROUP BY 1 ORDER BY 1"""
+FEED_HOURS_BY_STREAM = """
+SELECT time_bucket('1 hour', p.ts) AS time, avg(p.value) AS value
+  FROM cluster.streams s
+ CROSS JOIN LATERAL cluster.stream_points(
+           s.id, $1::timestamptz, $2::timestamptz + interval '1 microsecond') p
+ WHERE s.feed_id = $3 AND s.type = 'raw'
+ GROUP BY 1 ORDER BY 1"""
+ALL_FEEDS_MAX = """
+SELECT stream_id, max(value) AS value
+  FROM cluster.readings($1, $2)
+ GROUP BY stream_id ORDER BY 1"""
+ALL_FEEDS_MAX_BY_STREAM = """
+SELECT s.id AS stream_id, max(p.value) AS value
+  FROM cluster.streams s
+ CROSS JOIN LATERAL cluster.stream_points(
+           s.id, $1::timestamptz, $2::timestamptz + interval '1 microsecond') p
+ GROUP BY s.id ORDER BY 1"""
+
+
+async def load(url: str, step: int) -> tuple[list[int], int]:
+    """The feeds, their streams and DAYS + RECENT_DAYS of points up to now; compacted."""
+    conn = await asyncpg.connect(url)
+    try:
+        rows = await conn.fetch(SETUP, FEEDS, STREAMS_PER_FEED)
+        streams = [r["id"] for r in rows]
+        feeds = sorted({r["feed_id"] for r in rows})
+        now = datetime.now(UTC).replace(microsecond=0)
+        start = now.replace(hour=0, minute=0, second=0) - timedelta(days=DAYS + RECENT_DAYS)
+        count = int((now - start).total_seconds()) // step
+        await conn.execute(POINTS, streams, start, step, count)
+        pool = await asyncpg.create_pool(url, min_size=1, max_size=2)
+        try:
+            result = await compact(pool, CompactionSettings(after_days=RECENT_DAYS))
+        finally:
+            await pool.close()
+        assert result.days == len(streams) * DAYS, result
+        await conn.execute("VACUUM ANALYZE")
+        return feeds, len(streams) * count
+    finally:
+        await conn.close()
+
+
+async def timed(conn: asyncpg.Connection, query: str, *args: Any) -> tuple[float, list[Any]]:
+    """The median of REPEAT executions of a prepared statement, in ms, and its answer."""
+    statement = await conn.prepare(query)
+    times = []
+    answer: list[Any] = []
+    for _ in range(REPEAT):
+        started = time.perf_counter()
+        answer = await statement.fetch(*args)
+        times.append((time.perf_counter() - started) * 1000)
+    return statistics.median(times), [tuple(r) for r in answer]
+
+
+def same(a: Sequence[tuple[Any, ...]], b: Sequence[tuple[Any, ...]]) -> bool:
+    """Equal answers; averages may differ in the last bits by the order of summing."""
+    return len(a) == len(b) and all(
+        x[0] == y[0] and abs(x[1] - y[1]) <= 1e-9 * max(1.0, abs(y[1]))
+        for x, y in zip(a, b, strict=True)
+    )
+
+
+async def one_run(url: str, feeds: list[int]) -> dict[str, float]:
+    conn = await asyncpg.connect(url)
+    try:
+        now = datetime.now(UTC)
+        day, week, hour = now - timedelta(days=1), now - timedelta(days=7), now - timedelta(hours=1)
+        figures: dict[str, float] = {}
+        for name, (query, by_stream, args) in {
+            "feed_day": (FEED_HOURS, FEED_HOURS_BY_STREAM, (day, now, feeds[0])),
+            "feed_week": (FEED_HOURS, FEED_HOURS_BY_STREAM, (week, now, feeds[0])),
+            "all_hour": (ALL_FEEDS_MAX, ALL_FEEDS_MAX_BY_STREAM, (hour, now)),
+        }.items():
+            figures[name], answer = await timed(conn, query, *args)
+            figures[f"{name}_streams"], expected = await timed(conn, by_stream, *args)
+            assert answer, f"{name}: no answer"
+            assert same(answer, expected), f"{name}: the answers differ"
+        return figures
+    finally:
+        await conn.close()
+
+
+def main(step: int, runs: int) -> None:
+    with bench_database() as settings:
+        url = settings.database.url
+
+        async def measure() -> tuple[int, list[dict[str, float]]]:
+            started = time.perf_counter()
+            feeds, points = await load(url, step)
+            print(
+                f"loaded and compacted {points:,} points in {time.perf_counter() - started:.0f} s"
+            )
+            await one_run(url, feeds)  # warm-up
+            return points, [await one_run(url, feeds) for _ in range(runs)]
+
+        points, results = asyncio.run(measure())
+
+    def col(name: str) -> list[float]:
+        return [r[name] for r in results]
+
+    def goal_met(name: str) -> bool:
+        return statistics.median(col(name)) <= GOAL_RATIO * statistics.median(
+            col(f"{name}_streams")
+        )
+
+    print(
+        f"analyst queries: {FEEDS} feeds x {STREAMS_PER_FEED} raw streams x {DAYS} days compacted"
+        f" + {RECENT_DAYS} days of rows, a point every {step} s ({points:,} points), {runs} runs"
+        f" of {REPEAT} executions each (median)"
+    )
+    goal = f"<= {GOAL_RATIO:.0f}x stream_points"
+    report(
+        [
+            figure(
+                "analyst query: 1 feed, last 24 h per hour",
+                "ms",
+                col("feed_day"),
+                "stream_points ms",
+                col("feed_day_streams"),
+                goal=goal,
+                goal_met=goal_met("feed_day"),
+            ),
+            figure(
+                "analyst query: all feeds, last hour",
+                "ms",
+                col("all_hour"),
+                "stream_points ms",
+                col("all_hour_streams"),
+                goal=goal,
+                goal_met=goal_met("all_hour"),
+            ),
+            figure(
+                "analyst query: 1 feed, last 7 days per hour",
+                "ms",
+                col("feed_week"),
+                "stream_points ms",
+                col("feed_week_streams"),
+            ),
+        ]
+    )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--full", action="store_true", help="a point every 5 s instead of 30 s")
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    main(5 if args.full else 30, args.runs)
