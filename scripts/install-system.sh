@@ -29,8 +29,10 @@ apt_install "postgresql-$PG_MAJOR" "postgresql-server-dev-$PG_MAJOR" mosquitto
 # installed some other way (with its own npm) is used as it is.
 command -v npm >/dev/null || apt_install nodejs npm
 # `--for-tests`: the browser the end-to-end page tests drive (Debian's Chromium and its driver)
-# and libcoap's coap-client, a CoAP client written elsewhere for the CoAP tests.
-if [ "${1:-}" = "--for-tests" ]; then apt_install chromium chromium-driver libcoap3-bin; fi
+# and libcoap's coap-client, a CoAP client written elsewhere for the CoAP tests; RabbitMQ (3.10,
+# with its MQTT plugin), the broker a cluster may run instead of Mosquitto: the tests start
+# their own nodes (tests/support/rabbitmq.py), never the system service.
+if [ "${1:-}" = "--for-tests" ]; then apt_install chromium chromium-driver libcoap3-bin rabbitmq-server; fi
 # Debian's python3 ships without ensurepip; the virtualenv needs it.
 python3 -c 'import ensurepip' 2>/dev/null || apt_install python3-venv
 

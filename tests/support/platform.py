@@ -18,7 +18,7 @@ from typing import Any, Literal
 import httpx
 import msgspec
 
-from energy_platform.devices.broker_accounts import give_account
+from energy_platform.devices.broker_accounts import broker_accounts
 from energy_platform.devices.codec.format_v4 import HomebaseRecord
 from energy_platform.devices.simulator import (
     SimulatedHomebase,
@@ -94,7 +94,9 @@ def serve_env(s: Settings) -> dict[str, str]:
     return {
         **os.environ,
         "EP_DATABASE_URL": s.database.url,
+        "EP_MQTT_BROKER": s.mqtt.broker,
         "EP_MQTT_URL": s.mqtt.url,
+        "EP_MQTT_AMQP_URL": s.mqtt.amqp_url,
         "EP_MQTT_ACCOUNTS_URL": s.mqtt.accounts_url,
         "EP_MQTT_CLIENT_ID": s.mqtt.client_id,
         "EP_MQTT_SHARE_GROUP": s.mqtt.share_group,
@@ -190,7 +192,7 @@ async def paired_homebase(
         secret = bytes.fromhex((await http.get(f"/device/{sn}/secret/")).json()["secret"])
     if not feed:
         # What this cluster's pairing gives a homebase (admin feeds add does it itself).
-        await give_account(s.mqtt, sn, secret)
+        await broker_accounts(s.mqtt).give(sn, secret)
     return sn, secret, feed_id
 
 
