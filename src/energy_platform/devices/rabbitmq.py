@@ -123,7 +123,7 @@ class RabbitAccounts:
         exactly this cluster's topics for it (another cluster's prefix is not ours)."""
         async with self._client() as http:
             users = await _call(http, "GET", "/users")
-            permissions = await _call(http, "GET", f"/topic-permissions/{self._vhost}")
+            permissions = await _call(http, "GET", f"/vhosts/{self._vhost}/topic-permissions")
         try:
             logins = {u.name for u in msgspec.json.decode(users, type=list[_User])}
             granted = msgspec.json.decode(permissions, type=list[_TopicPermission])

@@ -6,6 +6,7 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 
 import msgspec
 import pytest
@@ -34,10 +35,27 @@ async def provisioning_only(
 ) -> AsyncIterator[Platform]:
     """Provisioning in the test's loop, for tests that run ingest as a process of its own; once
     with each broker (on RabbitMQ: the session's node, a queue of the module's own)."""
+    node = request.getfixturevalue("rabbitmq") if request.param == "rabbitmq" else None
+    async with provisioning(settings, mqtt_url, node) as platform:
+        yield platform
+
+
+@pytest.fixture(scope="module")
+async def rabbit_platform(
+    settings: Settings, mqtt_url: str, rabbitmq: RabbitCluster
+) -> AsyncIterator[Platform]:
+    """``provisioning_only`` on the session's RabbitMQ node."""
+    async with provisioning(settings, mqtt_url, rabbitmq) as platform:
+        yield platform
+
+
+@asynccontextmanager
+async def provisioning(
+    settings: Settings, mqtt_url: str, rabbitmq: RabbitCluster | None
+) -> AsyncIterator[Platform]:
     s = platform_settings(settings, mqtt_url)
-    if request.param == "rabbitmq":
-        node: RabbitCluster = request.getfixturevalue("rabbitmq")
-        s = msgspec.structs.replace(s, mqtt=node.nodes[0].settings(s.mqtt))
+    if rabbitmq is not None:
+        s = msgspec.structs.replace(s, mqtt=rabbitmq.nodes[0].settings(s.mqtt))
     s = with_cluster(s)
     user = await run_admin_async(s, "users", "add", f"ingest-{secrets.token_hex(3)}")
     base = s.cluster.provisioning_url
