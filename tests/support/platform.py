@@ -12,6 +12,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Literal
 
@@ -26,6 +28,7 @@ from energy_platform.devices.simulator import (
     homebase_client,
     status_topic,
 )
+from energy_platform.services import build_services
 from energy_platform.settings import (
     ClusterSettings,
     DeviceSettings,
@@ -37,7 +40,7 @@ from energy_platform.settings import (
 )
 from tests.support.admin import run_admin_async
 from tests.support.provisioning import add_cluster, add_homebase
-from tests.support.services import free_port
+from tests.support.services import free_port, running
 
 CLI = str(Path(sys.executable).with_name("energy-platform"))
 """The ``energy-platform`` command of this virtualenv."""
@@ -87,6 +90,16 @@ def with_cluster(settings: Settings) -> Settings:
     return msgspec.structs.replace(
         settings, cluster=ClusterSettings(provisioning_url=provisioning, secret=cluster.secret)
     )
+
+
+@asynccontextmanager
+async def provisioning_platform(s: Settings) -> AsyncIterator[Platform]:
+    """Provisioning of settings ``s`` (this cluster registered) in the test's loop, and a user;
+    ingest is the test's to start."""
+    user = await run_admin_async(s, "users", "add", f"ingest-{secrets.token_hex(3)}")
+    base = s.cluster.provisioning_url
+    async with running(*build_services("provisioning", s), ready_urls=(base + "/healthz",)):
+        yield Platform(s, "", base, user["token"], user["id"])
 
 
 def serve_env(s: Settings) -> dict[str, str]:
