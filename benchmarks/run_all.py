@@ -27,8 +27,11 @@ BENCHMARKS = [
     ("benchmarks.year_view", "data API", []),
     ("benchmarks.compact_tier", "storage", []),
     ("benchmarks.ingest_throughput", "ingestion", []),
-    # Four Mosquitto persistence settings: throughput and the acknowledged points a SIGKILL loses.
+    # Four Mosquitto persistence settings and RabbitMQ: throughput, the acknowledged points a
+    # SIGKILL loses, 1 and 2 ingest processes, the broker's CPU, memory and start.
     ("benchmarks.broker_persistence", "ingestion", []),
+    # The RabbitMQ ingest queue's type: quorum against lazy classic.
+    ("benchmarks.rabbitmq_queues", "ingestion", []),
     # A hot standby of the private server: commit-to-visible lag, idle and under COPY load.
     ("benchmarks.replica_lag", "replica", []),
     # A full round of the engine takes about 20 minutes here: one counted round after a warm-up.

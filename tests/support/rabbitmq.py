@@ -139,6 +139,21 @@ cluster_formation.peer_discovery_backend = classic_config
             self._process.wait()
             self._process = None
 
+    def pids(self) -> list[int]:
+        """The node's processes (beam and its helpers: its process group), while it runs."""
+        if self._process is None:
+            return []
+        group = self._process.pid
+        found = []
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rpartition(")")[2].split()
+            except OSError:
+                continue  # gone meanwhile
+            if int(fields[2]) == group:  # pgrp, the 5th field of /proc/PID/stat
+                found.append(int(stat.parent.name))
+        return found
+
     def log(self) -> str:
         logs = sorted((self._dir / "log").glob("*.log"))
         return "\n".join(p.read_text()[-3000:] for p in logs)
