@@ -94,6 +94,8 @@ async def test_a_database_outage_while_publishing_loses_and_duplicates_nothing(
     assert total == distinct == POINTS
 
 
+# Both brokers: ingest reconnects over MQTT or AMQP (on RabbitMQ the broker SIGKILL test of
+# test_rabbitmq.py proves the reconnect as well).
 async def test_ingest_rides_out_a_broker_outage(
     provisioning_only: Platform, database_url: str
 ) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import secrets
 import time
 from collections.abc import AsyncIterator
@@ -16,6 +17,7 @@ from contextlib import asynccontextmanager
 import aio_pika
 import aiomqtt
 import asyncpg
+import httpx
 import msgspec
 import pytest
 
@@ -120,7 +122,7 @@ async def test_a_homebase_publishes_its_own_topics_and_no_other_serial_numbers(
         # RabbitMQ sends no PUBACK for a publish its topic permissions refuse, and disconnects.
         with pytest.raises(aiomqtt.MqttError):
             async with homebase_client(s.mqtt, other_sn, other_secret, will=False) as other:
-                await other.publish(topic, forged, qos=1, timeout=3)
+                await other.publish(topic, forged, qos=1, timeout=1)
 
     async with ingesting(s):
         n, _ = await stored(database_url, feed, 1)
@@ -200,6 +202,42 @@ async def test_broker_sigkill_mid_burst_loses_nothing_it_acknowledged(
     assert acknowledged == 200
     assert (kept, distinct) == (owed, owed)  # nothing lost, nothing twice
     assert after == kept + POINTS_PER_BATCH
+
+
+async def test_the_documented_service_accounts_are_enough(
+    rabbit_platform: Platform, rabbitmq: RabbitCluster, database_url: str
+) -> None:
+    # docs/operations.md#running-rabbitmq: `ingest` and `accounts` with only the rights listed
+    # there (the node's administrator makes them, as rabbitmqctl would).
+    platform = own_queue(rabbit_platform)
+    node, queue = rabbitmq.nodes[0], platform.settings.mqtt.share_group
+    q = re.escape(queue)
+    rights = {
+        "ingest": ("", f"^{q}$", f"^{q}$", f"^({q}|amq\\.topic)$"),
+        "accounts": ("administrator", f"^{q}$", f"^{q}$", "^amq\\.topic$"),
+    }
+    password = secrets.token_hex(8)
+    async with httpx.AsyncClient(base_url=node.api + "/api") as admin:
+        for user, (tags, configure, write, read) in rights.items():
+            name = f"{user}-{queue}"
+            body = {"password": password, "tags": tags}
+            assert (await admin.put(f"/users/{name}", json=body)).is_success
+            body = {"configure": configure, "write": write, "read": read}
+            assert (await admin.put(f"/permissions/%2F/{name}", json=body)).is_success
+    port = f"127.0.0.1:{node.amqp_port}"
+    mqtt = msgspec.structs.replace(
+        platform.settings.mqtt,
+        amqp_url=f"amqp://ingest-{queue}:{password}@{port}/",
+        accounts_url=f"http://accounts-{queue}:{password}@127.0.0.1:{node.http_port}",
+    )
+    platform = msgspec.structs.replace(
+        platform, settings=msgspec.structs.replace(platform.settings, mqtt=mqtt)
+    )
+    sn, secret, feed = await paired_homebase(platform)  # the queue declared as `accounts`
+    await publish_as(platform, sn, secret, SimulatedHomebase(sn, secret).batch([1_790_000_000]))
+    async with ingesting(platform.settings):  # declares, binds and consumes as `ingest`
+        n, _ = await stored(database_url, feed, 7)
+    assert n == 7
 
 
 def test_routing_keys_are_mqtt_topics_with_slashes_and_dots_swapped() -> None:
