@@ -1,7 +1,9 @@
-"""Mosquitto's persistence settings against ingest throughput and the crash window.
+"""Mosquitto's persistence settings, and RabbitMQ, against ingest throughput and the crash window.
 
-For each setting, a broker of its own (tests/support/broker.py: the private broker's
-configuration and accounts, on a free port) and a real ingest in this process:
+For each Mosquitto setting, a broker of its own (tests/support/broker.py: the private broker's
+configuration and accounts, on a free port), and a RabbitMQ node of its own
+(tests/support/rabbitmq.py: Debian's 3.10 with its MQTT plugin, the durable quorum ingest queue
+that pairing declares, ingest over AMQP), each with a real ingest in this process:
 
 - live throughput: 4 homebases publish their batches (QoS 1, 50 points each) as fast as the
   broker acknowledges them while ingest stores them; points/s from the first publish until the
@@ -15,7 +17,13 @@ configuration and accounts, on a free port) and a real ingest in this process:
   as fast as the broker acknowledges (the queue grows, and with it every snapshot), then
   SIGKILL, restart, ingest back: messages/s acknowledged, and acknowledged points lost.
 
-    python -m benchmarks.broker_persistence [--full] [--runs N]
+For Mosquitto as shipped (``autosave_interval 1``) and RabbitMQ, also: ingest points/s with one
+and two ``serve ingest`` processes (benchmarks/ingest_throughput.py's method: the backlog
+published while they are stopped, timed from SIGCONT), the broker's CPU time per message over
+the live runs, its memory (RSS) idle and after the runs, and the seconds a fresh broker takes
+until it takes connections.
+
+    python -m benchmarks.broker_persistence [--full] [--runs N] [--only NAME ...]
 """
 
 from __future__ import annotations
@@ -23,21 +31,33 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from pathlib import Path
+from typing import Protocol
 
 import aiomqtt
 import asyncpg
 import msgspec
 
-from benchmarks.ingest_throughput import POINTS_PER_TIME, TIMES_PER_MESSAGE, backlog, setup
-from benchmarks.support import bench_database, figure, report
-from energy_platform.core.settings import Settings
+from benchmarks.ingest_throughput import (
+    POINTS_PER_TIME,
+    TIMES_PER_MESSAGE,
+    Worker,
+    backlog,
+    drain,
+    publish,
+    setup,
+)
+from benchmarks.support import Figure, bench_database, figure, report
+from energy_platform.core.settings import MqttSettings, Settings
 from energy_platform.devices.ingest.service import IngestService
 from energy_platform.devices.simulator import SimulatedHomebase, data_topic, homebase_client
 from energy_platform.services import build_services
 from tests.support.broker import KillableBroker
+from tests.support.rabbitmq import RabbitCluster
 from tests.support.services import eventually, running, with_port
 
 SETTINGS = {
@@ -45,7 +65,11 @@ SETTINGS = {
     "interval 1 s": "autosave_interval 1",
     "every 100 changes": "autosave_on_changes true\nautosave_interval 100",
     "every change": "autosave_on_changes true\nautosave_interval 1",
+    "rabbitmq": "",
 }
+SHIPPED = "interval 1 s"
+"""Mosquitto as the private broker and deploy/ run it: the one RabbitMQ is set beside."""
+WORKER_MESSAGES = 4_000  # a backlog of 200,000 points from 20 homebases
 POINTS_PER_MESSAGE = TIMES_PER_MESSAGE * POINTS_PER_TIME
 CRASH_BATCHES, KILL_AFTER = 400, 200
 AWAY_SECONDS, AWAY_MESSAGES = 8, 30_000
@@ -100,7 +124,7 @@ async def live_rate(
 async def crash_loss(
     s: Settings,
     db: asyncpg.Connection,
-    broker: KillableBroker,
+    broker: Broker,
     ingest: IngestService,
     h: SimulatedHomebase,
 ) -> tuple[int, int]:
@@ -126,6 +150,45 @@ async def crash_loss(
     return points, points - kept
 
 
+class Broker(Protocol):
+    def kill(self) -> None: ...
+    def start(self) -> None: ...
+    def pids(self) -> list[int]: ...
+
+
+class RabbitBroker:
+    """One RabbitMQ node as a :class:`Broker`: ``start()`` returns once it takes connections."""
+
+    def __init__(self, cluster: RabbitCluster) -> None:
+        self.node = cluster.nodes[0]
+
+    def kill(self) -> None:
+        self.node.kill()
+
+    def start(self) -> None:
+        self.node.start()
+        self.node.wait_ready()
+
+    def pids(self) -> list[int]:
+        return self.node.pids()
+
+
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def usage(pids: list[int]) -> tuple[float, float]:
+    """(CPU seconds, user and system, so far; resident MB now) of the processes ``pids``."""
+    cpu, rss = 0.0, 0.0
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+            cpu += (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    rss += int(line.split()[1]) / 1024
+    return cpu, rss
+
+
 class Measured(msgspec.Struct):
     live: list[float] = msgspec.field(default_factory=list)
     """Points/s stored, ingest running."""
@@ -135,12 +198,19 @@ class Measured(msgspec.Struct):
     """Messages/s the broker acknowledged while queueing for an absent ingest."""
     away_acked: list[int] = msgspec.field(default_factory=list)
     away_lost: list[int] = msgspec.field(default_factory=list)
+    workers: dict[int, list[float]] = msgspec.field(default_factory=dict)
+    """Points/s drained by 1 and by 2 ``serve ingest`` processes."""
+    cpu_us: list[float] = msgspec.field(default_factory=list)
+    """Broker CPU microseconds per message over a live run."""
+    rss_idle: list[float] = msgspec.field(default_factory=list)
+    rss_busy: list[float] = msgspec.field(default_factory=list)
+    start_seconds: list[float] = msgspec.field(default_factory=list)
 
 
 async def while_away(
     s: Settings,
     db: asyncpg.Connection,
-    broker: KillableBroker,
+    broker: Broker,
     start_ingest: Callable[[], AbstractAsyncContextManager[IngestService]],
     h: SimulatedHomebase,
 ) -> tuple[float, int, int]:
@@ -167,16 +237,33 @@ async def while_away(
     return rate, points, points - kept
 
 
-async def measure(base: Settings, n: int, persistence: str, messages: int, runs: int) -> Measured:
-    out = Measured()
-    with KillableBroker(persistence) as broker:
+@contextlib.contextmanager
+def broker_for(name: str, base: MqttSettings) -> Iterator[tuple[Broker, MqttSettings, float]]:
+    """A fresh broker of kind ``name``: (it, settings on it, seconds until it took connections)."""
+    began = time.perf_counter()
+    if name == "rabbitmq":
+        with RabbitCluster(1) as cluster:
+            yield RabbitBroker(cluster), cluster.nodes[0].settings(base), cluster.started_in
+        return
+    with KillableBroker(SETTINGS[name]) as broker:
+        started = time.perf_counter() - began
         mqtt = msgspec.structs.replace(
-            base.mqtt,
-            url=with_port(base.mqtt.url, broker.port),
-            accounts_url=with_port(base.mqtt.accounts_url, broker.port),
+            base,
+            url=with_port(base.url, broker.port),
+            accounts_url=with_port(base.accounts_url, broker.port),
         )
+        yield broker, mqtt, started
+
+
+async def measure(
+    base: Settings, n: int, name: str, messages: int, runs: int, workers: bool
+) -> Measured:
+    out = Measured()
+    with broker_for(name, base.mqtt) as (broker, mqtt, started):
+        out.start_seconds.append(started)
+        out.rss_idle.append(usage(broker.pids())[1])
         s, homebases = await setup(
-            msgspec.structs.replace(base, mqtt=mqtt), 4 + 2 * runs, first=n * 16
+            msgspec.structs.replace(base, mqtt=mqtt), 4 + 2 * runs, first=n * 64
         )
         provisioning = s.cluster.provisioning_url
 
@@ -196,14 +283,19 @@ async def measure(base: Settings, n: int, persistence: str, messages: int, runs:
                     # The warm-up (run 0) fetches secrets and makes stream ids.
                     await live_rate(s, db, homebases[:4], 400, 0)
                     for run in range(runs):
+                        cpu_before = usage(broker.pids())[0]
                         out.live.append(await live_rate(s, db, homebases[:4], messages, run + 1))
+                        cpu = usage(broker.pids())[0] - cpu_before
+                        out.cpu_us.append(cpu / messages * 1e6)
+                    out.rss_busy.append(usage(broker.pids())[1])
                     for run in range(runs):
                         a, gone = await crash_loss(s, db, broker, ingest, homebases[4 + run])
                         out.burst_acked.append(a)
                         out.burst_lost.append(gone)
                 for run in range(runs):
-                    # Ingest's session must be in a snapshot, as it is after any long run.
-                    await asyncio.sleep(SNAPSHOT_WAIT)
+                    if name != "rabbitmq":
+                        # Ingest's session must be in a snapshot, as it is after any long run.
+                        await asyncio.sleep(SNAPSHOT_WAIT)
                     away = homebases[4 + runs + run]
                     rate, a, gone = await while_away(s, db, broker, ingesting, away)
                     out.away_rate.append(rate)
@@ -213,50 +305,89 @@ async def measure(base: Settings, n: int, persistence: str, messages: int, runs:
                         await asyncio.wait_for(ingest.subscribed.wait(), 60)
         finally:
             await db.close()
-    print(f"{persistence!r}: {out}", flush=True)
+        if workers:
+            out.workers = await worker_rates(base, mqtt, n, runs)
+    print(f"{name}: {out}", flush=True)
     return out
 
 
-async def main(full: bool, runs: int) -> None:
+async def worker_rates(
+    base: Settings, mqtt: MqttSettings, n: int, runs: int
+) -> dict[int, list[float]]:
+    """Points/s that 1, then 2 ``serve ingest`` processes drain from a queued backlog."""
+    s, homebases = await setup(msgspec.structs.replace(base, mqtt=mqtt), 20, first=n * 64 + 32)
+    points = WORKER_MESSAGES * TIMES_PER_MESSAGE * POINTS_PER_TIME
+    rates: dict[int, list[float]] = {1: [], 2: []}
+    t0 = int(time.time()) - 5 * 86_400
+    provisioning = s.cluster.provisioning_url
+    workers: list[Worker] = []
+    async with running(*build_services("provisioning", s), ready_urls=(provisioning + "/healthz",)):
+        try:
+            for count in (1, 2):
+                workers.append(Worker(s, count))
+                await workers[-1].start()
+                for run in range(runs + 1):  # run 0 warms up (secrets, stream ids)
+                    t0 += 3_600
+                    await publish(s, homebases, t0, WORKER_MESSAGES)
+                    seconds = await drain(workers, points)
+                    if run:
+                        rates[count].append(points / seconds)
+        finally:
+            for w in workers:
+                w.stop()
+    return rates
+
+
+async def main(full: bool, runs: int, only: list[str]) -> None:
     messages = 8_000 if full else 2_000
+    names = [name for name in SETTINGS if not only or name in only]
     with bench_database() as base:
         results = {
-            name: await measure(base, n, conf, messages, runs)
-            for n, (name, conf) in enumerate(SETTINGS.items())
+            name: await measure(
+                base, n, name, messages, runs, workers=name in (SHIPPED, "rabbitmq")
+            )
+            for n, name in enumerate(names)
         }
-    reference = results["interval 10 s"]
+    reference = results.get("interval 10 s") or results[names[0]]
+    reference_name = "saving every 10 s" if "interval 10 s" in results else names[0]
     print(
         f"broker persistence: live, {messages:,} messages of {POINTS_PER_MESSAGE} points from 4"
         f" homebases; burst: {CRASH_BATCHES} batches, SIGKILL after {KILL_AFTER} acknowledged;"
-        f" ingest away: {AWAY_SECONDS} s of publishing, then SIGKILL; {runs} runs each"
+        f" ingest away: {AWAY_SECONDS} s of publishing, then SIGKILL; {runs} runs each;"
+        f" workers: a backlog of {WORKER_MESSAGES:,} messages from 20 homebases"
     )
     figures = []
     for name, m in results.items():
+        label = "rabbitmq" if name == "rabbitmq" else f"saving {name}"
         figures += [
             figure(
-                f"ingest points/s, broker saving {name}",
+                "ingest points/s, rabbitmq"
+                if name == "rabbitmq"
+                else f"ingest points/s, broker saving {name}",
                 "points/s",
                 m.live,
-                "same run, saving every 10 s",
+                f"same run, {reference_name}",
                 reference.live,
             ),
             figure(
-                f"broker msg/s with ingest away, saving {name}",
+                f"broker msg/s with ingest away, {label}",
                 "msg/s",
                 m.away_rate,
-                "same run, saving every 10 s",
+                f"same run, {reference_name}",
                 reference.away_rate,
             ),
             figure(
-                f"acknowledged points lost, burst + SIGKILL, saving {name}",
+                f"acknowledged points lost, burst + SIGKILL, {label}",
                 "points",
                 m.burst_lost,
                 "points acknowledged before the kill",
                 m.burst_acked,
                 better="low",
+                goal="0" if name == "rabbitmq" else "",
+                goal_met=max(m.burst_lost) == 0 if name == "rabbitmq" else None,
             ),
             figure(
-                f"acknowledged points lost, ingest away + SIGKILL, saving {name}",
+                f"acknowledged points lost, ingest away + SIGKILL, {label}",
                 "points",
                 m.away_lost,
                 "points acknowledged before the kill",
@@ -264,12 +395,55 @@ async def main(full: bool, runs: int) -> None:
                 better="low",
             ),
         ]
+    figures += beside(results)
     report(figures)
+
+
+def beside(results: dict[str, Measured]) -> list[Figure]:
+    """RabbitMQ beside Mosquitto as shipped: workers, CPU, memory, start."""
+    rabbit, mosquitto = results.get("rabbitmq"), results.get(SHIPPED)
+    if rabbit is None or mosquitto is None:
+        return []
+    pairs = [
+        ("ingest points/s, 1 process", "points/s", rabbit.workers[1], mosquitto.workers[1]),
+        ("ingest points/s, 2 processes", "points/s", rabbit.workers[2], mosquitto.workers[2]),
+        ("broker CPU per message", "us", rabbit.cpu_us, mosquitto.cpu_us),
+        ("broker memory idle", "MB", rabbit.rss_idle, mosquitto.rss_idle),
+        ("broker memory after the live runs", "MB", rabbit.rss_busy, mosquitto.rss_busy),
+        ("broker start until connections", "s", rabbit.start_seconds, mosquitto.start_seconds),
+    ]
+    out = []
+    for what, unit, theirs, ours in pairs:
+        low = unit in ("us", "MB", "s")
+        out.append(
+            figure(
+                f"{what}, rabbitmq",
+                unit,
+                theirs,
+                "same run, mosquitto",
+                ours,
+                better="low" if low else "high",
+            )
+        )
+        out.append(
+            figure(
+                f"{what}, mosquitto",
+                unit,
+                ours,
+                "same run, rabbitmq",
+                theirs,
+                better="low" if low else "high",
+            )
+        )
+    two_vs_one = [b / a for a, b in zip(rabbit.workers[1], rabbit.workers[2], strict=True)]
+    out.append(figure("ingest, 2 processes vs 1, rabbitmq", "x", two_vs_one, "1", [1.0]))
+    return out
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--full", action="store_true", help="8,000 messages a live run")
     parser.add_argument("--runs", type=int, default=2)
+    parser.add_argument("--only", nargs="*", default=[], choices=list(SETTINGS), help="brokers")
     args = parser.parse_args()
-    asyncio.run(main(args.full, args.runs))
+    asyncio.run(main(args.full, args.runs, args.only))

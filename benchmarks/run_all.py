@@ -36,8 +36,11 @@ BENCHMARKS = [
     # 5 feeds x 2 streams x 60 days compacted: about a minute at quick size (a point every 30 s).
     ("benchmarks.analyst_queries", "analysts", []),
     ("benchmarks.ingest_throughput", "ingestion", []),
-    # Four Mosquitto persistence settings: throughput and the acknowledged points a SIGKILL loses.
+    # Four Mosquitto persistence settings and RabbitMQ: throughput, the acknowledged points a
+    # SIGKILL loses, 1 and 2 ingest processes, the broker's CPU, memory and start.
     ("benchmarks.broker_persistence", "ingestion", []),
+    # The RabbitMQ ingest queue's type: quorum against lazy classic.
+    ("benchmarks.rabbitmq_queues", "ingestion", []),
     # A hot standby of the private server: commit-to-visible lag, idle and under COPY load.
     ("benchmarks.replica_lag", "replica", []),
     # pgBackRest on a PostgreSQL cluster of its own: restore to a time beside a full backup.

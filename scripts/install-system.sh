@@ -30,9 +30,11 @@ apt_install "postgresql-$PG_MAJOR" "postgresql-server-dev-$PG_MAJOR" mosquitto
 command -v npm >/dev/null || apt_install nodejs npm
 # `--for-tests`: the browser the end-to-end page tests drive (Debian's Chromium and its driver),
 # libcoap's coap-client, a CoAP client written elsewhere for the CoAP tests, Prometheus with
-# promtool (the alerting rules' tests) and pgBackRest (the restore drill).
+# promtool (the alerting rules' tests), pgBackRest (the restore drill) and RabbitMQ (3.10, with
+# its MQTT plugin), the broker a cluster may run instead of Mosquitto: the tests start their own
+# nodes (tests/support/rabbitmq.py), never the system service.
 if [ "${1:-}" = "--for-tests" ]; then
-  apt_install chromium chromium-driver libcoap3-bin prometheus pgbackrest
+  apt_install chromium chromium-driver libcoap3-bin prometheus pgbackrest rabbitmq-server
 fi
 # `--with-backup`: pgBackRest alone, for `EP_LOCAL_BACKUP=1 make run` (docs/operations.md#backups).
 if [ "${1:-}" = "--with-backup" ]; then apt_install pgbackrest; fi

@@ -6,10 +6,12 @@ from __future__ import annotations
 import os
 import secrets
 import sys
+import time
 from collections.abc import AsyncIterator, Iterator
 
 import aiocoap
 import asyncpg
+import msgspec
 import psycopg
 import pytest
 import structlog
@@ -29,7 +31,13 @@ from tests.support.databases import (
     database_server,
     drop_database,
 )
-from tests.support.platform import Platform, platform_settings, with_cluster
+from tests.support.platform import (
+    Platform,
+    platform_settings,
+    provisioning_platform,
+    with_cluster,
+)
+from tests.support.rabbitmq import RabbitCluster
 from tests.support.services import free_port, running
 
 
@@ -121,3 +129,24 @@ async def platform(settings: Settings, mqtt_url: str) -> AsyncIterator[Platform]
     services = build_services(["api", "provisioning", "ingest"], s)
     async with running(*services, ready_urls=(api + "/healthz", provisioning + "/healthz")):
         yield Platform(s, api, provisioning, user["token"], user["id"])
+
+
+@pytest.fixture(scope="session")
+def rabbitmq() -> Iterator[RabbitCluster]:
+    """One RabbitMQ node for every RabbitMQ test of the session (a node takes seconds to
+    start); a test that kills it starts it again."""
+    began = time.monotonic()
+    with RabbitCluster(1) as node:
+        print(f"rabbitmq node ready in {time.monotonic() - began:.1f} s")
+        yield node
+
+
+@pytest.fixture(scope="module")
+async def rabbit_platform(
+    settings: Settings, mqtt_url: str, rabbitmq: RabbitCluster
+) -> AsyncIterator[Platform]:
+    """``provisioning_only`` on the session's RabbitMQ node."""
+    s = platform_settings(settings, mqtt_url)
+    s = msgspec.structs.replace(s, mqtt=rabbitmq.nodes[0].settings(s.mqtt))
+    async with provisioning_platform(with_cluster(s)) as platform:
+        yield platform

@@ -24,7 +24,7 @@ def start(args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
     )
 
 
-def wait_ready(urls: list[str], process: subprocess.Popen[str], timeout: float = 20) -> None:
+def wait_ready(urls: list[str], process: subprocess.Popen[str], timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     pending = list(urls)
     while pending:
@@ -57,7 +57,7 @@ def test_serve_all_runs_every_service_and_stops_cleanly_on_a_signal(
         wait_ready([f"http://127.0.0.1:{p}/readyz" for p in ports.values()], process)
         time.sleep(0.5)  # let the ingest service reach the broker
         process.send_signal(sig)
-        _, stderr = process.communicate(timeout=10)
+        _, stderr = process.communicate(timeout=30)
     finally:
         process.kill()
 

@@ -77,6 +77,10 @@ log_type warning
                 return
         raise RuntimeError("mosquitto did not listen within 10 s")
 
+    def pids(self) -> list[int]:
+        """The broker's process, while it runs (for its CPU time and memory)."""
+        return [] if self._process is None else [self._process.pid]
+
     def kill(self) -> None:
         """SIGKILL: no snapshot at exit, as after a power cut or the OOM killer."""
         if self._process is not None:

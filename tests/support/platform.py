@@ -12,13 +12,15 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Literal
 
 import httpx
 import msgspec
 
-from energy_platform.cluster.broker_accounts import give_account
+from energy_platform.cluster.broker_accounts import broker_accounts
 from energy_platform.core.codec.format_v4 import HomebaseRecord
 from energy_platform.core.settings import (
     ClusterSettings,
@@ -35,9 +37,10 @@ from energy_platform.devices.simulator import (
     homebase_client,
     status_topic,
 )
+from energy_platform.services import build_services
 from tests.support.admin import run_admin_async
 from tests.support.provisioning import add_cluster, add_homebase
-from tests.support.services import free_port
+from tests.support.services import free_port, running
 
 CLI = str(Path(sys.executable).with_name("energy-platform"))
 """The ``energy-platform`` command of this virtualenv."""
@@ -89,12 +92,24 @@ def with_cluster(settings: Settings) -> Settings:
     )
 
 
+@asynccontextmanager
+async def provisioning_platform(s: Settings) -> AsyncIterator[Platform]:
+    """Provisioning of settings ``s`` (this cluster registered) in the test's loop, and a user;
+    ingest is the test's to start."""
+    user = await run_admin_async(s, "users", "add", f"ingest-{secrets.token_hex(3)}")
+    base = s.cluster.provisioning_url
+    async with running(*build_services("provisioning", s), ready_urls=(base + "/healthz",)):
+        yield Platform(s, "", base, user["token"], user["id"])
+
+
 def serve_env(s: Settings) -> dict[str, str]:
     """The environment of an ``energy-platform serve`` process that runs with settings ``s``."""
     return {
         **os.environ,
         "EP_DATABASE_URL": s.database.url,
+        "EP_MQTT_BROKER": s.mqtt.broker,
         "EP_MQTT_URL": s.mqtt.url,
+        "EP_MQTT_AMQP_URL": s.mqtt.amqp_url,
         "EP_MQTT_ACCOUNTS_URL": s.mqtt.accounts_url,
         "EP_MQTT_CLIENT_ID": s.mqtt.client_id,
         "EP_MQTT_SHARE_GROUP": s.mqtt.share_group,
@@ -190,7 +205,7 @@ async def paired_homebase(
         secret = bytes.fromhex((await http.get(f"/device/{sn}/secret/")).json()["secret"])
     if not feed:
         # What this cluster's pairing gives a homebase (admin feeds add does it itself).
-        await give_account(s.mqtt, sn, secret)
+        await broker_accounts(s.mqtt).give(sn, secret)
     return sn, secret, feed_id
 
 

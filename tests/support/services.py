@@ -69,17 +69,17 @@ async def running(*services: Service, ready_urls: tuple[str, ...] = ()) -> Async
     stop = asyncio.Event()
     tasks = [asyncio.create_task(s.run(stop), name=s.name) for s in services]
     try:
-        async with asyncio.timeout(15):
+        async with asyncio.timeout(30):
             for url in ready_urls:
                 await wait_for_http(url)
         yield
     finally:
         stop.set()
-        async with asyncio.timeout(15):
+        async with asyncio.timeout(30):
             await asyncio.gather(*tasks)
 
 
-EVENTUALLY = 15.0
+EVENTUALLY = 30.0
 
 
 async def eventually(

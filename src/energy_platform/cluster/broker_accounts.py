@@ -1,4 +1,6 @@
-"""Broker accounts of homebases, on Mosquitto's dynamic security plugin (docs/ingest.md).
+"""Broker accounts of homebases: one interface (:class:`BrokerAccounts`), one implementation
+per broker; this module's functions are Mosquitto's, on its dynamic security plugin
+(docs/ingest.md); RabbitMQ's is :class:`~energy_platform.cluster.rabbitmq.RabbitAccounts`.
 
 A homebase logs in with username = its SN, client id = its SN and password =
 :func:`~energy_platform.core.codec.envelope.mqtt_password` of its secret. Its role
@@ -13,12 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import aiomqtt
 import msgspec
 
+from energy_platform.cluster.rabbitmq import RabbitAccounts
 from energy_platform.core.codec.envelope import mqtt_password
 from energy_platform.core.errors import ConfigurationError, Unavailable
 from energy_platform.core.serials import SERIAL_NUMBER
@@ -56,6 +59,44 @@ class _Clients(msgspec.Struct):
 
 class _Response(msgspec.Struct):
     responses: list[_Result]
+
+
+class BrokerAccounts(Protocol):
+    """What a cluster does with its broker's homebase logins, whichever the broker."""
+
+    async def give(self, sn: str, secret: bytes) -> None:
+        """Create (or renew) the login of homebase ``sn``: it may publish its own data and
+        status topics and nothing else."""
+
+    async def remove(self, sn: str) -> None:
+        """Remove the login of homebase ``sn`` and close its connection."""
+
+    async def homebases(self) -> set[str]:
+        """Serial numbers that have a login this cluster gave."""
+
+
+class MosquittoAccounts:
+    """:class:`BrokerAccounts` on Mosquitto's dynamic security plugin."""
+
+    def __init__(self, mqtt: MqttSettings) -> None:
+        self._mqtt = mqtt
+
+    async def give(self, sn: str, secret: bytes) -> None:
+        await give_account(self._mqtt, sn, secret)
+
+    async def remove(self, sn: str) -> None:
+        await remove_account(self._mqtt, sn)
+
+    async def homebases(self) -> set[str]:
+        return await homebase_accounts(self._mqtt)
+
+
+def broker_accounts(mqtt: MqttSettings) -> BrokerAccounts:
+    """The accounts of ``EP_MQTT_BROKER``; requires ``EP_MQTT_ACCOUNTS_URL``."""
+    require_accounts(mqtt)
+    if mqtt.broker == "rabbitmq":
+        return RabbitAccounts(mqtt)
+    return MosquittoAccounts(mqtt)
 
 
 def role_name(sn: str) -> str:
@@ -137,7 +178,8 @@ def require_accounts(mqtt: MqttSettings) -> None:
     if not mqtt.accounts_url:
         raise ConfigurationError(
             "EP_MQTT_ACCOUNTS_URL is not set: a paired homebase needs a broker account; set it to"
-            " the broker's dynamic-security admin account, mqtt://user:password@host:port"
+            " the broker's dynamic-security admin account, mqtt://user:password@host:port (on"
+            " RabbitMQ its management API, http://user:password@host:15672)"
             " (docs/ingest.md#broker-accounts)"
         )
 

@@ -18,12 +18,7 @@ import httpx
 import msgspec
 import structlog
 
-from energy_platform.cluster.broker_accounts import (
-    give_account,
-    homebase_accounts,
-    remove_account,
-    require_accounts,
-)
+from energy_platform.cluster.broker_accounts import BrokerAccounts, broker_accounts
 from energy_platform.cluster.provisioning_client import ProvisioningClient
 from energy_platform.core.background import Periodic
 from energy_platform.core.db.pool import Connection
@@ -56,10 +51,9 @@ class Pairings:
         self, cluster: ClusterSettings, mqtt: MqttSettings, *, enabled: bool = True
     ) -> None:
         self.enabled = enabled and bool(cluster.secret)
-        if self.enabled:
-            require_accounts(mqtt)  # a pairing without an account could never connect
+        # A pairing without an account could never connect: the setting is required at once.
+        self._accounts: BrokerAccounts | None = broker_accounts(mqtt) if self.enabled else None
         self._cluster = cluster
-        self._mqtt = mqtt
         self._http: httpx.AsyncClient | None = None
 
     async def __aenter__(self) -> Pairings:
@@ -77,6 +71,12 @@ class Pairings:
             raise RuntimeError("use Pairings as an async context manager")
         return ProvisioningClient(self._cluster, self._http)
 
+    @property
+    def _broker(self) -> BrokerAccounts:
+        if self._accounts is None:
+            raise RuntimeError("pairing is not enabled for this cluster")
+        return self._accounts
+
     async def hold(self, conn: Connection, sn: str) -> None:
         """After a feed or a registration of ``sn`` was added (in this transaction): unless
         the other one already held it, pair it with this cluster and give its broker account.
@@ -88,7 +88,7 @@ class Pairings:
         if await conn.fetchval(HOLDERS, sn) > 1:
             return  # held already: giving the account again would cut its connection
         await self._provisioning.pair(sn)
-        await give_account(self._mqtt, sn, await self._provisioning.secret(sn))
+        await self._broker.give(sn, await self._provisioning.secret(sn))
 
     async def release(self, conn: Connection, sn: str) -> bool:
         """Unpair ``sn`` and remove its account unless a feed or a registration here still
@@ -99,7 +99,7 @@ class Pairings:
         if await conn.fetchval(HOLDERS, sn) > 0:
             return False
         await self._provisioning.unpair(sn)
-        await remove_account(self._mqtt, sn)
+        await self._broker.remove(sn)
         return True
 
     async def reconcile(self, conn: Connection, *, renew: bool = False) -> Reconciled:
@@ -109,7 +109,7 @@ class Pairings:
         not at all. Each homebase is decided under its lock, with its pairing asked again, so
         a pairing made or undone meanwhile is not undone here."""
         paired = set(await self._provisioning.paired())
-        present = await homebase_accounts(self._mqtt)
+        present = await self._broker.homebases()
         given, removed = [], []
         for sn in sorted(paired if renew else paired - present):
             async with conn.transaction():
@@ -118,14 +118,14 @@ class Pairings:
                     secret = await self._provisioning.secret(sn)
                 except NotFound:
                     continue  # unpaired meanwhile
-                await give_account(self._mqtt, sn, secret)
+                await self._broker.give(sn, secret)
                 given.append(sn)
         for sn in sorted(present - paired):
             async with conn.transaction():
                 await conn.execute(LOCK, sn)
                 if await self._paired_here(sn):
                     continue  # paired meanwhile, with the account it has
-                await remove_account(self._mqtt, sn)
+                await self._broker.remove(sn)
                 removed.append(sn)
         return Reconciled(len(paired), given, removed)
 

@@ -31,16 +31,30 @@ class DatabaseSettings(msgspec.Struct, frozen=True, kw_only=True):
     """Seconds to wait for a connection before reporting the database unreachable."""
 
 
+Broker = Literal["mosquitto", "rabbitmq"]
+"""The brokers a cluster can run on (``EP_MQTT_BROKER``, docs/decisions.md)."""
+
+
 class MqttSettings(msgspec.Struct, frozen=True, kw_only=True):
+    broker: Broker = "mosquitto"
+    """``mosquitto``: ingest subscribes over MQTT 5; ``rabbitmq``: homebases still speak MQTT
+    (its MQTT plugin) and ingest consumes the durable queue ``share_group`` over AMQP."""
     url: str = "mqtt://127.0.0.1:1883"
-    """Broker URL with the ingest service's account, ``mqtt://user:password@host:port``."""
+    """Broker URL with the ingest service's account, ``mqtt://user:password@host:port``; on
+    RabbitMQ only its host and port are used (where homebases and the simulator connect)."""
+    amqp_url: str = ""
+    """On RabbitMQ: ingest's account, ``amqp://user:password@host:port/vhost`` (the vhost of
+    the MQTT plugin, ``/`` by default)."""
     accounts_url: str = ""
-    """Broker URL with the account that manages homebase accounts (dynamic security admin);
-    required wherever this cluster pairs homebases (with ``EP_CLUSTER_SECRET``)."""
+    """The account that manages homebase accounts, required wherever this cluster pairs
+    homebases (with ``EP_CLUSTER_SECRET``): Mosquitto's dynamic security admin,
+    ``mqtt://user:password@host:port``; on RabbitMQ an administrator of its management API,
+    ``http://user:password@host:15672``."""
     client_id: str = "energy-platform-ingest"
     """Client id of the persistent ingest session; each ingest worker needs its own."""
     share_group: str = "ingest"
-    """Shared-subscription group of the ingest workers (``$share/<group>/...``)."""
+    """Shared-subscription group of the ingest workers (``$share/<group>/...``); on RabbitMQ
+    the name of the one queue they all consume."""
     session_expiry: int = 7 * 24 * 3600
     """Seconds the broker keeps an ingest session (and queues for it) while it is away."""
     topic_prefix: str = ""

@@ -88,7 +88,10 @@ def homebase_client(
         username=sn,
         password=mqtt_password(secret),
         identifier=sn,  # the account is bound to it: no other client can take the session
-        protocol=aiomqtt.ProtocolVersion.V5,
+        # RabbitMQ 3.10's MQTT plugin speaks 3.1.1 only, as homebases do.
+        protocol=aiomqtt.ProtocolVersion.V311
+        if mqtt.broker == "rabbitmq"
+        else aiomqtt.ProtocolVersion.V5,
         will=last_will if will else None,
     )
 

@@ -10,7 +10,7 @@ import httpx
 import msgspec
 import pytest
 
-from energy_platform.cluster.broker_accounts import give_account, remove_account
+from energy_platform.cluster.broker_accounts import broker_accounts
 from energy_platform.cluster.pairing import account_reconciliation
 from energy_platform.core.settings import MqttSettings
 from energy_platform.devices.simulator import (
@@ -107,7 +107,16 @@ async def test_an_anonymous_client_cannot_take_a_share_of_the_data(platform: Pla
             await anonymous.subscribe("$share/ingest/homebases/+/data", qos=1)
 
 
-async def test_unpairing_removes_the_homebase_account(platform: Platform) -> None:
+@pytest.fixture(scope="module", params=["mosquitto", "rabbitmq"])
+def either_broker(request: pytest.FixtureRequest) -> Platform:
+    """The platform on Mosquitto, then on RabbitMQ: the accounts interface's two sides."""
+    name = "platform" if request.param == "mosquitto" else "rabbit_platform"
+    platform: Platform = request.getfixturevalue(name)
+    return platform
+
+
+async def test_unpairing_removes_the_homebase_account(either_broker: Platform) -> None:
+    platform = either_broker
     sn, secret, feed = await paired_homebase(platform)
     async with homebase_client(platform.settings.mqtt, sn, secret):
         pass  # it logs in while paired
@@ -135,18 +144,19 @@ async def logs_in(mqtt: MqttSettings, sn: str, secret: bytes) -> bool:
 
 
 async def test_sync_puts_accounts_in_step_with_this_clusters_pairings_both_ways(
-    platform: Platform,
+    either_broker: Platform,
 ) -> None:
+    platform = either_broker
     s = platform.settings
     unaccounted = add_homebase(s)
     secret = await pair_directly(platform, unaccounted)
     stale, stale_secret = add_homebase(s), secrets.token_bytes(256)
-    await give_account(s.mqtt, stale, stale_secret)  # an account, but no pairing here
+    await broker_accounts(s.mqtt).give(stale, stale_secret)  # an account, but no pairing here
     # Another cluster's homebase on the same broker (its own topic prefix) is not this
     # cluster's to remove.
     elsewhere = msgspec.structs.replace(s.mqtt, topic_prefix=f"other-{secrets.token_hex(3)}/")
     foreign, foreign_secret = add_homebase(s), secrets.token_bytes(256)
-    await give_account(elsewhere, foreign, foreign_secret)
+    await broker_accounts(elsewhere).give(foreign, foreign_secret)
     assert not await logs_in(s.mqtt, unaccounted, secret)
 
     done = await run_admin_async(s, "broker-accounts", "sync")
@@ -158,7 +168,7 @@ async def test_sync_puts_accounts_in_step_with_this_clusters_pairings_both_ways(
     assert await logs_in(elsewhere, foreign, foreign_secret)
     again = await run_admin_async(s, "broker-accounts", "sync")
     assert (again["given"], again["removed"]) == ([], [])  # in step: nothing to do
-    await remove_account(elsewhere, foreign)
+    await broker_accounts(elsewhere).remove(foreign)
 
 
 async def test_the_engine_reconciles_accounts_on_its_own(platform: Platform) -> None:

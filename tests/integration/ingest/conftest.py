@@ -3,23 +3,30 @@ is registered in tests/conftest.py, since the forwarder's end-to-end test runs i
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import AsyncIterator
 
+import msgspec
 import pytest
 
 from energy_platform.core.settings import Settings
-from energy_platform.services import build_services
-from tests.support.admin import run_admin_async
-from tests.support.platform import Platform, platform_settings, with_cluster
-from tests.support.services import running
+from tests.support.platform import (
+    Platform,
+    platform_settings,
+    provisioning_platform,
+    with_cluster,
+)
+from tests.support.rabbitmq import RabbitCluster
 
 
-@pytest.fixture(scope="module")
-async def provisioning_only(settings: Settings, mqtt_url: str) -> AsyncIterator[Platform]:
-    """Provisioning in the test's loop, for tests that run ingest as a process of its own."""
-    s = with_cluster(platform_settings(settings, mqtt_url))
-    user = await run_admin_async(s, "users", "add", f"ingest-{secrets.token_hex(3)}")
-    base = s.cluster.provisioning_url
-    async with running(*build_services("provisioning", s), ready_urls=(base + "/healthz",)):
-        yield Platform(s, "", base, user["token"], user["id"])
+@pytest.fixture(scope="module", params=["mosquitto", "rabbitmq"])
+async def provisioning_only(
+    request: pytest.FixtureRequest, settings: Settings, mqtt_url: str
+) -> AsyncIterator[Platform]:
+    """Provisioning in the test's loop, for tests that run ingest as a process of its own; once
+    with each broker (on RabbitMQ: the session's node, a queue of the module's own)."""
+    s = platform_settings(settings, mqtt_url)
+    if request.param == "rabbitmq":
+        node: RabbitCluster = request.getfixturevalue("rabbitmq")
+        s = msgspec.structs.replace(s, mqtt=node.nodes[0].settings(s.mqtt))
+    async with provisioning_platform(with_cluster(s)) as platform:
+        yield platform

@@ -4,6 +4,7 @@ import asyncio
 import signal
 
 import asyncpg
+import pytest
 
 from energy_platform.devices.simulator import SimulatedHomebase, data_topic, homebase_client
 from tests.support.platform import (
@@ -16,6 +17,9 @@ from tests.support.platform import (
 from tests.support.services import eventually
 
 
+# Mosquitto only: on RabbitMQ the same kill is test_workers.py's (one of two workers), which
+# the suite runs on both brokers; 100,000 points more on RabbitMQ cost about 35 s.
+@pytest.mark.parametrize("provisioning_only", ["mosquitto"], indirect=True)
 async def test_kill_9_while_publishing_loses_and_duplicates_nothing(
     provisioning_only: Platform, database_url: str
 ) -> None:
@@ -44,7 +48,7 @@ async def test_kill_9_while_publishing_loses_and_duplicates_nothing(
             return bool(await conn.fetchval(count, int(feed or 0)) >= n)
 
         publisher = asyncio.create_task(publish_all())
-        await eventually(lambda: stored_at_least(10_000), within=30)
+        await eventually(lambda: stored_at_least(10_000), within=90)
         ingest.send_signal(signal.SIGKILL)
         ingest.wait()
         at_kill = await conn.fetchval(count, int(feed or 0))
@@ -52,7 +56,7 @@ async def test_kill_9_while_publishing_loses_and_duplicates_nothing(
 
         ingest = start_ingest(platform.settings)
         await wait_subscribed(ingest)
-        await eventually(lambda: stored_at_least(100_000), within=60)
+        await eventually(lambda: stored_at_least(100_000), within=120)
         await asyncio.sleep(1)  # anything beyond would be a duplicate or a stray
         final = await conn.fetchval(count, int(feed or 0))
         distinct = await conn.fetchval(
@@ -62,7 +66,7 @@ async def test_kill_9_while_publishing_loses_and_duplicates_nothing(
         )
     finally:
         ingest.terminate()
-        ingest.wait(10)
+        ingest.wait(30)
         await conn.close()
     assert 0 < at_kill < 100_000
     assert final == distinct == 100_000

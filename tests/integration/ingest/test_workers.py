@@ -61,23 +61,23 @@ async def test_two_workers_one_killed_and_restarted_store_every_point_once(
             return int(row[0])
 
         publisher = asyncio.create_task(publish_all())
-        await eventually(lambda: _at_least(stored, 3_000), within=30)
+        await eventually(lambda: _at_least(stored, 3_000), within=90)
         workers[1].send_signal(signal.SIGKILL)
         workers[1].wait()
         at_kill = await stored()
         # The survivor goes on storing while the other is dead.
-        await eventually(lambda: _at_least(stored, at_kill + 2_000), within=30)
+        await eventually(lambda: _at_least(stored, at_kill + 2_000), within=90)
         await publisher  # every message acknowledged by the broker
 
         workers[1] = start_ingest(worker(platform.settings, 2))  # its session, its queue
         await wait_subscribed(workers[1])
-        await eventually(lambda: _at_least(stored, POINTS), within=60)
+        await eventually(lambda: _at_least(stored, POINTS), within=120)
         await asyncio.sleep(1)  # anything beyond would be a duplicate or a stray
         final = await conn.fetchrow(COUNT, int(feed or 0))
     finally:
         for w in workers:
             w.terminate()
-            w.wait(10)
+            w.wait(30)
         await conn.close()
     assert 0 < at_kill < POINTS
     assert final is not None

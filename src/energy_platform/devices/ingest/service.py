@@ -1,9 +1,12 @@
-"""The MQTT ingest service.
+"""The ingest service: homebases' messages from the broker into the database.
 
-A persistent MQTT 5 session (``clean_start`` false) on a shared subscription: the broker keeps
-what arrives while ingest is away, and several workers share the load. Messages are
-acknowledged by hand, only after the transaction holding their points has committed; MQTT's
-Receive Maximum bounds how many unacknowledged messages the broker sends, and so ingest's memory.
+On Mosquitto, a persistent MQTT 5 session (``clean_start`` false) on a shared subscription: the
+broker keeps what arrives while ingest is away, and several workers share the load. On RabbitMQ,
+the workers consume one durable queue over AMQP (:mod:`.amqp`). Either way a message is
+acknowledged only after the transaction holding its points has committed, and the broker sends
+at most ``EP_INGEST_RECEIVE_MAXIMUM`` unacknowledged messages at once (MQTT's Receive Maximum,
+AMQP's prefetch), which bounds ingest's memory. What to do with a message is the broker's
+business of neither: :class:`Pipeline` judges, batches, stores and acknowledges for both.
 """
 
 from __future__ import annotations
@@ -12,12 +15,13 @@ import asyncio
 import re
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from urllib.parse import urlsplit
 
 import aiomqtt
 import asyncpg
 import httpx
+import msgspec
 import structlog
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
@@ -37,7 +41,8 @@ from energy_platform.devices.ingest.routes import RouteTable
 from energy_platform.devices.ingest.store import Accepted, PointStore
 
 log = structlog.get_logger()
-Ack = Callable[[int], None]
+Ack = Callable[[int], Awaitable[None]]
+"""Acknowledges the delivery of that tag (an MQTT packet id, an AMQP delivery tag)."""
 TOPIC = re.compile(r"^homebases/([0-9A-F]{16})/(data|status)$")
 
 BROKER_CONNECTED = Gauge("ep_mqtt_connected", "1 while the ingest service holds its broker session")
@@ -68,6 +73,16 @@ def broker_client(
     )
 
 
+class Delivery(msgspec.Struct, frozen=True):
+    """A message as the broker delivered it, whichever the broker."""
+
+    topic: str
+    """``[prefix]homebases/{SN}/data|status``: the MQTT topic the homebase published to."""
+    payload: bytes
+    tag: int
+    """What acknowledges it (:data:`Ack`)."""
+
+
 class IngestService:
     name = "ingest"
 
@@ -84,13 +99,19 @@ class IngestService:
             async with httpx.AsyncClient(timeout=5.0) as http, asyncio.TaskGroup() as group:
                 keys = KeyStore(ProvisioningClient(self._settings.cluster, http), ingest.cache_size)
                 routes = RouteTable(pool, ingest.route_cache_seconds, ingest.cache_size)
-                pipeline = _Pipeline(self._settings, pool, keys, routes, self._drops)
+                pipeline = Pipeline(self._settings, pool, keys, routes, self._drops)
                 group.create_task(expire_dead_letters(pool, ingest.dead_letter_days, stop))
-                await self._stay_connected(stop, pipeline)
+                if self._settings.mqtt.broker == "rabbitmq":
+                    # Imported here: a Mosquitto cluster never loads the AMQP client.
+                    from energy_platform.devices.ingest.amqp import consume_queue
+
+                    await consume_queue(self._settings, pipeline, stop, self.subscribed)
+                else:
+                    await self._stay_connected(stop, pipeline)
         finally:
             await pool.close()
 
-    async def _stay_connected(self, stop: asyncio.Event, pipeline: _Pipeline) -> None:
+    async def _stay_connected(self, stop: asyncio.Event, pipeline: Pipeline) -> None:
         backoff = Backoff()
         mqtt = self._settings.mqtt
         while not stop.is_set():
@@ -102,7 +123,7 @@ class IngestService:
                     BROKER_CONNECTED.set(1)
                     backoff.reset()
                     log.info("broker connected", url=_public(mqtt.url))
-                    await pipeline.consume(client, stop, self.subscribed)
+                    await self._consume(client, pipeline, stop)
             # A lost connection surfaces from the pipeline's task group as a group.
             except* aiomqtt.MqttError as group:
                 delay = backoff.next_delay()
@@ -112,6 +133,29 @@ class IngestService:
             finally:
                 BROKER_CONNECTED.set(0)
                 self.subscribed.clear()
+
+    async def _consume(
+        self, client: aiomqtt.Client, pipeline: Pipeline, stop: asyncio.Event
+    ) -> None:
+        paho = client._client  # aiomqtt has no manual-ack option of its own (aiomqtt#345)
+        paho.manual_ack_set(True)
+        mqtt = self._settings.mqtt
+        prefix = mqtt.topic_prefix
+        await client.subscribe(f"$share/{mqtt.share_group}/{prefix}homebases/+/data", qos=1)
+        # Retained presence is not delivered on shared subscriptions: every worker reads it all.
+        await client.subscribe(f"{prefix}homebases/+/status", qos=1)
+        log.info("subscribed", share_group=mqtt.share_group)
+        self.subscribed.set()
+
+        async def ack(mid: int) -> None:
+            paho.ack(mid, 1)
+
+        async def deliveries() -> AsyncIterator[Delivery]:
+            async for message in client.messages:
+                payload = message.payload if isinstance(message.payload, bytes) else b""
+                yield Delivery(message.topic.value, payload, message.mid)
+
+        await pipeline.run(deliveries(), ack, stop)
 
 
 async def expire_dead_letters(pool: asyncpg.Pool, days: int, stop: asyncio.Event) -> None:
@@ -134,8 +178,9 @@ class _Held(Exception):
 Item = Accepted | DeadLetter
 
 
-class _Pipeline:
-    """Receive (decrypt, validate) and write (batch, commit, acknowledge) as two tasks.
+class Pipeline:
+    """Receive (decrypt, validate) and write (batch, commit, acknowledge) as two tasks, for
+    deliveries from either broker.
 
     A message that meets a fault outside itself is held, with every later message of its SN,
     in that SN's lane, retried with backoff, while other homebases' messages go on.
@@ -150,38 +195,26 @@ class _Pipeline:
         drops: Drops,
     ) -> None:
         self._settings = settings.ingest
-        self._share_group = settings.mqtt.share_group
         self._topic_prefix = settings.mqtt.topic_prefix
         self._pool = pool
         self._keys = keys
         self._routes = routes
         self._drops = drops
         self._store = PointStore(pool)
-        self._held: dict[str, deque[aiomqtt.Message]] = {}
+        self._held: dict[str, deque[Delivery]] = {}
         self._lanes: list[asyncio.Task[None]] = []
 
-    async def consume(
-        self, client: aiomqtt.Client, stop: asyncio.Event, subscribed: asyncio.Event
-    ) -> None:
-        paho = client._client  # aiomqtt has no manual-ack option of its own (aiomqtt#345)
-        paho.manual_ack_set(True)
-        prefix = self._topic_prefix
-        await client.subscribe(f"$share/{self._share_group}/{prefix}homebases/+/data", qos=1)
-        # Retained presence is not delivered on shared subscriptions: every worker reads it all.
-        await client.subscribe(f"{prefix}homebases/+/status", qos=1)
-        log.info("subscribed", share_group=self._share_group)
-        subscribed.set()
+    async def run(self, deliveries: AsyncIterator[Delivery], ack: Ack, stop: asyncio.Event) -> None:
+        """Handle ``deliveries`` until ``stop`` or until they fail (a lost connection: what
+        is unacknowledged then is the broker's to send again)."""
         queue: asyncio.Queue[tuple[Item, int]] = asyncio.Queue()
         # A new session: the broker sends the unacknowledged (held) ones again.
         self._held.clear()
         self._lanes.clear()
 
-        def ack(mid: int) -> None:
-            paho.ack(mid, 1)
-
         async with asyncio.TaskGroup() as group:
             receiving = group.create_task(
-                self._receive(client, queue, ack, group), name="ingest-receive"
+                self._receive(deliveries, queue, ack, group), name="ingest-receive"
             )
             writing = group.create_task(self._write(queue, ack), name="ingest-write")
             stopping = group.create_task(stop.wait(), name="ingest-stop")
@@ -196,12 +229,12 @@ class _Pipeline:
 
     async def _receive(
         self,
-        client: aiomqtt.Client,
+        deliveries: AsyncIterator[Delivery],
         queue: asyncio.Queue[tuple[Item, int]],
         ack: Ack,
         group: asyncio.TaskGroup,
     ) -> None:
-        async for message in client.messages:
+        async for message in deliveries:
             sn = self._sn(message)
             lane = self._held.get(sn) if sn is not None else None
             if lane is not None:
@@ -215,8 +248,8 @@ class _Pipeline:
             elif sn is None:
                 await self._handle(message, queue, ack)
 
-    def _sn(self, message: aiomqtt.Message) -> str | None:
-        topic = TOPIC.match(message.topic.value.removeprefix(self._topic_prefix))
+    def _sn(self, message: Delivery) -> str | None:
+        topic = TOPIC.match(message.topic.removeprefix(self._topic_prefix))
         return None if topic is None else topic.group(1)
 
     async def _retry_held(self, sn: str, queue: asyncio.Queue[tuple[Item, int]], ack: Ack) -> None:
@@ -230,7 +263,7 @@ class _Pipeline:
         del self._held[sn]
 
     async def _handle(
-        self, message: aiomqtt.Message, queue: asyncio.Queue[tuple[Item, int]], ack: Ack
+        self, message: Delivery, queue: asyncio.Queue[tuple[Item, int]], ack: Ack
     ) -> bool:
         """Judge ``message`` and pass it on; False when a fault outside it holds it."""
         try:
@@ -239,16 +272,15 @@ class _Pipeline:
             log.warning("message held; retrying", sn=self._sn(message), error=str(e))
             return False
         if item is None:
-            ack(message.mid)
+            await ack(message.tag)
         else:
-            await queue.put((item, message.mid))
+            await queue.put((item, message.tag))
         return True
 
-    async def _judge(self, message: aiomqtt.Message) -> Item | None:
+    async def _judge(self, message: Delivery) -> Item | None:
         """What to store for ``message``: its points, its dead letter, or nothing at all."""
-        full_topic = message.topic.value
-        topic = full_topic.removeprefix(self._topic_prefix)
-        payload = message.payload if isinstance(message.payload, bytes) else b""
+        topic = message.topic.removeprefix(self._topic_prefix)
+        payload = message.payload
         match = TOPIC.match(topic)
         if match is None:
             return self._dead(None, topic, "bad_topic", "not homebases/{SN}/data|status", payload)
@@ -338,8 +370,8 @@ class _Pipeline:
                 except TimeoutError:
                     break
             count = await store_until_done(self._store, [i for i, _ in batch], self._drops)
-            for _, mid in batch:
-                ack(mid)
+            for _, tag in batch:
+                await ack(tag)
                 queue.task_done()
             MESSAGES.labels("stored").inc(sum(isinstance(i, Accepted) for i, _ in batch))
             READINGS.inc(count)

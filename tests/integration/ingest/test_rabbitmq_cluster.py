@@ -1,0 +1,105 @@
+"""A broker on more than one node (docs/scaling.md#the-broker): three RabbitMQ nodes on loopback,
+one quorum ingest queue replicated on all three. The node that leads the queue is SIGKILLed
+while a homebase publishes: every point it was acknowledged is stored, none twice, and the
+platform goes on with the remaining two. The most expensive test of the suite's brokers (three
+nodes start in about half a minute here), so it is the only one on a cluster."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import aiomqtt
+import asyncpg
+import msgspec
+import pytest
+
+from energy_platform.core.settings import Settings
+from energy_platform.devices.ingest.service import IngestService
+from energy_platform.devices.simulator import SimulatedHomebase, data_topic, homebase_client
+from tests.support.platform import (
+    messages,
+    paired_homebase,
+    platform_settings,
+    provisioning_platform,
+    with_cluster,
+)
+from tests.support.rabbitmq import RabbitCluster
+from tests.support.services import eventually, running
+
+BATCHES = 400  # of 50 points: 20,000
+COUNT = (
+    "SELECT count(*), count(DISTINCT (p.stream_id, p.ts)) FROM cluster.raw_points p"
+    " JOIN cluster.streams s ON s.id = p.stream_id WHERE s.feed_id = $1"
+)
+
+
+async def test_a_homebase_publishing_while_the_queue_leader_is_sigkilled_loses_nothing(
+    settings: Settings,
+    mqtt_url: str,
+    db: asyncpg.Connection,
+    record_property: pytest.RecordProperty,
+) -> None:
+    cluster = RabbitCluster(3)
+    await asyncio.to_thread(cluster.__enter__)
+    try:
+        record_property("cluster_started_seconds", round(cluster.started_in, 1))
+        print(f"three rabbitmq nodes clustered in {cluster.started_in:.1f} s")
+        a, _, c = cluster.nodes
+        # The homebase and ingest on node a; the accounts (and so the queue's declaration, and
+        # its leader: RabbitMQ puts it on the declaring node) on node c, the one to kill.
+        s = platform_settings(settings, mqtt_url)
+        mqtt = msgspec.structs.replace(a.settings(s.mqtt), accounts_url=c.api)
+        s = with_cluster(msgspec.structs.replace(s, mqtt=mqtt))
+        async with provisioning_platform(s) as platform:
+            sn, secret, feed = await paired_homebase(platform)
+            queue = c.queue(s.mqtt.share_group)
+            assert queue["leader"] == c.name
+            assert set(queue["members"]) == {n.name for n in cluster.nodes}  # type: ignore[call-overload]
+            payloads = messages(SimulatedHomebase(sn, secret), BATCHES)
+
+            ingest = IngestService(s)
+            async with running(ingest):
+                await asyncio.wait_for(ingest.subscribed.wait(), 60)
+                acknowledged = 0
+
+                async def publish_all() -> None:
+                    """As a homebase does: what was not acknowledged is sent again."""
+                    nonlocal acknowledged
+                    topic = data_topic(sn, s.mqtt.topic_prefix)
+                    while acknowledged < len(payloads):
+                        try:
+                            async with homebase_client(s.mqtt, sn, secret, will=False) as client:
+                                while acknowledged < len(payloads):
+                                    await client.publish(
+                                        topic, payloads[acknowledged], qos=1, timeout=30
+                                    )
+                                    acknowledged += 1
+                                    if acknowledged % 20 == 0:
+                                        await asyncio.sleep(0.05)  # the kill lands mid-stream
+                        except aiomqtt.MqttError:
+                            await asyncio.sleep(0.5)
+
+                publisher = asyncio.create_task(publish_all())
+                await eventually(lambda: acknowledged >= BATCHES // 4, within=60)
+                c.kill()
+                killed_at = acknowledged
+                began = time.monotonic()
+                await asyncio.wait_for(publisher, 120)
+                after_kill = time.monotonic() - began
+                owed = len(payloads) * 50
+
+                async def all_stored() -> bool:
+                    total, _ = await db.fetchrow(COUNT, int(feed or 0))
+                    return bool(total >= owed)
+
+                await eventually(all_stored, within=60)
+                await asyncio.sleep(1)  # anything beyond would be a duplicate or a stray
+                total, distinct = await db.fetchrow(COUNT, int(feed or 0))
+            survivor = a.queue(s.mqtt.share_group)
+    finally:
+        await asyncio.to_thread(cluster.__exit__)
+    print(f"killed the leader after {killed_at} batches; the rest took {after_kill:.1f} s")
+    assert 0 < killed_at < BATCHES
+    assert (total, distinct) == (owed, owed)
+    assert survivor["leader"] in {n.name for n in cluster.nodes[:2]}  # a new leader of two

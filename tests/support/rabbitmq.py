@@ -1,0 +1,236 @@
+"""RabbitMQ nodes of a test's or benchmark's own: Debian's ``rabbitmq-server`` started as this
+process's children on loopback, each with free ports, a temporary data directory and a shared
+Erlang cookie, beside an ``epmd`` of their own (on a free port, so that nothing is left behind
+and nothing of the machine's is touched). ``kill()`` is SIGKILL of the node's whole process
+group; ``start()`` again keeps its data directory."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from types import TracebackType
+
+import httpx
+import msgspec
+
+from energy_platform.core.settings import MqttSettings
+from tests.support.services import free_port
+
+SERVER = Path("/usr/lib/rabbitmq/bin/rabbitmq-server")
+"""The server itself: Debian's /usr/sbin wrapper would switch to the rabbitmq user."""
+USER = "admin"
+START_SECONDS = 90.0
+
+
+def available() -> bool:
+    return SERVER.exists() and shutil.which("epmd") is not None
+
+
+class Epmd:
+    """Erlang's port mapper on a free port, for the nodes started with its ``env``."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        epmd = shutil.which("epmd") or "epmd"
+        self._process = subprocess.Popen(
+            [epmd, "-port", str(self.port)], start_new_session=True, stderr=subprocess.DEVNULL
+        )
+
+    def stop(self) -> None:
+        self._process.kill()
+        self._process.wait()
+
+
+class RabbitNode:
+    """One node; ``peers`` names every node of its cluster (itself included) to form one."""
+
+    def __init__(
+        self, root: Path, name: str, epmd: Epmd, cookie: str, password: str, peers: Sequence[str]
+    ) -> None:
+        self.name = name
+        self.amqp_port, self.mqtt_port, self.http_port = free_port(), free_port(), free_port()
+        self.dist_port = free_port()
+        self.password = password
+        self._dir = root / name.partition("@")[0]
+        home = self._dir / "home"
+        home.mkdir(parents=True)
+        (home / ".erlang.cookie").write_text(cookie)
+        (home / ".erlang.cookie").chmod(0o400)
+        (self._dir / "enabled_plugins").write_text("[rabbitmq_mqtt,rabbitmq_management].\n")
+        (self._dir / "empty.conf").write_text("")
+        peer_lines = "".join(
+            f"cluster_formation.classic_config.nodes.{i} = {peer}\n"
+            for i, peer in enumerate(peers, 1)
+        )
+        (self._dir / "rabbitmq.conf").write_text(
+            f"""listeners.tcp.default = 127.0.0.1:{self.amqp_port}
+mqtt.listeners.tcp.default = 127.0.0.1:{self.mqtt_port}
+mqtt.allow_anonymous = false
+management.tcp.ip = 127.0.0.1
+management.tcp.port = {self.http_port}
+loopback_users = none
+default_user = {USER}
+default_pass = {password}
+default_user_tags.administrator = true
+log.console = false
+log.file.level = warning
+cluster_formation.peer_discovery_backend = classic_config
+{peer_lines}"""
+        )
+        self._env = {
+            **os.environ,
+            "HOME": str(home),
+            "ERL_EPMD_PORT": str(epmd.port),
+            "RABBITMQ_NODENAME": name,
+            "RABBITMQ_NODE_PORT": str(self.amqp_port),
+            "RABBITMQ_DIST_PORT": str(self.dist_port),
+            "RABBITMQ_MNESIA_BASE": str(self._dir / "mnesia"),
+            "RABBITMQ_LOG_BASE": str(self._dir / "log"),
+            "RABBITMQ_CONFIG_FILE": str(self._dir / "rabbitmq"),
+            "RABBITMQ_ADVANCED_CONFIG_FILE": str(self._dir / "advanced.config"),
+            "RABBITMQ_CONF_ENV_FILE": str(self._dir / "empty.conf"),
+            "RABBITMQ_ENABLED_PLUGINS_FILE": str(self._dir / "enabled_plugins"),
+            "RABBITMQ_PLUGINS_EXPAND_DIR": str(self._dir / "plugins"),
+            "RABBITMQ_PID_FILE": str(self._dir / "pid"),
+        }
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def api(self) -> str:
+        return f"http://{USER}:{self.password}@127.0.0.1:{self.http_port}"
+
+    def start(self) -> None:
+        """Start the node without waiting for it (``wait_ready``)."""
+        self._process = subprocess.Popen(
+            [str(SERVER)],
+            env=self._env,
+            start_new_session=True,  # its own group: kill() takes beam and its helpers
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+
+    def wait_ready(self, timeout: float = START_SECONDS) -> None:
+        """Until the node takes MQTT and AMQP connections (MQTT opens last)."""
+        deadline = time.monotonic() + timeout
+        for port in (self.amqp_port, self.mqtt_port):
+            while True:
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                    break
+                except OSError:
+                    if self._process is None or self._process.poll() is not None:
+                        raise RuntimeError(f"{self.name} exited: {self.log()}") from None
+                    if time.monotonic() > deadline:
+                        raise RuntimeError(f"{self.name} not ready in {timeout} s") from None
+                    time.sleep(0.1)
+
+    def kill(self) -> None:
+        """SIGKILL of the node: nothing flushed, as after a power cut or the OOM killer."""
+        if self._process is not None:
+            os.killpg(self._process.pid, signal.SIGKILL)
+            self._process.wait()
+            self._process = None
+
+    def pids(self) -> list[int]:
+        """The node's processes (beam and its helpers: its process group), while it runs."""
+        if self._process is None:
+            return []
+        group = self._process.pid
+        found = []
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rpartition(")")[2].split()
+            except OSError:
+                continue  # gone meanwhile
+            if int(fields[2]) == group:  # pgrp, the 5th field of /proc/PID/stat
+                found.append(int(stat.parent.name))
+        return found
+
+    def log(self) -> str:
+        logs = sorted((self._dir / "log").glob("*.log"))
+        return "\n".join(p.read_text()[-3000:] for p in logs)
+
+    def queue(self, name: str, vhost: str = "/") -> dict[str, object]:
+        """The management API's view of a queue (messages, leader, members...)."""
+        path = f"/api/queues/{vhost.replace('/', '%2F')}/{name}"
+        response = httpx.get(
+            f"http://127.0.0.1:{self.http_port}{path}", auth=(USER, self.password), timeout=10
+        )
+        response.raise_for_status()
+        return msgspec.json.decode(response.content, type=dict[str, object])
+
+    def settings(self, base: MqttSettings) -> MqttSettings:
+        """``base`` (share group, prefix, client id) on this node, as its administrator."""
+        return msgspec.structs.replace(
+            base,
+            broker="rabbitmq",
+            url=f"mqtt://127.0.0.1:{self.mqtt_port}",
+            amqp_url=f"amqp://{USER}:{self.password}@127.0.0.1:{self.amqp_port}/",
+            accounts_url=self.api,
+        )
+
+
+class RabbitCluster:
+    """``size`` nodes forming one cluster (one node: a plain broker); a context manager that
+    leaves no process and no file behind."""
+
+    def __init__(self, size: int = 1) -> None:
+        self._root = Path(tempfile.mkdtemp(prefix="ep-rabbitmq-"))
+        self._epmd = Epmd()
+        tag = secrets.token_hex(3)
+        names = [f"ep-{tag}-{i}@localhost" for i in range(size)]
+        cookie, password = secrets.token_hex(16).upper(), secrets.token_hex(8)
+        self.nodes = [
+            RabbitNode(self._root, name, self._epmd, cookie, password, names) for name in names
+        ]
+        self.started_in = 0.0
+        """Seconds from the first start until every node was ready."""
+
+    def __enter__(self) -> RabbitCluster:
+        began = time.monotonic()
+        try:
+            for node in self.nodes:
+                node.start()
+            for node in self.nodes:
+                node.wait_ready()
+            if len(self.nodes) > 1:
+                self._wait_clustered()
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        self.started_in = time.monotonic() - began
+        return self
+
+    def _wait_clustered(self) -> None:
+        node = self.nodes[0]
+        deadline = time.monotonic() + START_SECONDS
+        while time.monotonic() < deadline:
+            response = httpx.get(
+                f"http://127.0.0.1:{node.http_port}/api/nodes",
+                auth=(USER, node.password),
+                timeout=10,
+            )
+            running = [n for n in response.json() if n.get("running")]
+            if len(running) == len(self.nodes):
+                return
+            time.sleep(0.2)
+        raise RuntimeError("the nodes did not form one cluster")
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None = None,
+        value: BaseException | None = None,
+        traceback: TracebackType | None = None,
+    ) -> None:
+        for node in self.nodes:
+            node.kill()
+        self._epmd.stop()
+        shutil.rmtree(self._root, ignore_errors=True)
