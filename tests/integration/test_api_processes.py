@@ -10,8 +10,8 @@ import time
 import httpx
 
 from energy_platform.core.settings import Settings
-from tests.support.admin import run_admin
-from tests.support.platform import CLI, serve_env
+from tests.support.admin import CLI, run_admin
+from tests.support.platform import serve_env
 
 
 def start_api(settings: Settings, *, reuse_port: bool) -> subprocess.Popen[bytes]:

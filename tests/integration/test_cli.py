@@ -3,7 +3,7 @@ import os
 import subprocess
 
 from energy_platform.core.settings import unknown_variables
-from tests.support.platform import CLI
+from tests.support.admin import CLI
 
 
 def run(*args: str, **env: str) -> subprocess.CompletedProcess[str]:

@@ -10,7 +10,7 @@ import time
 import httpx
 import pytest
 
-from tests.support.platform import CLI
+from tests.support.admin import CLI
 from tests.support.services import free_port
 
 

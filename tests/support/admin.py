@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import subprocess
+import sys
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 from energy_platform import cli
 from energy_platform.core.console import run_command
 from energy_platform.core.settings import Settings
+
+CLI = str(Path(sys.executable).with_name("energy-platform"))
+"""The ``energy-platform`` command of this virtualenv."""
 
 
 def run_admin(settings: Settings, group: str, *args: str) -> Any:
@@ -27,3 +35,21 @@ def run_admin(settings: Settings, group: str, *args: str) -> Any:
 async def run_admin_async(settings: Settings, group: str, *args: str) -> Any:
     """``run_admin`` from inside an event loop (some commands run their own loop)."""
     return await asyncio.to_thread(run_admin, settings, group, *args)
+
+
+def admin_process(database_url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """``energy-platform admin ARGS...`` as an operator runs it, in a process of its own on
+    ``database_url``: its exit status, stdout and stderr, to assert on."""
+    return subprocess.run(
+        [CLI, "admin", *args],
+        env={**os.environ, "EP_DATABASE_URL": database_url},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def answer(result: subprocess.CompletedProcess[str]) -> Any:
+    """The JSON answer of a command that succeeded (else its stderr in the failure)."""
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)

@@ -9,12 +9,10 @@ import os
 import secrets
 import socket
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any, Literal
 
 import httpx
@@ -38,12 +36,9 @@ from energy_platform.devices.simulator import (
     status_topic,
 )
 from energy_platform.services import build_services
-from tests.support.admin import run_admin_async
+from tests.support.admin import CLI, run_admin_async
 from tests.support.provisioning import add_cluster, add_homebase
 from tests.support.services import free_port, running
-
-CLI = str(Path(sys.executable).with_name("energy-platform"))
-"""The ``energy-platform`` command of this virtualenv."""
 
 
 class Platform(msgspec.Struct, frozen=True):

@@ -1,30 +1,17 @@
 """The admin commands as an operator runs them, checked through the API a user reads."""
 
 import json
-import os
 import secrets
 import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import httpx
 import psycopg
 import pytest
 
+from tests.support.admin import admin_process as admin
+from tests.support.admin import answer as ok
 from tests.support.data import World
-
-CLI = str(Path(sys.executable).with_name("energy-platform"))
-
-
-def admin(database_url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [CLI, "admin", *args],
-        env={**os.environ, "EP_DATABASE_URL": database_url},
-        capture_output=True,
-        text=True,
-        check=False,
-    )
 
 
 def add_feed(
@@ -58,11 +45,6 @@ def snapshot(database_url: str) -> list[tuple[Any, ...]]:
             " UNION ALL SELECT s.stream_id, '', s.title, s.medium, s.validity::text"
             " FROM cluster.stream_configs s ORDER BY 1, 5"
         ).fetchall()
-
-
-def ok(result: subprocess.CompletedProcess[str]) -> Any:
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout)
 
 
 async def test_a_new_users_token_reads_the_feed_the_operator_added(

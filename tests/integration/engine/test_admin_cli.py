@@ -1,33 +1,11 @@
 """`energy-platform admin tariffs ...` and `admin reprocess ...`."""
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-from typing import Any
-
 import pytest
 
+from tests.support.admin import admin_process as admin
+from tests.support.admin import answer
 from tests.support.data import T0
 from tests.support.engine import NewFeed, process
-
-CLI = str(Path(sys.executable).with_name("energy-platform"))
-
-
-def admin(database_url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [CLI, "admin", *args],
-        env={**os.environ, "EP_DATABASE_URL": database_url},
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-
-
-def answer(result: subprocess.CompletedProcess[str]) -> Any:
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout)
 
 
 async def test_tariffs_are_set_flat_or_by_time_of_use_from_an_instant_and_listed(

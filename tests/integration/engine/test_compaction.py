@@ -11,7 +11,6 @@ import os
 import signal
 import sys
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import asyncpg
 import pytest
@@ -24,10 +23,10 @@ from energy_platform.core.settings import (
 )
 from energy_platform.engine.compaction import compact
 from energy_platform.engine.retention import enforce
-from tests.support.admin import run_admin_async
+from tests.support.admin import CLI, run_admin_async
 
 SETTINGS = CompactionSettings(after_days=7)
-CLI = str(Path(sys.executable).with_name("energy-platform"))
+
 # Every point of every stream, bit for bit: times in microseconds, values as their 8 bytes.
 ALL_POINTS = """
 SELECT s.id, extract(epoch FROM p.ts) * 1000000 AS us, float8send(p.value) AS bits

@@ -6,14 +6,13 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 import asyncpg
 
 from energy_platform.core.settings import Settings
+from tests.support.admin import CLI
 from tests.support.forwarder import (
     LOOPBACK,
     NewCustomer,
@@ -28,7 +27,6 @@ from tests.support.forwarder import (
 from tests.support.provisioning import new_sn
 from tests.support.services import eventually, free_port
 
-CLI = str(Path(sys.executable).with_name("energy-platform"))
 GAS = (1, 5, 7, None, None)
 
 

@@ -11,8 +11,7 @@ import psycopg
 import pytest
 
 from energy_platform.core.settings import Settings
-from tests.support.admin import run_admin
-from tests.support.platform import CLI
+from tests.support.admin import CLI, run_admin
 from tests.support.provisioning import new_sn
 
 
