@@ -41,7 +41,9 @@ format: python
 	$(VENV)/ruff format $(PYTHON_FILES)
 	$(VENV)/ruff check --fix $(PYTHON_FILES)
 
+# The broker benchmarks start RabbitMQ nodes of their own, as the tests do (--for-tests).
 bench: setup
+	@scripts/install-system.sh --for-tests
 	@scripts/bench.sh $(if $(FULL),--full,)
 
 # Stops the private stack and deletes its data (database, broker state, chosen ports).

@@ -10,8 +10,9 @@ import asyncio
 import contextlib
 import re
 import secrets
+import socket
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 import aio_pika
@@ -104,6 +105,34 @@ async def test_what_a_homebase_sends_before_any_ingest_ran_is_kept_for_it(
     assert queue["durable"] is True
     assert queue["auto_delete"] is False
     assert queue["arguments"] == {"x-queue-type": "quorum"}  # no x-expires, no TTL
+
+
+async def test_a_homebase_that_drops_off_is_offline_by_its_last_will(
+    rabbit_platform: Platform, db: asyncpg.Connection
+) -> None:
+    platform = own_queue(rabbit_platform)
+    s = platform.settings
+    sn, secret, _ = await paired_homebase(platform)
+
+    async def online() -> bool | None:
+        found = await db.fetchval(
+            "SELECT online FROM cluster.homebase_presence WHERE homebase_sn = $1", sn
+        )
+        return None if found is None else bool(found)
+
+    async with ingesting(s):
+        with contextlib.suppress(aiomqtt.MqttError):
+            async with homebase_client(s.mqtt, sn, secret) as client:  # will: offline
+                topic = status_topic(sn, s.mqtt.topic_prefix)
+                await client.publish(topic, b"online", qos=1, retain=True)
+                await eventually(lambda: _is(online, True))
+                # The connection dies without a DISCONNECT, as when power or the network fails.
+                client._client.socket().shutdown(socket.SHUT_RDWR)
+        await eventually(lambda: _is(online, False), within=15)
+
+
+async def _is(value: Callable[[], Awaitable[bool | None]], expected: bool) -> bool:
+    return await value() is expected
 
 
 async def test_a_homebase_publishes_its_own_topics_and_no_other_serial_numbers(

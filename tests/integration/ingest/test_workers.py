@@ -1,6 +1,6 @@
-"""Several ingest processes on one shared subscription (docs/scaling.md): SIGKILL one while a
-homebase publishes 20,000 points, start it again as an orchestrator would, and every point is
-stored exactly once."""
+"""Several ingest processes on one shared subscription (Mosquitto) or one queue (RabbitMQ)
+(docs/scaling.md): SIGKILL one while a homebase publishes 20,000 points, start it again as an
+orchestrator would, and every point is stored exactly once."""
 
 import asyncio
 import signal

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from urllib.parse import urlsplit
 
 import aio_pika
 import aiormq
@@ -55,6 +56,10 @@ async def consume_queue(
                 queue = await declare_ingest_queue(channel, mqtt)
                 BROKER_CONNECTED.set(1)
                 backoff.reset()
+                url = urlsplit(mqtt.amqp_url)  # logged without its account
+                log.info(
+                    "broker connected", url=f"{url.scheme}://{url.hostname}:{url.port or 5672}"
+                )
                 await _consume(queue, channel, pipeline, stop, subscribed)
         # A lost connection surfaces from the pipeline's task group as a group.
         except* (ConnectionLost, aiormq.exceptions.AMQPError, OSError, TimeoutError) as group:

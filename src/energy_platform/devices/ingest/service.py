@@ -5,8 +5,8 @@ broker keeps what arrives while ingest is away, and several workers share the lo
 the workers consume one durable queue over AMQP (:mod:`.amqp`). Either way a message is
 acknowledged only after the transaction holding its points has committed, and the broker sends
 at most ``EP_INGEST_RECEIVE_MAXIMUM`` unacknowledged messages at once (MQTT's Receive Maximum,
-AMQP's prefetch), which bounds ingest's memory. What to do with a message is the broker's
-business of neither: :class:`Pipeline` judges, batches, stores and acknowledges for both.
+AMQP's prefetch), which bounds ingest's memory. What becomes of a message does not depend on
+the broker: one :class:`Pipeline` judges, batches, stores and acknowledges for both.
 """
 
 from __future__ import annotations
