@@ -5,16 +5,18 @@ and homebases paired and publishing as real ones do."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import secrets
 import socket
 import subprocess
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any, Literal
 
+import aiomqtt
 import httpx
 import msgspec
 
@@ -236,3 +238,20 @@ def messages(homebase: SimulatedHomebase, count: int = MESSAGES) -> list[bytes]:
             records.append(HomebaseRecord(4, t, 5, 2, 2, {"7": t / 1000, "5": 21.5}))
         out.append(homebase.encrypt(records))
     return out
+
+
+async def publish_killing(
+    s: Settings, sn: str, secret: bytes, burst: list[bytes], kill: Callable[[], None], at: int
+) -> int:
+    """Publish ``burst`` as homebase ``sn``, as fast as the broker acknowledges, and call
+    ``kill`` once ``at`` messages are acknowledged; the number the broker acknowledged."""
+    acknowledged = 0
+    with contextlib.suppress(aiomqtt.MqttError):
+        async with homebase_client(s.mqtt, sn, secret, will=False) as client:
+            for payload in burst:
+                # A publish caught by the kill would wait for its PUBACK for ever.
+                await client.publish(data_topic(sn, s.mqtt.topic_prefix), payload, qos=1, timeout=5)
+                acknowledged += 1
+                if acknowledged == at:
+                    kill()
+    return acknowledged

@@ -8,12 +8,10 @@ what a burst loses, and check that ingest comes back on its own."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-import aiomqtt
 import asyncpg
 import msgspec
 import pytest
@@ -29,6 +27,7 @@ from tests.support.platform import (
     messages,
     paired_homebase,
     platform_settings,
+    publish_killing,
     with_cluster,
 )
 from tests.support.services import eventually, running, with_port
@@ -123,17 +122,8 @@ async def test_a_burst_cut_by_sigkill_reports_its_loss_and_ingest_comes_back(
     sn, secret, feed = await paired_homebase(platform)
     homebase = SimulatedHomebase(sn, secret)
     burst = messages(homebase, 400)
-    acknowledged = 0
     async with ingesting(s) as ingest:
-        with contextlib.suppress(aiomqtt.MqttError):
-            async with homebase_client(s.mqtt, sn, secret, will=False) as client:
-                for payload in burst:  # as fast as the broker acknowledges
-                    # A publish caught by the kill would wait for its PUBACK for ever.
-                    topic = data_topic(sn, s.mqtt.topic_prefix)
-                    await client.publish(topic, payload, qos=1, timeout=5)
-                    acknowledged += 1
-                    if acknowledged == 200:
-                        broker.kill()
+        acknowledged = await publish_killing(s, sn, secret, burst, broker.kill, at=200)
         await eventually(lambda: not ingest.subscribed.is_set(), 10)  # it saw the broker go
         broker.start()
         # Ingest reconnects on its own (a writer that outlived its connection once stalled it

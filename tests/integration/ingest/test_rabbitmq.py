@@ -32,7 +32,7 @@ from energy_platform.devices.simulator import (
     homebase_client,
     status_topic,
 )
-from tests.support.platform import Platform, messages, paired_homebase, publish_as
+from tests.support.platform import Platform, messages, paired_homebase, publish_as, publish_killing
 from tests.support.rabbitmq import RabbitCluster
 from tests.support.services import eventually, running
 
@@ -203,16 +203,8 @@ async def test_broker_sigkill_mid_burst_loses_nothing_it_acknowledged(
     sn, secret, feed = await paired_homebase(platform)
     homebase = SimulatedHomebase(sn, secret)
     burst = messages(homebase, 400)
-    acknowledged = 0
     async with ingesting(s) as ingest:
-        with contextlib.suppress(aiomqtt.MqttError):
-            async with homebase_client(s.mqtt, sn, secret, will=False) as client:
-                for payload in burst:  # as fast as the broker acknowledges
-                    topic = data_topic(sn, s.mqtt.topic_prefix)
-                    await client.publish(topic, payload, qos=1, timeout=5)
-                    acknowledged += 1
-                    if acknowledged == 200:
-                        node.kill()
+        acknowledged = await publish_killing(s, sn, secret, burst, node.kill, at=200)
         await eventually(lambda: not ingest.subscribed.is_set(), 10)  # it saw the broker go
         began = time.monotonic()
         node.start()
