@@ -165,18 +165,6 @@ async def test_ingest_silent_goes_pending_when_ingest_stops_consuming(
 
             await eventually(quiet, within=20)
 
-            print(
-                "before stop",
-                await _query(prometheus_url, "ep_ingest_last_stored_age_seconds"),
-                await _query(prometheus_url, "ep_homebases_paired"),
-                await _query(prometheus_url, "ep_ingest_points_total"),
-            )
-            import asyncpg
-
-            c = await asyncpg.connect(s.database.url)
-            print(await c.fetch("select * from cluster.homebase_presence"))
-            print(await c.fetch("select count(*) from cluster.raw_points"))
-            print(await c.fetch("select cause, count(*) from cluster.dead_letters group by 1"))
             os.kill(ingest.pid, signal.SIGSTOP)
             stopped = time.monotonic()
 
