@@ -9,12 +9,14 @@ import asyncio
 from collections.abc import AsyncIterator
 
 import asyncpg
+import httpx
 import msgspec
 import pytest
 
 from energy_platform.api.data import app as data
 from energy_platform.api.server import HttpService
 from energy_platform.engine.housekeeping import Housekeeping
+from energy_platform.services import build_services
 from energy_platform.settings import DatabaseSettings, Settings
 from tests.support.scrape import scrape, value
 from tests.support.services import eventually, free_port, running
@@ -151,3 +153,18 @@ async def test_housekeeping_counts_rounds_by_outcome_and_consecutive_failures(
     assert ok is not None
     assert ok >= 1
     assert value(samples, "ep_housekeeping_last_success_timestamp_seconds", **labels)
+
+
+async def test_engine_alone_serves_its_metrics_on_the_metrics_port(settings: Settings) -> None:
+    port = free_port()
+    s = msgspec.structs.replace(
+        settings, http=msgspec.structs.replace(settings.http, metrics_port=port)
+    )
+    assert "metrics" not in [x.name for x in build_services(["api", "engine"], s)]
+    (metrics,) = [x for x in build_services(["engine"], s) if x.name == "metrics"]
+    url = f"http://127.0.0.1:{port}"
+    async with running(metrics, ready_urls=(url + "/healthz",)):
+        samples = await scrape(url)
+        async with httpx.AsyncClient() as http:
+            assert (await http.get(url + "/readyz")).status_code == 200
+    assert value(samples, "ep_database_up") == 1
