@@ -18,7 +18,7 @@ from energy_platform.api.server import HttpService
 from energy_platform.engine.housekeeping import Housekeeping
 from energy_platform.services import build_services
 from energy_platform.settings import DatabaseSettings, Settings
-from tests.support.scrape import scrape, value
+from tests.support.scrape import promtool_problems, scrape, value
 from tests.support.services import eventually, free_port, running
 
 
@@ -149,6 +149,7 @@ async def test_housekeeping_counts_rounds_by_outcome_and_consecutive_failures(
 
         await eventually(succeeded)
     samples = await scrape(api)
+    assert await promtool_problems(api) == ""  # with the housekeeping families in it
     ok = value(samples, "ep_housekeeping_rounds_total", outcome="ok", **labels)
     assert ok is not None
     assert ok >= 1
