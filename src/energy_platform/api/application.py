@@ -17,9 +17,10 @@ from energy_platform.api.metrics import http_metrics
 from energy_platform.api.openapi import Authentication, document_problems
 from energy_platform.api.problems import EXCEPTION_HANDLERS
 from energy_platform.api.schema_page import schema_assets, schema_page
-from energy_platform.api.watch import Watch, metrics_controller
+from energy_platform.api.watch import metrics_controller
 from energy_platform.db.backups import backup_age
 from energy_platform.db.pool import create_pool
+from energy_platform.gauges import Watch
 from energy_platform.settings import Settings
 
 

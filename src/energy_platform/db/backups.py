@@ -1,4 +1,4 @@
-"""Scrape-time gauge of the last successful backup (``api/watch.py``), from the rows that
+"""Scrape-time gauge of the last successful backup (``gauges.py``), from the rows that
 deploy/pgbackrest/backup.sh adds to ``public.backups`` once pgBackRest has finished."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import math
 
 from prometheus_client.core import GaugeMetricFamily
 
-from energy_platform.api.watch import gauge
 from energy_platform.db.pool import Connection
+from energy_platform.gauges import gauge
 
 LAST = "SELECT extract(epoch FROM now() - max(finished_at)) FROM public.backups"
 

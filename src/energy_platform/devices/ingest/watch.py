@@ -1,4 +1,4 @@
-"""Scrape-time gauges of ingest (``api/watch.py``): when a message was last stored and how
+"""Scrape-time gauges of ingest (``gauges.py``): when a message was last stored and how
 many homebases should be sending. The refusals are counted where they happen
 (``ep_ingest_dropped_total{cause}``, drops.py)."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from prometheus_client.core import GaugeMetricFamily
 
-from energy_platform.api.watch import gauge
 from energy_platform.db.pool import Connection
+from energy_platform.gauges import gauge
 
 # A homebase is this cluster's when it has a feed here or a forwarder customer registered it.
 INGEST = """

@@ -1,4 +1,4 @@
-"""Scrape-time gauges of the forwarder (``api/watch.py``): per customer, the points stored
+"""Scrape-time gauges of the forwarder (``gauges.py``): per customer, the points stored
 for it and not yet delivered, and how long the oldest has waited.
 
 Only the ``CUSTOMERS`` customers whose oldest undelivered point is oldest get a label set, so
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from prometheus_client.core import GaugeMetricFamily
 
-from energy_platform.api.watch import gauge
 from energy_platform.db.pool import Connection
+from energy_platform.gauges import gauge
 
 CUSTOMERS = 20
 """Customers labelled at most: the worst ones."""
