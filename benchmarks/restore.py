@@ -1,7 +1,8 @@
 """Point-in-time restore: how fast pgBackRest brings points back, beside how fast its base
 backup writes them, in the same run, on a PostgreSQL cluster of the benchmark's own (the
 restore drill's: tests/support/pgcluster.py, timescaledb preloaded, WAL archived; like the
-drill it runs with fsync off, so the disk's sync speed is measured by neither figure).
+drill it lives on a tmpfs where there is one, with fsync off, so the disk's sync speed is
+measured by neither figure).
 
 A full backup of the empty, migrated database; N points COPYed into cluster.raw_points (their
 WAL archived as they are written); the time noted; a few points more; a second full backup
@@ -147,6 +148,6 @@ async def main(full: bool, runs: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--full", action="store_true", help="2,000,000 points, not 200,000")
-    parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--runs", type=int, help="default: 1, or 3 with --full")
     args = parser.parse_args()
-    asyncio.run(main(args.full, args.runs))
+    asyncio.run(main(args.full, args.runs or (3 if args.full else 1)))

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The private database and broker for development and tests, all state under .local/.
 #   local-stack.sh start   start PostgreSQL (timescaledb preloaded) and Mosquitto unless running
-#                          (EP_LOCAL_BACKUP=1: its WAL archived by pgBackRest, a first full backup),
+#                          (EP_LOCAL_BACKUP=1: its WAL archived by pgBackRest into .local/pgbackrest),
 #                          or unless EP_DATABASE_URL / EP_MQTT_URL point elsewhere
 #   local-stack.sh stop    stop what it started
 #   local-stack.sh running exit 0 when the private database (or, with EP_DATABASE_URL set, broker) runs
@@ -120,7 +120,7 @@ CONF
   if [ -z "$("${psql[@]}" -c "SELECT 1 FROM pg_database WHERE datname = '$DB_NAME'")" ]; then
     "${psql[@]}" -c "CREATE DATABASE $DB_NAME"
   fi
-  [ "${EP_LOCAL_BACKUP:-0}" = 1 ] && first_backup
+  [ "${EP_LOCAL_BACKUP:-0}" = 1 ] && init_backup
   return 0
 }
 
@@ -165,13 +165,10 @@ CONF
     stop_db
   fi
 }
-first_backup() {
+# The stanza once; the first full backup is run.sh's, after the migrations, so that it is recorded.
+init_backup() {
   eval "$(backup_env)"
   [ -d "$BACKUP_DIR/repo/backup/energy-platform" ] || "$root/deploy/pgbackrest/backup.sh" init >&2
-  if ! "$root/deploy/pgbackrest/backup.sh" info 2>/dev/null | grep -q 'full backup'; then
-    log "first full backup into $BACKUP_DIR/repo"
-    "$root/deploy/pgbackrest/backup.sh" full >&2
-  fi
 }
 
 start_broker() {

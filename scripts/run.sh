@@ -20,7 +20,7 @@ trap cleanup EXIT
 trap '' INT
 
 .venv/bin/energy-platform migrate >/dev/null
-# The first full backup (made by local-stack.sh before the migrations) counts from now on.
+# EP_LOCAL_BACKUP=1: a first full backup once the schema is there, recorded in public.backups.
 if [ "${EP_LOCAL_BACKUP:-0}" = 1 ] && [ -z "$(psql -X -tAc 'SELECT 1 FROM public.backups LIMIT 1' "$EP_DATABASE_URL")" ]; then
   deploy/pgbackrest/backup.sh full "$EP_DATABASE_URL"
 fi

@@ -34,7 +34,10 @@ class DrillCluster:
     deploy/pgbackrest/backup.sh with a pgBackRest configuration of its own."""
 
     def __init__(self) -> None:
-        self.dir = Path(tempfile.mkdtemp(prefix="ep-drill-"))
+        # In memory where there is a tmpfs: pgBackRest syncs every file it writes (2,152 for
+        # the drill's databases); on this machine's disk its restore alone took 9 s.
+        memory = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None  # noqa: S108
+        self.dir = Path(tempfile.mkdtemp(prefix="ep-drill-", dir=memory))
         self.dir.chmod(0o755)
         self.port = free_port()
         self.data = self.dir / "data"
@@ -102,9 +105,9 @@ synchronous_commit = off
                             str(self.dir / "log/postgres.log"), "-o", f"-p {self.port}",
                             "-w", "-t", "60", "start"))  # fmt: skip
 
-    def stop(self) -> None:
+    def stop(self, mode: str = "fast") -> None:
         if (self.data / "postmaster.pid").exists():
-            self._run(*_as_user(str(PG_BIN / "pg_ctl"), "-D", str(self.data), "-m", "fast",
+            self._run(*_as_user(str(PG_BIN / "pg_ctl"), "-D", str(self.data), "-m", mode,
                                 "-w", "stop"))  # fmt: skip
 
     def destroy(self) -> None:
@@ -156,6 +159,7 @@ synchronous_commit = off
 
     def close(self) -> None:
         try:
-            self.stop()
+            # Discarded anyway: no shutdown checkpoint, no wait for the archiver.
+            self.stop("immediate")
         finally:
             shutil.rmtree(self.dir, ignore_errors=True)

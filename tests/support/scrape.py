@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import subprocess
+
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -21,3 +24,18 @@ async def scrape(base: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], flo
 def value(samples: dict[tuple[str, tuple[tuple[str, str], ...]], float], name: str,
           **labels: str) -> float | None:  # fmt: skip
     return samples.get((name, tuple(sorted(labels.items()))))
+
+
+async def promtool_problems(base: str) -> str:
+    """What ``promtool check metrics`` says about ``base/metrics`` (empty: nothing)."""
+    async with httpx.AsyncClient() as http:
+        text = (await http.get(f"{base}/metrics")).text
+    done = await asyncio.to_thread(
+        subprocess.run,
+        ["promtool", "check", "metrics"],
+        input=text,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return "" if done.returncode == 0 else done.stdout + done.stderr

@@ -1,4 +1,4 @@
-"""Scrape-time gauges of the engine's queues (``core/http/watch.py``): how far behind processing
+"""Scrape-time gauges of the engine's queues (``core/gauges.py``): how far behind processing
 and the hourly rollups are. One statement; the ages use the indexes on ``recorded_at``."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from prometheus_client.core import GaugeMetricFamily
 
 from energy_platform.core.db.pool import Connection
-from energy_platform.core.http.watch import gauge
+from energy_platform.core.gauges import gauge
 
 # Intake's queue is due at once; the engine's own work only once its last bucket has closed
 # (a bucket still open waits for its end by design), so its age counts from then.

@@ -18,7 +18,7 @@ from tests.support.forwarder import (
     register,
 )
 from tests.support.provisioning import new_sn
-from tests.support.scrape import scrape, value
+from tests.support.scrape import promtool_problems, scrape, value
 from tests.support.services import eventually, running
 
 GAS = (1, 5, 7, None, None)
@@ -45,6 +45,7 @@ async def test_undelivered_points_and_their_age_per_customer(
     await backdate(db, customer, sn, since=b - 3600, cursor=b)
 
     samples = await scrape(api)
+    assert await promtool_problems(api) == ""  # with the per-customer families in it
     assert value(samples, "ep_forwarder_undelivered_points", customer=name) == 3
     age = value(samples, "ep_forwarder_undelivered_oldest_age_seconds", customer=name)
     assert age is not None

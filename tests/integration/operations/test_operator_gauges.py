@@ -9,6 +9,7 @@ import asyncio
 from collections.abc import AsyncIterator
 
 import asyncpg
+import httpx
 import msgspec
 import pytest
 
@@ -16,8 +17,8 @@ from energy_platform.api import app as data
 from energy_platform.core.background import Periodic
 from energy_platform.core.http.server import HttpService
 from energy_platform.core.settings import DatabaseSettings, Settings
-from energy_platform.services import CLUSTER_WATCHES
-from tests.support.scrape import scrape, value
+from energy_platform.services import CLUSTER_WATCHES, build_services
+from tests.support.scrape import promtool_problems, scrape, value
 from tests.support.services import eventually, free_port, running
 
 
@@ -153,7 +154,23 @@ async def test_housekeeping_counts_rounds_by_outcome_and_consecutive_failures(
 
         await eventually(succeeded)
     samples = await scrape(api)
+    assert await promtool_problems(api) == ""  # with the housekeeping families in it
     ok = value(samples, "ep_housekeeping_rounds_total", outcome="ok", **labels)
     assert ok is not None
     assert ok >= 1
     assert value(samples, "ep_housekeeping_last_success_timestamp_seconds", **labels)
+
+
+async def test_engine_alone_serves_its_metrics_on_the_metrics_port(settings: Settings) -> None:
+    port = free_port()
+    s = msgspec.structs.replace(
+        settings, http=msgspec.structs.replace(settings.http, metrics_port=port)
+    )
+    assert "metrics" not in [x.name for x in build_services(["api", "engine"], s)]
+    (metrics,) = [x for x in build_services(["engine"], s) if x.name == "metrics"]
+    url = f"http://127.0.0.1:{port}"
+    async with running(metrics, ready_urls=(url + "/healthz",)):
+        samples = await scrape(url)
+        async with httpx.AsyncClient() as http:
+            assert (await http.get(url + "/readyz")).status_code == 200
+    assert value(samples, "ep_database_up") == 1

@@ -9,7 +9,6 @@ session and the broker queues for it, exactly as a hung consumer does."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import secrets
 import shutil
@@ -37,6 +36,7 @@ from tests.support.platform import (
     wait_subscribed,
     with_cluster,
 )
+from tests.support.scrape import promtool_problems
 from tests.support.services import eventually, free_port, running
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -92,22 +92,6 @@ def start_prometheus(workdir: Path, api: str) -> tuple[subprocess.Popen[bytes], 
     return process, f"http://127.0.0.1:{port}"
 
 
-async def assert_names_pass_promtool(base: str) -> None:
-    """``promtool check metrics`` finds nothing to say about a live /metrics (the services of
-    this process: every metric family the platform defines that is imported here)."""
-    async with httpx.AsyncClient() as http:
-        text = (await http.get(f"{base}/metrics")).text
-    done = await asyncio.to_thread(
-        subprocess.run,
-        ["promtool", "check", "metrics"],
-        input=text,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-
-
 async def alert_state(prometheus: str, name: str) -> str:
     """``inactive``, ``pending`` or ``firing`` as Prometheus' rules API says once it has
     evaluated the rule; ``unknown`` before (or while it does not answer)."""
@@ -149,7 +133,7 @@ async def test_ingest_silent_goes_pending_when_ingest_stops_consuming(
                 await publish_as(platform, sn, secret, homebase.batch([t]))
 
             for base in (api, provisioning):
-                await assert_names_pass_promtool(base)
+                assert await promtool_problems(base) == ""
             prometheus, prometheus_url = start_prometheus(workdir, api)
             await eventually(lambda: _target_up(prometheus_url), within=30)
 
@@ -165,18 +149,6 @@ async def test_ingest_silent_goes_pending_when_ingest_stops_consuming(
 
             await eventually(quiet, within=20)
 
-            print(
-                "before stop",
-                await _query(prometheus_url, "ep_ingest_last_stored_age_seconds"),
-                await _query(prometheus_url, "ep_homebases_paired"),
-                await _query(prometheus_url, "ep_ingest_points_total"),
-            )
-            import asyncpg
-
-            c = await asyncpg.connect(s.database.url)
-            print(await c.fetch("select * from cluster.homebase_presence"))
-            print(await c.fetch("select count(*) from cluster.raw_points"))
-            print(await c.fetch("select cause, count(*) from cluster.dead_letters group by 1"))
             os.kill(ingest.pid, signal.SIGSTOP)
             stopped = time.monotonic()
 

@@ -1,4 +1,4 @@
-"""Scrape-time gauge of the last successful backup (``core/http/watch.py``), from the rows that
+"""Scrape-time gauge of the last successful backup (``core/gauges.py``), from the rows that
 deploy/pgbackrest/backup.sh adds to ``public.backups`` once pgBackRest has finished."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import math
 from prometheus_client.core import GaugeMetricFamily
 
 from energy_platform.core.db.pool import Connection
-from energy_platform.core.http.watch import gauge
+from energy_platform.core.gauges import gauge
 
 LAST = "SELECT extract(epoch FROM now() - max(finished_at)) FROM public.backups"
 

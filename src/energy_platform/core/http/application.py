@@ -13,13 +13,14 @@ from litestar.types import ControllerRouterHandler
 
 from energy_platform.core.db.backups import backup_age
 from energy_platform.core.db.pool import create_pool
+from energy_platform.core.gauges import Watch
 from energy_platform.core.http.database import POOL
 from energy_platform.core.http.health import healthz, readyz
 from energy_platform.core.http.metrics import http_metrics
 from energy_platform.core.http.openapi import Authentication, document_problems
 from energy_platform.core.http.problems import EXCEPTION_HANDLERS
 from energy_platform.core.http.schema_page import schema_assets, schema_page
-from energy_platform.core.http.watch import Watch, metrics_controller
+from energy_platform.core.http.watch import metrics_controller
 from energy_platform.core.settings import Settings
 
 

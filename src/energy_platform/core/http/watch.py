@@ -1,17 +1,17 @@
 """``/metrics`` with the gauges an operator alerts on that only the database knows.
 
-A *watch* is one cheap statement run when Prometheus scrapes (queue depths and oldest ages,
-undelivered forwarder points, backup age): nothing polls the database between scrapes, and a
-value is never older than the scrape. Each HTTP service runs the watches of its domain on its
-own pool; ``ep_database_up`` says whether they could run (the same probe as ``/readyz``), and a
-watch that fails leaves its gauges out rather than reporting a stale value.
+A *watch* (``core/gauges.py``) is one cheap statement run when Prometheus scrapes (queue depths,
+oldest ages, undelivered forwarder points, backup age): nothing polls the database between
+scrapes, and a value is never older than the scrape. Each HTTP service runs the watches of its
+domain on its own pool; ``ep_database_up`` says whether they could run (the same probe as
+``/readyz``), and a watch that fails leaves its gauges out rather than reporting a stale value.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 import asyncpg
 import structlog
@@ -28,20 +28,13 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from energy_platform.core.db.pool import PROBE_TIMEOUT, Connection
+from energy_platform.core.db.pool import PROBE_TIMEOUT
+from energy_platform.core.gauges import Watch, gauge
 
 log = structlog.get_logger()
 
-Watch = Callable[[Connection], Awaitable[Iterable[GaugeMetricFamily]]]
-"""One statement's gauges, computed on a connection of the scraped service's pool."""
-
 WATCH_TIMEOUT = 5.0
 """Seconds every watch of one scrape gets together (Prometheus' default scrape timeout is 10)."""
-
-
-def gauge(name: str, documentation: str, value: float | None) -> GaugeMetricFamily:
-    """A label-less gauge; ``None`` (nothing to measure, e.g. an empty queue's age) gives 0."""
-    return GaugeMetricFamily(name, documentation, value=0.0 if value is None else float(value))
 
 
 class _Families(Collector):

@@ -1,4 +1,4 @@
-"""Scrape-time gauges of ingest (``core/http/watch.py``): when a message was last stored and how
+"""Scrape-time gauges of ingest (``core/gauges.py``): when a message was last stored and how
 many homebases should be sending. The refusals are counted where they happen
 (``ep_ingest_dropped_total{cause}``, drops.py)."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 from prometheus_client.core import GaugeMetricFamily
 
 from energy_platform.core.db.pool import Connection
-from energy_platform.core.http.watch import gauge
+from energy_platform.core.gauges import gauge
 
 # A homebase is this cluster's when it has a feed here or a forwarder customer registered it.
 INGEST = """

@@ -1,4 +1,4 @@
-"""Scrape-time gauges of the forwarder (``core/http/watch.py``): per customer, the points stored
+"""Scrape-time gauges of the forwarder (``core/gauges.py``): per customer, the points stored
 for it and not yet delivered, and how long the oldest has waited.
 
 Only the ``CUSTOMERS`` customers whose oldest undelivered point is oldest get a label set, so
@@ -12,7 +12,7 @@ from __future__ import annotations
 from prometheus_client.core import GaugeMetricFamily
 
 from energy_platform.core.db.pool import Connection
-from energy_platform.core.http.watch import gauge
+from energy_platform.core.gauges import gauge
 
 CUSTOMERS = 20
 """Customers labelled at most: the worst ones."""
