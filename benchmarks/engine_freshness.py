@@ -1,5 +1,6 @@
 """Engine freshness: how long after the raw point that completes a 90 s bucket is committed the
-bucket's processed point shows its final value, with 10,000 streams sampled every 5 s in real time.
+bucket's processed point shows its final value, with 10,000 streams sampled every 5 s in real time,
+and where those seconds go.
 
 A writer commits each second the points of a fifth of the streams (so each stream gets a point
 every 5 s), with ingest's own statement (points and the engine's dirty ranges in one
@@ -10,19 +11,32 @@ first sees the bucket's final value in `cluster.processed_points`, which the dat
 directly (no cache), i.e. the moment the API would serve it. The probe reads a sample of streams
 spread over every feed, four times a second.
 
+The engine logs each round that did work at debug level (`engine round`: when it started, and
+its seconds of intake, claim, compute, commit and rollups); each measured bucket's time is split
+into the wait from the commit to the start of the first round after it, and the time from that
+start until the probe saw the value (the round's work up to the batch that published the bucket,
+then the probe's read interval and query).
+
     python -m benchmarks.engine_freshness [--full] [--streams N] [--buckets N]
+
+The quick run measures one bucket, the next to start once the engine has created its streams;
+--full measures 8.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import bisect
+import json
 import os
 import random
 import statistics
 import subprocess
 import sys
+import threading
 import time
+from typing import IO
 
 import asyncpg
 import psycopg
@@ -33,8 +47,12 @@ from energy_platform.devices.ingest.store import RAW_POINTS_INSERT
 
 BUCKET = 90
 STEP = 5
-GOAL_P99 = 15.0
+GOAL_P99 = 5.0
+SETTLE = 20.0  # seconds the engine gets after the last completing point
 PROBE_EVERY = 0.25
+WARM_UP = 60.0
+# Dirty ranges not yet taken in: 2 seconds' worth or fewer is the engine keeping up.
+BACKLOG = "SELECT count(*) FROM cluster.dirty_ranges"
 SAMPLE = 500
 PROCESSED_PAIRS = """
 SELECT ps.id AS processed, rs.id AS raw
@@ -47,13 +65,19 @@ SELECT stream_id, date_part('epoch', ts)::bigint, value
 
 
 class Run:
-    """What the writer committed when, and what the probe saw when."""
+    """What the writer committed when, what the probe saw when, and the engine's rounds."""
 
     def __init__(self) -> None:
         self.committed: dict[int, float] = {}
         """Second of the points -> wall time their transaction committed."""
         self.seen: dict[tuple[int, int], list[tuple[float, float]]] = {}
         """(processed stream, bucket start) -> [(value, first seen at)] in order of change."""
+        self.rounds: list[tuple[float, float, dict[str, float]]] = []
+        """The engine's rounds with work: (started, seconds, {phase: seconds})."""
+        self.probe_s: list[float] = []
+        """Seconds each probe query took."""
+        self.stopped = 0.0
+        """When the probe stopped looking."""
 
 
 async def write(url: str, raw_ids: list[int], run: Run, stop: asyncio.Event) -> None:
@@ -77,8 +101,10 @@ async def probe(url: str, sample: list[int], since: int, run: Run, stop: asyncio
     conn = await asyncpg.connect(url)
     try:
         while not stop.is_set():
+            asked = time.time()
             rows = await conn.fetch(PROBE, sample, since)
             now = time.time()
+            run.probe_s.append(now - asked)
             for stream, ts, value in rows:
                 history = run.seen.setdefault((stream, ts), [])
                 if not history or history[-1][0] != value:
@@ -88,13 +114,50 @@ async def probe(url: str, sample: list[int], since: int, run: Run, stop: asyncio
         await conn.close()
 
 
-def start_engine(url: str) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "EP_DATABASE_URL": url, "EP_LOG_LEVEL": "warning"}
+PHASES = ("intake_s", "claim_s", "compute_s", "commit_s", "rollups_s")
+
+
+def start_engine(url: str, run: Run) -> subprocess.Popen[bytes]:
+    """The engine as deployed, logging its rounds (JSON lines on stderr, read by a thread)."""
+    env = {**os.environ, "EP_DATABASE_URL": url, "EP_LOG_LEVEL": "debug", "EP_LOG_FORMAT": "json"}
     command = [sys.executable, "-m", "energy_platform", "serve", "engine"]
-    return subprocess.Popen(command, env=env)
+    engine = subprocess.Popen(command, env=env, stderr=subprocess.PIPE)
+    assert engine.stderr is not None
+    threading.Thread(target=read_rounds, args=(engine.stderr, run), daemon=True).start()
+    return engine
 
 
-async def measure(url: str, streams: int, buckets: int) -> tuple[list[float], int]:
+def read_rounds(stream: IO[bytes], run: Run) -> None:
+    for line in stream:
+        try:
+            event = json.loads(line)
+        except ValueError:
+            sys.stderr.write(line.decode(errors="replace"))
+            continue
+        if event.get("event") == "engine round":
+            phases = {p: float(event.get(p, 0.0)) for p in PHASES}
+            run.rounds.append((float(event["started"]), sum(phases.values()), phases))
+        elif event.get("level") in ("warning", "error", "critical"):
+            sys.stderr.write(line.decode(errors="replace"))
+
+
+class Measured:
+    def __init__(self, run: Run) -> None:
+        self.run = run
+        self.freshness: list[float] = []
+        """Seconds from the completing commit to the final value seen, per bucket."""
+        self.wait: list[float] = []
+        """... from that commit to the start of the engine's first round after it."""
+        self.inside: list[float] = []
+        """... from that round's start to the probe's sight (the round's batches up to the one
+        that published the bucket, then the probe's read interval and query)."""
+        self.seconds = 0
+        """Seconds the writer wrote."""
+        self.unseen = 0
+        """Buckets the probe never saw (their freshness counts as the time to its end)."""
+
+
+async def measure(url: str, streams: int, buckets: int) -> Measured:
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(
             SEED_FEEDS, {"feeds": streams // CHANNELS_PER_FEED, "channels": CHANNELS_PER_FEED}
@@ -103,7 +166,7 @@ async def measure(url: str, streams: int, buckets: int) -> tuple[list[float], in
         raw_ids = [r[0] for r in conn.execute("SELECT id FROM cluster.streams ORDER BY id")]
     run = Run()
     stop_writing, stop_probing = asyncio.Event(), asyncio.Event()
-    engine = start_engine(url)
+    engine = start_engine(url, run)
     try:
         writer = asyncio.create_task(write(url, raw_ids, run, stop_writing))
         # Warm-up: the engine creates the processed streams on first sight of each channel.
@@ -112,6 +175,13 @@ async def measure(url: str, streams: int, buckets: int) -> tuple[list[float], in
             while True:
                 pairs = await conn.fetch(PROCESSED_PAIRS)
                 if len(pairs) >= streams:
+                    break
+                await asyncio.sleep(1)
+            # ... and catches up with the backlog the writer made meanwhile: steady state is
+            # measured, not the warm-up (at most WARM_UP seconds are given to it).
+            deadline = time.time() + WARM_UP
+            while time.time() < deadline:
+                if await conn.fetchval(BACKLOG) <= streams // STEP * 2:
                     break
                 await asyncio.sleep(1)
         finally:
@@ -126,41 +196,88 @@ async def measure(url: str, streams: int, buckets: int) -> tuple[list[float], in
         await asyncio.sleep(max(0.0, last_end + STEP + 1 - time.time()))
         stop_writing.set()
         await writer
-        await asyncio.sleep(GOAL_P99 * 2)
+        await asyncio.sleep(SETTLE)
         stop_probing.set()
         await prober
+        run.stopped = time.time()
     finally:
         engine.terminate()
         engine.wait(10)
-    freshness = []
+    measured = Measured(run)
+    starts = [r[0] for r in run.rounds]
     for stream in sample:
         phase = raw_of[stream] % STEP
         for start in range(first, last_end, BUCKET):
             end = start + BUCKET
             completing = end + (phase - end) % STEP  # first second >= end with this phase
             history = run.seen.get((stream, start))
-            if history is None or completing not in run.committed:
-                raise RuntimeError(f"bucket {start} of stream {stream} was never seen")
+            if completing not in run.committed:
+                raise RuntimeError(f"the point completing bucket {start} was never written")
+            committed = run.committed[completing]
+            if history is None:
+                # Not published while the probe looked: at least this late (counted apart).
+                measured.unseen += 1
+                measured.freshness.append(run.stopped - committed)
+                continue
             final_seen = history[-1][1]
-            freshness.append(final_seen - run.committed[completing])
-    return freshness, len(run.committed)
+            measured.freshness.append(final_seen - committed)
+            # The first round that started after the commit (the writer hears of its commit a
+            # little after the engine's notification: a round may start a few ms before).
+            n = bisect.bisect_left(starts, committed - 0.005)
+            if n < len(run.rounds) and run.rounds[n][0] <= final_seen:
+                started = run.rounds[n][0]
+                measured.wait.append(max(0.0, started - committed))
+                measured.inside.append(final_seen - max(started, committed))
+    measured.seconds = len(run.committed)
+    return measured
+
+
+def quantile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * q))] if ordered else float("nan")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--full", action="store_true", help="8 measured buckets instead of 2")
+    parser.add_argument("--full", action="store_true", help="8 measured buckets instead of 1")
     parser.add_argument("--streams", type=int, default=10_000)
     parser.add_argument("--buckets", type=int, default=None)
     args = parser.parse_args()
-    buckets = args.buckets or (8 if args.full else 2)
+    buckets = args.buckets or (8 if args.full else 1)
     with bench_database() as settings:
-        freshness, seconds = asyncio.run(measure(settings.database.url, args.streams, buckets))
-    freshness.sort()
-    p99 = freshness[min(len(freshness) - 1, int(len(freshness) * 0.99))]
+        measured = asyncio.run(measure(settings.database.url, args.streams, buckets))
+    freshness = sorted(measured.freshness)
+    p99 = quantile(freshness, 0.99)
     print(
         f"engine freshness: {args.streams:,} streams every {STEP} s ({args.streams // STEP:,}"
-        f" points/s) for {seconds} s; {buckets} buckets x {min(SAMPLE, args.streams)} sampled"
-        f" streams = {len(freshness):,} buckets measured; max {freshness[-1]:.1f} s"
+        f" points/s) for {measured.seconds} s; {buckets} buckets x {min(SAMPLE, args.streams)}"
+        f" sampled streams = {len(freshness):,} buckets measured; max {freshness[-1]:.2f} s"
+        + (
+            f"; {measured.unseen} never published while probed (counted as at least {SETTLE:.0f} s)"
+            if measured.unseen
+            else ""
+        )
+    )
+    print(
+        f"where a bucket's seconds go ({len(measured.wait):,} buckets matched to a round),"
+        " p50 / p99:"
+    )
+    for name, values in (
+        ("commit -> the engine's next round starts", measured.wait),
+        ("round start -> probe sees the value (read every 0.25 s)", measured.inside),
+    ):
+        print(f"  {name}: {quantile(values, 0.5):.3f} / {quantile(values, 0.99):.3f} s")
+    rounds = [r for r in measured.run.rounds if r[0] >= min(measured.run.committed.values())]
+    print(
+        f"  engine rounds with work: {len(rounds):,}, {len(rounds) / measured.seconds:.1f} a"
+        " second; seconds per round, p50 / p99:"
+    )
+    for phase in PHASES:
+        values = [r[2][phase] for r in rounds]
+        print(f"    {phase[:-2]}: {quantile(values, 0.5):.3f} / {quantile(values, 0.99):.3f} s")
+    print(
+        f"  probe query: {quantile(measured.run.probe_s, 0.5) * 1000:.1f} /"
+        f" {quantile(measured.run.probe_s, 0.99) * 1000:.1f} ms"
     )
     report(
         [
@@ -177,8 +294,8 @@ def main() -> None:
                 [p99],
                 "goal s",
                 [GOAL_P99],
-                goal=f"< {GOAL_P99:.0f} s",
-                goal_met=p99 < GOAL_P99,
+                goal=f"<= {GOAL_P99:.0f} s",
+                goal_met=p99 <= GOAL_P99,
             ),
         ]
     )

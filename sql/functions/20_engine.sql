@@ -119,11 +119,12 @@ BEGIN
     INSERT INTO cluster.feed_configs (feed_id, title, timezone, validity)
     VALUES (p_feed_id, p_title, p_timezone, tstzrange(v_from, NULL, '[)'));
     PERFORM cluster.engine_invalidate_feed(p_feed_id, v_changed);
-    -- Hourly rollups are keyed by local hours: raw and system ones too (processed ones follow
-    -- from the recomputation queued above).
+    -- Hourly rollups are keyed by local hours: every stream's hours move to the new zone. The
+    -- processed ones are queued here too, not only by the recomputation queued above, so that a
+    -- real-time reader (61_realtime_rollups.sql) answers them in the new zone at once.
     INSERT INTO cluster.rollup_work (stream_id, span)
     SELECT s.id, r FROM cluster.streams s, unnest(v_changed) r
-     WHERE s.feed_id = p_feed_id AND s.type IN ('raw', 'system');
+     WHERE s.feed_id = p_feed_id;
 END $$;
 COMMENT ON FUNCTION cluster.set_feed_config(bigint, timestamptz, text, text) IS
     'Make (title, timezone) the feed''s configuration from p_from on; the engine recomputes the period whose time zone changed.';

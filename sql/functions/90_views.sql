@@ -62,24 +62,26 @@ SELECT sn, cause, count(*) AS messages, min(received_at) AS first_at, max(receiv
 COMMENT ON VIEW cluster.dead_letter_causes IS 'Dead letters per homebase or device and cause: where to start looking.';
 
 -- Rollups for analysts: an hour or a local day per row, the value as the data API's
--- `resolution` gives it (summed for processed energy, volume and cost; else the mean).
+-- `resolution` gives it (summed for processed energy, volume and cost; else the mean). Real
+-- time: hours and days not yet recomputed by the engine are made from the points at read time
+-- (61_realtime_rollups.sql), so a filter on stream_id or feed_id reads only those streams.
 CREATE VIEW cluster.hourly_readings AS
-SELECT r.hour, r.stream_id, s.feed_id, f.homebase_sn, s.type AS stream_type, s.channel,
+SELECT r.hour, s.id AS stream_id, s.feed_id, f.homebase_sn, s.type AS stream_type, s.channel,
        s.idx AS index, coalesce(fc.timezone, 'UTC') AS timezone, sc.medium, r.total, r.points,
        CASE WHEN cluster.additive(s.type, sc.medium) THEN r.total ELSE r.total / r.points END AS value
-  FROM cluster.hourly_rollups r
-  JOIN cluster.streams s ON s.id = r.stream_id
+  FROM cluster.streams s
+  CROSS JOIN LATERAL cluster.realtime_hours(s.id, '-infinity', 'infinity') r
   JOIN cluster.feeds f ON f.id = s.feed_id
   LEFT JOIN cluster.feed_configs fc ON fc.feed_id = f.id AND fc.validity @> r.hour
   LEFT JOIN cluster.stream_configs sc ON sc.stream_id = s.id AND sc.validity @> r.hour;
-COMMENT ON VIEW cluster.hourly_readings IS 'Per stream and local hour: sum (total) and number (points) of its points, and value: the total for processed energy, volume and cost, else the mean. medium is the processed stream''s medium valid at the hour.';
+COMMENT ON VIEW cluster.hourly_readings IS 'Per stream and local hour: sum (total) and number (points) of its points, and value: the total for processed energy, volume and cost, else the mean. medium is the processed stream''s medium valid at the hour. Real time: hours the engine has not recomputed yet are summed from the points at read time.';
 
 CREATE VIEW cluster.daily_readings AS
-SELECT r.day AS local_day, r.start, r.stream_id, s.feed_id, f.homebase_sn,
+SELECT r.day AS local_day, r.start, s.id AS stream_id, s.feed_id, f.homebase_sn,
        s.type AS stream_type, s.channel, s.idx AS index, r.timezone, sc.medium, r.total, r.points,
        CASE WHEN cluster.additive(s.type, sc.medium) THEN r.total ELSE r.total / r.points END AS value
-  FROM cluster.daily_rollups r
-  JOIN cluster.streams s ON s.id = r.stream_id
+  FROM cluster.streams s
+  CROSS JOIN LATERAL cluster.realtime_days(s.id, '-infinity', 'infinity') r
   JOIN cluster.feeds f ON f.id = s.feed_id
   LEFT JOIN cluster.stream_configs sc ON sc.stream_id = s.id AND sc.validity @> r.start;
-COMMENT ON VIEW cluster.daily_readings IS 'Per stream and local day of its feed (a DST day has 23 or 25 hours): total, points and value as in cluster.hourly_readings. "How much each month": sum value by date_trunc(''month'', local_day).';
+COMMENT ON VIEW cluster.daily_readings IS 'Per stream and local day of its feed (a DST day has 23 or 25 hours): total, points and value as in cluster.hourly_readings. "How much each month": sum value by date_trunc(''month'', local_day). Real time, like cluster.hourly_readings.';

@@ -105,7 +105,10 @@ SELECT EXISTS (SELECT FROM caller) AS caller_known,
           FROM kept) AS body"""
 
 # The same answer per local hour ($7 = 'hour') or per local day or month ($7 = 'day' |
-# 'month'), from the hourly or the daily rollups: the newest $6 buckets whose start is in
+# 'month'), from the hourly or the daily rollups, real time: while the engine has work queued
+# for the stream, its hours and days come from cluster.realtime_hours and realtime_days
+# (sql/functions/61_realtime_rollups.sql), else straight from the rollups. The newest $6
+# buckets whose start is in
 # [$4, $5], as the ready JSON body. Rows up to $8 after $5 are read, so that the last month is
 # whole. A bucket's value is the sum of its rows (additive streams, by the configuration valid
 # at its start) or the mean of its points. Hours and days carry their own local start; a month
@@ -122,19 +125,40 @@ stream AS (
        AND NOT EXISTS (SELECT FROM forwarder.registrations r WHERE r.homebase_sn = f.homebase_sn)),
 media AS MATERIALIZED (
     SELECT sc.medium, sc.validity FROM cluster.stream_configs sc WHERE sc.stream_id = $3),
-rows AS (
-    SELECT r.hour AS start, r.hour AS first, r.total, r.points
+queued AS MATERIALIZED (
+    -- Work the engine has not done for this stream: then its rollups are read in real time.
+    SELECT EXISTS (SELECT FROM cluster.rollup_work w WHERE w.stream_id = $3)
+           OR EXISTS (SELECT FROM cluster.dirty_ranges d WHERE d.stream_id = $3) AS stale),
+hours AS (
+    SELECT r.hour, r.total, r.points
       FROM cluster.hourly_rollups r
-     WHERE $7::text = 'hour' AND EXISTS (SELECT FROM stream) AND r.stream_id = $3
+     WHERE NOT (SELECT stale FROM queued) AND r.stream_id = $3
        AND r.hour >= to_timestamp($4::bigint) AND r.hour <= to_timestamp($5::bigint)
+    UNION ALL
+    SELECT r.hour, r.total, r.points
+      FROM cluster.realtime_hours($3, to_timestamp($4::bigint), to_timestamp($5::bigint)) r
+     WHERE (SELECT stale FROM queued)),
+days AS (
+    SELECT d.day, d.start, d.timezone, d.total, d.points
+      FROM cluster.daily_rollups d
+     WHERE NOT (SELECT stale FROM queued) AND d.stream_id = $3
+       AND d.start >= to_timestamp($4::bigint)
+       AND d.start <= to_timestamp($5::bigint) + $8::interval
+    UNION ALL
+    SELECT d.day, d.start, d.timezone, d.total, d.points
+      FROM cluster.realtime_days($3, to_timestamp($4::bigint),
+                                 to_timestamp($5::bigint) + $8::interval) d
+     WHERE (SELECT stale FROM queued)),
+rows AS (
+    SELECT h.hour AS start, h.hour AS first, h.total, h.points
+      FROM hours h
+     WHERE $7::text = 'hour' AND EXISTS (SELECT FROM stream)
     UNION ALL
     SELECT CASE $7::text WHEN 'day' THEN d.start
                 ELSE date_trunc('month', d.day)::timestamp AT TIME ZONE d.timezone END,
            d.start, d.total, d.points
-      FROM cluster.daily_rollups d
-     WHERE $7::text <> 'hour' AND EXISTS (SELECT FROM stream) AND d.stream_id = $3
-       AND d.start >= to_timestamp($4::bigint)
-       AND d.start <= to_timestamp($5::bigint) + $8::interval),
+      FROM days d
+     WHERE $7::text <> 'hour' AND EXISTS (SELECT FROM stream)),
 newest AS (
     SELECT b.start AS ts,
            CASE WHEN cluster.additive((SELECT type FROM stream), (

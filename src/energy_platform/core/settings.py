@@ -207,9 +207,10 @@ class EngineSettings(msgspec.Struct, frozen=True, kw_only=True):
     """PostgreSQL work_mem for the processing statements: hash aggregates instead of sorts."""
     currency: str = "EUR"
     """Unit given to new cost streams."""
-    rollup_delay: float = 60.0
-    """Seconds queued rollup work waits before it is taken, so that a stream's points of a
-    minute cost one recomputation of their hour, not one per batch."""
+    rollup_delay: float = 600.0
+    """Seconds queued rollup work waits before it is taken, so that a live stream's points of
+    ten minutes cost one recomputation of their hour, not one per batch (readers answer the
+    waiting hours from the points meanwhile: real-time rollups)."""
     rollup_batch: int = 2_000
     """Queued rollup periods taken per transaction."""
 

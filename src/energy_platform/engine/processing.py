@@ -11,6 +11,7 @@ points that qualify and deletes those that no longer do. docs/engine.md explains
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
@@ -385,6 +386,12 @@ class BatchResult(msgspec.Struct, frozen=True):
     """Points inserted or changed."""
     deleted: int
     """Points that no longer qualify, deleted."""
+    claim_s: float = 0.0
+    """Seconds taking the work (the claim statement)."""
+    compute_s: float = 0.0
+    """Seconds recomputing it (thaw and compute statements)."""
+    commit_s: float = 0.0
+    """Seconds committing."""
 
 
 async def intake(conn: Connection, *, batch: int, currency: str, work_mem: str) -> IntakeResult:
@@ -405,11 +412,13 @@ async def process_batch(
 ) -> BatchResult:
     """Claim the closed work of up to ``feeds`` feeds and recompute it, in one transaction."""
     horizon = bucket_start(now)
+    started = time.perf_counter()
     async with conn.transaction():
         await conn.execute(TUNE, work_mem)
         work: Sequence[asyncpg.Record] = await conn.fetch(CLAIM, horizon, feeds, max_span)
         if not work:
             return BatchResult(periods=0, points=0, written=0, deleted=0)
+        claimed = time.perf_counter()
         periods = (
             [w["feed_id"] for w in work],
             [w["channel"] for w in work],
@@ -418,8 +427,15 @@ async def process_batch(
         )
         await conn.execute(THAW, *periods)
         (row,) = await conn.fetch(COMPUTE, *periods)
+        computed = time.perf_counter()
     return BatchResult(
-        periods=len(work), points=row["points"], written=row["written"], deleted=row["deleted"]
+        periods=len(work),
+        points=row["points"],
+        written=row["written"],
+        deleted=row["deleted"],
+        claim_s=claimed - started,
+        compute_s=computed - claimed,
+        commit_s=time.perf_counter() - computed,
     )
 
 

@@ -1,4 +1,8 @@
-"""The engine service: drains the processing queues every poll interval and at each bucket end.
+"""The engine service: processes ingest's work the moment it is committed, and at each bucket end.
+
+Workers wake on a notification from ingest's transaction (engine/wakeup.py), 0.2 s after every
+bucket end, and at least every poll interval. Rollups run in a loop of their own, so that a
+rollup batch never holds a closed bucket back (docs/engine.md#freshness).
 
 Several engine processes may run against one database: intake takes disjoint dirty ranges
 (SKIP LOCKED) and processing takes whole feeds under advisory locks, so no bucket is computed
@@ -8,6 +12,7 @@ by two workers at once.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
@@ -22,6 +27,7 @@ from energy_platform.core.faults import world_faults_logged
 from energy_platform.core.settings import DatabaseSettings, EngineSettings
 from energy_platform.engine.processing import BUCKET, intake, process_batch
 from energy_platform.engine.rollups import rollup_batch
+from energy_platform.engine.wakeup import Wakeups
 
 log = structlog.get_logger()
 POINTS_WRITTEN = Counter("ep_engine_points_written", "Processed points inserted or changed")
@@ -56,26 +62,62 @@ class EngineService:
 
     async def run(self, stop: asyncio.Event) -> None:
         pool = await create_pool(self._settings)
+        wakeups = Wakeups()
         try:
             async with asyncio.TaskGroup() as group:
+                group.create_task(wakeups.listen(self._settings, stop), name="engine-wakeup")
                 for n in range(self._engine.workers):
-                    group.create_task(self._work(pool, stop), name=f"engine-worker-{n}")
+                    group.create_task(
+                        self._work(pool, stop, wakeups.subscribe()), name=f"engine-worker-{n}"
+                    )
+                group.create_task(self._roll_up(pool, stop), name="engine-rollups")
         finally:
             await pool.close()
 
-    async def _work(self, pool: asyncpg.Pool, stop: asyncio.Event) -> None:
+    async def _work(self, pool: asyncpg.Pool, stop: asyncio.Event, wake: asyncio.Event) -> None:
         while not stop.is_set():
-            rollups_left = False
+            # Cleared before the round: work committed while it runs starts the next one at once.
+            wake.clear()
             # A failed transaction leaves the queues as they were: the next round retries a
             # fault of the world; any other error fails the engine (core/faults.py).
             with world_faults_logged("processing failed; retrying"):
                 async with pool.acquire() as conn:
-                    # One rollup batch a round: new points and closed buckets go first, and a
-                    # backlog of rollups (thousands of stream-hours a minute) catches up between.
-                    done = await drain(conn, self._engine, self._clock, stop, rollup_batches=1)
-                    rollups_left = done.rollups_left
-            if not rollups_left:
-                await sleep_unless_stopped(stop, self._next_wake())
+                    # One intake batch a round: with a backlog of ranges, the closed buckets of
+                    # those taken in are published before the next batch is taken.
+                    done = await drain(
+                        conn, self._engine, self._clock, stop, rollup_batches=0, intake_batches=1
+                    )
+                if done.intake_left:
+                    wake.set()
+                if done.periods:
+                    # Where a round's seconds go (benchmarks/engine_freshness.py reads these).
+                    log.debug(
+                        "engine round",
+                        started=done.started,
+                        periods=done.periods,
+                        written=done.written,
+                        intake_s=round(done.intake_s, 4),
+                        claim_s=round(done.claim_s, 4),
+                        compute_s=round(done.compute_s, 4),
+                        commit_s=round(done.commit_s, 4),
+                        rollups_s=round(done.rollups_s, 4),
+                    )
+            await sleep_unless_stopped(stop, self._next_wake(), wake)
+
+    async def _roll_up(self, pool: asyncpg.Pool, stop: asyncio.Event) -> None:
+        """Rollup batches on a connection of their own, beside the processing rounds: a full
+        batch takes the next at once, else the loop waits a poll interval."""
+        while not stop.is_set():
+            full = False
+            with world_faults_logged("rollups failed; retrying"):
+                async with pool.acquire() as conn:
+                    rolled = await rollup_batch(
+                        conn, batch=self._engine.rollup_batch, delay=self._engine.rollup_delay
+                    )
+                ROLLUPS_WRITTEN.inc(rolled.written)
+                full = rolled.periods == self._engine.rollup_batch
+            if not full:
+                await sleep_unless_stopped(stop, self._engine.poll_interval)
 
     def _next_wake(self) -> float:
         seconds = self._clock().timestamp()
@@ -88,6 +130,22 @@ class Drained(msgspec.Struct, frozen=True):
     """Processed points written."""
     rollups_left: bool
     """The last rollup batch was full: more queued periods may be due."""
+    intake_left: bool = False
+    """The last intake batch was full: more dirty ranges may wait."""
+    periods: int = 0
+    """Channel periods recomputed."""
+    started: float = 0.0
+    """Unix time the round started."""
+    intake_s: float = 0.0
+    """Seconds taking ingest's ranges in."""
+    claim_s: float = 0.0
+    """Seconds claiming closed work."""
+    compute_s: float = 0.0
+    """Seconds recomputing it."""
+    commit_s: float = 0.0
+    """Seconds committing it."""
+    rollups_s: float = 0.0
+    """Seconds of rollup batches (none in the service's rounds: its rollups run beside them)."""
 
 
 async def drain(
@@ -97,20 +155,30 @@ async def drain(
     stop: asyncio.Event | None = None,
     *,
     rollup_batches: int | None = None,
+    intake_batches: int | None = None,
 ) -> Drained:
-    """Take all dirty ranges in, process closed work until none is left, then up to
-    ``rollup_batches`` batches (default: all) of the rollups that waited long enough."""
-    while not (stop and stop.is_set()):
+    """Take up to ``intake_batches`` batches (default: all) of dirty ranges in, process closed
+    work until none is left, then up to ``rollup_batches`` batches (default: all) of the rollups
+    that waited long enough."""
+    started = time.time()
+    intake_s = 0.0
+    batches, intake_left = 0, False
+    while not (stop and stop.is_set()) and (intake_batches is None or batches < intake_batches):
+        began = time.perf_counter()
         taken = await intake(
             conn,
             batch=settings.intake_batch,
             currency=settings.currency,
             work_mem=settings.work_mem,
         )
+        intake_s += time.perf_counter() - began
         STREAMS_CREATED.inc(taken.created)
-        if taken.claimed < settings.intake_batch:
+        batches += 1
+        intake_left = taken.claimed == settings.intake_batch
+        if not intake_left:
             break
-    written = 0
+    written = periods = 0
+    claim_s = compute_s = commit_s = 0.0
     while not (stop and stop.is_set()):
         result = await process_batch(
             conn,
@@ -119,13 +187,18 @@ async def drain(
             max_span=timedelta(seconds=settings.max_span),
             work_mem=settings.work_mem,
         )
+        claim_s += result.claim_s
         if not result.periods:
             break
         # Counted, not logged: a line per batch would drown the log of a busy engine.
         POINTS_WRITTEN.inc(result.written)
         POINTS_DELETED.inc(result.deleted)
         written += result.written
+        periods += result.periods
+        compute_s += result.compute_s
+        commit_s += result.commit_s
     batches, full = 0, False
+    began = time.perf_counter()
     while not (stop and stop.is_set()) and (rollup_batches is None or batches < rollup_batches):
         rolled = await rollup_batch(conn, batch=settings.rollup_batch, delay=settings.rollup_delay)
         ROLLUPS_WRITTEN.inc(rolled.written)
@@ -133,4 +206,15 @@ async def drain(
         full = rolled.periods == settings.rollup_batch
         if not full:
             break
-    return Drained(written, full)
+    return Drained(
+        written,
+        full,
+        intake_left=intake_left,
+        periods=periods,
+        started=started,
+        intake_s=intake_s,
+        claim_s=claim_s,
+        compute_s=compute_s,
+        commit_s=commit_s,
+        rollups_s=time.perf_counter() - began,
+    )

@@ -128,3 +128,28 @@ async def test_a_round_takes_one_rollup_batch_and_says_whether_more_wait(
     rest = await drain(feed.db, one_period)  # every batch, as tests and benchmarks drain
     assert not rest.rollups_left
     assert await queued() == 0
+
+
+async def test_committed_points_wake_the_engine_long_before_its_next_poll(
+    new_feed: NewFeed, settings: Settings
+) -> None:
+    feed = await new_feed()
+    clamp = await feed.raw_stream(channel=1, medium=1)
+    # The engine's clock stands 1 s into a bucket long after T0: no bucket end wakes it, and it
+    # polls only every 60 s. Only ingest's notification can start a round in time.
+    clock = FakeClock(T0 + 90 * 1000 + 1)
+    engine = EngineService(
+        settings.database, EngineSettings(poll_interval=60.0, currency="CZK"), clock=clock
+    )
+
+    async def has(bucket: int) -> bool:
+        return bucket in await feed.points("Electricity, channel 1")
+
+    async with running(engine):
+        await asyncio.sleep(1.0)  # its first round (at start) is over: it waits for its poll
+        await feed.ingest(clamp, [(T0 + s, 1000.0) for s in range(0, 91, 5)])
+        lag = await seconds_until(lambda: has(T0))
+
+    # Notified at the commit: a round within about a second, not the 60 s poll.
+    assert lag < 5
+    assert await feed.points("Electricity, channel 1") == {T0: pytest.approx(25.0)}
