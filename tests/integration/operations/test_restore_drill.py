@@ -20,6 +20,7 @@ import httpx
 import msgspec
 import pytest
 
+from energy_platform.core.lifecycle import Service
 from energy_platform.core.settings import (
     ClusterSettings,
     DatabaseSettings,
@@ -27,7 +28,6 @@ from energy_platform.core.settings import (
     Settings,
 )
 from energy_platform.devices.simulator import SimulatedHomebase, data_topic, homebase_client
-from energy_platform.lifecycle import Service
 from energy_platform.services import build_services
 from tests.support.admin import run_admin_async
 from tests.support.databases import create_session_database
