@@ -60,7 +60,7 @@ BENCHMARKS = [
     Benchmark(
         "benchmarks.broker_persistence",
         "ingestion",
-        110,
+        200,
         quick=("--runs", "1", "--only", "interval 1 s", "rabbitmq"),
     ),
     # The RabbitMQ ingest queue's type (quorum against lazy classic): the figures behind a choice.
