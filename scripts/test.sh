@@ -7,4 +7,4 @@ cd "$(dirname "$0")/.."
 
 .venv/bin/energy-platform migrate >/dev/null
 make --no-print-directory lint
-.venv/bin/pytest -n "${PYTEST_WORKERS:-4}" --dist loadfile "$@"
+.venv/bin/pytest -n "${PYTEST_WORKERS:-4}" --dist loadgroup "$@"

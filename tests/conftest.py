@@ -150,3 +150,15 @@ async def rabbit_platform(
     s = msgspec.structs.replace(s, mqtt=rabbitmq.nodes[0].settings(s.mqtt))
     async with provisioning_platform(with_cluster(s)) as platform:
         yield platform
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """With pytest-xdist (``--dist loadgroup``, scripts/test.sh): a module's tests stay on one
+    worker, so its module fixtures are made once; and every test on the session's RabbitMQ
+    node goes to one worker, so one node is started (it takes seconds of CPU), not one a
+    worker."""
+    for item in items:
+        names = getattr(item, "fixturenames", ())
+        on_rabbitmq = "rabbitmq" in names or "rabbit_platform" in names or "[rabbitmq" in item.name
+        group = "rabbitmq" if on_rabbitmq else item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group(group))
