@@ -123,7 +123,9 @@ WITH asked AS (
 ), results AS MATERIALIZED (
     SELECT stream_id, day, day::timestamp AT TIME ZONE tz AS start, tz AS timezone, total, points
       FROM (SELECT stream_id, (hour AT TIME ZONE tz)::date AS day,
-                   (array_agg(tz ORDER BY hour))[1] AS tz, sum(total) AS total,
+                   -- Summed in the order of the hours, as real-time readers sum them
+                   -- (61_realtime_rollups.sql): the same day total to the last bit.
+                   (array_agg(tz ORDER BY hour))[1] AS tz, sum(total ORDER BY hour) AS total,
                    sum(points) AS points
               FROM hours
              WHERE d @> (hour AT TIME ZONE tz)::date

@@ -1,6 +1,6 @@
 """Wake the engine the moment ingest commits work, not at its next poll.
 
-A statement trigger on ``cluster.dirty_ranges`` (sql/0016_engine_wakeup.sql) runs
+A statement trigger on ``cluster.dirty_ranges`` (sql/functions/20_engine.sql) runs
 ``pg_notify('ep_engine_work', '')`` in the transaction that stores points; PostgreSQL delivers
 it when that transaction commits (never for one rolled back), and folds the notifications of one
 transaction into one. :class:`Wakeups` keeps a connection that LISTENs on the channel and sets

@@ -153,3 +153,31 @@ async def test_committed_points_wake_the_engine_long_before_its_next_poll(
     # Notified at the commit: a round within about a second, not the 60 s poll.
     assert lag < 5
     assert await feed.points("Electricity, channel 1") == {T0: pytest.approx(25.0)}
+
+
+async def test_the_service_rolls_up_in_a_loop_of_its_own(
+    new_feed: NewFeed, settings: Settings
+) -> None:
+    feed = await new_feed("UTC")
+    clamp = await feed.raw_stream(channel=1, medium=1)
+    clock = FakeClock(T0 + 90 * 1000 + 1)
+    engine = EngineService(
+        settings.database,
+        EngineSettings(poll_interval=0.2, currency="CZK", rollup_delay=0),
+        clock=clock,
+    )
+
+    async def rolled_up() -> bool:
+        hours = await feed.db.fetchval(
+            "SELECT count(*) FROM cluster.hourly_rollups WHERE stream_id = $1", clamp
+        )
+        return bool(hours)
+
+    async with running(engine):
+        await feed.ingest(clamp, [(T0 + s, 1000.0) for s in range(0, 91, 5)])
+        await seconds_until(rolled_up)
+
+    # 19 points of 1000 W in one hour: the raw stream's hour holds them all.
+    assert await feed.db.fetchrow(
+        "SELECT total, points FROM cluster.hourly_rollups WHERE stream_id = $1", clamp
+    ) == (19_000.0, 19)
