@@ -91,6 +91,7 @@ async def test_the_engine_fails_on_a_data_error_and_is_restarted(
         )
     finally:
         await feed.db.execute(f"DROP TRIGGER refuse_{feed.id} ON cluster.processed_points")
+        await feed.db.execute(f"DROP FUNCTION cluster.test_refuse_{feed.id}()")
 
     # With the cause gone, the restarted engine processes the points, and leaves no work behind
     # for the tests that share this database.

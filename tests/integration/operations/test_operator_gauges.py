@@ -63,8 +63,12 @@ async def test_queue_ages_count_from_the_oldest_waiting_work(
     assert 660 <= rollup_age < 720
     assert value(samples, "ep_database_up") == 1
 
-    samples = await scrape(api)  # the work is gone: nothing waits any more
-    assert value(samples, "ep_rollups_oldest_queued_age_seconds") == 0
+    # This test's work is gone (other tests of the session database may have queued younger
+    # periods of their own).
+    samples = await scrape(api)
+    after = value(samples, "ep_rollups_oldest_queued_age_seconds")
+    assert after is not None
+    assert after < 660
 
 
 async def test_ingest_silence_and_paired_homebases(api: str, db: asyncpg.Connection) -> None:
