@@ -11,29 +11,27 @@ import os
 import click
 import structlog
 
-from energy_platform.api import admin as data_admin
-from energy_platform.cluster import admin as cluster_admin
-from energy_platform.core.console import CommandGroup, emit, fail
-from energy_platform.core.db import migrations
+from energy_platform.core.console import LazyGroup, emit, fail
 from energy_platform.core.errors import PlatformError
 from energy_platform.core.logs import configure_logging
 from energy_platform.core.paths import migrations_dir
 from energy_platform.core.settings import Settings, unknown_variables
-from energy_platform.devices.simulate import simulate
-from energy_platform.engine import admin as engine_admin
-from energy_platform.forwarder import admin as forwarder_admin
-from energy_platform.provisioning import admin as provisioning_admin
 
-ADMIN_GROUPS: list[click.Command] = [
-    *data_admin.GROUPS,
-    *provisioning_admin.GROUPS,
-    *engine_admin.GROUPS,
-    *forwarder_admin.GROUPS,
-    *cluster_admin.GROUPS,
-]
+# Each domain owns its admin commands (its admin.py, with a GROUPS list); they are named here,
+# in one place, and a domain's module is imported only when one of its commands runs.
+ADMIN_COMMANDS: dict[str, str] = {
+    **dict.fromkeys(("users", "feeds", "streams"), "energy_platform.api.admin"),
+    **dict.fromkeys(
+        ("clusters", "homebases", "firmware", "upgrades", "coap-devices"),
+        "energy_platform.provisioning.admin",
+    ),
+    **dict.fromkeys(("tariffs", "reprocess", "compact"), "energy_platform.engine.admin"),
+    "customers": "energy_platform.forwarder.admin",
+    "broker-accounts": "energy_platform.cluster.admin",
+}
 
 
-@click.group(cls=CommandGroup)
+@click.group(cls=LazyGroup, lazy={"simulate": "energy_platform.devices.simulate"})
 @click.pass_context
 def main(ctx: click.Context) -> None:
     """Energy platform: ingestion, processing, data API, provisioning and forwarding."""
@@ -51,6 +49,8 @@ def main(ctx: click.Context) -> None:
 @click.pass_obj
 def migrate(settings: Settings) -> None:
     """Apply the pending migrations of sql/ to the database."""
+    from energy_platform.core.db import migrations
+
     applied = migrations.migrate(settings.database.url, migrations_dir())
     emit({"applied": [m.filename for m in applied]})
 
@@ -75,20 +75,15 @@ def serve(settings: Settings, names: tuple[str, ...]) -> None:
     asyncio.run(run_services(services, shutdown_timeout=settings.shutdown_timeout))
 
 
-@main.group(cls=CommandGroup)
+@main.group(cls=LazyGroup, lazy=ADMIN_COMMANDS)
 def admin() -> None:
     """Administration; every command answers JSON on stdout."""
-
-
-main.add_command(simulate)
-
-# Each domain owns its admin commands; they are registered here, in one place.
-for group in ADMIN_GROUPS:
-    admin.add_command(group)
 
 
 @admin.command("migrations")
 @click.pass_obj
 def admin_migrations(settings: Settings) -> None:
     """List the applied migrations."""
+    from energy_platform.core.db import migrations
+
     emit(migrations.applied(settings.database.url))

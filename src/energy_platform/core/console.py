@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import io
 import sys
 from collections.abc import Awaitable, Callable
@@ -46,6 +47,26 @@ class CommandGroup(click.Group):
             fail(e.detail)
         except Exception as e:
             fail(f"{type(e).__name__}: {str(e).strip() or 'failed'}")
+
+
+class LazyGroup(CommandGroup):
+    """A group whose commands live in other modules, imported only when one of them runs (or
+    when help lists them): ``energy-platform admin users list`` starts without importing the
+    forwarder, the broker clients and the web framework. ``lazy`` maps a command's name to the
+    module whose ``GROUPS`` holds it."""
+
+    def __init__(self, *args: Any, lazy: dict[str, str] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy = lazy or {}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.lazy})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.lazy:
+            return super().get_command(ctx, cmd_name)
+        groups: list[click.Command] = importlib.import_module(self.lazy[cmd_name]).GROUPS
+        return next(c for c in groups if c.name == cmd_name)
 
 
 def run_in_transaction(

@@ -125,3 +125,6 @@ def _stop_on_signals() -> asyncio.Event:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     return stop
+
+
+GROUPS: list[click.Command] = [simulate]
