@@ -54,7 +54,7 @@ BENCHMARKS = [
     Benchmark("benchmarks.compact_tier", "storage", 70, quick=("--runs", "2")),
     # 5 feeds x 2 streams x 60 days compacted (a point every 30 s at quick size).
     Benchmark("benchmarks.analyst_queries", "analysts", 50, quick=("--runs", "2")),
-    Benchmark("benchmarks.ingest_throughput", "ingestion", 60, quick=("--runs", "2")),
+    Benchmark("benchmarks.ingest_throughput", "ingestion", 90, quick=("--runs", "2")),
     # Mosquitto as shipped beside RabbitMQ at quick size; every persistence setting at full:
     # throughput, the acknowledged points a SIGKILL loses, 1 and 2 ingest processes, the
     # broker's CPU, memory and start.
@@ -67,7 +67,7 @@ BENCHMARKS = [
     # The RabbitMQ ingest queue's type (quorum against lazy classic): the figures behind a choice.
     Benchmark("benchmarks.rabbitmq_queues", "ingestion", 0, full_only=True),
     # A hot standby of the private server: commit-to-visible lag, idle and under COPY load.
-    Benchmark("benchmarks.replica_lag", "replica", 30, quick=("--runs", "2")),
+    Benchmark("benchmarks.replica_lag", "replica", 60, quick=("--runs", "2")),
     # pgBackRest on a PostgreSQL cluster of its own: restore to a time beside a full backup.
     Benchmark("benchmarks.restore", "backup", 40),
     # A full round of the engine takes about 20 minutes here: one counted round after a warm-up.
@@ -296,7 +296,8 @@ def main(full: bool, strict: bool) -> None:
     json_path, png_path = RESULTS / f"{report.size}.json", RESULTS / f"{report.size}.png"
     encoded = msgspec.json.format(msgspec.json.encode(report))
     json_path.write_bytes(encoded)
-    (RESULTS / f"{report.date[:10]}-{report.size}.json").write_bytes(encoded)
+    stamp = report.date[:16].replace(" ", "-").replace(":", "")  # 2026-11-25-1349
+    (RESULTS / f"{stamp}-{report.size}.json").write_bytes(encoded)
     chart(report, png_path)
     write_readme(report)
     print("\n" + table(rows))
