@@ -61,8 +61,16 @@ async def consume_queue(
                     "broker connected", url=f"{url.scheme}://{url.hostname}:{url.port or 5672}"
                 )
                 await _consume(queue, channel, pipeline, stop, subscribed)
-        # A lost connection surfaces from the pipeline's task group as a group.
-        except* (ConnectionLost, aiormq.exceptions.AMQPError, OSError, TimeoutError) as group:
+        # A lost connection surfaces from the pipeline's task group as a group; an
+        # acknowledgement on the channel it closed is the same loss (the message stays
+        # unacknowledged and the broker delivers it again).
+        except* (
+            ConnectionLost,
+            aiormq.exceptions.AMQPError,
+            aiormq.exceptions.ChannelInvalidStateError,
+            OSError,
+            TimeoutError,
+        ) as group:
             delay = backoff.next_delay()
             error = repr(group.exceptions[0])
             log.warning("broker unreachable; retrying", error=error, retry_in=round(delay, 2))
