@@ -8,13 +8,17 @@ import itertools
 from collections.abc import AsyncIterator, Iterator
 
 import asyncpg
+import httpx
 import pytest
 
+from energy_platform.api import app as data
 from energy_platform.core.db.pool import create_pool
-from energy_platform.core.settings import DatabaseSettings
+from energy_platform.core.http.server import HttpService
+from energy_platform.core.settings import DatabaseSettings, Settings
 from energy_platform.core.tokens import token_digest
 from tests.support.databases import create_session_database, drop_database
 from tests.support.engine import Feed, NewFeed
+from tests.support.services import free_port, running
 
 _serials = itertools.count(1)
 
@@ -60,3 +64,16 @@ async def pool(own_database: str) -> AsyncIterator[asyncpg.Pool]:
     pool = await create_pool(DatabaseSettings(url=own_database))
     yield pool
     await pool.close()
+
+
+@pytest.fixture
+async def api(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
+    """The data API on a free port, and a client of it (the rollup tests read through it)."""
+    port = free_port()
+    service = HttpService("api", data.create_app(settings), "127.0.0.1", port)
+    url = f"http://127.0.0.1:{port}"
+    async with (
+        running(service, ready_urls=(url + "/healthz",)),
+        httpx.AsyncClient(base_url=url) as client,
+    ):
+        yield client

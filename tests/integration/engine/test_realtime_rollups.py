@@ -7,20 +7,15 @@ taken (``drain(..., rollup_batches=0)``). Every test checks that the rollups rea
 there yet, so that the equality is not one of two empty answers.
 """
 
-from collections.abc import AsyncIterator
 from datetime import UTC, date, datetime
 
 import asyncpg
 import httpx
 import pytest
 
-from energy_platform.api import app as data
-from energy_platform.core.http.server import HttpService
-from energy_platform.core.settings import Settings
 from energy_platform.engine.compaction import COMPACT_DAY
 from energy_platform.engine.service import drain
 from tests.support.engine import ENGINE, Feed, NewFeed, process
-from tests.support.services import free_port, running
 
 
 def unix(text: str) -> int:
@@ -37,18 +32,6 @@ RESOLUTIONS = ("hour", "day", "month")
 READINGS = """
 SELECT v.stream_id, v.{key}, v.total, v.points, v.value
   FROM cluster.{view} v WHERE v.feed_id = $1 ORDER BY 1, 2"""
-
-
-@pytest.fixture
-async def api(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
-    port = free_port()
-    service = HttpService("api", data.create_app(settings), "127.0.0.1", port)
-    url = f"http://127.0.0.1:{port}"
-    async with (
-        running(service, ready_urls=(url + "/healthz",)),
-        httpx.AsyncClient(base_url=url) as client,
-    ):
-        yield client
 
 
 async def buckets(

@@ -1,16 +1,11 @@
 """Answers per local hour, day and month (`resolution`), served from the engine's rollups."""
 
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
 import httpx
 import pytest
 
-from energy_platform.api import app as data
-from energy_platform.core.http.server import HttpService
-from energy_platform.core.settings import Settings
 from tests.support.engine import Feed, NewFeed, process
-from tests.support.services import free_port, running
 
 
 def unix(text: str) -> int:
@@ -21,18 +16,6 @@ def unix(text: str) -> int:
 # 2026-10-24T22:00Z to 2026-10-25T23:00Z, 25 hours, and 02:00 comes twice.
 DAY_START = unix("2026-10-24T22:00:00")
 DAY_END = unix("2026-10-25T23:00:00")
-
-
-@pytest.fixture
-async def api(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
-    port = free_port()
-    service = HttpService("api", data.create_app(settings), "127.0.0.1", port)
-    url = f"http://127.0.0.1:{port}"
-    async with (
-        running(service, ready_urls=(url + "/healthz",)),
-        httpx.AsyncClient(base_url=url) as client,
-    ):
-        yield client
 
 
 async def buckets(
