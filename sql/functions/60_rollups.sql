@@ -56,14 +56,13 @@ WITH asked AS (
     ON CONFLICT (stream_id, hour) DO UPDATE SET total = EXCLUDED.total, points = EXCLUDED.points
      WHERE (r.total, r.points) IS DISTINCT FROM (EXCLUDED.total, EXCLUDED.points)
     RETURNING 1
-), kept AS (
-    SELECT stream_id, array_agg(hour) AS hours FROM results GROUP BY stream_id
 ), stale AS (
+    -- NOT IN over the results is one hashed subplan; joined to them (a CTE of a size the
+    -- planner cannot know) it may become a nested loop over both, quadratic in the batch.
     DELETE FROM cluster.hourly_rollups r
-     USING (SELECT w.stream_id, w.w, coalesce(k.hours, '{}') AS hours
-              FROM windows w LEFT JOIN kept k ON k.stream_id = w.stream_id) x
-     WHERE r.stream_id = x.stream_id AND r.hour >= lower(x.w) AND r.hour < upper(x.w)
-       AND r.hour <> ALL (x.hours)
+     USING windows w
+     WHERE r.stream_id = w.stream_id AND r.hour >= lower(w.w) AND r.hour < upper(w.w)
+       AND (r.stream_id, r.hour) NOT IN (SELECT stream_id, hour FROM results)
     RETURNING 1
 )
 SELECT (SELECT count(*) FROM results), (SELECT count(*) FROM upserted), (SELECT count(*) FROM stale)
@@ -139,13 +138,12 @@ WITH asked AS (
      WHERE (r.start, r.timezone, r.total, r.points)
            IS DISTINCT FROM (EXCLUDED.start, EXCLUDED.timezone, EXCLUDED.total, EXCLUDED.points)
     RETURNING 1
-), kept AS (
-    SELECT stream_id, array_agg(day) AS days FROM results GROUP BY stream_id
 ), stale AS (
+    -- As for the hours: a hashed subplan, not a join to a CTE.
     DELETE FROM cluster.daily_rollups r
-     USING (SELECT x.stream_id, x.d, coalesce(k.days, '{}') AS days
-              FROM dates x LEFT JOIN kept k ON k.stream_id = x.stream_id) x
-     WHERE r.stream_id = x.stream_id AND x.d @> r.day AND r.day <> ALL (x.days)
+     USING dates x
+     WHERE r.stream_id = x.stream_id AND x.d @> r.day
+       AND (r.stream_id, r.day) NOT IN (SELECT stream_id, day FROM results)
     RETURNING 1
 )
 SELECT (SELECT count(*) FROM results), (SELECT count(*) FROM upserted), (SELECT count(*) FROM stale)

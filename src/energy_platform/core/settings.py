@@ -211,8 +211,8 @@ class EngineSettings(msgspec.Struct, frozen=True, kw_only=True):
     """Seconds queued rollup work waits before it is taken, so that a live stream's points of
     ten minutes cost one recomputation of their hour, not one per batch (readers answer the
     waiting hours from the points meanwhile: real-time rollups)."""
-    rollup_batch: int = 2_000
-    """Queued rollup periods taken per transaction."""
+    rollup_batch: int = 500
+    """Streams whose queued rollup work one transaction recomputes."""
 
     def __post_init__(self) -> None:
         if self.rollup_delay < 0 or self.rollup_batch < 1:

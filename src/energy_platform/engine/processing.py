@@ -45,9 +45,10 @@ WITH claimed AS (
      GROUP BY s.feed_id, s.channel, s.id
 ), neighbours AS (
     SELECT t.feed_id, t.channel, lower(t.written) AS ts_from, upper(t.written) AS ts_to,
-           cluster.point_before(t.raw_id, lower(t.written)) AS prev,
-           cluster.point_from(t.raw_id, upper(t.written) + interval '1 microsecond') AS next
+           n.before AS prev, n.after AS next
       FROM touched t
+     CROSS JOIN LATERAL cluster.point_neighbours(
+               t.raw_id, lower(t.written), upper(t.written) + interval '1 microsecond') n
 ), affected AS (
     SELECT feed_id, channel, tstzrange(
                time_bucket('90 s', CASE WHEN ts_from - prev <= interval '300 s'
@@ -133,16 +134,20 @@ WITH feeds AS (
 ), merged AS (
     SELECT feed_id, channel, unnest(range_agg(buckets)) AS buckets
       FROM claimed GROUP BY feed_id, channel
-), starts AS (
+), starts AS MATERIALIZED (
+    -- Materialised: inlined, the planner copied the look-up below into each use of wfrom. A
+    -- period of up to an hour (live data: a bucket or two) is taken as it is; a longer one
+    -- starts where the channel's raw data does.
     SELECT m.feed_id, m.channel, upper(m.buckets) AS queued_to,
-           greatest(lower(m.buckets), coalesce(time_bucket('90 s', (
-               SELECT min(first.ts)
+           CASE WHEN upper(m.buckets) - lower(m.buckets) <= interval '1 hour' THEN lower(m.buckets)
+           ELSE greatest(lower(m.buckets), coalesce(time_bucket('90 s', (
+               SELECT min(n.after)
                  FROM cluster.streams s
                  JOIN cluster.processable_media pm ON pm.medium_id = s.medium
-                 CROSS JOIN LATERAL (SELECT cluster.point_from(s.id, lower(m.buckets)) AS ts) first
+                CROSS JOIN LATERAL cluster.point_neighbours(s.id, '-infinity', lower(m.buckets)) n
                 WHERE s.feed_id = m.feed_id AND s.channel = m.channel AND s.type = 'raw'
-                  AND first.ts < upper(m.buckets) + interval '300 s'
-           ) - interval '300 s'), upper(m.buckets))) AS wfrom
+                  AND n.after < upper(m.buckets) + interval '300 s'
+           ) - interval '300 s'), upper(m.buckets))) END AS wfrom
       FROM merged m
 ), parts AS (
     SELECT feed_id, channel, queued_to, wfrom,
@@ -170,11 +175,11 @@ WITH work AS (
         AS w (feed_id, channel, wfrom, wto)
 ), sources AS MATERIALIZED (
     SELECT s.id AS raw_id, date_part('epoch', w.wfrom) AS wf, date_part('epoch', w.wto) AS wt,
-           coalesce(cluster.point_before(s.id, w.wfrom), w.wfrom) AS lo,
-           coalesce(cluster.point_from(s.id, w.wto), w.wto) AS hi
+           coalesce(n.before, w.wfrom) AS lo, coalesce(n.after, w.wto) AS hi
       FROM work w
       JOIN cluster.streams s ON s.feed_id = w.feed_id AND s.channel = w.channel AND s.type = 'raw'
       JOIN cluster.processable_media m ON m.medium_id = s.medium
+     CROSS JOIN LATERAL cluster.point_neighbours(s.id, w.wfrom, w.wto) n
 ), segments AS (
     -- OFFSET 0 keeps each expression computed once per point, not once per use.
     SELECT raw_id, wt, e0, v0, e1, v1, k, a, least(e1, kend) AS c, e1 >= kend AS crosses,
@@ -244,8 +249,8 @@ WITH work AS (
     SELECT feed_id, channel, 0, true, k, sum(integral), sum(covered), sum(delta)
       FROM per_index WHERE idx IS NOT NULL GROUP BY feed_id, channel, k
 ), targets AS MATERIALIZED (
-    SELECT ps.id AS stream_id, ps.feed_id, ps.channel, coalesce(ps.idx, 0) AS idx,
-           ps.combined, ps.cost, c.medium,
+    SELECT ps.id AS stream_id, ps.feed_id, ps.channel, ps.idx AS stream_idx,
+           coalesce(ps.idx, 0) AS idx, ps.combined, ps.cost, c.medium,
            CASE WHEN lower_inf(c.validity) THEN -9223372036854775807
                 ELSE ceil(date_part('epoch', lower(c.validity)) / 90)::bigint END AS kfrom,
            CASE WHEN upper_inf(c.validity) THEN 9223372036854775807
@@ -255,48 +260,34 @@ WITH work AS (
         ON ps.feed_id = w.feed_id AND ps.channel = w.channel AND ps.type = 'processed'
       JOIN cluster.stream_configs c ON c.stream_id = ps.id
      WHERE c.medium IS NOT NULL
-), consumption AS MATERIALIZED (
-    SELECT tg.stream_id, t.feed_id, t.channel, t.idx, t.combined, t.k, tg.medium,
-           CASE tg.medium
-               WHEN 'power' THEN CASE WHEN t.covered > 0 THEN t.integral / 3600 END
-               WHEN 'temperature' THEN CASE WHEN t.covered > 0 THEN t.integral / t.covered END
-               ELSE t.delta END AS value
-      FROM per_target t
-      JOIN targets tg
-        ON tg.feed_id = t.feed_id AND tg.channel = t.channel AND tg.idx = t.idx
-       AND tg.combined = t.combined AND NOT tg.cost AND t.k >= tg.kfrom AND t.k < tg.kto
-), tariff_periods AS (
-    SELECT t.feed_id, t.medium, t.id AS tariff_id,
-           CASE WHEN lower_inf(t.validity) THEN -9223372036854775807
-                ELSE ceil(date_part('epoch', lower(t.validity)) / 90)::bigint END AS kfrom,
-           CASE WHEN upper_inf(t.validity) THEN 9223372036854775807
-                ELSE ceil(date_part('epoch', upper(t.validity)) / 90)::bigint END AS kto
-      FROM cluster.tariffs t WHERE t.feed_id IN (SELECT feed_id FROM work)
-), zones AS (
-    SELECT fc.feed_id, fc.timezone,
-           CASE WHEN lower_inf(fc.validity) THEN -9223372036854775807
-                ELSE ceil(date_part('epoch', lower(fc.validity)) / 90)::bigint END AS kfrom,
-           CASE WHEN upper_inf(fc.validity) THEN 9223372036854775807
-                ELSE ceil(date_part('epoch', upper(fc.validity)) / 90)::bigint END AS kto
-      FROM cluster.feed_configs fc WHERE fc.feed_id IN (SELECT feed_id FROM work)
 ), periods AS MATERIALIZED (
     -- Per channel and index: the stretches of k with one consumption configuration, and those
-    -- that also have a cost configuration, a tariff and a time zone.
+    -- that also have a cost configuration, a tariff and a time zone. The cost side is looked
+    -- up from each consumption period through the tables' indexes: joined as CTEs, whose
+    -- sizes the planner cannot know, it became a nested loop over every pair of periods
+    -- (4 s for a batch of 1,000 channels).
     SELECT c.feed_id, c.channel, c.idx, c.combined, c.stream_id, c.medium, c.kfrom, c.kto,
            NULL::bigint AS tariff_id, NULL::text AS timezone
       FROM targets c WHERE NOT c.cost
     UNION ALL
-    SELECT c.feed_id, c.channel, c.idx, c.combined, cs.stream_id, c.medium,
-           greatest(c.kfrom, cs.kfrom, tr.kfrom, z.kfrom), least(c.kto, cs.kto, tr.kto, z.kto),
-           tr.tariff_id, z.timezone
+    SELECT c.feed_id, c.channel, c.idx, c.combined, cs.id, c.medium,
+           greatest(c.kfrom, k.kfrom), least(c.kto, k.kto), tr.id, z.timezone
       FROM targets c
-      JOIN targets cs
-        ON cs.cost AND cs.feed_id = c.feed_id AND cs.channel = c.channel AND cs.idx = c.idx
-       AND cs.combined = c.combined
-      JOIN tariff_periods tr ON tr.feed_id = c.feed_id AND tr.medium = cs.medium
-      JOIN zones z ON z.feed_id = c.feed_id
-     WHERE NOT c.cost AND c.medium <> 'temperature'
-       AND greatest(c.kfrom, cs.kfrom, tr.kfrom, z.kfrom) < least(c.kto, cs.kto, tr.kto, z.kto)
+      JOIN cluster.streams cs
+        ON cs.feed_id = c.feed_id AND cs.type = 'processed' AND cs.channel = c.channel
+       AND cs.idx IS NOT DISTINCT FROM c.stream_idx AND cs.combined = c.combined AND cs.cost
+      JOIN cluster.stream_configs cc ON cc.stream_id = cs.id
+      JOIN cluster.tariffs tr ON tr.feed_id = c.feed_id AND tr.medium = cc.medium
+      JOIN cluster.feed_configs z ON z.feed_id = c.feed_id
+     CROSS JOIN LATERAL (SELECT cc.validity * tr.validity * z.validity AS valid) v
+     CROSS JOIN LATERAL (
+         SELECT CASE WHEN lower_inf(v.valid) THEN -9223372036854775807
+                     ELSE ceil(date_part('epoch', lower(v.valid)) / 90)::bigint END AS kfrom,
+                CASE WHEN upper_inf(v.valid) THEN 9223372036854775807
+                     ELSE ceil(date_part('epoch', upper(v.valid)) / 90)::bigint END AS kto
+     ) k
+     WHERE NOT c.cost AND c.medium <> 'temperature' AND NOT isempty(v.valid)
+       AND greatest(c.kfrom, k.kfrom) < least(c.kto, k.kto)
 ), valued AS MATERIALIZED (
     -- Consumption (or mean) per bucket; for cost rows in kWh or m³, to be priced.
     SELECT pd.stream_id, t.k, pd.tariff_id, pd.timezone,
@@ -334,19 +325,15 @@ WITH work AS (
       FROM work w
       JOIN cluster.streams ps
         ON ps.feed_id = w.feed_id AND ps.channel = w.channel AND ps.type = 'processed'
-), kept AS (
-    SELECT stream_id, array_agg(ts) AS buckets FROM results GROUP BY stream_id
 ), stale AS (
-    -- Per stream an array of the buckets kept, not an anti join against results: with the
-    -- few rows the planner expects of a CTE (and none known of a fresh chunk) it may choose a
-    -- nested loop over both, quadratic in the batch.
+    -- NOT IN over the results is one hashed subplan: joined to them (a CTE, whose size the
+    -- planner cannot know) it became a nested loop over both, quadratic in the batch.
     DELETE FROM cluster.processed_points p
-     USING (SELECT ps.id, w.wfrom, w.wto, coalesce(k.buckets, '{}') AS buckets
-              FROM work w
-              JOIN cluster.streams ps
-                ON ps.feed_id = w.feed_id AND ps.channel = w.channel AND ps.type = 'processed'
-              LEFT JOIN kept k ON k.stream_id = ps.id) x
-     WHERE p.stream_id = x.id AND p.ts >= x.wfrom AND p.ts < x.wto AND p.ts <> ALL (x.buckets)
+     USING work w
+      JOIN cluster.streams ps
+        ON ps.feed_id = w.feed_id AND ps.channel = w.channel AND ps.type = 'processed'
+     WHERE p.stream_id = ps.id AND p.ts >= w.wfrom AND p.ts < w.wto
+       AND (p.stream_id, p.ts) NOT IN (SELECT stream_id, ts FROM results)
     RETURNING 1
 )
 SELECT (SELECT count(*) FROM results) AS points,

@@ -115,7 +115,7 @@ class EngineService:
                         conn, batch=self._engine.rollup_batch, delay=self._engine.rollup_delay
                     )
                 ROLLUPS_WRITTEN.inc(rolled.written)
-                full = rolled.periods == self._engine.rollup_batch
+                full = rolled.streams == self._engine.rollup_batch
             if not full:
                 await sleep_unless_stopped(stop, self._engine.poll_interval)
 
@@ -203,7 +203,7 @@ async def drain(
         rolled = await rollup_batch(conn, batch=settings.rollup_batch, delay=settings.rollup_delay)
         ROLLUPS_WRITTEN.inc(rolled.written)
         batches += 1
-        full = rolled.periods == settings.rollup_batch
+        full = rolled.streams == settings.rollup_batch
         if not full:
             break
     return Drained(

@@ -3,12 +3,13 @@
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import asyncpg
 import pytest
 
 from energy_platform.core.settings import EngineSettings, Settings
+from energy_platform.engine.rollups import rollup_batch
 from energy_platform.engine.service import EngineService, drain
 from tests.support.data import T0
 from tests.support.engine import NewFeed, process
@@ -128,6 +129,32 @@ async def test_a_round_takes_one_rollup_batch_and_says_whether_more_wait(
     rest = await drain(feed.db, one_period)  # every batch, as tests and benchmarks drain
     assert not rest.rollups_left
     assert await queued() == 0
+
+
+async def test_a_rollup_batch_takes_every_queued_period_of_its_streams_at_once(
+    new_feed: NewFeed,
+) -> None:
+    # A live stream queues a period with every batch of points; the delay is meant to let them
+    # gather so that its hour is recomputed once. A batch of one stream takes all of them,
+    # the one younger than the delay too, and leaves the other stream's work queued.
+    feed = await new_feed()
+    live, other = [await feed.raw_stream(channel=c, medium=1) for c in (1, 2)]
+    await feed.db.executemany(
+        "INSERT INTO cluster.rollup_work (stream_id, span, recorded_at)"
+        " VALUES ($1, tstzrange(to_timestamp($2), to_timestamp($2 + 5)), $3)",
+        [
+            (live, T0, datetime(2000, 1, 1, tzinfo=UTC)),  # the oldest: its stream goes first
+            (live, T0 + 5, datetime(2000, 1, 1, 0, 0, 5, tzinfo=UTC)),
+            (other, T0, datetime(2000, 1, 1, 0, 0, 7, tzinfo=UTC)),
+            (live, T0 + 10, datetime.now(UTC) + timedelta(hours=1)),  # not due on its own
+        ],
+    )
+    rolled = await rollup_batch(feed.db, batch=1, delay=60)
+    left = await feed.db.fetch(
+        "SELECT stream_id FROM cluster.rollup_work WHERE stream_id = ANY($1)", [live, other]
+    )
+    assert (rolled.streams, rolled.periods) == (1, 3)
+    assert [r["stream_id"] for r in left] == [other]
 
 
 async def test_committed_points_wake_the_engine_long_before_its_next_poll(
