@@ -210,7 +210,9 @@ async def test_broker_sigkill_mid_burst_loses_nothing_it_acknowledged(
         node.start()
         node.wait_ready()
         restarted_in = time.monotonic() - began
-        await asyncio.wait_for(ingest.subscribed.wait(), 60)  # it reconnects on its own
+        # It reconnects on its own, as soon as the restarted node's quorum queue takes
+        # consumers again (the node itself may take a minute: devices/ingest/amqp.py).
+        await asyncio.wait_for(ingest.subscribed.wait(), 120)
         owed = acknowledged * POINTS_PER_BATCH
         kept, distinct = await stored(database_url, feed, owed)
         later = messages(homebase, 1)[0]  # later times than any acknowledged: new points
