@@ -184,3 +184,44 @@ async def test_an_unknown_resolution_is_a_400_problem(
     assert answer.status_code == 400
     assert answer.headers["content-type"].startswith("application/problem+json")
     assert "resolution" in answer.text
+
+
+async def test_hours_and_days_left_without_points_leave_the_rollups(
+    new_feed: NewFeed, api: httpx.AsyncClient
+) -> None:
+    feed = await new_feed("UTC")
+    t0 = unix("2026-03-04T00:00:00")
+    await steady_power(feed, t0, t0 + 7200, 60, 1000.0)
+    energy = await feed.stream_id("Electricity, channel 1")
+    assert await buckets(api, feed, energy, "day") == [[t0, pytest.approx(2000.0)]]
+
+    # No medium from 01:00 on: the second hour's processed points are deleted, and with them
+    # its hourly rollup; the day is the first hour alone.
+    await feed.db.execute(
+        "SELECT cluster.set_stream_config($1, $2, 'Electricity, channel 1', NULL, 'Wh')",
+        energy,
+        datetime.fromtimestamp(t0 + 3600, UTC),
+    )
+    await process(feed.db)
+    hours = await feed.db.fetch(
+        "SELECT date_part('epoch', hour)::bigint AS hour FROM cluster.hourly_rollups"
+        " WHERE stream_id = $1 ORDER BY hour",
+        energy,
+    )
+    assert [h["hour"] for h in hours] == [t0]
+    assert await buckets(api, feed, energy, "hour") == [[t0, pytest.approx(1000.0)]]
+    assert await buckets(api, feed, energy, "day") == [[t0, pytest.approx(1000.0)]]
+
+    # No medium at all: no hour and no day is left.
+    await feed.db.execute(
+        "SELECT cluster.set_stream_config($1, '-infinity', 'Electricity, channel 1', NULL, 'Wh')",
+        energy,
+    )
+    await process(feed.db)
+    left = await feed.db.fetchval(
+        "SELECT (SELECT count(*) FROM cluster.hourly_rollups WHERE stream_id = $1)"
+        " + (SELECT count(*) FROM cluster.daily_rollups WHERE stream_id = $1)",
+        energy,
+    )
+    assert left == 0
+    assert await buckets(api, feed, energy, "day") == []

@@ -137,3 +137,48 @@ async def test_a_time_zone_change_reprices_time_of_use_cost(new_feed: NewFeed) -
 
     # ... and high (06:30) in Prague.
     assert await feed.points("Electricity cost, channel 1") == {SPRING_AFTER: pytest.approx(0.0075)}
+
+
+async def test_a_cost_streams_own_configuration_picks_its_tariff_from_an_instant(
+    new_feed: NewFeed,
+) -> None:
+    # A cost stream is priced by the tariff of its own configured medium, period by period:
+    # switched off from the second bucket, then priced as gas from the third (a sub-meter
+    # billed by the gas supplier); its consumption stream stays as it is.
+    feed = await new_feed("UTC")
+    clamp = await feed.raw_stream(channel=1, medium=1)
+    t = SPRING_BEFORE
+    await feed.ingest(clamp, [(t + s, 1000.0) for s in range(0, 271, 5)])
+    for medium, price in (("power", 0.2), ("gas", 3.0)):
+        await feed.db.execute(
+            "SELECT cluster.set_tariff($1, $2, '-infinity', ARRAY['00:00'::time],"
+            " ARRAY[$3::float8])",
+            feed.id,
+            medium,
+            price,
+        )
+    await process(feed.db)
+    cost = await feed.stream_id("Electricity cost, channel 1")
+    # 1000 W for 90 s is 25 Wh = 0.025 kWh a bucket, at 0.2.
+    assert await feed.points("Electricity cost, channel 1") == {
+        t + k * 90: pytest.approx(0.025 * 0.2) for k in range(3)
+    }
+
+    for medium, since in ((None, t + 90), ("gas", t + 180)):
+        await feed.db.execute(
+            "SELECT cluster.set_stream_config($1, $2, 'Electricity cost, channel 1', $3, 'CZK')",
+            cost,
+            at(since),
+            medium,
+        )
+    await process(feed.db)
+
+    # Bucket 1: no medium, no cost. Bucket 2: the gas price times the consumption in the
+    # consumption stream's unit of account (kWh for power): 0.025 x 3.0.
+    assert await feed.points("Electricity cost, channel 1") == {
+        t: pytest.approx(0.025 * 0.2),
+        t + 180: pytest.approx(0.025 * 3.0),
+    }
+    assert await feed.points("Electricity, channel 1") == {
+        t + k * 90: pytest.approx(25.0) for k in range(3)
+    }
