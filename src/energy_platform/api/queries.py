@@ -99,9 +99,9 @@ kept AS (
     SELECT ts, value FROM newest ORDER BY ts DESC LIMIT $6)
 SELECT EXISTS (SELECT FROM caller) AS caller_known,
        EXISTS (SELECT FROM stream) AS visible,
-       (SELECT convert_to('[' || coalesce(string_agg(
-                   '[' || extract(epoch FROM ts)::bigint || ',' || cluster.json_number(value)
-                   || ']', ',' ORDER BY ts), '') || ']', 'UTF8')
+       (SELECT convert_to(
+                   '[' || coalesce(string_agg(cluster.json_point(ts, value), ',' ORDER BY ts), '')
+                   || ']', 'UTF8')
           FROM kept) AS body"""
 
 # The same answer per local hour ($7 = 'hour') or per local day or month ($7 = 'day' |
@@ -170,7 +170,7 @@ newest AS (
      ORDER BY b.start DESC LIMIT $6)
 SELECT EXISTS (SELECT FROM caller) AS caller_known,
        EXISTS (SELECT FROM stream) AS visible,
-       (SELECT convert_to('[' || coalesce(string_agg(
-                   '[' || extract(epoch FROM ts)::bigint || ',' || cluster.json_number(value)
-                   || ']', ',' ORDER BY ts), '') || ']', 'UTF8')
+       (SELECT convert_to(
+                   '[' || coalesce(string_agg(cluster.json_point(ts, value), ',' ORDER BY ts), '')
+                   || ']', 'UTF8')
           FROM newest) AS body"""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import ipaddress
+from collections.abc import Callable
 from pathlib import Path
 
 import asyncpg
@@ -312,19 +313,25 @@ def _serials(sns: tuple[str, ...], listing: Path | None) -> list[str]:
     return sorted({checked_serial(v) for v in values})
 
 
+def serial_numbers(command: Callable[..., None]) -> Callable[..., None]:
+    """The homebases a command is for: serial numbers as arguments (``sns``) and/or in a file
+    of one a line (``--file``, ``listing``); :func:`_serials` reads both."""
+    command = click.option(
+        "--file",
+        "listing",
+        type=click.Path(exists=True, path_type=Path),
+        help="A file with one serial number per line.",
+    )(command)
+    return click.argument("sns", nargs=-1)(command)
+
+
 @click.group("upgrades", cls=CommandGroup)
 def upgrades() -> None:
     """Prepared firmware upgrades of homebases."""
 
 
 @upgrades.command("prepare")
-@click.argument("sns", nargs=-1)
-@click.option(
-    "--file",
-    "listing",
-    type=click.Path(exists=True, path_type=Path),
-    help="A file with one serial number per line.",
-)
+@serial_numbers
 @click.option("--component", type=click.Choice(COMPONENTS), required=True)
 @click.option("--version", "version", required=True)
 @click.pass_obj
@@ -348,13 +355,7 @@ def prepare_upgrades(
 
 
 @upgrades.command("cancel")
-@click.argument("sns", nargs=-1)
-@click.option(
-    "--file",
-    "listing",
-    type=click.Path(exists=True, path_type=Path),
-    help="A file with one serial number per line.",
-)
+@serial_numbers
 @click.pass_obj
 def cancel_upgrades(settings: Settings, sns: tuple[str, ...], listing: Path | None) -> None:
     """Cancel the prepared upgrades of these homebases."""
