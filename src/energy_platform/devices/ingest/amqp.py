@@ -10,7 +10,6 @@ homebase's topic); judging, storing and acknowledging after the commit are the
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncIterator
 from urllib.parse import urlsplit
 
@@ -26,11 +25,6 @@ from energy_platform.core.settings import MqttSettings, Settings
 from energy_platform.devices.ingest.service import BROKER_CONNECTED, Delivery, Pipeline
 
 log = structlog.get_logger()
-# Seconds the broker gets to answer the declarations and basic.consume once connected. RabbitMQ
-# may hold a consume on a quorum queue that is still recovering after a restart for a minute
-# and then close the connection (541 INTERNAL_ERROR, "timed out consuming from quorum queue");
-# asking again on a new connection sooner subscribes as soon as the queue is back.
-SUBSCRIBE_TIMEOUT = 15.0
 
 
 class ConnectionLost(Exception):
@@ -57,10 +51,9 @@ async def consume_queue(
         try:
             connection = await aio_pika.connect(mqtt.amqp_url, timeout=10)
             async with connection:
-                async with asyncio.timeout(SUBSCRIBE_TIMEOUT):
-                    channel = await connection.channel()
-                    await channel.set_qos(prefetch_count=settings.ingest.receive_maximum)
-                    queue = await declare_ingest_queue(channel, mqtt)
+                channel = await connection.channel()
+                await channel.set_qos(prefetch_count=settings.ingest.receive_maximum)
+                queue = await declare_ingest_queue(channel, mqtt)
                 BROKER_CONNECTED.set(1)
                 backoff.reset()
                 url = urlsplit(mqtt.amqp_url)  # logged without its account
@@ -99,9 +92,7 @@ async def _consume(
     async def ack(tag: int) -> None:
         await underlay.basic_ack(tag)
 
-    async with contextlib.AsyncExitStack() as stack:
-        async with asyncio.timeout(SUBSCRIBE_TIMEOUT):
-            messages = await stack.enter_async_context(queue.iterator())
+    async with queue.iterator() as messages:
         log.info("subscribed", queue=queue.name)
         subscribed.set()
 
