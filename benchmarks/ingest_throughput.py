@@ -62,10 +62,8 @@ async def setup(
         http=HttpSettings(
             provisioning_port=free_port(), api_port=free_port(), forwarder_port=free_port()
         ),
-        devices=DeviceSettings(
-            coap_port=free_port(socket.SOCK_DGRAM), tftp_port=free_port(socket.SOCK_DGRAM)
-        ),
-        provisioning=ProvisioningSettings(secret_key=key),
+        devices=DeviceSettings(coap_port=free_port(socket.SOCK_DGRAM)),
+        provisioning=ProvisioningSettings(secret_key=key, tftp_port=free_port(socket.SOCK_DGRAM)),
         # The broker's kind and URLs kept; a session and topics of the benchmark's own.
         mqtt=msgspec.structs.replace(
             s.mqtt,

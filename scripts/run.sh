@@ -37,7 +37,7 @@ cat <<MSG
     provisioning  http://$host:${EP_HTTP_PROVISIONING_PORT:-8001}/api
     forwarder     http://$host:${EP_HTTP_FORWARDER_PORT:-8002}
     CoAP          udp://${EP_DEVICES_HOST:-127.0.0.1}:${EP_DEVICES_COAP_PORT:-5683}
-    TFTP          udp://${EP_DEVICES_HOST:-127.0.0.1}:${EP_DEVICES_TFTP_PORT:-6969}
+    TFTP          udp://${EP_DEVICES_HOST:-127.0.0.1}:${EP_PROVISIONING_TFTP_PORT:-6969}
     database      $EP_DATABASE_URL
     MQTT broker   mqtt://${EP_MQTT_URL##*@}   (accounts only; passwords in .local/mqtt-accounts.env)
 

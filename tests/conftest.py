@@ -14,8 +14,11 @@ import asyncpg
 import msgspec
 import psycopg
 import pytest
+import pytest_asyncio
 import structlog
 
+from energy_platform.api import app as data
+from energy_platform.core.http.server import HttpService
 from energy_platform.core.settings import (
     CompactionSettings,
     DatabaseSettings,
@@ -25,6 +28,7 @@ from energy_platform.core.settings import (
 )
 from energy_platform.services import build_services
 from tests.support.admin import run_admin_async
+from tests.support.data import World, seed
 from tests.support.databases import (
     create_empty_database,
     create_session_database,
@@ -150,6 +154,30 @@ async def rabbit_platform(
     s = msgspec.structs.replace(s, mqtt=rabbitmq.nodes[0].settings(s.mqtt))
     async with provisioning_platform(with_cluster(s)) as platform:
         yield platform
+
+
+@pytest.fixture(scope="module")
+def world_data(database_url: str) -> Iterator[World]:
+    """The users, feeds and streams of tests/support/data.py, removed after the module."""
+    with psycopg.connect(database_url) as conn:
+        world = seed(conn)
+    yield world
+    with psycopg.connect(database_url) as conn:
+        conn.execute(
+            "DELETE FROM forwarder.registrations WHERE homebase_sn LIKE 'D00000000000000%%'"
+        )
+        conn.execute("DELETE FROM cluster.feeds WHERE id = ANY(%s)", (list(world.feeds.values()),))
+        conn.execute("DELETE FROM cluster.users WHERE id = ANY(%s)", (list(world.users.values()),))
+
+
+@pytest_asyncio.fixture(scope="module")
+async def world(world_data: World, settings: Settings) -> AsyncIterator[World]:
+    """That world behind the data API, served by a real uvicorn on a free port."""
+    port = free_port()
+    service = HttpService("api", data.create_app(settings), "127.0.0.1", port)
+    world_data.url = f"http://127.0.0.1:{port}"
+    async with running(service, ready_urls=(world_data.url + "/healthz",)):
+        yield world_data
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

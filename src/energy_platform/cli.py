@@ -15,19 +15,20 @@ from energy_platform.core.console import LazyGroup, emit, fail
 from energy_platform.core.errors import PlatformError
 from energy_platform.core.logs import configure_logging
 from energy_platform.core.paths import migrations_dir
-from energy_platform.core.settings import Settings, unknown_variables
+from energy_platform.core.settings import Settings, renamed_variables, unknown_variables
 
 # Each domain owns its admin commands (its admin.py, with a GROUPS list); they are named here,
 # in one place, and a domain's module is imported only when one of its commands runs.
 ADMIN_COMMANDS: dict[str, str] = {
-    **dict.fromkeys(("users", "feeds", "streams"), "energy_platform.api.admin"),
+    "users": "energy_platform.users.admin",
+    **dict.fromkeys(("feeds", "streams"), "energy_platform.api.admin"),
     **dict.fromkeys(
         ("clusters", "homebases", "firmware", "upgrades", "coap-devices"),
         "energy_platform.provisioning.admin",
     ),
     **dict.fromkeys(("tariffs", "reprocess", "compact"), "energy_platform.engine.admin"),
     "customers": "energy_platform.forwarder.admin",
-    "broker-accounts": "energy_platform.cluster.admin",
+    "broker-accounts": "energy_platform.pairing.admin",
 }
 
 
@@ -42,6 +43,8 @@ def main(ctx: click.Context) -> None:
     configure_logging(settings.log)
     for name, meant in unknown_variables(os.environ).items():
         structlog.get_logger().warning("unknown setting ignored", variable=name, did_you_mean=meant)
+    for name, current in renamed_variables(os.environ).items():
+        structlog.get_logger().warning("setting renamed", variable=name, use=current)
     ctx.obj = settings
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from energy_platform.api import app as data
-from energy_platform.cluster.pairing import account_reconciliation
 from energy_platform.core.coap import CoapService, CoapSite
 from energy_platform.core.http.application import build_app
 from energy_platform.core.http.server import HttpService
@@ -21,11 +20,12 @@ from energy_platform.devices.ingest.coap_data import add_data_resources
 from energy_platform.devices.ingest.watch import ingest_activity
 from energy_platform.engine.compaction import compaction
 from energy_platform.engine.retention import retention
-from energy_platform.engine.rules import notification_rules
 from energy_platform.engine.service import EngineService
 from energy_platform.engine.watch import engine_queues
 from energy_platform.forwarder.delivery import DeliveryService
 from energy_platform.forwarder.http import app as forwarder
+from energy_platform.notifications.rules import notification_rules
+from energy_platform.pairing.pairings import account_reconciliation
 from energy_platform.provisioning.services import provisioning_services
 
 # The cluster's queues, seen from its data API's /metrics (docs/operations.md#watching).

@@ -82,9 +82,7 @@ async def test_every_http_service_serves_https_with_the_configured_certificate(
             tls_cert=str(cert),
             tls_key=str(key),
         ),
-        devices=DeviceSettings(
-            coap_port=free_port(socket.SOCK_DGRAM), tftp_port=free_port(socket.SOCK_DGRAM)
-        ),
+        devices=DeviceSettings(coap_port=free_port(socket.SOCK_DGRAM)),
     )
     services = [
         s

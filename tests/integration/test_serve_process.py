@@ -50,7 +50,7 @@ def test_serve_all_runs_every_service_and_stops_cleanly_on_a_signal(
     # CoAP and TFTP on free UDP ports: the defaults may be taken by another run.
     env |= {
         "EP_DEVICES_COAP_PORT": str(free_port(socket.SOCK_DGRAM)),
-        "EP_DEVICES_TFTP_PORT": str(free_port(socket.SOCK_DGRAM)),
+        "EP_PROVISIONING_TFTP_PORT": str(free_port(socket.SOCK_DGRAM)),
     }
     process = start(["serve", "all"], env)
     try:

@@ -20,7 +20,6 @@ import aiomqtt
 import httpx
 import msgspec
 
-from energy_platform.cluster.broker_accounts import broker_accounts
 from energy_platform.core.codec.format_v4 import HomebaseRecord
 from energy_platform.core.settings import (
     ClusterSettings,
@@ -37,6 +36,7 @@ from energy_platform.devices.simulator import (
     homebase_client,
     status_topic,
 )
+from energy_platform.pairing.broker_accounts import broker_accounts
 from energy_platform.services import build_services
 from tests.support.admin import CLI, run_admin_async
 from tests.support.provisioning import add_cluster, add_homebase
@@ -64,9 +64,7 @@ def platform_settings(settings: Settings, mqtt_url: str, **ingest: Any) -> Setti
         http=HttpSettings(
             api_port=free_port(), provisioning_port=free_port(), forwarder_port=free_port()
         ),
-        devices=DeviceSettings(
-            coap_port=free_port(socket.SOCK_DGRAM), tftp_port=free_port(socket.SOCK_DGRAM)
-        ),
+        devices=DeviceSettings(coap_port=free_port(socket.SOCK_DGRAM)),
         mqtt=MqttSettings(
             url=mqtt_url,
             accounts_url=settings.mqtt.accounts_url,
@@ -75,7 +73,9 @@ def platform_settings(settings: Settings, mqtt_url: str, **ingest: Any) -> Setti
             session_expiry=120,
             topic_prefix=f"test-{tag}/",
         ),
-        provisioning=ProvisioningSettings(secret_key=secrets.token_hex(32)),
+        provisioning=ProvisioningSettings(
+            secret_key=secrets.token_hex(32), tftp_port=free_port(socket.SOCK_DGRAM)
+        ),
         ingest=IngestSettings(route_cache_seconds=0.2, **ingest),
     )
 
@@ -116,7 +116,7 @@ def serve_env(s: Settings) -> dict[str, str]:
         "EP_HTTP_PROVISIONING_PORT": str(s.http.provisioning_port),
         "EP_HTTP_FORWARDER_PORT": str(s.http.forwarder_port),
         "EP_DEVICES_COAP_PORT": str(s.devices.coap_port),
-        "EP_DEVICES_TFTP_PORT": str(s.devices.tftp_port),
+        "EP_PROVISIONING_TFTP_PORT": str(s.provisioning.tftp_port),
         "EP_PROVISIONING_SECRET_KEY": s.provisioning.secret_key,
         "EP_CLUSTER_PROVISIONING_URL": s.cluster.provisioning_url,
         "EP_CLUSTER_SECRET": s.cluster.secret,

@@ -26,7 +26,7 @@ class Stack(msgspec.Struct, frozen=True):
 
     @property
     def tftp_port(self) -> int:
-        return self.settings.devices.tftp_port
+        return self.settings.provisioning.tftp_port
 
 
 def new_sn() -> str:

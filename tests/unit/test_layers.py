@@ -1,5 +1,6 @@
-"""The layers of the package hold: every import runs down (or stays inside its package), and no
-two top-level packages import each other. docs/architecture.md draws the same order."""
+"""The layers of the package hold: every import runs down (or stays inside its package), no
+two top-level packages import each other, and no modules import each other in a cycle, inside a
+package or across. docs/architecture.md draws the same order."""
 
 from __future__ import annotations
 
@@ -14,17 +15,29 @@ import energy_platform
 ROOT = Path(energy_platform.__file__).parent
 
 # Each top-level part of the package and the parts it may import. `core` is the floor; the
-# domains stand on it (and devices, api and forwarder on the cluster's pairing); the process
-# entry points (services, cli) assemble everything.
-DOMAINS = {"engine", "cluster", "provisioning", "devices", "api", "forwarder"}
+# domains stand on it (devices, api and forwarder on the cluster's pairing too; notifications
+# and api on the users who call them); the process entry points (services, cli) assemble
+# everything.
+DOMAINS = {
+    "engine",
+    "pairing",
+    "provisioning",
+    "users",
+    "notifications",
+    "devices",
+    "api",
+    "forwarder",
+}
 ALLOWED: dict[str, set[str]] = {
     "core": set(),
     "engine": {"core"},
-    "cluster": {"core"},
+    "pairing": {"core"},
     "provisioning": {"core"},
-    "devices": {"core", "cluster"},
-    "api": {"core", "cluster"},
-    "forwarder": {"core", "cluster"},
+    "users": {"core"},
+    "notifications": {"core", "users"},
+    "devices": {"core", "pairing"},
+    "api": {"core", "pairing", "users", "notifications"},
+    "forwarder": {"core", "pairing"},
     "services": {"core", *DOMAINS},
     "cli": {"core", "services", *DOMAINS},
     "__main__": {"cli"},
@@ -42,15 +55,20 @@ def imported_modules(path: Path, module: str) -> Iterator[str]:
         if isinstance(node, ast.Import):
             yield from (a.name for a in node.names if a.name.startswith("energy_platform."))
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = module.split(".")[: -node.level + (path.name == "__init__.py") or None]
-                name = ".".join([*base, node.module] if node.module else base)
-            else:
-                name = node.module or ""
-            if name == "energy_platform":
-                yield from (f"energy_platform.{a.name}" for a in node.names)
-            elif name.startswith("energy_platform."):
-                yield name
+            yield from imported_modules_of(node, path, module)
+
+
+def imported_modules_of(node: ast.ImportFrom, path: Path, module: str) -> Iterator[str]:
+    """The energy_platform module a ``from ... import`` names (relative ones resolved)."""
+    if node.level:
+        base = module.split(".")[: -node.level + (path.name == "__init__.py") or None]
+        name = ".".join([*base, node.module] if node.module else base)
+    else:
+        name = node.module or ""
+    if name == "energy_platform":
+        yield from (f"energy_platform.{a.name}" for a in node.names)
+    elif name.startswith("energy_platform."):
+        yield name
 
 
 def edges(root: Path = ROOT) -> set[tuple[str, str, str]]:
@@ -65,6 +83,62 @@ def edges(root: Path = ROOT) -> set[tuple[str, str, str]]:
         for target in imported_modules(path, module):
             found.add((module, part_of(target), part_of(module)))
     return found
+
+
+def module_graph(root: Path = ROOT) -> dict[str, set[str]]:
+    """Each module of the package and the modules of the package it imports (a name imported
+    from a package is its submodule when one has that name, else the package itself)."""
+    modules = {}
+    for path in root.rglob("*.py"):
+        name = ".".join(["energy_platform", *path.relative_to(root).with_suffix("").parts])
+        modules[name.removesuffix(".__init__")] = path
+    graph: dict[str, set[str]] = {}
+    for module, path in modules.items():
+        if module == "energy_platform":
+            continue
+        targets = graph.setdefault(module, set())
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = next(iter(imported_modules_of(node, path, module)), "")
+                names = [
+                    f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base
+                    for a in node.names
+                ]
+            targets.update(n for n in names if n in modules and n != module)
+    return graph
+
+
+def module_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The groups of modules that import each other, directly or around a loop (Tarjan's
+    strongly connected components of more than one module)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for target in graph.get(module, ()):
+            if target not in index:
+                visit(target)
+                low[module] = min(low[module], low[target])
+            elif target in stack:
+                low[module] = min(low[module], index[target])
+        if low[module] == index[module]:
+            component = []
+            while (member := stack.pop()) != module:
+                component.append(member)
+            if component:
+                found.append(sorted([module, *component]))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return sorted(found)
 
 
 def upward(found: set[tuple[str, str, str]]) -> list[str]:
@@ -130,7 +204,38 @@ def test_an_upward_import_is_caught(
 
 def test_a_cycle_between_packages_is_caught(tmp_path: Path) -> None:
     (tmp_path / "devices").mkdir()
-    (tmp_path / "cluster").mkdir()
-    (tmp_path / "devices/ingest.py").write_text("from energy_platform.cluster import pairing\n")
-    (tmp_path / "cluster/pairing.py").write_text("import energy_platform.devices.ingest\n")
-    assert cycles(edges(tmp_path)) == [("cluster", "devices")]
+    (tmp_path / "pairing").mkdir()
+    (tmp_path / "devices/ingest.py").write_text("from energy_platform.pairing import pairings\n")
+    (tmp_path / "pairing/pairings.py").write_text("import energy_platform.devices.ingest\n")
+    assert cycles(edges(tmp_path)) == [("devices", "pairing")]
+
+
+def test_no_modules_import_each_other() -> None:
+    assert module_cycles(module_graph()) == []
+
+
+def test_a_cycle_between_two_modules_of_one_package_is_caught(tmp_path: Path) -> None:
+    # devices/ingest's amqp.py and service.py before the pipeline became a module of its own:
+    # service imported amqp lazily, inside a function.
+    (tmp_path / "devices/ingest").mkdir(parents=True)
+    (tmp_path / "devices/ingest/__init__.py").write_text("")
+    (tmp_path / "devices/ingest/amqp.py").write_text(
+        "from energy_platform.devices.ingest.service import Pipeline\n"
+    )
+    (tmp_path / "devices/ingest/service.py").write_text(
+        "def run():\n    from energy_platform.devices.ingest.amqp import consume_queue\n"
+    )
+    (tmp_path / "devices/ingest/drops.py").write_text("from . import service\n")
+    assert module_cycles(module_graph(tmp_path)) == [
+        ["energy_platform.devices.ingest.amqp", "energy_platform.devices.ingest.service"]
+    ]
+
+
+def test_a_cycle_around_three_modules_is_caught(tmp_path: Path) -> None:
+    (tmp_path / "engine").mkdir()
+    (tmp_path / "engine/a.py").write_text("from energy_platform.engine import b\n")
+    (tmp_path / "engine/b.py").write_text("from .c import thing\n")
+    (tmp_path / "engine/c.py").write_text("import energy_platform.engine.a\n")
+    assert module_cycles(module_graph(tmp_path)) == [
+        ["energy_platform.engine.a", "energy_platform.engine.b", "energy_platform.engine.c"]
+    ]

@@ -1,7 +1,10 @@
+import re
+
+import msgspec
 import pytest
 
 from energy_platform.core.errors import ConfigurationError
-from energy_platform.core.settings import Settings, unknown_variables
+from energy_platform.core.settings import Section, Settings, renamed_variables, unknown_variables
 
 
 def test_defaults_point_at_the_private_stack() -> None:
@@ -10,7 +13,7 @@ def test_defaults_point_at_the_private_stack() -> None:
     assert settings.mqtt.url == "mqtt://127.0.0.1:1883"
     assert (settings.http.api_port, settings.http.provisioning_port) == (8000, 8001)
     assert settings.http.forwarder_port == 8002
-    assert (settings.devices.coap_port, settings.devices.tftp_port) == (5683, 6969)
+    assert (settings.devices.coap_port, settings.provisioning.tftp_port) == (5683, 6969)
 
 
 def test_variables_override_their_field_and_are_converted() -> None:
@@ -62,3 +65,48 @@ def test_an_unknown_variable_is_reported_with_the_setting_it_likely_meant() -> N
 
 def test_every_setting_is_known() -> None:
     assert unknown_variables({"EP_SHUTDOWN_TIMEOUT": "1", "EP_COMPACTION_AFTER_DAYS": "3"}) == {}
+
+
+def test_a_renamed_variable_still_sets_its_setting_and_is_reported() -> None:
+    environ = {"EP_DEVICES_TFTP_PORT": "7069"}
+    assert Settings.from_env(environ).provisioning.tftp_port == 7069
+    assert renamed_variables(environ) == {"EP_DEVICES_TFTP_PORT": "EP_PROVISIONING_TFTP_PORT"}
+    assert unknown_variables(environ) == {}
+    # The current name wins over the former one.
+    environ["EP_PROVISIONING_TFTP_PORT"] = "7070"
+    assert Settings.from_env(environ).provisioning.tftp_port == 7070
+
+
+def sections() -> dict[str, type[msgspec.Struct]]:
+    return {
+        f.name: f.type
+        for f in msgspec.structs.fields(Settings)
+        if isinstance(f.type, type) and issubclass(f.type, msgspec.Struct)
+    }
+
+
+# Text settings whose names sound secret but hold no secret: a file's path.
+NOT_SECRET = {"tls_key"}
+
+
+def test_every_section_of_the_settings_hides_its_secrets_in_its_repr() -> None:
+    """Settings end up in tracebacks and test reports: no password, key or secret may show.
+    Every URL is given a password, every setting named like a secret a secret value."""
+    secret = "hunter2-b7c1"
+    environ = {}
+    for key, section in sections().items():
+        assert issubclass(section, Section), f"{section.__name__} must be a Section"
+        for field in msgspec.structs.fields(section):
+            variable = f"EP_{key}_{field.name}".upper()
+            if field.name.endswith("url"):
+                environ[variable] = f"postgresql://someone:{secret}@db.example:5432/x"
+            elif (
+                re.search("secret|password|token|key", field.name) and field.name not in NOT_SECRET
+            ):
+                assert field.name in section.SECRETS, f"{variable} is not in its SECRETS"
+                environ[variable] = secret
+    shown = repr(Settings.from_env(environ))
+    assert "someone:***@db.example" in shown  # the URLs are there, without their passwords
+    assert secret not in shown
+    assert "secret_key=<set>" in shown
+    assert "secret=<set>" in shown

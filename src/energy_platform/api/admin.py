@@ -1,4 +1,4 @@
-"""Admin commands of the data domain: users, feeds, streams and their configurations.
+"""Admin commands of the data domain: feeds, streams and their configurations.
 
 They print feeds and streams exactly as the API shows them, so they reuse the API's rendering
 (``views``) and therefore talk to the database through asyncpg, like the API.
@@ -12,28 +12,14 @@ from typing import Any
 
 import asyncpg
 import click
-import msgspec
 
 from energy_platform.api.views import render_feeds, render_streams
-from energy_platform.cluster.pairing import Pairings
 from energy_platform.core.console import CommandGroup, emit, parse_instant, run_in_transaction
 from energy_platform.core.errors import InvalidInput, NotFound
 from energy_platform.core.inputs import checked_text, parse_id
 from energy_platform.core.settings import Settings
-from energy_platform.core.tokens import new_token, token_digest
+from energy_platform.pairing.pairings import Pairings
 
-INSERT_USER = """
-INSERT INTO cluster.users (name, token_sha256, is_admin) VALUES ($1, $2, $3)
-RETURNING id, name, is_admin, created_at"""
-LIST_USERS = "SELECT id, name, is_admin, created_at FROM cluster.users ORDER BY id"
-REPLACE_USER_DIGEST = """
-UPDATE cluster.users SET token_sha256 = $2 WHERE id = $1
-RETURNING id, name, is_admin, created_at"""
-# A user who still owns feeds is not deleted (the feeds and their points would lose their
-# owner); notifications go with the user (ON DELETE CASCADE).
-FEEDS_OWNED = "SELECT array_agg(id ORDER BY id) FROM cluster.feeds WHERE owner_id = $1"
-DELETE_USER = """
-DELETE FROM cluster.users WHERE id = $1 RETURNING id, name, is_admin, created_at"""
 INSERT_FEED = """
 INSERT INTO cluster.feeds (owner_id, homebase_sn, subscription_from, subscription_to)
 VALUES ($1, $2, $3, $4)
@@ -77,113 +63,10 @@ SELECT title, medium, unit FROM cluster.stream_configs
 MEDIA = ("power", "gas", "water", "temperature", "none")
 
 
-class User(msgspec.Struct):
-    id: str
-    name: str
-    admin: bool
-    created_at: str
-
-
-class NewUser(User):
-    token: str
-    """Shown once: only its SHA-256 is stored."""
-
-
 def _time_zone(name: str) -> str:
     if checked_text(name, "--timezone") not in zoneinfo.available_timezones():
         raise InvalidInput(f"{name!r} is not an IANA time zone (e.g. Europe/Prague)")
     return name
-
-
-def _user(row: asyncpg.Record) -> dict[str, Any]:
-    return {
-        "id": str(row["id"]),
-        "name": row["name"],
-        "admin": row["is_admin"],
-        "created_at": row["created_at"].isoformat(),
-    }
-
-
-@click.group("users", cls=CommandGroup)
-def users() -> None:
-    """Users of the data API."""
-
-
-@users.command("add")
-@click.argument("name")
-@click.option("--admin", is_flag=True, help="May see every user's feeds.")
-@click.pass_obj
-def add_user(settings: Settings, name: str, admin: bool) -> None:
-    """Add a user; prints its token, which is shown only this once."""
-    name = checked_text(name, "name")
-    token = new_token()
-
-    async def work(conn: asyncpg.Connection) -> NewUser:
-        try:
-            (row,) = await conn.fetch(INSERT_USER, name, token_digest(token), admin)
-        except asyncpg.UniqueViolationError:
-            raise InvalidInput(f"a user named {name!r} exists") from None
-        return NewUser(**_user(row), token=token)
-
-    emit(run_in_transaction(settings.database, work))
-
-
-@users.command("list")
-@click.pass_obj
-def list_users(settings: Settings) -> None:
-    """List users (never their tokens)."""
-
-    async def work(conn: asyncpg.Connection) -> list[User]:
-        return [User(**_user(row)) for row in await conn.fetch(LIST_USERS)]
-
-    emit(run_in_transaction(settings.database, work))
-
-
-@users.command("token")
-@click.argument("user_id")
-@click.option(
-    "--revoke", is_flag=True, help="Give no new token: the user can no longer sign in at all."
-)
-@click.pass_obj
-def user_token(settings: Settings, user_id: str, revoke: bool) -> None:
-    """Rotate a user's token (prints the new one, shown only this once) or revoke it; the old
-    token stops working at once."""
-    uid = parse_id(user_id, "user")
-    # A revoked user keeps a digest nobody holds the token of: the column stays unique and set.
-    token = new_token()
-
-    async def work(conn: asyncpg.Connection) -> Any:
-        row = await conn.fetchrow(REPLACE_USER_DIGEST, uid, token_digest(token))
-        if row is None:
-            raise NotFound(f"no user {user_id!r}")
-        if revoke:
-            return {**_user(row), "revoked": True}
-        return NewUser(**_user(row), token=token)
-
-    emit(run_in_transaction(settings.database, work))
-
-
-@users.command("delete")
-@click.argument("user_id")
-@click.pass_obj
-def delete_user(settings: Settings, user_id: str) -> None:
-    """Delete a user and their notifications. Refused while they own feeds: delete those first
-    (``feeds delete``), which removes their points."""
-    uid = parse_id(user_id, "user")
-
-    async def work(conn: asyncpg.Connection) -> Any:
-        owned = await conn.fetchval(FEEDS_OWNED, uid)
-        if owned:
-            listed = ", ".join(str(f) for f in owned)
-            raise InvalidInput(
-                f"user {user_id} owns feeds {listed}: delete them first (admin feeds delete)"
-            )
-        row = await conn.fetchrow(DELETE_USER, uid)
-        if row is None:
-            raise NotFound(f"no user {user_id!r}")
-        return {**_user(row), "deleted": True}
-
-    emit(run_in_transaction(settings.database, work))
 
 
 @click.group("feeds", cls=CommandGroup)
@@ -410,4 +293,4 @@ def configure_stream(
     emit(run_in_transaction(settings.database, work))
 
 
-GROUPS = [users, feeds, streams]
+GROUPS = [feeds, streams]

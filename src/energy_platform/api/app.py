@@ -4,11 +4,11 @@ from litestar import Litestar
 
 from energy_platform.api.dashboard.routes import dashboard_routes
 from energy_platform.api.feeds import FeedsController
-from energy_platform.api.notifications import NotificationsController
 from energy_platform.core.gauges import Watch
 from energy_platform.core.http.application import build_app
 from energy_platform.core.http.openapi import bearer
 from energy_platform.core.settings import Settings
+from energy_platform.notifications.http import NotificationsController
 
 
 def create_app(settings: Settings, watches: Sequence[Watch] = ()) -> Litestar:

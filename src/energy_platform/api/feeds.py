@@ -13,7 +13,6 @@ from litestar.di import NamedDependency, Provide
 from litestar.params import FromPath, QueryParameter
 
 from energy_platform.api import queries
-from energy_platform.api.auth import Caller, authenticate, visible_user
 from energy_platform.api.schemas import Feed, Stream, StreamType
 from energy_platform.api.views import render_feeds, render_streams
 from energy_platform.core.errors import InvalidInput, NotFound
@@ -21,6 +20,7 @@ from energy_platform.core.http.bearer import bearer_digest, unknown_token
 from energy_platform.core.http.database import Reads
 from energy_platform.core.http.openapi import authenticates_as
 from energy_platform.core.inputs import MAX_REPEATED, Channels, parse_id
+from energy_platform.users.auth import Caller, authenticate, visible_user
 
 # Unix seconds of 0001-01-01 and 9999-12-31T23:59:59Z: what a timestamp can hold.
 EARLIEST = -62_135_596_800

@@ -4,10 +4,6 @@ Visibility: a feed is visible to its owner and to admins, and to nobody while it
 registered with the forwarder.
 """
 
-CALLER_BY_DIGEST = "SELECT id, is_admin FROM cluster.users WHERE token_sha256 = $1"
-
-USER_EXISTS = "SELECT EXISTS (SELECT 1 FROM cluster.users WHERE id = $1)"
-
 FEEDS_OF_OWNER = """
 SELECT f.id, f.subscription_from, f.subscription_to
   FROM cluster.feeds f

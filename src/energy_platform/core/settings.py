@@ -10,7 +10,8 @@ from __future__ import annotations
 import difflib
 from collections.abc import Mapping
 from ipaddress import IPv4Network, IPv6Network, ip_network
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
+from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
 
@@ -18,8 +19,43 @@ from energy_platform.core.errors import ConfigurationError
 
 IPNetwork = IPv4Network | IPv6Network
 
+# Variables renamed when their setting moved to another section: the old name still works and
+# the CLI warns at start (``renamed_variables``) until deployments have moved to the new one.
+RENAMED: dict[str, str] = {"EP_DEVICES_TFTP_PORT": "EP_PROVISIONING_TFTP_PORT"}
 
-class DatabaseSettings(msgspec.Struct, frozen=True, kw_only=True):
+
+class Section(msgspec.Struct, frozen=True, kw_only=True):
+    """A section of the settings. Its repr hides secrets, because settings end up in
+    tracebacks and test reports: a field named in ``SECRETS`` shows only whether it is set, and
+    a URL (a field whose name ends in ``url``) shows without its password."""
+
+    SECRETS: ClassVar[frozenset[str]] = frozenset()
+
+    def __repr__(self) -> str:
+        fields = []
+        for name in self.__struct_fields__:
+            value = getattr(self, name)
+            if name in self.SECRETS:
+                shown = "<set>" if value else "<unset>"
+            elif name.endswith("url"):
+                shown = repr(without_password(value))
+            else:
+                shown = repr(value)
+            fields.append(f"{name}={shown}")
+        return f"{type(self).__name__}({', '.join(fields)})"
+
+
+def without_password(url: str) -> str:
+    """``url`` with its password (if any) replaced by ``***``."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    user = f"{parts.username}:***" if parts.username else ":***"
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{user}@{host}"))
+
+
+class DatabaseSettings(Section, frozen=True, kw_only=True):
     url: str = "postgresql://postgres@127.0.0.1:54329/energy_platform"
     """PostgreSQL (with TimescaleDB) connection URL."""
     read_url: str = ""
@@ -35,7 +71,7 @@ Broker = Literal["mosquitto", "rabbitmq"]
 """The brokers a cluster can run on (``EP_MQTT_BROKER``, docs/decisions.md)."""
 
 
-class MqttSettings(msgspec.Struct, frozen=True, kw_only=True):
+class MqttSettings(Section, frozen=True, kw_only=True):
     broker: Broker = "mosquitto"
     """``mosquitto``: ingest subscribes over MQTT 5; ``rabbitmq``: homebases still speak MQTT
     (its MQTT plugin) and ingest consumes the durable queue ``share_group`` over AMQP."""
@@ -61,17 +97,12 @@ class MqttSettings(msgspec.Struct, frozen=True, kw_only=True):
     """Put before ``homebases/...``; empty in production. At most one level (``test-1/``):
     the ingest account's ACLs allow that much (tests use one to stay apart)."""
 
-    def __repr__(self) -> str:
-        # URLs carry passwords, and settings end up in tracebacks and test reports.
-        fields = [f"{f}={getattr(self, f)!r}" for f in self.__struct_fields__ if "url" not in f]
-        return f"MqttSettings({', '.join(fields)})"
-
 
 HttpServer = Literal["uvicorn", "granian"]
 """The HTTP servers an HTTP service can run on (``EP_HTTP_SERVER``)."""
 
 
-class HttpSettings(msgspec.Struct, frozen=True, kw_only=True):
+class HttpSettings(Section, frozen=True, kw_only=True):
     host: str = "127.0.0.1"
     """Address the HTTP services bind to."""
     api_port: int = 8000
@@ -118,16 +149,16 @@ class TlsFiles(msgspec.Struct, frozen=True):
     key: str
 
 
-class DeviceSettings(msgspec.Struct, frozen=True, kw_only=True):
+class DeviceSettings(Section, frozen=True, kw_only=True):
     host: str = "127.0.0.1"
     """Address the UDP services (CoAP, TFTP) bind to."""
     coap_port: int = 5683
     """CoAP port of the provisioning and data servers."""
-    tftp_port: int = 6969
-    """Read-only TFTP port for firmware of generations 0 and 3."""
 
 
-class ProvisioningSettings(msgspec.Struct, frozen=True, kw_only=True):
+class ProvisioningSettings(Section, frozen=True, kw_only=True):
+    SECRETS = frozenset({"secret_key"})
+
     secret_key: str = ""
     """64 hex characters: the AES-256 key that encrypts homebase secrets at rest."""
     sn_requests_per_minute: int = 6
@@ -140,15 +171,14 @@ class ProvisioningSettings(msgspec.Struct, frozen=True, kw_only=True):
     """Requests one address may make at once before the per-minute rate applies."""
     config_interval: int = 3600
     """Seconds a CoAP device waits before it asks for its configuration again."""
-
-    def __repr__(self) -> str:
-        # Settings end up in tracebacks and test reports: the key must not.
-        fields = [f"secret_key={'<set>' if self.secret_key else '<unset>'}"]
-        fields += [f"{f}={getattr(self, f)!r}" for f in self.__struct_fields__ if f != "secret_key"]
-        return f"ProvisioningSettings({', '.join(fields)})"
+    tftp_port: int = 6969
+    """Read-only TFTP port for firmware of generations 0 and 3 (bound on ``EP_DEVICES_HOST``;
+    ``EP_DEVICES_TFTP_PORT``, its name before, still works)."""
 
 
-class ClusterSettings(msgspec.Struct, frozen=True, kw_only=True):
+class ClusterSettings(Section, frozen=True, kw_only=True):
+    SECRETS = frozenset({"secret"})
+
     provisioning_url: str = "http://127.0.0.1:8001"
     """Base URL of the provisioning service this cluster is registered with."""
     secret: str = ""
@@ -161,15 +191,8 @@ class ClusterSettings(msgspec.Struct, frozen=True, kw_only=True):
         if self.accounts_sync_interval < 0:
             raise ValueError("EP_CLUSTER_ACCOUNTS_SYNC_INTERVAL must be >= 0")
 
-    def __repr__(self) -> str:
-        state = "<set>" if self.secret else "<unset>"
-        return (
-            f"ClusterSettings(provisioning_url={self.provisioning_url!r}, secret={state},"
-            f" accounts_sync_interval={self.accounts_sync_interval!r})"
-        )
 
-
-class IngestSettings(msgspec.Struct, frozen=True, kw_only=True):
+class IngestSettings(Section, frozen=True, kw_only=True):
     receive_maximum: int = 2000
     """Unacknowledged MQTT messages the broker may send at once: bounds ingest's memory."""
     batch_messages: int = 500
@@ -192,7 +215,7 @@ class IngestSettings(msgspec.Struct, frozen=True, kw_only=True):
     """``ip:port`` provisioning assigns devices to for this data server (default: the bind)."""
 
 
-class EngineSettings(msgspec.Struct, frozen=True, kw_only=True):
+class EngineSettings(Section, frozen=True, kw_only=True):
     poll_interval: float = 1.0
     """Seconds between looks at the work queues (the engine also wakes at each bucket end)."""
     workers: int = 1
@@ -223,7 +246,7 @@ class EngineSettings(msgspec.Struct, frozen=True, kw_only=True):
             raise ValueError("EP_ENGINE_WORKERS must be at least 1")
 
 
-class ForwarderSettings(msgspec.Struct, frozen=True, kw_only=True):
+class ForwarderSettings(Section, frozen=True, kw_only=True):
     delivery_timeout: float = 10.0
     """Seconds a delivery may take (connect, send, answer) before it counts as failed."""
     max_concurrent: int = 200
@@ -258,7 +281,7 @@ class ForwarderSettings(msgspec.Struct, frozen=True, kw_only=True):
             raise ValueError(f"allowed_networks: {e}") from None
 
 
-class RulesSettings(msgspec.Struct, frozen=True, kw_only=True):
+class RulesSettings(Section, frozen=True, kw_only=True):
     interval: float = 10.0
     """Seconds between rounds of the notification rules."""
     offline_after: int = 900
@@ -275,7 +298,7 @@ class RulesSettings(msgspec.Struct, frozen=True, kw_only=True):
     """Feeds whose day is taken per round (the first round after midnight has many)."""
 
 
-class CompactionSettings(msgspec.Struct, frozen=True, kw_only=True):
+class CompactionSettings(Section, frozen=True, kw_only=True):
     """When points move from the row tier (a row per point) into the compact tier (a row per
     stream and UTC day); docs/schema.md#tiers."""
 
@@ -294,7 +317,7 @@ class CompactionSettings(msgspec.Struct, frozen=True, kw_only=True):
             raise ValueError("EP_COMPACTION_INTERVAL must be > 0 and EP_COMPACTION_PAGE >= 1")
 
 
-class RetentionSettings(msgspec.Struct, frozen=True, kw_only=True):
+class RetentionSettings(Section, frozen=True, kw_only=True):
     """How long each kind of data is kept; 0 keeps it for ever. Measured data is kept by
     default; transient data (forwarder points once delivered, the delivery log) 30 days. Dead
     letters: ``EP_INGEST_DEAD_LETTER_DAYS``."""
@@ -326,7 +349,7 @@ class RetentionSettings(msgspec.Struct, frozen=True, kw_only=True):
             raise ValueError("EP_RETENTION_*_DAYS must be >= 0, INTERVAL > 0 and BATCH >= 1")
 
 
-class LogSettings(msgspec.Struct, frozen=True, kw_only=True):
+class LogSettings(Section, frozen=True, kw_only=True):
     format: Literal["auto", "json", "console"] = "auto"
     """``auto``: console on a TTY, JSON lines otherwise."""
     level: Literal["debug", "info", "warning", "error"] = "info"
@@ -356,6 +379,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         reported by :func:`unknown_variables` (the CLI warns of them at start)."""
         raw: dict[str, Any] = {}
         names = _variable_names()
+        environ = {
+            **{new: environ[old] for old, new in RENAMED.items() if old in environ},
+            **environ,
+        }
         for path, name in names.items():
             if name in environ:
                 *section, field = path.removeprefix("$.").split(".")
@@ -387,8 +414,13 @@ def unknown_variables(environ: Mapping[str, str]) -> dict[str, str | None]:
     return {
         name: next(iter(difflib.get_close_matches(name, known, n=1, cutoff=0.8)), None)
         for name in sorted(environ)
-        if name.startswith("EP_") and name not in known
+        if name.startswith("EP_") and name not in known and name not in RENAMED
     }
+
+
+def renamed_variables(environ: Mapping[str, str]) -> dict[str, str]:
+    """Variables set under a setting's former name, each with its current name."""
+    return {old: new for old, new in RENAMED.items() if old in environ}
 
 
 def _sections() -> dict[str, type[msgspec.Struct]]:

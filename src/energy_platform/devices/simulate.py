@@ -113,7 +113,7 @@ async def fetch_secret(cluster: ClusterSettings, sn: str) -> bytes:
     """A homebase secret as this cluster gets it from provisioning."""
     import httpx
 
-    from energy_platform.cluster.provisioning_client import ProvisioningClient
+    from energy_platform.pairing.provisioning_client import ProvisioningClient
 
     async with httpx.AsyncClient(timeout=5) as http:
         return await ProvisioningClient(cluster, http).secret(sn)

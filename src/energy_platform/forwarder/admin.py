@@ -7,13 +7,13 @@ import asyncpg
 import click
 import msgspec
 
-from energy_platform.cluster.pairing import Pairings
 from energy_platform.core.console import CommandGroup, emit, run_in_transaction
 from energy_platform.core.errors import InvalidInput, NotFound
 from energy_platform.core.inputs import checked_text
 from energy_platform.core.settings import Settings
 from energy_platform.core.tokens import new_token, token_digest
 from energy_platform.forwarder.http.schemas import SN_PATTERN
+from energy_platform.pairing.pairings import Pairings
 
 INSERT_CUSTOMER = """
 INSERT INTO forwarder.customers (name, token_sha256) VALUES ($1, $2)

@@ -33,7 +33,7 @@ def provisioning_services(s: Settings, coap: CoapSite) -> list[Service]:
     services: list[Service] = [
         HttpService.configured("provisioning", app, s.http, s.http.provisioning_port),
         TftpService(
-            "tftp", s.devices.host, s.devices.tftp_port, firmware, resources=firmware_db.opened
+            "tftp", s.devices.host, s.provisioning.tftp_port, firmware, resources=firmware_db.opened
         ),
     ]
     if s.http.tls and s.http.provisioning_plain_port:

@@ -22,7 +22,6 @@ import httpx
 import msgspec
 import pytest
 
-from energy_platform.cluster.rabbitmq import routing_key
 from energy_platform.core.codec.envelope import seal
 from energy_platform.core.settings import Settings
 from energy_platform.devices.ingest.service import IngestService
@@ -32,6 +31,7 @@ from energy_platform.devices.simulator import (
     homebase_client,
     status_topic,
 )
+from energy_platform.pairing.rabbitmq import routing_key
 from tests.support.platform import Platform, messages, paired_homebase, publish_as, publish_killing
 from tests.support.rabbitmq import RabbitCluster
 from tests.support.services import eventually, running

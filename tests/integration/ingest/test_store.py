@@ -7,8 +7,8 @@ import pytest_asyncio
 
 from energy_platform.core.codec.format_v4 import Series
 from energy_platform.devices.ingest.drops import Drops
+from energy_platform.devices.ingest.pipeline import store_until_done
 from energy_platform.devices.ingest.routes import Route, RouteTable
-from energy_platform.devices.ingest.service import store_until_done
 from energy_platform.devices.ingest.store import Accepted, PointStore
 
 T = 1_790_000_000

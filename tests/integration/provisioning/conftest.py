@@ -26,10 +26,10 @@ def provisioning_settings(settings: Settings) -> Settings:
     """The session's settings with a secret key and free UDP ports for CoAP and TFTP."""
     return msgspec.structs.replace(
         settings,
-        devices=DeviceSettings(
-            coap_port=free_port(socket.SOCK_DGRAM), tftp_port=free_port(socket.SOCK_DGRAM)
+        devices=DeviceSettings(coap_port=free_port(socket.SOCK_DGRAM)),
+        provisioning=ProvisioningSettings(
+            secret_key=secrets.token_hex(32), tftp_port=free_port(socket.SOCK_DGRAM)
         ),
-        provisioning=ProvisioningSettings(secret_key=secrets.token_hex(32)),
     )
 
 

@@ -18,11 +18,11 @@ import aiormq
 import structlog
 from aio_pika.abc import AbstractChannel, AbstractQueue
 
-from energy_platform.cluster.rabbitmq import EXCHANGE, QUEUE_ARGUMENTS, binding_keys, topic_of
 from energy_platform.core.background import Backoff, sleep_unless_stopped
 from energy_platform.core.errors import ConfigurationError
 from energy_platform.core.settings import MqttSettings, Settings
-from energy_platform.devices.ingest.service import BROKER_CONNECTED, Delivery, Pipeline
+from energy_platform.devices.ingest.pipeline import BROKER_CONNECTED, Delivery, Pipeline
+from energy_platform.pairing.rabbitmq import EXCHANGE, QUEUE_ARGUMENTS, binding_keys, topic_of
 
 log = structlog.get_logger()
 

@@ -21,7 +21,6 @@ import httpx
 import msgspec
 import structlog
 
-from energy_platform.cluster.provisioning_client import ProvisioningClient
 from energy_platform.core.cache import BoundedCache
 from energy_platform.core.coap import (
     JSON,
@@ -50,6 +49,7 @@ from energy_platform.core.settings import Settings
 from energy_platform.devices.ingest.drops import DeadLetter, Drops
 from energy_platform.devices.ingest.routes import Route, RouteTable
 from energy_platform.devices.ingest.store import Accepted, PointStore
+from energy_platform.pairing.provisioning_client import ProvisioningClient
 
 log = structlog.get_logger()
 PROVISIONING_TIMEOUT = 5.0

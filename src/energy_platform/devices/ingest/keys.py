@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from energy_platform.cluster.provisioning_client import ProvisioningClient
 from energy_platform.core.cache import BoundedCache
 from energy_platform.core.codec.envelope import derive_key
 from energy_platform.core.errors import NotFound
+from energy_platform.pairing.provisioning_client import ProvisioningClient
 
 # How long "provisioning gives us no secret for this SN" and "asked again after a payload did
 # not decrypt" are remembered: garbage from one SN costs at most one call a minute.

@@ -4,7 +4,6 @@ from contextlib import asynccontextmanager
 from litestar import Litestar, Router
 from litestar.di import Provide
 
-from energy_platform.cluster.pairing import Pairings
 from energy_platform.core.http.application import build_app
 from energy_platform.core.http.openapi import bearer
 from energy_platform.core.settings import Settings
@@ -13,6 +12,7 @@ from energy_platform.forwarder.destinations import AllowedNetworks
 from energy_platform.forwarder.http.config import ConfigController
 from energy_platform.forwarder.http.deliveries import DeliveriesController
 from energy_platform.forwarder.http.registrations import RegistrationsController
+from energy_platform.pairing.pairings import Pairings
 
 
 def create_app(settings: Settings) -> Litestar:

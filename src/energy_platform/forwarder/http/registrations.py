@@ -7,7 +7,6 @@ from litestar.di import NamedDependency, Provide
 from litestar.openapi import ResponseSpec
 from litestar.params import FromPath
 
-from energy_platform.cluster.pairing import Pairings
 from energy_platform.core.errors import Conflict, Forbidden, InvalidInput, NotFound
 from energy_platform.core.http.database import Database
 from energy_platform.core.http.openapi import problems
@@ -19,6 +18,7 @@ from energy_platform.forwarder.http.schemas import (
     Registration,
     Unregistration,
 )
+from energy_platform.pairing.pairings import Pairings
 
 Authenticated = NamedDependency[Customer]
 Pairing = NamedDependency[Pairings]

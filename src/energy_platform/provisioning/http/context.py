@@ -33,7 +33,7 @@ class Provisioning(msgspec.Struct, frozen=True, kw_only=True):
         return cls(
             key_or_none=SecretKey(hex_key) if hex_key else None,
             limits=DeviceRateLimits(settings.provisioning),
-            tftp_port=settings.devices.tftp_port,
+            tftp_port=settings.provisioning.tftp_port,
         )
 
     @property

@@ -18,12 +18,12 @@ import httpx
 import msgspec
 import structlog
 
-from energy_platform.cluster.broker_accounts import BrokerAccounts, broker_accounts
-from energy_platform.cluster.provisioning_client import ProvisioningClient
 from energy_platform.core.background import Periodic
 from energy_platform.core.db.pool import Connection
 from energy_platform.core.errors import NotFound
 from energy_platform.core.settings import ClusterSettings, MqttSettings, Settings
+from energy_platform.pairing.broker_accounts import BrokerAccounts, broker_accounts
+from energy_platform.pairing.provisioning_client import ProvisioningClient
 
 log = structlog.get_logger()
 TIMEOUT = 10.0

@@ -1,6 +1,6 @@
 """Broker accounts of homebases: one interface (:class:`BrokerAccounts`), one implementation
 per broker; this module's functions are Mosquitto's, on its dynamic security plugin
-(docs/ingest.md); RabbitMQ's is :class:`~energy_platform.cluster.rabbitmq.RabbitAccounts`.
+(docs/ingest.md); RabbitMQ's is :class:`~energy_platform.pairing.rabbitmq.RabbitAccounts`.
 
 A homebase logs in with username = its SN, client id = its SN and password =
 :func:`~energy_platform.core.codec.envelope.mqtt_password` of its secret. Its role
@@ -21,11 +21,11 @@ from urllib.parse import urlsplit
 import aiomqtt
 import msgspec
 
-from energy_platform.cluster.rabbitmq import RabbitAccounts
 from energy_platform.core.codec.envelope import mqtt_password
 from energy_platform.core.errors import ConfigurationError, Unavailable
 from energy_platform.core.serials import SERIAL_NUMBER
 from energy_platform.core.settings import MqttSettings
+from energy_platform.pairing.rabbitmq import RabbitAccounts
 
 CONTROL = "$CONTROL/dynamic-security/v1"
 TIMEOUT = 10.0

@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncpg
 import click
 
-from energy_platform.cluster.pairing import Pairings, Reconciled
 from energy_platform.core.console import CommandGroup, emit, run_in_transaction
 from energy_platform.core.errors import ConfigurationError
 from energy_platform.core.settings import Settings
+from energy_platform.pairing.pairings import Pairings, Reconciled
 
 
 @click.group("broker-accounts", cls=CommandGroup)

@@ -18,10 +18,10 @@ from litestar.di import NamedDependency, Provide
 from litestar.params import FromPath, QueryParameter
 from litestar.status_codes import HTTP_205_RESET_CONTENT
 
-from energy_platform.api.auth import Caller, authenticate, visible_user
 from energy_platform.core.errors import InvalidInput, NotFound
 from energy_platform.core.http.database import Database, Reads
 from energy_platform.core.inputs import MAX_REPEATED, Ids, parse_id, parse_instant
+from energy_platform.users.auth import Caller, authenticate, visible_user
 
 COLUMNS = """
 SELECT n.id, n.title, n.content, coalesce(fc.title, '') AS feed_title, n.created_at, n.read,

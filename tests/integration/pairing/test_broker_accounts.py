@@ -10,8 +10,6 @@ import httpx
 import msgspec
 import pytest
 
-from energy_platform.cluster.broker_accounts import broker_accounts
-from energy_platform.cluster.pairing import account_reconciliation
 from energy_platform.core.settings import MqttSettings
 from energy_platform.devices.simulator import (
     SimulatedHomebase,
@@ -19,6 +17,8 @@ from energy_platform.devices.simulator import (
     homebase_client,
     status_topic,
 )
+from energy_platform.pairing.broker_accounts import broker_accounts
+from energy_platform.pairing.pairings import account_reconciliation
 from tests.support.admin import run_admin_async
 from tests.support.platform import Platform, paired_homebase, publish_as
 from tests.support.provisioning import add_homebase
