@@ -2,7 +2,33 @@
 -- change a column, and every view is rebuilt from its one definition here.
 -- Re-applied by every `migrate`, after the numbered migrations: the one current definition.
 
-DROP VIEW IF EXISTS cluster.daily_readings, cluster.hourly_readings, cluster.dead_letter_causes, cluster.current_feed_titles, cluster.homebase_activity, cluster.tariff_prices, cluster.readings, cluster.system_readings, cluster.processed_readings, cluster.raw_readings, cluster.compacted_points;
+DROP VIEW IF EXISTS cluster.daily_readings, cluster.hourly_readings, cluster.dead_letter_causes, cluster.current_feed_titles, cluster.homebase_activity, cluster.tariff_prices, cluster.readings, cluster.system_readings, cluster.processed_readings, cluster.raw_readings, cluster.compacted_points, cluster.visible_feeds;
+
+-- Who sees a feed, written once: the data API, the notification rules and the views below that
+-- serve a feed's owner read feeds through these two, never cluster.feeds itself (a second copy
+-- that drifts is a tenant leak; tests/unit/test_feed_visibility.py fails on such a query).
+-- While its homebase is registered with the forwarder a feed is hidden from everyone, admins
+-- included: its data goes to the forwarder's customer then (docs/forwarder.md).
+-- Both are plain SQL that PostgreSQL inlines (the function is STABLE and not STRICT), so a
+-- query through them is planned as the anti-join written into it would be: the data
+-- endpoint's statement kept its scans and estimated cost (docs/data-api.md#queries). The
+-- function is in this file, after the view its body reads: a body is checked when it is
+-- created, and the view only exists once this file has made it again.
+CREATE VIEW cluster.visible_feeds AS
+SELECT f.id, f.owner_id, f.homebase_sn, f.subscription_from, f.subscription_to, f.created_at
+  FROM cluster.feeds f
+ WHERE NOT EXISTS (SELECT FROM forwarder.registrations r WHERE r.homebase_sn = f.homebase_sn);
+COMMENT ON VIEW cluster.visible_feeds IS 'The feeds their owners see: every feed but those whose homebase is registered with the forwarder (hidden from owners and admins alike meanwhile). The data API and the notification rules read feeds only through it; join it on feed_id to keep what users see. One user''s: cluster.user_feeds(user_id, is_admin).';
+
+CREATE OR REPLACE FUNCTION cluster.user_feeds(user_id bigint, is_admin boolean)
+RETURNS TABLE (id bigint, owner_id bigint, homebase_sn text, subscription_from timestamptz,
+               subscription_to timestamptz, created_at timestamptz)
+LANGUAGE sql STABLE AS $$
+    SELECT v.id, v.owner_id, v.homebase_sn, v.subscription_from, v.subscription_to, v.created_at
+      FROM cluster.visible_feeds v
+     WHERE v.owner_id = user_feeds.user_id OR user_feeds.is_admin
+$$;
+COMMENT ON FUNCTION cluster.user_feeds(bigint, boolean) IS 'The feeds a user sees through the data API: their own visible feeds (cluster.visible_feeds), or every visible feed when is_admin.';
 
 -- The compact tier one point per row, for the views below (docs/schema.md#tiers). A filter on
 -- stream_id and day reads only those rows; one on ts alone unpacks every day.
@@ -17,7 +43,9 @@ COMMENT ON VIEW cluster.compacted_points IS 'The points of the compact tier (clu
 -- from both tiers: the functions of the same name (85_reading_ranges.sql) over all time. A filter
 -- on stream_id (or feed_id) reaches both tiers' keys; one on ts alone cannot skip a compacted
 -- day, so a time range is asked of the functions: cluster.raw_readings($from, $to)
--- (docs/schema.md#time-ranges).
+-- (docs/schema.md#time-ranges). They and the rollup views below show every feed, forwarded
+-- ones included: analysts see the whole cluster, and a join with cluster.visible_feeds keeps
+-- what users see.
 CREATE VIEW cluster.raw_readings AS
 SELECT * FROM cluster.raw_readings('-infinity', 'infinity');
 COMMENT ON VIEW cluster.raw_readings IS 'Raw points with feed title, time zone, channel, device and medium ID valid at each point''s time. For a time range use the function cluster.raw_readings(time_from, time_to): a filter on ts here unpacks every compacted day.';
@@ -46,10 +74,9 @@ COMMENT ON VIEW cluster.tariff_prices IS 'Every tariff band with its feed, mediu
 -- homebase from counting as offline after EP_RULES_OFFLINE_AFTER (900 s) anyway.
 CREATE VIEW cluster.homebase_activity AS
 SELECT f.id AS feed_id, f.owner_id, f.homebase_sn, p.last_data_at AS last_seen
-  FROM cluster.feeds f
-  LEFT JOIN cluster.homebase_presence p ON p.homebase_sn = f.homebase_sn
- WHERE NOT EXISTS (SELECT 1 FROM forwarder.registrations r WHERE r.homebase_sn = f.homebase_sn);
-COMMENT ON VIEW cluster.homebase_activity IS 'Per feed (not forwarded): when its homebase or device last sent data.';
+  FROM cluster.visible_feeds f
+  LEFT JOIN cluster.homebase_presence p ON p.homebase_sn = f.homebase_sn;
+COMMENT ON VIEW cluster.homebase_activity IS 'Per visible feed (cluster.visible_feeds): when its homebase or device last sent data.';
 
 CREATE VIEW cluster.current_feed_titles AS
 SELECT feed_id, title, timezone FROM cluster.feed_configs WHERE upper_inf(validity);
