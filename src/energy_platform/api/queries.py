@@ -1,21 +1,18 @@
 """Named SQL of the data API.
 
-Visibility: a feed is visible to its owner and to admins, and to nobody while its homebase is
-registered with the forwarder.
+Visibility: every query reads feeds through ``cluster.user_feeds(user, is_admin)``
+(sql/functions/90_views.sql), the one definition of which feeds a user sees.
 """
 
 FEEDS_OF_OWNER = """
 SELECT f.id, f.subscription_from, f.subscription_to
-  FROM cluster.feeds f
- WHERE f.owner_id = $1
-   AND NOT EXISTS (SELECT 1 FROM forwarder.registrations r WHERE r.homebase_sn = f.homebase_sn)
+  FROM cluster.user_feeds($1, false) f
  ORDER BY f.id"""
 
 VISIBLE_FEED = """
 SELECT f.id, f.subscription_from, f.subscription_to
-  FROM cluster.feeds f
- WHERE f.id = $1 AND (f.owner_id = $2 OR $3)
-   AND NOT EXISTS (SELECT 1 FROM forwarder.registrations r WHERE r.homebase_sn = f.homebase_sn)"""
+  FROM cluster.user_feeds($2, $3) f
+ WHERE f.id = $1"""
 
 FEED_CONFIGS = """
 SELECT feed_id, title, timezone, nullif(lower(validity), '-infinity') AS valid_from,
@@ -39,9 +36,8 @@ SELECT s.id, s.type, s.channel, s.device, s.medium, s.idx, s.combined
 VISIBLE_STREAM = """
 SELECT s.id, s.type, s.channel, s.device, s.medium, s.idx, s.combined
   FROM cluster.streams s
-  JOIN cluster.feeds f ON f.id = s.feed_id
- WHERE s.id = $1 AND s.feed_id = $2 AND (f.owner_id = $3 OR $4)
-   AND NOT EXISTS (SELECT 1 FROM forwarder.registrations r WHERE r.homebase_sn = f.homebase_sn)"""
+  JOIN cluster.user_feeds($3, $4) f ON f.id = s.feed_id
+ WHERE s.id = $1 AND s.feed_id = $2"""
 
 STREAM_CONFIGS = """
 SELECT stream_id, title, medium, unit, nullif(lower(validity), '-infinity') AS valid_from,
@@ -62,10 +58,9 @@ WITH caller AS (
 stream AS (
     SELECT s.type
       FROM caller c
-      JOIN cluster.feeds f ON f.owner_id = c.id OR c.is_admin
+     CROSS JOIN LATERAL cluster.user_feeds(c.id, c.is_admin) f
       JOIN cluster.streams s ON s.feed_id = f.id
-     WHERE f.id = $2 AND s.id = $3
-       AND NOT EXISTS (SELECT FROM forwarder.registrations r WHERE r.homebase_sn = f.homebase_sn)),
+     WHERE f.id = $2 AND s.id = $3),
 newest AS (
     (SELECT ts, value FROM cluster.raw_points
       WHERE (SELECT type FROM stream) = 'raw' AND stream_id = $3
@@ -115,10 +110,9 @@ WITH caller AS (
 stream AS (
     SELECT s.type, s.feed_id
       FROM caller c
-      JOIN cluster.feeds f ON f.owner_id = c.id OR c.is_admin
+     CROSS JOIN LATERAL cluster.user_feeds(c.id, c.is_admin) f
       JOIN cluster.streams s ON s.feed_id = f.id
-     WHERE f.id = $2 AND s.id = $3
-       AND NOT EXISTS (SELECT FROM forwarder.registrations r WHERE r.homebase_sn = f.homebase_sn)),
+     WHERE f.id = $2 AND s.id = $3),
 media AS MATERIALIZED (
     SELECT sc.medium, sc.validity FROM cluster.stream_configs sc WHERE sc.stream_id = $3),
 queued AS MATERIALIZED (
