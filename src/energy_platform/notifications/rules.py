@@ -1,9 +1,9 @@
 """Notification rules, evaluated by the engine every few seconds in set-based SQL.
 
-No rule speaks of a feed while its homebase is registered with the forwarder: its owner does not
-see it then (docs/notifications.md). State rules (homebase offline, channel silent, subscription
-ending) hold at most one open notification per rule, subject and user, and close it when the
-condition clears; event rules
+No rule speaks of a feed its owner does not see: the rules read feeds through
+``cluster.visible_feeds`` (docs/notifications.md). State rules (homebase offline, channel silent,
+subscription ending) hold at most one open notification per rule, subject and user, and close it
+when the condition clears; event rules
 (back online, power change, unusual consumption) create closed notifications. Content is HTML;
 every inserted value passes through ``cluster.html_escape``.
 """
@@ -80,13 +80,13 @@ SELECT f.owner_id, f.id, 'subscription_ending',
               cluster.html_escape(coalesce(t.title, '')),
               cluster.html_escape(cluster.local_time(f.subscription_to, t.timezone))),
        true
-  FROM cluster.feeds f
+  FROM cluster.visible_feeds f
   LEFT JOIN cluster.current_feed_titles t ON t.feed_id = f.id
  WHERE f.subscription_to > now() AND f.subscription_to <= now() + make_interval(days => $1)
-   AND NOT EXISTS (SELECT FROM forwarder.registrations r WHERE r.homebase_sn = f.homebase_sn)
 ON CONFLICT (rule, subject, user_id) WHERE open DO NOTHING"""
 
 # Closed when the subscription has ended or was extended (its subject names the old end).
+# Every feed's, hidden ones too: `open` is not shown to users, so closing tells no one anything.
 SUBSCRIPTION_CLOSE = """
 UPDATE cluster.notifications n SET open = false
   FROM cluster.feeds f
@@ -136,10 +136,9 @@ created AS (
                             || 'power restored on ' || array_to_string(c.restored, ', ')
                        ELSE '' END)
       FROM changes c
-      JOIN cluster.feeds f ON f.homebase_sn = c.device_sn
+      JOIN cluster.visible_feeds f ON f.homebase_sn = c.device_sn
       LEFT JOIN cluster.current_feed_titles t ON t.feed_id = f.id
      WHERE cardinality(c.lost) + cardinality(c.restored) > 0
-       AND NOT EXISTS (SELECT FROM forwarder.registrations r WHERE r.homebase_sn = f.homebase_sn)
     RETURNING 1)
 INSERT INTO cluster.rule_positions (rule, position)
 SELECT 'power_change', coalesce(max(fresh.id), (SELECT position FROM start)) FROM fresh
@@ -153,10 +152,9 @@ UNUSUAL_CONSUMPTION = """
 WITH due AS (
     SELECT f.id AS feed_id, f.owner_id, t.timezone, t.title,
            (now() AT TIME ZONE t.timezone)::date - 1 AS day
-      FROM cluster.feeds f
+      FROM cluster.visible_feeds f
       JOIN cluster.current_feed_titles t ON t.feed_id = f.id
      WHERE (now() AT TIME ZONE t.timezone)::time >= make_interval(secs => $2::int)::time
-       AND NOT EXISTS (SELECT FROM forwarder.registrations r WHERE r.homebase_sn = f.homebase_sn)
        AND NOT EXISTS (
            SELECT 1 FROM cluster.daily_consumption d
             WHERE d.feed_id = f.id AND d.day = (now() AT TIME ZONE t.timezone)::date - 1)
