@@ -86,35 +86,64 @@ async def test_ids_that_name_nothing_are_404(world: World, path: str) -> None:
 async def test_a_forwarded_feed_is_hidden_until_unregistered(
     world: World, database_url: str
 ) -> None:
+    # Every path under the feed, each read by its own query (cluster.user_feeds in each).
     feed = world.feeds["forwarded"]
     stream = world.streams["forwarded_power"]
-    async with world.client("alice") as http:
-        while_registered = [
-            (await http.get(f"/feeds/{feed}")).status_code,
-            (await http.get(f"/feeds/{feed}/streams")).status_code,
-            (await http.get(f"/feeds/{feed}/streams/{stream}/data")).status_code,
-        ]
-        async with world.client("root") as admin:
-            admin_view = (await admin.get(f"/feeds/{feed}")).status_code
+    paths = [
+        f"/feeds/{feed}",
+        f"/feeds/{feed}/streams",
+        f"/feeds/{feed}/streams/{stream}",
+        f"/feeds/{feed}/streams/{stream}/data",
+        f"/feeds/{feed}/streams/{stream}/data?resolution=hour",
+    ]
+
+    async def answers() -> dict[str, list[int]]:
+        found = {}
+        for who in ("alice", "root"):
+            async with world.client(who) as http:
+                found[who] = [(await http.get(path)).status_code for path in paths]
+        return found
+
+    async def listed() -> list[str]:
+        async with world.client("alice") as http:
+            response = await http.get(f"/users/{world.users['alice']}/feeds")
+        return [f["id"] for f in response.json()]
+
+    while_registered, listed_then = await answers(), await listed()
+    with psycopg.connect(database_url) as conn:
+        conn.execute("DELETE FROM forwarder.registrations WHERE homebase_sn = 'D000000000000003'")
+    try:
+        after, listed_after = await answers(), await listed()
+    finally:
         with psycopg.connect(database_url) as conn:
             conn.execute(
-                "DELETE FROM forwarder.registrations WHERE homebase_sn = 'D000000000000003'"
+                "INSERT INTO forwarder.registrations (homebase_sn, customer_id)"
+                " VALUES ('D000000000000003', 1)"
             )
-        try:
-            after = (await http.get(f"/feeds/{feed}")).status_code
-            listed = [
-                f["id"] for f in (await http.get(f"/users/{world.users['alice']}/feeds")).json()
-            ]
-        finally:
-            with psycopg.connect(database_url) as conn:
-                conn.execute(
-                    "INSERT INTO forwarder.registrations (homebase_sn, customer_id)"
-                    " VALUES ('D000000000000003', 1)"
-                )
-    assert while_registered == [404, 404, 404]
-    assert admin_view == 404
-    assert after == 200
-    assert feed in listed
+    assert while_registered == {"alice": [404] * 5, "root": [404] * 5}
+    assert feed not in listed_then
+    assert after == {"alice": [200] * 5, "root": [200] * 5}
+    assert feed in listed_after
+
+
+def test_the_views_for_owners_and_analysts_hide_a_forwarded_feed(
+    world_data: World, database_url: str
+) -> None:
+    # What the API and the rules read (cluster.user_feeds, cluster.visible_feeds and the rules'
+    # cluster.homebase_activity over it), as an analyst reads it.
+    feeds, users = world_data.feeds, world_data.users
+    mine = [int(feeds[k]) for k in ("home", "bobs", "forwarded")]
+
+    def ids(sql: str, *args: object) -> list[int]:
+        with psycopg.connect(database_url) as conn:
+            return sorted(r[0] for r in conn.execute(sql, args).fetchall() if r[0] in mine)
+
+    home, bobs = int(feeds["home"]), int(feeds["bobs"])
+    assert ids("SELECT id FROM cluster.visible_feeds") == [home, bobs]
+    assert ids("SELECT feed_id FROM cluster.homebase_activity") == [home, bobs]
+    assert ids("SELECT id FROM cluster.user_feeds(%s, false)", int(users["alice"])) == [home]
+    assert ids("SELECT id FROM cluster.user_feeds(%s, true)", int(users["alice"])) == [home, bobs]
+    assert ids("SELECT id FROM cluster.user_feeds(%s, false)", int(users["root"])) == []
 
 
 async def test_a_revoked_token_and_a_removed_feed_stop_working_at_once(

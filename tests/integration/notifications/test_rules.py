@@ -230,10 +230,15 @@ async def test_a_changed_subscription_end_re_arms_its_notice(
 async def test_no_rule_speaks_of_a_feed_while_it_is_registered_with_the_forwarder(
     platform: Platform, database_url: str
 ) -> None:
-    # Two feeds alike, both ending within the week and both reporting a lost phase; one of
-    # them is registered with the forwarder, so its owner does not see it meanwhile.
+    # Two feeds alike, each with something to tell through every way the rules read feeds
+    # (cluster.visible_feeds itself and cluster.homebase_activity over it): silent for an hour,
+    # ending within the week, a lost phase, yesterday thrice its usual. One of them is
+    # registered with the forwarder, so its owner does not see it meanwhile.
     ends = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(time.time() + 3 * 86_400))
     s = platform.settings
+    # An owner of their own: the other tests count the module's user's notifications.
+    user = await run_admin_async(s, "users", "add", f"forwarding-{secrets.token_hex(3)}")
+    owner = msgspec.structs.replace(platform, user_token=user["token"], user_id=user["id"])
     homebases = {}
     for title in ("Forwarded one", "Shown one"):
         sn = secrets.token_hex(8).upper()
@@ -246,12 +251,12 @@ async def test_no_rule_speaks_of_a_feed_while_it_is_registered_with_the_forwarde
                     "INSERT INTO forwarder.registrations (homebase_sn, customer_id) VALUES (%s, 1)",
                     (sn,),
                 )
-        await run_admin_async(
+        feed = await run_admin_async(
             s,
             "feeds",
             "add",
             "--owner",
-            platform.user_id,
+            owner.user_id,
             "--homebase",
             sn,
             "--title",
@@ -261,27 +266,66 @@ async def test_no_rule_speaks_of_a_feed_while_it_is_registered_with_the_forwarde
             "--subscription-to",
             ends,
         )
-        homebases[title] = sn
-    with psycopg.connect(database_url, autocommit=True) as conn:
-        for sn in homebases.values():
+        homebases[title] = (sn, int(feed["id"]))
+    # One transaction, so that every round of the rules sees all of it or none of it (a verdict
+    # on yesterday's consumption taken before it is taken back with it).
+    with psycopg.connect(database_url) as conn:
+        for sn, feed_id in homebases.values():
+            conn.execute(
+                "INSERT INTO cluster.homebase_presence (homebase_sn, online, last_data_at)"
+                " VALUES (%s, true, now() - interval '1 hour')",
+                (sn,),
+            )
             conn.execute(
                 "INSERT INTO cluster.device_events (device_sn, ts, event, phases, received_at)"
                 " VALUES (%s, now(), 'POWER_CHANGE', '{true,false,true}', now() - interval '2 s')",
                 (sn,),
+            )
+            conn.execute("DELETE FROM cluster.daily_consumption WHERE feed_id = %s", (feed_id,))
+            stream = conn.execute(
+                "INSERT INTO cluster.streams (feed_id, type, channel, combined) "
+                "VALUES (%s, 'processed', 1, false) RETURNING id",
+                (feed_id,),
+            ).fetchone()
+            assert stream
+            conn.execute(
+                "SELECT cluster.set_stream_config(%s, '-infinity', 'Power', 'power', 'kWh')", stream
+            )
+            conn.execute(
+                "INSERT INTO cluster.processed_points (stream_id, ts, value)"
+                " SELECT %s, date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'"
+                "            - interval '1 day' + i * interval '90 seconds', 60000 / 960.0"
+                "   FROM generate_series(0, 959) i",
+                stream,
+            )
+            conn.execute(
+                "INSERT INTO cluster.daily_consumption (feed_id, day, energy_wh)"
+                " SELECT %s, (now() AT TIME ZONE 'UTC')::date - 1 - d, 20000"
+                " FROM generate_series(1, 28) d",
+                (feed_id,),
             )
 
     def about(title: str, found: list[dict[str, Any]]) -> set[str]:
         return {n["title"] for n in found if title in n["content"]}
 
     async def shown_told() -> bool:
-        return about("Shown one", await notifications(platform)) == {
+        return about("Shown one", await notifications(owner)) == {
+            "Homebase offline",
             "Subscription ending",
             "Power lost on L2",
+            "Unusual consumption",
         }
 
     await eventually(shown_told)
     # The same rounds saw the forwarded feed and said nothing of it.
-    assert about("Forwarded one", await notifications(platform)) == set()
+    assert about("Forwarded one", await notifications(owner)) == set()
+    with psycopg.connect(database_url) as conn:
+        judged = conn.execute(
+            "SELECT count(*) FROM cluster.daily_consumption WHERE feed_id = %s"
+            " AND day = (now() AT TIME ZONE 'UTC')::date - 1",
+            (homebases["Forwarded one"][1],),
+        ).fetchone()
+    assert judged == (0,)
 
 
 async def test_a_day_over_twice_its_28_day_median_is_unusual(
