@@ -227,6 +227,35 @@ async def test_a_changed_subscription_end_re_arms_its_notice(
     assert in_days(2)[:10] in (await notices())[0]["content"]
 
 
+def used_yesterday(conn: psycopg.Connection, feed_id: int, wh: float) -> None:
+    """A UTC feed's power stream: ``wh`` over yesterday's 960 buckets, 20 kWh on each of the 28
+    days before. Any verdict already taken on its yesterday is deleted (in the caller's
+    transaction, so that the rules see all of it or none of it)."""
+    conn.execute("DELETE FROM cluster.daily_consumption WHERE feed_id = %s", (feed_id,))
+    stream = conn.execute(
+        "INSERT INTO cluster.streams (feed_id, type, channel, combined) "
+        "VALUES (%s, 'processed', 1, false) RETURNING id",
+        (feed_id,),
+    ).fetchone()
+    assert stream
+    conn.execute(
+        "SELECT cluster.set_stream_config(%s, '-infinity', 'Power', 'power', 'kWh')", stream
+    )
+    conn.execute(
+        "INSERT INTO cluster.processed_points (stream_id, ts, value)"
+        " SELECT %s, date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'"
+        "            - interval '1 day' + i * interval '90 seconds', %s / 960.0"
+        "   FROM generate_series(0, 959) i",
+        (stream[0], wh),
+    )
+    conn.execute(
+        "INSERT INTO cluster.daily_consumption (feed_id, day, energy_wh)"
+        " SELECT %s, (now() AT TIME ZONE 'UTC')::date - 1 - d, 20000"
+        " FROM generate_series(1, 28) d",
+        (feed_id,),
+    )
+
+
 async def test_no_rule_speaks_of_a_feed_while_it_is_registered_with_the_forwarder(
     platform: Platform, database_url: str
 ) -> None:
@@ -281,29 +310,7 @@ async def test_no_rule_speaks_of_a_feed_while_it_is_registered_with_the_forwarde
                 " VALUES (%s, now(), 'POWER_CHANGE', '{true,false,true}', now() - interval '2 s')",
                 (sn,),
             )
-            conn.execute("DELETE FROM cluster.daily_consumption WHERE feed_id = %s", (feed_id,))
-            stream = conn.execute(
-                "INSERT INTO cluster.streams (feed_id, type, channel, combined) "
-                "VALUES (%s, 'processed', 1, false) RETURNING id",
-                (feed_id,),
-            ).fetchone()
-            assert stream
-            conn.execute(
-                "SELECT cluster.set_stream_config(%s, '-infinity', 'Power', 'power', 'kWh')", stream
-            )
-            conn.execute(
-                "INSERT INTO cluster.processed_points (stream_id, ts, value)"
-                " SELECT %s, date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'"
-                "            - interval '1 day' + i * interval '90 seconds', 60000 / 960.0"
-                "   FROM generate_series(0, 959) i",
-                stream,
-            )
-            conn.execute(
-                "INSERT INTO cluster.daily_consumption (feed_id, day, energy_wh)"
-                " SELECT %s, (now() AT TIME ZONE 'UTC')::date - 1 - d, 20000"
-                " FROM generate_series(1, 28) d",
-                (feed_id,),
-            )
+            used_yesterday(conn, feed_id, 60_000.0)
 
     def about(title: str, found: list[dict[str, Any]]) -> set[str]:
         return {n["title"] for n in found if title in n["content"]}
@@ -345,30 +352,7 @@ async def test_a_day_over_twice_its_28_day_median_is_unusual(
     # verdict they already took on the new feeds' empty yesterday is taken back with it.
     with psycopg.connect(database_url) as conn:
         for feed_id, yesterday_wh in feeds.values():
-            conn.execute("DELETE FROM cluster.daily_consumption WHERE feed_id = %s", (feed_id,))
-            stream = conn.execute(
-                "INSERT INTO cluster.streams (feed_id, type, channel, combined) "
-                "VALUES (%s, 'processed', 1, false) RETURNING id",
-                (feed_id,),
-            ).fetchone()
-            assert stream
-            conn.execute(
-                "SELECT cluster.set_stream_config(%s, '-infinity', 'Power', 'power', 'kWh')", stream
-            )
-            # 960 buckets of a UTC day, summing to yesterday_wh.
-            conn.execute(
-                "INSERT INTO cluster.processed_points (stream_id, ts, value)"
-                " SELECT %s, date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'"
-                "            - interval '1 day' + i * interval '90 seconds', %s / 960.0"
-                "   FROM generate_series(0, 959) i",
-                (stream[0], yesterday_wh),
-            )
-            conn.execute(
-                "INSERT INTO cluster.daily_consumption (feed_id, day, energy_wh)"
-                " SELECT %s, (now() AT TIME ZONE 'UTC')::date - 1 - d, 20000"
-                " FROM generate_series(1, 28) d",
-                (feed_id,),
-            )
+            used_yesterday(conn, feed_id, yesterday_wh)
 
     async def told() -> bool:
         return any(n["title"] == "Unusual consumption" for n in await notifications(platform))
