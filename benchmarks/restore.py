@@ -27,7 +27,7 @@ from benchmarks.support import figure, report
 from energy_platform.core.db.migrations import migrate
 from energy_platform.core.paths import migrations_dir
 from energy_platform.core.tokens import token_digest
-from tests.support.databases import with_database
+from energy_platform.seeding import with_database
 from tests.support.pgcluster import DrillCluster
 
 STREAMS = 10

@@ -14,7 +14,7 @@ from energy_platform.core.db.migrations import migrate
 from energy_platform.core.logs import configure_logging
 from energy_platform.core.paths import migrations_dir
 from energy_platform.core.settings import LogSettings, Settings
-from tests.support.databases import create_empty_database, drop_database
+from energy_platform.seeding import create_empty_database, drop_database
 
 
 @contextmanager

@@ -26,15 +26,11 @@ from energy_platform.core.settings import (
     MqttSettings,
     Settings,
 )
+from energy_platform.seeding import create_empty_database, drop_database
 from energy_platform.services import build_services
 from tests.support.admin import run_admin_async
 from tests.support.data import World, seed
-from tests.support.databases import (
-    create_empty_database,
-    create_session_database,
-    database_server,
-    drop_database,
-)
+from tests.support.databases import create_session_database, database_server
 from tests.support.platform import (
     Platform,
     platform_settings,

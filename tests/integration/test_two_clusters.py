@@ -27,10 +27,11 @@ from energy_platform.core.settings import (
     Settings,
 )
 from energy_platform.devices.simulator import SimulatedHomebase, data_topic, homebase_client
+from energy_platform.seeding import drop_database
 from tests.support.admin import run_admin, run_admin_async
 from tests.support.broker import KillableBroker
 from tests.support.coap import reading
-from tests.support.databases import create_session_database, drop_database
+from tests.support.databases import create_session_database
 from tests.support.platform import platform_settings, start_serve, wait_subscribed
 from tests.support.provisioning import add_homebase, new_sn
 from tests.support.services import eventually, free_port, wait_for_http, with_port

@@ -1,4 +1,5 @@
-"""Test databases: one fresh database per test session, cloned from a migrated template.
+"""Test databases: one fresh database per test session, cloned from a migrated template
+(scratch databases, and dropping any: ``energy_platform.seeding``).
 
 The server is ``EP_TEST_DATABASE_URL`` if set, else a testcontainers TimescaleDB when a Docker
 engine answers, else the private cluster of ``make test`` (``EP_DATABASE_URL``).
@@ -12,7 +13,6 @@ import secrets
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 from psycopg import sql
@@ -20,14 +20,10 @@ from psycopg import sql
 from energy_platform.core.db.migrations import definitions, discover, migrate
 from energy_platform.core.paths import migrations_dir
 from energy_platform.core.settings import Settings
+from energy_platform.seeding import with_database
 
 TEMPLATE_LOCK = 0x45505F54504C  # "EP_TPL": one session builds the template, the others wait
 TIMESCALE_IMAGE = "timescale/timescaledb:2.19.3-pg17"
-
-
-def with_database(url: str, name: str) -> str:
-    parts = urlsplit(url)
-    return urlunsplit(parts._replace(path=f"/{name}"))
 
 
 def _docker_answers() -> bool:
@@ -128,20 +124,3 @@ def create_session_database(server: str) -> str:
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", (TEMPLATE_LOCK,))
     return with_database(server, name)
-
-
-def create_empty_database(server: str) -> str:
-    """A new database with nothing in it (for testing migrations themselves)."""
-    name = f"ep_scratch_{secrets.token_hex(4)}"
-    with psycopg.connect(with_database(server, "postgres"), autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    return with_database(server, name)
-
-
-def drop_database(url: str) -> None:
-    server = with_database(url, "postgres")
-    name = urlsplit(url).path.lstrip("/")
-    with psycopg.connect(server, autocommit=True) as conn:
-        conn.execute(
-            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-        )

@@ -88,6 +88,7 @@ ON CONFLICT (homebase_sn) DO UPDATE SET last_data_at = now()"""
 K = TypeVar("K", bound=tuple[object, ...])
 ClusterKey = tuple[int, str, int, int | None, int | None, int | None, str | None]
 ForwarderKey = tuple[str, int, int, int | None, int | None, str | None]
+Connection = asyncpg.Connection | PoolConnectionProxy
 
 
 class Accepted(msgspec.Struct):
@@ -159,13 +160,10 @@ class PointStore:
             for r in a.series
         }
         async with self._pool.acquire() as conn, conn.transaction():
-            new_cluster = await self._ids(
-                conn,
-                [k for k in cluster_keys if k not in self._cluster_ids],
-                CLUSTER_STREAMS_UPSERT,
-                CLUSTER_STREAM_IDS,
+            new_cluster = await cluster_streams(
+                conn, [k for k in cluster_keys if k not in self._cluster_ids]
             )
-            new_forwarder = await self._ids(
+            new_forwarder = await _ids(
                 conn,
                 [k for k in forwarder_keys if k not in self._forwarder_ids],
                 FORWARDER_STREAMS_UPSERT,
@@ -218,18 +216,22 @@ class PointStore:
         _remember(self._forwarder_ids, new_forwarder, self._max_cached)
         return count
 
-    @staticmethod
-    async def _ids(
-        conn: PoolConnectionProxy, keys: list[K], upsert: str, select: str
-    ) -> dict[K, int]:
-        if not keys:
-            return {}
-        # Sorted, so that concurrent workers creating the same streams lock them in one order.
-        keys = sorted(keys, key=repr)
-        columns = [list(column) for column in zip(*keys, strict=True)]
-        await conn.execute(upsert, *columns)
-        rows = await conn.fetch(select, *columns)
-        return {keys[row["n"] - 1]: row["id"] for row in rows}
+
+async def cluster_streams(conn: Connection, keys: list[ClusterKey]) -> dict[ClusterKey, int]:
+    """The ids of the raw and system streams ``keys`` (``cluster_key``), each created on first
+    sight. Public for seeding, so that a fixture's stream is the row a first batch makes."""
+    return await _ids(conn, keys, CLUSTER_STREAMS_UPSERT, CLUSTER_STREAM_IDS)
+
+
+async def _ids(conn: Connection, keys: list[K], upsert: str, select: str) -> dict[K, int]:
+    if not keys:
+        return {}
+    # Sorted, so that concurrent workers creating the same streams lock them in one order.
+    keys = sorted(keys, key=repr)
+    columns = [list(column) for column in zip(*keys, strict=True)]
+    await conn.execute(upsert, *columns)
+    rows = await conn.fetch(select, *columns)
+    return {keys[row["n"] - 1]: row["id"] for row in rows}
 
 
 def _remember(ids: dict[K, int], new: dict[K, int], limit: int) -> None:

@@ -1,0 +1,171 @@
+"""The one factory of the rows tests, benchmarks and scripts start from, and of the scratch
+databases they write them into.
+
+Users, feeds and their configurations are made by the admin commands' own statements
+(``users/admin.py``, ``api/admin.py``), raw and system streams by ingest's
+(``devices/ingest/store.py``), so that a fixture's rows are the rows production writes, and a
+change to those statements reaches every fixture at once. Processed streams are the engine's to
+make; here they get the engine's shape and a configuration set by ``cluster.set_stream_config``,
+as ``admin streams configure`` sets it.
+
+Nothing in the package imports this module: it stands above the domains whose statements it
+reuses, like ``services`` (tests/unit/test_layers.py). Every function takes the caller's
+connection and leaves committing to it; each row with its configuration is written whole.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterable
+from datetime import UTC, datetime, timedelta
+from urllib.parse import urlsplit, urlunsplit
+
+import msgspec
+import psycopg
+from psycopg import sql
+
+from energy_platform.api.admin import INSERT_FEED, INSERT_FIRST_FEED_CONFIG, SET_STREAM_CONFIG
+from energy_platform.core.codec.format_v4 import Series
+from energy_platform.core.tokens import new_token, token_digest
+from energy_platform.devices.ingest.store import Connection, cluster_key, cluster_streams
+from energy_platform.users.admin import INSERT_USER
+
+# The engine makes a channel's processed streams in its intake statement, many at once; this
+# is the one row of that statement.
+INSERT_PROCESSED_STREAM = """
+INSERT INTO cluster.streams (feed_id, type, channel, idx, combined, cost)
+VALUES ($1, 'processed', $2, $3, $4, $5)
+RETURNING id"""
+SUBSCRIPTION = timedelta(days=365)
+"""How long a feed's subscription runs unless told: ``admin feeds add``'s default."""
+
+
+class User(msgspec.Struct, frozen=True):
+    id: int
+    token: str
+    """Its bearer token; the database holds only its SHA-256."""
+
+
+async def add_user(
+    conn: Connection, name: str, *, token: str | None = None, admin: bool = False
+) -> User:
+    """A user of the data API as ``admin users add`` makes one; ``token`` when a test needs to
+    know it in advance, else a new one."""
+    token = token or new_token()
+    user_id: int = await conn.fetchval(INSERT_USER, name, token_digest(token), admin)
+    return User(user_id, token)
+
+
+async def add_feed(
+    conn: Connection,
+    owner: int,
+    sn: str,
+    *,
+    title: str = "Home",
+    timezone: str = "Europe/Prague",
+    start: datetime | None = None,
+    end: datetime | None = None,
+) -> int:
+    """The feed of homebase ``sn`` with its first configuration, unbounded in time, as ``admin
+    feeds add --no-pair`` makes it; subscribed from ``start`` (now) to ``end`` (a year on)."""
+    start = start or datetime.now(UTC).replace(microsecond=0)
+    end = end or start + SUBSCRIPTION
+    async with conn.transaction():
+        feed_id: int = await conn.fetchval(INSERT_FEED, owner, sn, start, end)
+        await conn.execute(INSERT_FIRST_FEED_CONFIG, feed_id, title, timezone)
+    return feed_id
+
+
+async def raw_streams(
+    conn: Connection,
+    feed: int,
+    channels: Iterable[int],
+    medium: int,
+    *,
+    device: int = 1,
+    idx: int | None = None,
+) -> list[int]:
+    """One raw stream of ``medium`` on each of ``channels``, in their order, as a device's first
+    batch makes them (a stream that exists already is returned, not made again)."""
+    return await _device_streams(
+        conn, feed, [Series(channel, device, medium, idx, None, None) for channel in channels]
+    )
+
+
+async def raw_stream(
+    conn: Connection,
+    feed: int,
+    channel: int,
+    medium: int,
+    *,
+    device: int = 1,
+    idx: int | None = None,
+) -> int:
+    (stream,) = await raw_streams(conn, feed, [channel], medium, device=device, idx=idx)
+    return stream
+
+
+async def system_stream(
+    conn: Connection,
+    feed: int,
+    channel: int,
+    source: str,
+    *,
+    device: int = 1,
+    idx: int | None = None,
+) -> int:
+    """A system stream (``source`` such as ``medium:40``), as ingest makes one."""
+    (stream,) = await _device_streams(
+        conn, feed, [Series(channel, device, None, idx, source, None)]
+    )
+    return stream
+
+
+async def processed_stream(
+    conn: Connection,
+    feed: int,
+    channel: int,
+    *,
+    title: str,
+    medium: str | None = "power",
+    unit: str = "Wh",
+    idx: int | None = None,
+    combined: bool = False,
+    cost: bool = False,
+) -> int:
+    """A processed stream with one configuration from the beginning of time, as the engine
+    makes them (docs/engine.md); its points are the caller's to write."""
+    async with conn.transaction():
+        stream: int = await conn.fetchval(
+            INSERT_PROCESSED_STREAM, feed, channel, idx, combined, cost
+        )
+        await conn.execute(SET_STREAM_CONFIG, stream, None, title, medium, unit)
+    return stream
+
+
+async def _device_streams(conn: Connection, feed: int, series: list[Series]) -> list[int]:
+    keys = [cluster_key(feed, s) for s in series]
+    ids = await cluster_streams(conn, keys)
+    return [ids[key] for key in keys]
+
+
+def with_database(url: str, name: str) -> str:
+    """``url`` with the database ``name``."""
+    return urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
+
+
+def create_empty_database(server: str) -> str:
+    """A new database with nothing in it on ``server``; its URL (the caller migrates it)."""
+    name = f"ep_scratch_{secrets.token_hex(4)}"
+    with psycopg.connect(with_database(server, "postgres"), autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    return with_database(server, name)
+
+
+def drop_database(url: str) -> None:
+    """Drop the database of ``url``, closing whatever connections it still has."""
+    name = urlsplit(url).path.lstrip("/")
+    with psycopg.connect(with_database(url, "postgres"), autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+        )
