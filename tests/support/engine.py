@@ -1,14 +1,19 @@
-"""Feeds for engine tests: raw points stored the way ingest stores them, and the engine run
-until its queues are empty (the ``new_feed`` fixture is in the engine tests' conftest)."""
+"""Feeds for engine tests: raw points stored by ingest's own store, and the engine run until
+its queues are empty (the ``new_feed`` fixture is in the engine tests' conftest)."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import asyncpg
+import msgspec
 
+from energy_platform import seeding
+from energy_platform.core.codec.format_v4 import Series
 from energy_platform.core.settings import EngineSettings
+from energy_platform.devices.ingest.routes import Route
+from energy_platform.devices.ingest.store import Accepted, PointStore
 from energy_platform.engine.service import drain
 
 # Rollups are taken at once: a test does not wait for the delay that batches live data.
@@ -20,39 +25,28 @@ class Feed:
     """One homebase's feed and what a test does with it."""
 
     db: asyncpg.Connection
+    store: PointStore
     id: int
+    sn: str
     owner_token: str
+    series: dict[int, Series] = field(default_factory=dict)
+    """What each raw stream's points are sent as, by stream id."""
 
     async def raw_stream(
         self, channel: int, medium: int, idx: int | None = None, device: int = 1
     ) -> int:
-        stream_id: int = await self.db.fetchval(
-            "INSERT INTO cluster.streams (feed_id, type, channel, device, medium, idx)"
-            " VALUES ($1, 'raw', $2, $3, $4, $5) RETURNING id",
-            self.id,
-            channel,
-            device,
-            medium,
-            idx,
-        )
-        return stream_id
+        stream = await seeding.raw_stream(self.db, self.id, channel, medium, device=device, idx=idx)
+        self.series[stream] = Series(channel, device, medium, idx, None, None)
+        return stream
 
-    async def ingest(self, stream_id: int, points: Iterable[tuple[float, float]]) -> None:
-        """Store a batch as ingest does: the points and, in the same transaction, their range."""
-        batch = [(stream_id, t, v) for t, v in points]
-        async with self.db.transaction():
-            await self.db.executemany(
-                "INSERT INTO cluster.raw_points (stream_id, ts, value)"
-                " VALUES ($1, to_timestamp($2), $3) ON CONFLICT DO NOTHING",
-                batch,
-            )
-            await self.db.execute(
-                "INSERT INTO cluster.dirty_ranges (stream_id, ts_from, ts_to)"
-                " VALUES ($1, to_timestamp($2), to_timestamp($3))",
-                stream_id,
-                min(t for _, t, _ in batch),
-                max(t for _, t, _ in batch),
-            )
+    async def ingest(self, stream_id: int, points: Iterable[tuple[int, float]]) -> None:
+        """Store a batch as ingest does, through its store: only the points it adds mark their
+        range dirty, and a compacted day they fall in goes back to the row tier first."""
+        times, values = zip(*points, strict=True)
+        series = msgspec.structs.replace(
+            self.series[stream_id], times=list(times), values=list(values)
+        )
+        await self.store.write([Accepted(Route(self.sn, self.id), [series])])
 
     async def points(self, title: str) -> dict[int, float]:
         """The processed points of the stream titled ``title``: {unix time: value}."""

@@ -6,46 +6,44 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime
 
 import asyncpg
 import httpx
 import pytest
 
+from energy_platform import seeding
 from energy_platform.api import app as data
 from energy_platform.core.db.pool import create_pool
 from energy_platform.core.http.server import HttpService
 from energy_platform.core.settings import DatabaseSettings, Settings
-from energy_platform.core.tokens import token_digest
-from tests.support.databases import create_session_database, drop_database
+from energy_platform.devices.ingest.store import PointStore
+from tests.support.databases import create_session_database
 from tests.support.engine import Feed, NewFeed
 from tests.support.services import free_port, running
 
 _serials = itertools.count(1)
+SUBSCRIBED = (datetime(2026, 1, 1, tzinfo=UTC), datetime(2027, 1, 1, tzinfo=UTC))
+
+
+@pytest.fixture(scope="session")
+async def point_store(database_url: str) -> AsyncIterator[PointStore]:
+    """Ingest's store on the session database: the engine tests' points go the way ingest's do."""
+    pool = await create_pool(DatabaseSettings(url=database_url))
+    yield PointStore(pool)
+    await pool.close()
 
 
 @pytest.fixture
-def new_feed(db: asyncpg.Connection) -> NewFeed:
+def new_feed(db: asyncpg.Connection, point_store: PointStore) -> NewFeed:
     async def make(timezone: str = "Europe/Prague") -> Feed:
         n = next(_serials)
-        token = f"engine-token-{n}-{id(db)}"
-        owner = await db.fetchval(
-            "INSERT INTO cluster.users (name, token_sha256) VALUES ($1, $2) RETURNING id",
-            f"engine-user-{n}-{id(db)}",
-            token_digest(token),
+        owner = await seeding.add_user(db, f"engine-user-{n}-{id(db)}")
+        sn = f"E{id(db) % 0xFFFFFFFF:08X}{n:07X}"
+        feed_id = await seeding.add_feed(
+            db, owner.id, sn, timezone=timezone, start=SUBSCRIBED[0], end=SUBSCRIBED[1]
         )
-        feed_id = await db.fetchval(
-            "INSERT INTO cluster.feeds (owner_id, homebase_sn, subscription_from, subscription_to)"
-            " VALUES ($1, $2, '2026-01-01T00:00:00Z', '2027-01-01T00:00:00Z') RETURNING id",
-            owner,
-            f"E{id(db) % 0xFFFFFFFF:08X}{n:07X}",
-        )
-        await db.execute(
-            "INSERT INTO cluster.feed_configs (feed_id, title, timezone, validity)"
-            " VALUES ($1, 'Home', $2, tstzrange(NULL, NULL))",
-            feed_id,
-            timezone,
-        )
-        return Feed(db, feed_id, token)
+        return Feed(db, point_store, feed_id, sn, owner.token)
 
     return make
 
@@ -55,7 +53,7 @@ def own_database(database_server_url: str) -> Iterator[str]:
     """A database of the test's own, migrated, dropped afterwards."""
     url = create_session_database(database_server_url)
     yield url
-    drop_database(url)
+    seeding.drop_database(url)
 
 
 @pytest.fixture

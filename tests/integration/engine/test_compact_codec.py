@@ -5,22 +5,19 @@ keeps the float path. Each example runs in a transaction that is rolled back."""
 from __future__ import annotations
 
 import struct
+from collections.abc import AsyncIterator
 from datetime import UTC, date, datetime, timedelta
 
+import asyncpg
 import psycopg
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from energy_platform import seeding
+
 DAY = date(2026, 9, 1)  # long past any compaction age
 START = datetime(2026, 9, 1, tzinfo=UTC)
-NEW_STREAM = """
-WITH u AS (INSERT INTO cluster.users (name, token_sha256)
-           VALUES ('codec', sha256('codec')) RETURNING id),
-f AS (INSERT INTO cluster.feeds (owner_id, homebase_sn, subscription_from, subscription_to)
-      SELECT id, 'C0DEC0000000000' || (random() * 9)::int, now(), now() + interval '1 day'
-        FROM u RETURNING id)
-INSERT INTO cluster.streams (feed_id, type, channel, device, medium)
-SELECT id, 'raw', 1, 3, 1 FROM f RETURNING id"""
 # A day as the compact tier held it before the decimal codec (codec 1: the float8 array).
 OLD_DAY = """
 INSERT INTO cluster.point_days (stream_id, day, first_ts, last_ts, points, step_us, offsets_us,
@@ -81,11 +78,25 @@ def fewest_digits(value: float) -> int:
     return next(k for k in range(7) if round(value * 10**k) / 10**k == value)
 
 
-def round_trip(conn: psycopg.Connection, values: list[float], *, old: bool) -> tuple[object, ...]:
-    """Store the values as a day (an old compact row re-encoded, or rows compacted), read them
-    back; rolled back afterwards."""
+@pytest.fixture(scope="module")
+async def stream(database_url: str) -> AsyncIterator[int]:
+    """The raw stream every example writes its day into, in a transaction rolled back after it,
+    so that each example starts from an empty day."""
+    conn = await asyncpg.connect(database_url)
+    try:
+        owner = await seeding.add_user(conn, "codec")
+        feed = await seeding.add_feed(conn, owner.id, "C0DEC00000000000")
+        yield await seeding.raw_stream(conn, feed, 1, 1, device=3)
+    finally:
+        await conn.close()
+
+
+def round_trip(
+    conn: psycopg.Connection, stream: int, values: list[float], *, old: bool
+) -> tuple[object, ...]:
+    """Store the values as a day of ``stream`` (an old compact row re-encoded, or rows
+    compacted), read them back; rolled back afterwards."""
     with conn.transaction(force_rollback=True):
-        stream = conn.execute(NEW_STREAM).fetchone()[0]  # type: ignore[index]
         args = {"stream": stream, "day": DAY, "start": START, "points": len(values), "vals": values}
         conn.execute(OLD_DAY if old else ROWS, args)
         conn.execute("SELECT cluster.compact_day(%s::bigint, %s::date)", (stream, DAY))
@@ -98,8 +109,10 @@ def round_trip(conn: psycopg.Connection, values: list[float], *, old: bool) -> t
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(values=st.lists(any_float8 | awkward, min_size=1, max_size=200))
-def test_any_float8_comes_back_to_the_bit(sync_db: psycopg.Connection, values: list[float]) -> None:
-    stored, decoded = round_trip(sync_db, values, old=True)
+def test_any_float8_comes_back_to_the_bit(
+    sync_db: psycopg.Connection, stream: int, values: list[float]
+) -> None:
+    stored, decoded = round_trip(sync_db, stream, values, old=True)
     assert decoded == bits(values)
     assert stored[0] == 2  # re-encoded with the current codec
 
@@ -109,10 +122,10 @@ def test_any_float8_comes_back_to_the_bit(sync_db: psycopg.Connection, values: l
 )
 @given(day=decimal_days)
 def test_a_day_of_exact_decimals_is_stored_as_scaled_integers(
-    sync_db: psycopg.Connection, day: tuple[list[float], int]
+    sync_db: psycopg.Connection, stream: int, day: tuple[list[float], int]
 ) -> None:
     values, _ = day
-    stored, decoded = round_trip(sync_db, values, old=False)
+    stored, decoded = round_trip(sync_db, stream, values, old=False)
     assert decoded == bits(values)
     codec, scale, no_floats, _ = stored
     # The fewest digits that hold every value.
@@ -124,17 +137,19 @@ def test_a_day_of_exact_decimals_is_stored_as_scaled_integers(
 )
 @given(day=decimal_days, odd=awkward | any_float8, at=st.integers(min_value=0))
 def test_a_mixed_day_falls_back_to_the_float_path(
-    sync_db: psycopg.Connection, day: tuple[list[float], int], odd: float, at: int
+    sync_db: psycopg.Connection, stream: int, day: tuple[list[float], int], odd: float, at: int
 ) -> None:
     values, _ = day
     values.insert(at % (len(values) + 1), odd)
-    stored, decoded = round_trip(sync_db, values, old=True)
+    stored, decoded = round_trip(sync_db, stream, values, old=True)
     assert decoded == bits(values)
     if odd != odd or odd in (float("inf"), float("-inf")) or bits([odd]) == bits([-0.0]):
         assert stored[1] is None  # no decimal has these
 
 
-def test_a_meter_day_at_a_tenth_of_a_watt_takes_a_byte_a_point(sync_db: psycopg.Connection) -> None:
+def test_a_meter_day_at_a_tenth_of_a_watt_takes_a_byte_a_point(
+    sync_db: psycopg.Connection, stream: int
+) -> None:
     # 17,280 points of 5 s: 230.0 W with steps of -0.5 to +0.5 W and a 2,000 W kettle for an
     # hour: two differences (on and off) do not fit a byte.
     values = [
@@ -142,7 +157,6 @@ def test_a_meter_day_at_a_tenth_of_a_watt_takes_a_byte_a_point(sync_db: psycopg.
         for i in range(17_280)
     ]
     with sync_db.transaction(force_rollback=True):
-        stream = sync_db.execute(NEW_STREAM).fetchone()[0]  # type: ignore[index]
         args = {"stream": stream, "start": START, "vals": values}
         sync_db.execute(ROWS, args)
         sync_db.execute("SELECT cluster.compact_day(%s::bigint, %s::date)", (stream, DAY))
@@ -159,12 +173,13 @@ def test_a_meter_day_at_a_tenth_of_a_watt_takes_a_byte_a_point(sync_db: psycopg.
     assert size[0] <= 17_280 + 64  # a byte a point at most (lz4 may make it less)
 
 
-def test_the_first_point_s_time_and_the_grid_survive_too(sync_db: psycopg.Connection) -> None:
+def test_the_first_point_s_time_and_the_grid_survive_too(
+    sync_db: psycopg.Connection, stream: int
+) -> None:
     # Times are untouched by the codec: a day with a gap and a point off the grid.
     times = [START + timedelta(seconds=5 * i) for i in range(100)]
     times += [START + timedelta(hours=3, microseconds=7)]
     with sync_db.transaction(force_rollback=True):
-        stream = sync_db.execute(NEW_STREAM).fetchone()[0]  # type: ignore[index]
         with sync_db.cursor() as cur:
             cur.executemany(
                 "INSERT INTO cluster.raw_points VALUES (%s, %s, %s)",

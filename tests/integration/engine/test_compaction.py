@@ -15,12 +15,16 @@ from datetime import UTC, datetime, timedelta
 import asyncpg
 import pytest
 
+from energy_platform import seeding
+from energy_platform.core.codec.format_v4 import Series
 from energy_platform.core.settings import (
     CompactionSettings,
     DatabaseSettings,
     RetentionSettings,
     Settings,
 )
+from energy_platform.devices.ingest.routes import Route
+from energy_platform.devices.ingest.store import Accepted, PointStore
 from energy_platform.engine.compaction import compact
 from energy_platform.engine.retention import enforce
 from tests.support.admin import CLI, run_admin_async
@@ -50,25 +54,21 @@ def midnight(days_ago: int) -> datetime:
     return today - timedelta(days=days_ago)
 
 
+SN = "A0000000000000C1"
+
+
 async def new_streams(pool: asyncpg.Pool, *types: str) -> list[int]:
-    feed = await pool.fetchval(
-        "WITH u AS (INSERT INTO cluster.users (name, token_sha256)"
-        "  VALUES ('compaction', sha256('compaction')) RETURNING id)"
-        " INSERT INTO cluster.feeds (owner_id, homebase_sn, subscription_from, subscription_to)"
-        " SELECT id, 'A0000000000000C1', now(), now() + interval '1 year' FROM u RETURNING id"
-    )
-    return [
-        await pool.fetchval(
-            "INSERT INTO cluster.streams (feed_id, type, channel, device, medium, combined,"
-            " source) VALUES ($1, $2::text, $3, CASE WHEN $2 <> 'processed' THEN 1 END,"
-            " CASE WHEN $2 = 'raw' THEN 1 END, CASE WHEN $2 = 'processed' THEN false END,"
-            " CASE WHEN $2 = 'system' THEN 'medium:40' END) RETURNING id",
-            feed,
-            kind,
-            n,
-        )
-        for n, kind in enumerate(types, start=1)
-    ]
+    """A stream of each of ``types`` (raw, processed, system) on channels 1, 2, ... of the feed
+    of ``SN``."""
+    async with pool.acquire() as conn:
+        owner = await seeding.add_user(conn, "compaction")
+        feed = await seeding.add_feed(conn, owner.id, SN)
+        made = {
+            "raw": lambda n: seeding.raw_stream(conn, feed, n, 1),
+            "processed": lambda n: seeding.processed_stream(conn, feed, n, title=f"Power {n}"),
+            "system": lambda n: seeding.system_stream(conn, feed, n, "medium:40"),
+        }
+        return [await made[kind](n) for n, kind in enumerate(types, start=1)]
 
 
 async def test_old_days_move_losslessly_and_every_reader_gets_the_same_points(
@@ -152,19 +152,11 @@ async def test_a_write_into_a_compacted_day_moves_it_back_and_compaction_takes_i
     await compact(pool, SETTINGS)
     assert await pool.fetchval(ROW_TIER) == 0
 
-    # As ingest writes: a late point and a resent one into the compacted day.
+    # Ingest writes a late point and a resent one into the compacted day.
     late = times[0] + 30
-    async with pool.acquire() as conn, conn.transaction():
-        moved = await conn.fetchval(
-            "SELECT cluster.thaw_days($1::bigint[], $2::date[])", [raw, raw], [old.date()] * 2
-        )
-        await conn.execute(
-            "INSERT INTO cluster.raw_points SELECT $1, to_timestamp(t), 2"
-            " FROM unnest($2::bigint[]) t ON CONFLICT DO NOTHING",
-            raw,
-            [late, times[5]],
-        )
-    assert moved == 100
+    feed = await pool.fetchval("SELECT feed_id FROM cluster.streams WHERE id = $1", raw)
+    series = Series(1, 1, 1, None, None, None, [late, times[5]], [2.0, 2.0])
+    await PointStore(pool).write([Accepted(Route(SN, feed), [series])])
     # The day is in the row tier only, with the late point once and the resent one unchanged.
     assert await pool.fetchval("SELECT count(*) FROM cluster.point_days") == 0
     assert await pool.fetchval(ROW_TIER) == 101

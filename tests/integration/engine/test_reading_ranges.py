@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import asyncpg
 
+from energy_platform import seeding
 from energy_platform.core.settings import CompactionSettings
 from energy_platform.engine.compaction import compact
 
@@ -18,38 +19,16 @@ PRAGUE_DST_END = datetime(2026, 10, 25, tzinfo=UTC)  # 03:00 CEST -> 02:00 CET: 
 async def feed_with_streams(pool: asyncpg.Pool) -> tuple[int, int, int]:
     """A feed whose title changes at a noted instant, with a raw, a processed and a system
     stream."""
-    feed = await pool.fetchval(
-        "WITH u AS (INSERT INTO cluster.users (name, token_sha256)"
-        "  VALUES ('ranges', sha256('ranges')) RETURNING id)"
-        " INSERT INTO cluster.feeds (owner_id, homebase_sn, subscription_from, subscription_to)"
-        " SELECT id, 'A0000000000000D1', now(), now() + interval '1 year' FROM u RETURNING id"
-    )
-    await pool.execute(
-        "INSERT INTO cluster.feed_configs (feed_id, title, timezone, validity) VALUES"
-        " ($1, 'Old', 'Europe/Prague', tstzrange(NULL, '2026-10-25T01:00:00Z')),"
-        " ($1, 'New', 'Europe/Prague', tstzrange('2026-10-25T01:00:00Z', NULL))",
-        feed,
-    )
-    raw = await pool.fetchval(
-        "INSERT INTO cluster.streams (feed_id, type, channel, device, medium)"
-        " VALUES ($1, 'raw', 1, 3, 1) RETURNING id",
-        feed,
-    )
-    processed = await pool.fetchval(
-        "INSERT INTO cluster.streams (feed_id, type, channel, combined)"
-        " VALUES ($1, 'processed', 1, false) RETURNING id",
-        feed,
-    )
-    await pool.execute(
-        "INSERT INTO cluster.stream_configs (stream_id, title, medium, unit, validity)"
-        " VALUES ($1, 'Power', 'power', 'W', tstzrange(NULL, NULL))",
-        processed,
-    )
-    system = await pool.fetchval(
-        "INSERT INTO cluster.streams (feed_id, type, channel, device, source)"
-        " VALUES ($1, 'system', 1, 3, 'medium:40') RETURNING id",
-        feed,
-    )
+    async with pool.acquire() as conn:
+        owner = await seeding.add_user(conn, "ranges")
+        feed = await seeding.add_feed(conn, owner.id, "A0000000000000D1", title="Old")
+        await conn.execute(
+            "SELECT cluster.set_feed_config($1, '2026-10-25T01:00:00Z', 'New', 'Europe/Prague')",
+            feed,
+        )
+        raw = await seeding.raw_stream(conn, feed, 1, 1, device=3)
+        processed = await seeding.processed_stream(conn, feed, 1, title="Power", unit="W")
+        system = await seeding.system_stream(conn, feed, 1, "medium:40", device=3)
     return raw, processed, system
 
 

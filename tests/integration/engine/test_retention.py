@@ -4,6 +4,7 @@ test database would take other tests' points with them."""
 
 import asyncpg
 
+from energy_platform import seeding
 from energy_platform.core.settings import RetentionSettings
 from energy_platform.engine.retention import enforce
 
@@ -13,15 +14,10 @@ SN_NOBODYS = "A0000000000000D3"  # registered to nobody: its points were never d
 
 
 async def test_points_older_than_their_age_go_and_younger_ones_stay(pool: asyncpg.Pool) -> None:
-    stream = await pool.fetchval(
-        "WITH u AS (INSERT INTO cluster.users (name, token_sha256)"
-        "  VALUES ('retention', sha256('retention')) RETURNING id),"
-        " f AS (INSERT INTO cluster.feeds (owner_id, homebase_sn, subscription_from,"
-        "  subscription_to) SELECT id, 'A0000000000000F1', now(),"
-        " now() + interval '1 year' FROM u RETURNING id)"
-        " INSERT INTO cluster.streams (feed_id, type, channel, device, medium)"
-        " SELECT id, 'raw', 1, 1, 1 FROM f RETURNING id"
-    )
+    async with pool.acquire() as conn:
+        owner = await seeding.add_user(conn, "retention")
+        feed = await seeding.add_feed(conn, owner.id, "A0000000000000F1")
+        stream = await seeding.raw_stream(conn, feed, 1, 1)
     for age in ("40 days", "20 days", "9 days", "1 hour"):
         await pool.execute(
             "INSERT INTO cluster.raw_points VALUES ($1, now() - $2::text::interval, 1)", stream, age
