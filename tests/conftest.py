@@ -152,11 +152,15 @@ async def rabbit_platform(
         yield platform
 
 
-@pytest.fixture(scope="module")
-def world_data(database_url: str) -> Iterator[World]:
+@pytest_asyncio.fixture(scope="module")
+async def world_data(database_url: str) -> AsyncIterator[World]:
     """The users, feeds and streams of tests/support/data.py, removed after the module."""
-    with psycopg.connect(database_url) as conn:
-        world = seed(conn)
+    conn = await asyncpg.connect(database_url)
+    try:
+        async with conn.transaction():
+            world = await seed(conn)
+    finally:
+        await conn.close()
     yield world
     with psycopg.connect(database_url) as conn:
         conn.execute(

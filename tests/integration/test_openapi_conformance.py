@@ -20,12 +20,15 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import httpx
 import msgspec
 import psycopg
 import pytest
 
+from energy_platform import seeding
 from energy_platform.api import app as data
+from energy_platform.core.console import run_in_transaction
 from energy_platform.core.http.server import HttpService
 from energy_platform.core.settings import ProvisioningSettings, Settings
 from energy_platform.core.tokens import new_token, token_digest
@@ -84,38 +87,25 @@ def credentials(fuzz_settings: Settings) -> Iterator[Credentials]:
         fuzz_settings, "homebases", "add", sn, "--partner", "fuzz", "--type", "HB",
         "--generation", "6",
     )  # fmt: skip
+
+    async def owned(conn: asyncpg.Connection) -> tuple[int, int, int]:
+        user = await seeding.add_user(conn, f"fuzz-{suffix}", token=user_token)
+        # A homebase of its own, not the paired one.
+        homebase = secrets.token_hex(8).upper()
+        feed = await seeding.add_feed(conn, user.id, homebase, title="fuzzed", timezone="UTC")
+        return user.id, feed, await seeding.raw_stream(conn, feed, 1, 1, device=3, idx=2)
+
+    user, feed, stream = run_in_transaction(fuzz_settings.database, owned)
     with psycopg.connect(database_url) as conn:
-        user = conn.execute(
-            "INSERT INTO cluster.users (name, token_sha256) VALUES (%s, %s) RETURNING id",
-            (f"fuzz-{suffix}", token_digest(user_token)),
-        ).fetchone()
-        assert user
-        feed = conn.execute(
-            "INSERT INTO cluster.feeds (owner_id, homebase_sn, subscription_from,"
-            " subscription_to) VALUES (%s, %s, now(), now() + interval '1 year') RETURNING id",
-            (user[0], secrets.token_hex(8).upper()),
-        ).fetchone()
-        assert feed
-        conn.execute(
-            "INSERT INTO cluster.feed_configs (feed_id, title, timezone, validity)"
-            " VALUES (%s, 'fuzzed', 'UTC', tstzrange(NULL, NULL))",
-            (feed[0],),
-        )
-        stream = conn.execute(
-            "INSERT INTO cluster.streams (feed_id, type, channel, device, medium, idx)"
-            " VALUES (%s, 'raw', 1, 3, 1, 2) RETURNING id",
-            (feed[0],),
-        ).fetchone()
-        assert stream
         conn.execute(
             "INSERT INTO cluster.raw_points SELECT %s, now() - i * interval '5 s', i"
             " FROM generate_series(1, 50) i",
-            (stream[0],),
+            (stream,),
         )
         notification = conn.execute(
             "INSERT INTO cluster.notifications (user_id, feed_id, rule, subject, title, content)"
             " VALUES (%s, %s, 'power_change', 'fuzz', 'fuzz', '<p>x</p>') RETURNING id",
-            (user[0], feed[0]),
+            (user, feed),
         ).fetchone()
         assert notification
         customer = conn.execute(
@@ -135,9 +125,9 @@ def credentials(fuzz_settings: Settings) -> Iterator[Credentials]:
             (cluster[0], sn),
         )
     known = {
-        "user_id": str(user[0]),
-        "feed_id": str(feed[0]),
-        "stream_id": str(stream[0]),
+        "user_id": str(user),
+        "feed_id": str(feed),
+        "stream_id": str(stream),
         "notification_id": str(notification[0]),
         "sn": sn,
     }
@@ -153,8 +143,8 @@ def credentials(fuzz_settings: Settings) -> Iterator[Credentials]:
         )
         conn.execute("DELETE FROM provisioning.clusters WHERE id = %s", (cluster[0],))
         conn.execute("DELETE FROM provisioning.homebases WHERE sn = %s", (sn,))
-        conn.execute("DELETE FROM cluster.feeds WHERE id = %s", (feed[0],))
-        conn.execute("DELETE FROM cluster.users WHERE id = %s", (user[0],))
+        conn.execute("DELETE FROM cluster.feeds WHERE id = %s", (feed,))
+        conn.execute("DELETE FROM cluster.users WHERE id = %s", (user,))
 
 
 @asynccontextmanager

@@ -1,8 +1,10 @@
+import asyncpg
 import psycopg
 import pytest
 
+from energy_platform import seeding
 from energy_platform.core.tokens import token_digest
-from tests.support.data import T0, World
+from tests.support.data import T0, YEAR, World
 
 
 async def test_a_request_without_a_token_is_401_problem_json_with_a_challenge(world: World) -> None:
@@ -147,40 +149,18 @@ def test_the_views_for_owners_and_analysts_hide_a_forwarded_feed(
 
 
 async def test_a_revoked_token_and_a_removed_feed_stop_working_at_once(
-    world: World, database_url: str
+    world: World, database_url: str, db: asyncpg.Connection
 ) -> None:
     # A user of their own with two feeds, so that nothing else in the world changes.
-    with psycopg.connect(database_url) as conn:
-        (user,) = (
-            conn.execute(
-                "INSERT INTO cluster.users (name, token_sha256) VALUES ('carol-data-api', %s)"
-                " RETURNING id",
-                (token_digest("carol-token"),),
-            ).fetchone()
-            or ()
+    user = (await seeding.add_user(db, "carol-data-api", token="carol-token")).id
+    streams = []
+    for sn in ("D000000000000004", "D000000000000005"):
+        feed = await seeding.add_feed(db, user, sn, start=YEAR[0], end=YEAR[1])
+        stream = await seeding.raw_stream(db, feed, 1, 1, device=3)
+        await db.execute(
+            "INSERT INTO cluster.raw_points VALUES ($1, to_timestamp($2), 1.5)", stream, T0
         )
-        streams = []
-        for sn in ("D000000000000004", "D000000000000005"):
-            (feed,) = (
-                conn.execute(
-                    "INSERT INTO cluster.feeds (owner_id, homebase_sn, subscription_from,"
-                    " subscription_to) VALUES (%s, %s, '2026-01-01Z', '2027-01-01Z') RETURNING id",
-                    (user, sn),
-                ).fetchone()
-                or ()
-            )
-            (stream,) = (
-                conn.execute(
-                    "INSERT INTO cluster.streams (feed_id, type, channel, device, medium)"
-                    " VALUES (%s, 'raw', 1, 3, 1) RETURNING id",
-                    (feed,),
-                ).fetchone()
-                or ()
-            )
-            conn.execute(
-                "INSERT INTO cluster.raw_points VALUES (%s, to_timestamp(%s), 1.5)", (stream, T0)
-            )
-            streams.append(f"/feeds/{feed}/streams/{stream}/data")
+        streams.append(f"/feeds/{feed}/streams/{stream}/data")
     kept, removed = streams
     try:
         async with world.client(None) as http:

@@ -1,10 +1,12 @@
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Protocol
 
+import asyncpg
 import msgspec
 import psycopg
 import pytest
 
+from energy_platform import seeding
 from tests.support.data import T0, World
 
 
@@ -113,41 +115,37 @@ async def test_bad_stream_filters_are_400_problem_json(world: World, query: str)
 
 
 class AddStream(Protocol):
-    def __call__(self, points: Sequence[tuple[int, float]]) -> str: ...
+    async def __call__(self, points: Sequence[tuple[int, float]]) -> str: ...
 
 
 @pytest.fixture
-def extra_stream(world: World, database_url: str) -> Iterator[AddStream]:
+async def extra_stream(world: World, db: asyncpg.Connection) -> AsyncIterator[AddStream]:
     """Adds a raw stream with ``points`` to alice's home feed; the path of its data."""
     added: list[int] = []
+    home = int(world.feeds["home"])
 
-    def add(points: Sequence[tuple[int, float]]) -> str:
-        with psycopg.connect(database_url) as conn:
-            row = conn.execute(
-                "INSERT INTO cluster.streams (feed_id, type, channel, device, medium)"
-                " VALUES (%s, 'raw', 9, 3, 1 + %s) RETURNING id",
-                (world.feeds["home"], len(added)),
-            ).fetchone()
-            assert row
-            conn.execute(
-                "INSERT INTO cluster.raw_points SELECT %s, to_timestamp(t), v"
-                "  FROM unnest(%s::bigint[], %s::float8[]) AS u(t, v)",
-                (row[0], [t for t, _ in points], [v for _, v in points]),
-            )
-        added.append(row[0])
-        return f"/feeds/{world.feeds['home']}/streams/{row[0]}/data"
+    async def add(points: Sequence[tuple[int, float]]) -> str:
+        stream = await seeding.raw_stream(db, home, 9, 1 + len(added), device=3)
+        await db.execute(
+            "INSERT INTO cluster.raw_points SELECT $1, to_timestamp(t), v"
+            "  FROM unnest($2::bigint[], $3::float8[]) AS u(t, v)",
+            stream,
+            [t for t, _ in points],
+            [v for _, v in points],
+        )
+        added.append(stream)
+        return f"/feeds/{home}/streams/{stream}/data"
 
     yield add
-    with psycopg.connect(database_url) as conn:
-        conn.execute("DELETE FROM cluster.raw_points WHERE stream_id = ANY(%s)", (added,))
-        conn.execute("DELETE FROM cluster.streams WHERE id = ANY(%s)", (added,))
+    await db.execute("DELETE FROM cluster.raw_points WHERE stream_id = ANY($1::bigint[])", added)
+    await db.execute("DELETE FROM cluster.streams WHERE id = ANY($1::bigint[])", added)
 
 
 async def test_a_100000_point_request_returns_the_newest_100000(
     world: World, extra_stream: AddStream
 ) -> None:
     # A week and a bit of 5 s points (100,050), value = index / 4.
-    path = extra_stream([(T0 + 5 * i, i / 4) for i in range(100_050)])
+    path = await extra_stream([(T0 + 5 * i, i / 4) for i in range(100_050)])
     async with world.client("alice") as http:
         response = await http.get(path, params={"limit": 100_000}, timeout=30)
     assert response.status_code == 200
@@ -162,7 +160,7 @@ async def test_values_keep_their_json_form_at_every_magnitude(
     values = [0.0, -0.0, 200.0, -71.0, 0.025, 1234.5, 0.1 + 0.2, 1e-4, 1e-5, 1.2345e-5, 1e-7]
     values += [1e15, 1234567890123456.8, 1e16, 5.486020414815598e16, 1e22, -2.5e-308, 5e-324]
     values += [1.7976931348623157e308, 123456789.125, 2.0**53 + 2]
-    path = extra_stream([(T0 + i, v) for i, v in enumerate(values, start=1)])
+    path = await extra_stream([(T0 + i, v) for i, v in enumerate(values, start=1)])
     async with world.client("alice") as http:
         response = await http.get(path)
     # The body the API always wrote: msgspec's (200.0, 1e16, 0.00001, 1e-7, -0.0).
@@ -174,7 +172,7 @@ async def test_values_keep_their_json_form_at_every_magnitude(
 async def test_points_in_a_new_chunk_are_served_at_once(
     world: World, extra_stream: AddStream, database_url: str
 ) -> None:
-    path = extra_stream([(T0, 1.0)])
+    path = await extra_stream([(T0, 1.0)])
     async with world.client("alice") as http:
         for _ in range(20):  # every pooled connection has its plan of the statement
             assert (await http.get(path)).json() == [[T0, 1.0]]

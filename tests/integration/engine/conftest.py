@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import AsyncIterator, Iterator
-from datetime import UTC, datetime
 
 import asyncpg
 import httpx
@@ -18,12 +17,12 @@ from energy_platform.core.db.pool import create_pool
 from energy_platform.core.http.server import HttpService
 from energy_platform.core.settings import DatabaseSettings, Settings
 from energy_platform.devices.ingest.store import PointStore
+from tests.support.data import YEAR
 from tests.support.databases import create_session_database
 from tests.support.engine import Feed, NewFeed
 from tests.support.services import free_port, running
 
 _serials = itertools.count(1)
-SUBSCRIBED = (datetime(2026, 1, 1, tzinfo=UTC), datetime(2027, 1, 1, tzinfo=UTC))
 
 
 @pytest.fixture(scope="session")
@@ -41,7 +40,7 @@ def new_feed(db: asyncpg.Connection, point_store: PointStore) -> NewFeed:
         owner = await seeding.add_user(db, f"engine-user-{n}-{id(db)}")
         sn = f"E{id(db) % 0xFFFFFFFF:08X}{n:07X}"
         feed_id = await seeding.add_feed(
-            db, owner.id, sn, timezone=timezone, start=SUBSCRIBED[0], end=SUBSCRIBED[1]
+            db, owner.id, sn, timezone=timezone, start=YEAR[0], end=YEAR[1]
         )
         return Feed(db, point_store, feed_id, sn, owner.token)
 

@@ -1,10 +1,9 @@
 from collections.abc import AsyncIterator
 
 import asyncpg
-import psycopg
-import pytest
 import pytest_asyncio
 
+from energy_platform import seeding
 from energy_platform.core.codec.format_v4 import Series
 from energy_platform.devices.ingest.drops import Drops
 from energy_platform.devices.ingest.pipeline import store_until_done
@@ -16,25 +15,19 @@ SN_FEED = "5700000000000001"
 SN_FORWARDED = "5700000000000002"
 
 
-@pytest.fixture(scope="module")
-def feed_id(database_url: str) -> int:
-    with psycopg.connect(database_url) as conn:
-        user = conn.execute(
-            "INSERT INTO cluster.users (name, token_sha256) VALUES ('store-test', %s) RETURNING id",
-            (bytes(32),),
-        ).fetchone()
-        assert user
-        feed = conn.execute(
-            "INSERT INTO cluster.feeds (owner_id, homebase_sn, subscription_from, subscription_to)"
-            " VALUES (%s, %s, now(), now() + interval '1 year') RETURNING id",
-            (user[0], SN_FEED),
-        ).fetchone()
-        assert feed
-        conn.execute(
-            "INSERT INTO forwarder.registrations (homebase_sn, customer_id) VALUES (%s, 1)",
-            (SN_FORWARDED,),
+@pytest_asyncio.fixture(scope="module")
+async def feed_id(database_url: str) -> int:
+    conn = await asyncpg.connect(database_url)
+    try:
+        owner = await seeding.add_user(conn, "store-test")
+        feed = await seeding.add_feed(conn, owner.id, SN_FEED)
+        await conn.execute(
+            "INSERT INTO forwarder.registrations (homebase_sn, customer_id) VALUES ($1, 1)",
+            SN_FORWARDED,
         )
-        return int(feed[0])
+        return feed
+    finally:
+        await conn.close()
 
 
 @pytest_asyncio.fixture

@@ -1,10 +1,12 @@
 """Adding a feed is the customer registering a serial number: the cluster pairs the homebase."""
 
+import asyncpg
 import httpx
 import msgspec
 import psycopg
 import pytest
 
+from energy_platform import seeding
 from tests.support.admin import run_admin_async
 from tests.support.platform import Platform, add_feed
 from tests.support.provisioning import add_cluster, add_homebase
@@ -38,19 +40,13 @@ async def test_a_homebase_paired_elsewhere_gets_no_feed(
 
 
 async def test_deleting_a_feed_removes_its_data_and_unpairs_the_homebase(
-    platform: Platform, database_url: str
+    platform: Platform, database_url: str, db: asyncpg.Connection
 ) -> None:
     sn = add_homebase(platform.settings)
     feed = await add_feed(platform, sn, title="Pairing", timezone="UTC")
     assert isinstance(feed, dict)
-    with psycopg.connect(database_url) as conn:
-        stream = conn.execute(
-            "INSERT INTO cluster.streams (feed_id, type, channel, device, medium)"
-            " VALUES (%s, 'raw', 1, 3, 1) RETURNING id",
-            (feed["id"],),
-        ).fetchone()
-        assert stream
-        conn.execute("INSERT INTO cluster.raw_points VALUES (%s, now(), 1)", stream)
+    stream = await seeding.raw_stream(db, int(feed["id"]), 1, 1, device=3)
+    await db.execute("INSERT INTO cluster.raw_points VALUES ($1, now(), 1)", stream)
 
     deleted = await run_admin_async(platform.settings, "feeds", "delete", feed["id"])
 
@@ -61,7 +57,7 @@ async def test_deleting_a_feed_removes_its_data_and_unpairs_the_homebase(
         left = conn.execute(
             "SELECT (SELECT count(*) FROM cluster.feeds WHERE id = %s),"
             " (SELECT count(*) FROM cluster.raw_points WHERE stream_id = %s)",
-            (feed["id"], stream[0]),
+            (feed["id"], stream),
         ).fetchone()
     assert deleted == {"deleted": feed["id"], "homebase": sn, "unpaired": True}
     assert status["paired"] is False

@@ -8,16 +8,18 @@ about the page, and the points must be at known times.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 
+import asyncpg
 import psycopg
-import pytest
 import pytest_asyncio
 
+from energy_platform import seeding
 from energy_platform.api import app as data
 from energy_platform.core.http.server import HttpService
 from energy_platform.core.settings import Settings
-from tests.support.admin import run_admin
+from tests.support.admin import run_admin_async
 from tests.support.page import WEEK, ZONE, PageWorld
 from tests.support.services import free_port, running
 
@@ -29,114 +31,108 @@ SN = "DB00000000000016"
 # peaks, noise; every `step` seconds in [start, end]. Raw phases: W; consumption per 90 s: Wh.
 CURVE = """
 INSERT INTO {table} (stream_id, ts, value)
-SELECT %(stream)s, to_timestamp(t), %(share)s * (0.85 + 0.3 * random()) * (250
+SELECT $1, to_timestamp(t), $2::float8 * (0.85 + 0.3 * random()) * (250
        + 900 * exp(-power(mod(t, 86400) / 3600.0 - 7.5, 2) / 2)
        + 1600 * exp(-power(mod(t, 86400) / 3600.0 - 19, 2) / 3))
-  FROM generate_series(%(start)s::bigint, %(end)s::bigint, %(step)s) t"""
+  FROM generate_series($3::bigint, $4::bigint, $5::bigint) t"""
 RAW_CURVE = CURVE.format(table="cluster.raw_points")
 PROCESSED_CURVE = CURVE.format(table="cluster.processed_points")
 
 
-def _stream(conn: psycopg.Connection, feed: str, columns: tuple[object, ...]) -> str:
-    row = conn.execute(
-        "INSERT INTO cluster.streams (feed_id, type, channel, device, medium, idx, combined,"
-        " cost, source) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
-        (feed, *columns),
-    ).fetchone()
-    assert row
-    return str(row[0])
-
-
-def _seed(conn: psycopg.Connection, user: str, token: str) -> PageWorld:
+async def _seed(conn: asyncpg.Connection, user: int, token: str) -> PageWorld:
     now = int(time.time()) // 5 * 5
-    row = conn.execute(
-        "INSERT INTO cluster.feeds (owner_id, homebase_sn, subscription_from, subscription_to)"
-        " VALUES (%s, %s, now() - interval '30 days', now() + interval '335 days') RETURNING id",
-        (user, SN),
-    ).fetchone()
-    assert row
-    feed = str(row[0])
-    conn.execute(
-        "INSERT INTO cluster.feed_configs (feed_id, title, timezone, validity)"
-        " VALUES (%s, 'Demo home', %s, tstzrange(NULL, NULL))",
-        (feed, ZONE),
+    today = datetime.now(UTC)
+    feed = await seeding.add_feed(
+        conn,
+        user,
+        SN,
+        title="Demo home",
+        timezone=ZONE,
+        start=today - timedelta(days=30),
+        end=today + timedelta(days=335),
     )
-    world = PageWorld("", user, token, feed, now)
-    s = world.streams
-    # type, channel, device, medium, idx, combined, cost, source
+    world = PageWorld("", str(user), token, str(feed), now)
+    s: dict[str, int] = {}
     for phase in (1, 2, 3):
-        s[f"L{phase}"] = _stream(conn, feed, ("raw", 1, 3, 1, phase, None, False, None))
-    s["energy"] = _stream(conn, feed, ("processed", 1, None, None, None, True, False, None))
-    s["cost"] = _stream(conn, feed, ("processed", 1, None, None, None, True, True, None))
-    s["signal"] = _stream(conn, feed, ("system", 1, 3, None, None, None, False, "medium:40"))
-    for key, title, unit in (
-        ("energy", "Electricity, channel 1, total", "Wh"),
-        ("cost", "Electricity cost, channel 1, total", "CZK"),
-    ):
-        conn.execute(
-            "SELECT cluster.set_stream_config(%s, '-infinity', %s, 'power', %s)",
-            (s[key], title, unit),
-        )
+        s[f"L{phase}"] = await seeding.raw_stream(conn, feed, 1, 1, device=3, idx=phase)
+    s["energy"] = await seeding.processed_stream(
+        conn, feed, 1, title="Electricity, channel 1, total", combined=True
+    )
+    s["cost"] = await seeding.processed_stream(
+        conn,
+        feed,
+        1,
+        title="Electricity cost, channel 1, total",
+        unit="CZK",
+        combined=True,
+        cost=True,
+    )
+    s["signal"] = await seeding.system_stream(conn, feed, 1, "medium:40", device=3)
     # L1: a week of 5 s points ending at `now`: 604,800 / 5 = 120,960 points, the first at
     # now - 604,795. L2 and L3: the last day (17,280 points each).
     for key, span, share in (("L1", WEEK, 0.45), ("L2", DAY, 0.35), ("L3", DAY, 0.20)):
-        conn.execute(
-            RAW_CURVE,
-            {"stream": s[key], "share": share, "start": now - span + 5, "end": now, "step": 5},
-        )
+        await conn.execute(RAW_CURVE, s[key], share, now - span + 5, now, 5)
     # Consumption per 90 s bucket (Wh: W x 90 s / 3600) and its cost at 5.2 CZK/kWh, a week.
-    conn.execute(
-        PROCESSED_CURVE,
-        {
-            "stream": s["energy"],
-            "share": 90 / 3600,
-            "start": (now - WEEK) // 90 * 90 + 90,
-            "end": now // 90 * 90,
-            "step": 90,
-        },
+    await conn.execute(
+        PROCESSED_CURVE, s["energy"], 90 / 3600, (now - WEEK) // 90 * 90 + 90, now // 90 * 90, 90
     )
-    conn.execute(
-        "INSERT INTO cluster.processed_points SELECT %s, ts, value / 1000 * 5.2"
-        " FROM cluster.processed_points WHERE stream_id = %s",
-        (s["cost"], s["energy"]),
+    await conn.execute(
+        "INSERT INTO cluster.processed_points SELECT $1, ts, value / 1000 * 5.2"
+        " FROM cluster.processed_points WHERE stream_id = $2",
+        s["cost"],
+        s["energy"],
     )
-    conn.execute(
-        "INSERT INTO cluster.system_points SELECT %s, to_timestamp(t), -60 - 20 * random()"
-        " FROM generate_series(%s::bigint, %s::bigint, 60) t",
-        (s["signal"], now - DAY + 60, now),
+    await conn.execute(
+        "INSERT INTO cluster.system_points SELECT $1, to_timestamp(t), -60 - 20 * random()"
+        " FROM generate_series($2::bigint, $3::bigint, 60) t",
+        s["signal"],
+        now - DAY + 60,
+        now,
     )
     # The points were written directly, not by the engine: roll every stream up as it would.
-    conn.execute(
+    await conn.execute(
         "SELECT cluster.rollup_streams(array_agg(id), array_agg(NULL::timestamptz),"
-        " array_agg(NULL::timestamptz)) FROM cluster.streams WHERE feed_id = %s",
-        (feed,),
+        " array_agg(NULL::timestamptz)) FROM cluster.streams WHERE feed_id = $1",
+        feed,
     )
     for title, content, age in (
         (
             "Phase L3 lost",
             "<p>The meter <b>C0FFEE0000000016</b> reports phase L3 without power.</p>",
-            "2 hours",
+            timedelta(hours=2),
         ),
-        ("Unusual consumption", "<p>Yesterday used <b>31.2 kWh</b>, twice the usual.</p>", "1 day"),
+        (
+            "Unusual consumption",
+            "<p>Yesterday used <b>31.2 kWh</b>, twice the usual.</p>",
+            timedelta(days=1),
+        ),
     ):
-        row = conn.execute(
+        notification = await conn.fetchval(
             "INSERT INTO cluster.notifications (user_id, feed_id, rule, subject, title, content,"
-            " created_at) VALUES (%s, %s, 'power_change', %s, %s, %s, now() - %s::interval)"
+            " created_at) VALUES ($1, $2, 'power_change', $3, $3, $4, now() - $5::interval)"
             " RETURNING id",
-            (user, feed, title, title, content, age),
-        ).fetchone()
-        assert row
-        world.notifications.append(str(row[0]))
+            user,
+            feed,
+            title,
+            content,
+            age,
+        )
+        world.notifications.append(str(notification))
+    world.streams = {key: str(stream) for key, stream in s.items()}
     return world
 
 
 # Seeded once for the package: a week of points takes seconds to write.
-@pytest.fixture(scope="package")
-def page_data(database_url: str, settings: Settings) -> Iterator[PageWorld]:
+@pytest_asyncio.fixture(scope="package")
+async def page_data(database_url: str, settings: Settings) -> AsyncIterator[PageWorld]:
     # The user as `make run` creates the demo user: `admin users add` prints id and token.
-    user = run_admin(settings, "users", "add", "page-demo")
-    with psycopg.connect(database_url) as conn:
-        world = _seed(conn, user["id"], user["token"])
+    user = await run_admin_async(settings, "users", "add", "page-demo")
+    conn = await asyncpg.connect(database_url)
+    try:
+        async with conn.transaction():
+            world = await _seed(conn, int(user["id"]), user["token"])
+    finally:
+        await conn.close()
     yield world
     with psycopg.connect(database_url) as conn:
         conn.execute("DELETE FROM cluster.feeds WHERE id = %s", (world.feed,))
