@@ -22,6 +22,7 @@ from typing import Any
 import asyncpg
 
 from benchmarks.support import bench_database, figure, report
+from energy_platform import seeding
 from energy_platform.core.settings import CompactionSettings
 from energy_platform.engine.compaction import compact
 
@@ -32,17 +33,6 @@ RECENT_DAYS = 2  # the row tier: compaction takes whole UTC days older than this
 GOAL_RATIO = 2.0
 REPEAT = 15  # executions of each statement per run; the median counts (the machine is noisy)
 
-SETUP = """
-WITH u AS (INSERT INTO cluster.users (name, token_sha256)
-           VALUES ('analyst', sha256('analyst')) RETURNING id),
-f AS (INSERT INTO cluster.feeds (owner_id, homebase_sn, subscription_from, subscription_to)
-      SELECT u.id, 'AA0000000000000' || n, now() - interval '1 year', now() + interval '1 year'
-        FROM u, generate_series(1, $1) n RETURNING id),
-c AS (INSERT INTO cluster.feed_configs (feed_id, title, timezone, validity)
-      SELECT id, 'Home ' || id, 'Europe/Prague', tstzrange(NULL, NULL) FROM f)
-INSERT INTO cluster.streams (feed_id, type, channel, device, medium)
-SELECT f.id, 'raw', ch, 3, 1 FROM f, generate_series(1, $2) ch
-RETURNING id, feed_id"""
 # A household's power at the meter's 0.1 W: a base load, a fridge cycling, noise; server-side,
 # so that making 10 M points costs no Python.
 POINTS = """
@@ -81,10 +71,22 @@ async def load(url: str, step: int) -> tuple[list[int], int]:
     """The feeds, their streams and DAYS + RECENT_DAYS of points up to now; compacted."""
     conn = await asyncpg.connect(url)
     try:
-        rows = await conn.fetch(SETUP, FEEDS, STREAMS_PER_FEED)
-        streams = [r["id"] for r in rows]
-        feeds = sorted({r["feed_id"] for r in rows})
         now = datetime.now(UTC).replace(microsecond=0)
+        owner = await seeding.add_user(conn, "analyst")
+        feeds, streams = [], []
+        for n in range(1, FEEDS + 1):
+            feed = await seeding.add_feed(
+                conn,
+                owner.id,
+                f"AA0000000000000{n}",
+                title=f"Home {n}",
+                start=now - timedelta(days=365),
+                end=now + timedelta(days=365),
+            )
+            feeds.append(feed)
+            streams += await seeding.raw_streams(
+                conn, feed, range(1, STREAMS_PER_FEED + 1), 1, device=3
+            )
         start = now.replace(hour=0, minute=0, second=0) - timedelta(days=DAYS + RECENT_DAYS)
         count = int((now - start).total_seconds()) // step
         await conn.execute(POINTS, streams, start, step, count)

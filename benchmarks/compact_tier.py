@@ -19,6 +19,7 @@ from datetime import UTC, datetime, timedelta
 import asyncpg
 
 from benchmarks.support import bench_database, figure, report
+from energy_platform import seeding
 from energy_platform.core.settings import CompactionSettings
 from energy_platform.engine.compaction import compact
 
@@ -51,19 +52,9 @@ def household(
 
 
 async def setup(conn: asyncpg.Connection, count: int) -> list[int]:
-    feed = await conn.fetchval(
-        "WITH u AS (INSERT INTO cluster.users (name, token_sha256)"
-        "  VALUES ('bench', sha256('bench')) RETURNING id)"
-        " INSERT INTO cluster.feeds (owner_id, homebase_sn, subscription_from, subscription_to)"
-        " SELECT id, 'BE00000000000003', now(), now() + interval '1 year' FROM u RETURNING id"
-    )
-    rows = await conn.fetch(
-        "INSERT INTO cluster.streams (feed_id, type, channel, device, medium)"
-        " SELECT $1, 'raw', i, 3, 1 FROM generate_series(1, $2) i RETURNING id",
-        feed,
-        count,
-    )
-    return [r["id"] for r in rows]
+    owner = await seeding.add_user(conn, "bench")
+    feed = await seeding.add_feed(conn, owner.id, "BE00000000000003")
+    return await seeding.raw_streams(conn, feed, range(1, count + 1), 1, device=3)
 
 
 async def one_run(

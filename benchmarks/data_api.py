@@ -22,9 +22,9 @@ import time
 import asyncpg
 import httpx
 import msgspec
-import psycopg
 
 from benchmarks.support import bench_database, figure, report
+from energy_platform import seeding
 from energy_platform.api import queries
 from energy_platform.core.settings import HttpSettings
 from energy_platform.core.tokens import token_digest
@@ -51,36 +51,26 @@ end
 """
 
 
-def seed(url: str, streams: int) -> tuple[int, int, int]:
+async def seed(url: str, streams: int) -> tuple[int, int, int]:
     """A feed with ``streams`` raw streams of a day of 5 s points each: (feed, first, last id)."""
-    with psycopg.connect(url) as conn:
-        user = conn.execute(
-            "INSERT INTO cluster.users (name, token_sha256) VALUES ('bench', %s) RETURNING id",
-            (token_digest(TOKEN),),
-        ).fetchone()
-        assert user
-        feed = conn.execute(
-            "INSERT INTO cluster.feeds (owner_id, homebase_sn, subscription_from, subscription_to)"
-            " VALUES (%s, 'BE00000000000001', now(), now() + interval '1 year') RETURNING id",
-            (user[0],),
-        ).fetchone()
-        assert feed
-        ids = [
-            row[0]
-            for row in conn.execute(
-                "INSERT INTO cluster.streams (feed_id, type, channel, device, medium, idx)"
-                " SELECT %s, 'raw', i, 3, 1, NULL FROM generate_series(1, %s) i RETURNING id",
-                (feed[0], streams),
-            ).fetchall()
-        ]
-        conn.execute(
+    conn = await asyncpg.connect(url)
+    try:
+        owner = await seeding.add_user(conn, "bench", token=TOKEN)
+        feed = await seeding.add_feed(conn, owner.id, "BE00000000000001")
+        ids = await seeding.raw_streams(conn, feed, range(1, streams + 1), 1, device=3)
+        await conn.execute(
             "INSERT INTO cluster.raw_points (stream_id, ts, value)"
-            " SELECT s, to_timestamp(%s + %s * i), random() * 3000"
-            "   FROM unnest(%s::bigint[]) s, generate_series(0, %s) i",
-            (T0, STEP, ids, DAY // STEP - 1),
+            " SELECT s, to_timestamp($1::bigint + $2::bigint * i), random() * 3000"
+            "   FROM unnest($3::bigint[]) s, generate_series(0, $4) i",
+            T0,
+            STEP,
+            ids,
+            DAY // STEP - 1,
         )
-        conn.execute("ANALYZE cluster.raw_points")
-    return feed[0], min(ids), max(ids)
+        await conn.execute("ANALYZE cluster.raw_points")
+    finally:
+        await conn.close()
+    return feed, min(ids), max(ids)
 
 
 class Extras(msgspec.Struct, frozen=True):
@@ -90,37 +80,35 @@ class Extras(msgspec.Struct, frozen=True):
     """A raw stream with more than 100,000 points at 5 s, ending at T0."""
 
 
-def seed_extras(url: str, feed: int) -> Extras:
-    with psycopg.connect(url) as conn:
+async def seed_extras(url: str, feed: int) -> Extras:
+    conn = await asyncpg.connect(url)
+    try:
         dashboard = [
-            row[0]
-            for row in conn.execute(
-                "INSERT INTO cluster.streams (feed_id, type, channel, idx, combined)"
-                " SELECT %s, 'processed', 100 + i, NULL, false FROM generate_series(1, %s) i"
-                " RETURNING id",
-                (feed, DASHBOARD_STREAMS),
-            ).fetchall()
+            await seeding.processed_stream(conn, feed, 100 + i, title=f"Dashboard {i}")
+            for i in range(1, DASHBOARD_STREAMS + 1)
         ]
-        conn.execute(
+        await conn.execute(
             "INSERT INTO cluster.processed_points (stream_id, ts, value)"
-            " SELECT s, to_timestamp(%s - 90 * i), round((random() * 50)::numeric, 3)"
-            "   FROM unnest(%s::bigint[]) s, generate_series(1, %s) i",
-            (T0, dashboard, WEEK_OF_BUCKETS),
+            " SELECT s, to_timestamp($1::bigint - 90 * i), round((random() * 50)::numeric, 3)"
+            "   FROM unnest($2::bigint[]) s, generate_series(1, $3) i",
+            T0,
+            dashboard,
+            WEEK_OF_BUCKETS,
         )
-        big = conn.execute(
-            "INSERT INTO cluster.streams (feed_id, type, channel, device, medium)"
-            " VALUES (%s, 'raw', 1, 99, 1) RETURNING id",  # device 99: no seeded stream's
-            (feed,),
-        ).fetchone()
-        assert big
-        conn.execute(
+        big = await seeding.raw_stream(conn, feed, 1, 1, device=99)  # no seeded stream's device
+        await conn.execute(
             "INSERT INTO cluster.raw_points (stream_id, ts, value)"
-            " SELECT %s, to_timestamp(%s - 5 * i), random() * 3000 FROM generate_series(1, %s) i",
-            (big[0], T0, BIG + 1000),
+            " SELECT $1, to_timestamp($2::bigint - 5 * i), random() * 3000"
+            "   FROM generate_series(1, $3) i",
+            big,
+            T0,
+            BIG + 1000,
         )
-        conn.execute("ANALYZE cluster.raw_points")
-        conn.execute("ANALYZE cluster.processed_points")
-    return Extras(dashboard, big[0])
+        await conn.execute("ANALYZE cluster.raw_points")
+        await conn.execute("ANALYZE cluster.processed_points")
+    finally:
+        await conn.close()
+    return Extras(dashboard, big)
 
 
 def wrk(
@@ -295,8 +283,8 @@ def main(full: bool, runs: int, server_name: str) -> None:
     one, two, direct = Load(), Load(), []
     with bench_database() as settings:
         url = settings.database.url
-        feed, first, last = seed(url, streams)
-        extras = seed_extras(url, feed)
+        feed, first, last = asyncio.run(seed(url, streams))
+        extras = asyncio.run(seed_extras(url, feed))
         script = WRK_SCRIPT.format(first=first, last=last, t0=T0, span=DAY, feed=feed, token=TOKEN)
         port = free_port()
         base = f"http://127.0.0.1:{port}"

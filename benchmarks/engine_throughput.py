@@ -21,22 +21,22 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import secrets
 import statistics
 import time
 from datetime import UTC, datetime, timedelta
 
 import asyncpg
 import psycopg
-from psycopg import sql
 
 from benchmarks.support import figure, report
+from energy_platform import seeding
 from energy_platform.core.db.migrations import migrate
 from energy_platform.core.paths import migrations_dir
 from energy_platform.core.settings import EngineSettings, Settings
 from energy_platform.engine.service import drain
 
 START = datetime(2026, 1, 5, tzinfo=UTC)  # a bucket start, long closed
+YEAR = (datetime(2026, 1, 1, tzinfo=UTC), datetime(2027, 1, 1, tzinfo=UTC))  # subscribed
 CHANNELS_PER_FEED = 10
 
 CREATE_BASELINE = """
@@ -45,20 +45,6 @@ CREATE TABLE bench_baseline (
     PRIMARY KEY (stream_id, ts));
 SELECT create_hypertable('bench_baseline', by_range('ts', INTERVAL '7 days'),
                          create_default_indexes => false);
-"""
-SEED_FEEDS = """
-WITH u AS (INSERT INTO cluster.users (name, token_sha256) VALUES ('bench', sha256('bench'))
-           RETURNING id),
-f AS (
-    INSERT INTO cluster.feeds (owner_id, homebase_sn, subscription_from, subscription_to)
-    SELECT u.id, lpad(upper(to_hex(n)), 16, '0'), '2026-01-01', '2027-01-01'
-      FROM u, generate_series(1, %(feeds)s) n
-    RETURNING id),
-c AS (
-    INSERT INTO cluster.feed_configs (feed_id, title, timezone, validity)
-    SELECT id, 'Bench ' || id, 'Europe/Prague', tstzrange(NULL, NULL) FROM f)
-INSERT INTO cluster.streams (feed_id, type, channel, device, medium)
-SELECT f.id, 'raw', ch, 1, 1 FROM f, generate_series(1, %(channels)s) ch
 """
 SEED_TARIFFS = """
 SELECT cluster.set_tariff(id, 'power', '-infinity', ARRAY['06:00', '22:00']::time[],
@@ -107,20 +93,26 @@ def parse() -> argparse.Namespace:
     return args
 
 
-def database_on(server: str, name: str) -> str:
-    base, _, _ = server.rpartition("/")
-    return f"{base}/{name}"
+async def seed_feeds(url: str, feeds: int) -> None:
+    """``feeds`` feeds of one user, with a power clamp on each of CHANNELS_PER_FEED channels."""
+    conn = await asyncpg.connect(url)
+    try:
+        owner = await seeding.add_user(conn, "bench")
+        for n in range(1, feeds + 1):
+            feed = await seeding.add_feed(
+                conn, owner.id, f"{n:016X}", title=f"Bench {n}", start=YEAR[0], end=YEAR[1]
+            )
+            await seeding.raw_streams(conn, feed, range(1, CHANNELS_PER_FEED + 1), 1)
+    finally:
+        await conn.close()
 
 
 def build(url: str, args: argparse.Namespace) -> int:
     """Seed feeds, streams, tariffs and points; the number of raw points."""
     per_stream = args.hours * 3600 // args.interval
+    asyncio.run(seed_feeds(url, args.streams // CHANNELS_PER_FEED))
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(CREATE_BASELINE)
-        conn.execute(
-            SEED_FEEDS,
-            {"feeds": args.streams // CHANNELS_PER_FEED, "channels": CHANNELS_PER_FEED},
-        )
         conn.execute(SEED_TARIFFS)
         row = conn.execute(STREAM_ID_RANGE).fetchone()
         assert row is not None
@@ -223,12 +215,7 @@ async def measure(url: str, args: argparse.Namespace, points: int) -> None:
 
 def main() -> None:
     args = parse()
-    server = Settings.from_env(os.environ).database.url
-    name = f"ep_bench_engine_{secrets.token_hex(3)}"
-    admin = database_on(server, "postgres")
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    url = database_on(server, name)
+    url = seeding.create_empty_database(Settings.from_env(os.environ).database.url)
     try:
         migrate(url, migrations_dir())
         points = build(url, args)
@@ -237,8 +224,7 @@ def main() -> None:
         if args.keep:
             print(f"kept {url}")
         else:
-            with psycopg.connect(admin, autocommit=True) as conn:
-                conn.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+            seeding.drop_database(url)
 
 
 if __name__ == "__main__":

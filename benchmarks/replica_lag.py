@@ -18,7 +18,7 @@ import time
 import asyncpg
 
 from benchmarks.support import bench_database, figure, report
-from energy_platform.core.tokens import token_digest
+from energy_platform import seeding
 from tests.support.replica import hot_standby
 
 PROBE = "CREATE TABLE bench_probe (n bigint PRIMARY KEY)"
@@ -80,24 +80,11 @@ async def seed_streams(url: str, count: int) -> list[int]:
     """``count`` raw streams of one feed, for the writers to fill."""
     conn = await asyncpg.connect(url)
     try:
-        owner = await conn.fetchval(
-            "INSERT INTO cluster.users (name, token_sha256) VALUES ('bench', $1) RETURNING id",
-            token_digest("replica-bench"),
-        )
-        feed = await conn.fetchval(
-            "INSERT INTO cluster.feeds (owner_id, homebase_sn, subscription_from, subscription_to)"
-            " VALUES ($1, 'BE00000000000001', now(), now() + interval '1 year') RETURNING id",
-            owner,
-        )
-        rows = await conn.fetch(
-            "INSERT INTO cluster.streams (feed_id, type, channel, device, medium)"
-            " SELECT $1, 'raw', i, 3, 1 FROM generate_series(1, $2) i RETURNING id",
-            feed,
-            count,
-        )
+        owner = await seeding.add_user(conn, "bench")
+        feed = await seeding.add_feed(conn, owner.id, "BE00000000000001")
+        return await seeding.raw_streams(conn, feed, range(1, count + 1), 1, device=3)
     finally:
         await conn.close()
-    return [r["id"] for r in rows]
 
 
 async def under_load(

@@ -24,10 +24,9 @@ import time
 import asyncpg
 
 from benchmarks.support import figure, report
+from energy_platform import seeding
 from energy_platform.core.db.migrations import migrate
 from energy_platform.core.paths import migrations_dir
-from energy_platform.core.tokens import token_digest
-from energy_platform.seeding import with_database
 from tests.support.pgcluster import DrillCluster
 
 STREAMS = 10
@@ -40,24 +39,9 @@ async def load(url: str, points: int) -> dt.datetime:
     commit after the target)."""
     conn = await asyncpg.connect(url)
     try:
-        owner = await conn.fetchval(
-            "INSERT INTO cluster.users (name, token_sha256) VALUES ('bench', $1) RETURNING id",
-            token_digest("restore-bench"),
-        )
-        feed = await conn.fetchval(
-            "INSERT INTO cluster.feeds (owner_id, homebase_sn, subscription_from, subscription_to)"
-            " VALUES ($1, 'BE00000000000002', now(), now() + interval '1 year') RETURNING id",
-            owner,
-        )
-        streams = [
-            r["id"]
-            for r in await conn.fetch(
-                "INSERT INTO cluster.streams (feed_id, type, channel, device, medium)"
-                " SELECT $1, 'raw', i, 3, 1 FROM generate_series(1, $2) i RETURNING id",
-                feed,
-                STREAMS,
-            )
-        ]
+        owner = await seeding.add_user(conn, "bench")
+        feed = await seeding.add_feed(conn, owner.id, "BE00000000000002")
+        streams = await seeding.raw_streams(conn, feed, range(1, STREAMS + 1), 1, device=3)
         start = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
         per_stream = points // STREAMS
         for stream in streams:
@@ -96,7 +80,7 @@ async def one_run(points: int) -> tuple[float, float]:
     try:
         pg.initdb()
         pg.start()
-        url = with_database(pg.url, "bench")
+        url = seeding.with_database(pg.url, "bench")
         conn = await asyncpg.connect(pg.url)
         await conn.execute("CREATE DATABASE bench")
         await conn.close()

@@ -21,6 +21,7 @@ import psycopg
 
 from benchmarks.data_api import TOKEN, start_servers, stop_servers, timed_queries, timed_requests
 from benchmarks.support import bench_database, figure, report
+from energy_platform import seeding
 from energy_platform.api import queries
 from energy_platform.api.feeds import BUCKET_REACH
 from energy_platform.core.settings import HttpSettings
@@ -42,53 +43,33 @@ INSERT INTO cluster.rollup_work (stream_id, span)
 SELECT s, tstzrange(%s, %s) FROM unnest(%s::bigint[]) s"""
 
 
-def seed(url: str) -> tuple[int, list[int]]:
+async def seed(url: str) -> tuple[int, list[int]]:
     """A Prague feed with 10 processed energy streams, a year of 90 s points each."""
-    with psycopg.connect(url) as conn:
-        user = conn.execute(
-            "INSERT INTO cluster.users (name, token_sha256) VALUES ('bench', %s) RETURNING id",
-            (token_digest(TOKEN),),
-        ).fetchone()
-        assert user
-        feed = conn.execute(
-            "INSERT INTO cluster.feeds (owner_id, homebase_sn, subscription_from, subscription_to)"
-            " VALUES (%s, 'BE00000000000002', now(), now() + interval '1 year') RETURNING id",
-            (user[0],),
-        ).fetchone()
-        assert feed
-        conn.execute(
-            "INSERT INTO cluster.feed_configs (feed_id, title, timezone, validity)"
-            " VALUES (%s, 'Home', 'Europe/Prague', tstzrange(NULL, NULL))",
-            (feed[0],),
-        )
+    conn = await asyncpg.connect(url)
+    try:
+        owner = await seeding.add_user(conn, "bench", token=TOKEN)
+        feed = await seeding.add_feed(conn, owner.id, "BE00000000000002")
         streams = [
-            row[0]
-            for row in conn.execute(
-                "INSERT INTO cluster.streams (feed_id, type, channel, idx, combined)"
-                " SELECT %s, 'processed', i, NULL, false FROM generate_series(1, %s) i"
-                " RETURNING id",
-                (feed[0], STREAMS),
-            ).fetchall()
+            await seeding.processed_stream(conn, feed, i, title="Electricity")
+            for i in range(1, STREAMS + 1)
         ]
-        conn.execute(
-            "INSERT INTO cluster.stream_configs (stream_id, title, medium, unit, validity)"
-            " SELECT s, 'Electricity', 'power', 'Wh', tstzrange(NULL, NULL)"
-            "   FROM unnest(%s::bigint[]) s",
-            (streams,),
-        )
-        conn.execute(
+        await conn.execute(
             "INSERT INTO cluster.processed_points (stream_id, ts, value)"
-            " SELECT s, to_timestamp(%s + 90 * i), round((random() * 50)::numeric, 3)"
-            "   FROM unnest(%s::bigint[]) s, generate_series(0, %s) i",
-            (YEAR_FROM, streams, BUCKETS - 1),
+            " SELECT s, to_timestamp($1::bigint + 90 * i), round((random() * 50)::numeric, 3)"
+            "   FROM unnest($2::bigint[]) s, generate_series(0, $3) i",
+            YEAR_FROM,
+            streams,
+            BUCKETS - 1,
         )
-        conn.execute(
+        await conn.execute(
             "INSERT INTO cluster.rollup_work (stream_id, span)"
-            " SELECT s, tstzrange(NULL, NULL) FROM unnest(%s::bigint[]) s",
-            (streams,),
+            " SELECT s, tstzrange(NULL, NULL) FROM unnest($1::bigint[]) s",
+            streams,
         )
-        conn.execute("ANALYZE")
-    return feed[0], streams
+        await conn.execute("ANALYZE")
+    finally:
+        await conn.close()
+    return feed, streams
 
 
 async def build_rollups(url: str) -> float:
@@ -107,7 +88,7 @@ def main(runs: int) -> None:
     digest = token_digest(TOKEN)
     with bench_database() as settings:
         url = settings.database.url
-        feed, streams = seed(url)
+        feed, streams = asyncio.run(seed(url))
         build = asyncio.run(build_rollups(url))
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute("VACUUM ANALYZE cluster.hourly_rollups, cluster.daily_rollups")
