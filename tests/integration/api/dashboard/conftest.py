@@ -1,8 +1,8 @@
 """A demo user's world for the page: one feed with a week of 5 s power on three phases, its
 processed consumption and cost, a system stream and notifications; the data API on a free port.
 
-Seeded with SQL (as tests/integration/api/conftest.py does), not through MQTT: these tests are
-about the page, and the points must be at known times.
+Seeded with energy_platform.seeding and SQL (as tests/support/data.py is), not through MQTT:
+these tests are about the page, and the points must be at known times.
 """
 
 from __future__ import annotations
