@@ -6,11 +6,13 @@ import time
 from typing import Any
 
 import aiocoap
+import asyncpg
 import msgspec
 import psycopg
 
 from energy_platform.core.coap import JSON
 from energy_platform.devices.simulator import SimulatedHomebase, data_topic, homebase_client
+from energy_platform.seeding import processed_stream
 from tests.support.admin import run_admin_async
 from tests.support.platform import Platform, add_feed, paired_homebase
 from tests.support.services import eventually
@@ -227,37 +229,30 @@ async def test_a_changed_subscription_end_re_arms_its_notice(
     assert in_days(2)[:10] in (await notices())[0]["content"]
 
 
-def used_yesterday(conn: psycopg.Connection, feed_id: int, wh: float) -> None:
+async def used_yesterday(conn: asyncpg.Connection, feed_id: int, wh: float) -> None:
     """A UTC feed's power stream: ``wh`` over yesterday's 960 buckets, 20 kWh on each of the 28
     days before. Any verdict already taken on its yesterday is deleted (in the caller's
     transaction, so that the rules see all of it or none of it)."""
-    conn.execute("DELETE FROM cluster.daily_consumption WHERE feed_id = %s", (feed_id,))
-    stream = conn.execute(
-        "INSERT INTO cluster.streams (feed_id, type, channel, combined) "
-        "VALUES (%s, 'processed', 1, false) RETURNING id",
-        (feed_id,),
-    ).fetchone()
-    assert stream
-    conn.execute(
-        "SELECT cluster.set_stream_config(%s, '-infinity', 'Power', 'power', 'kWh')", stream
-    )
-    conn.execute(
+    await conn.execute("DELETE FROM cluster.daily_consumption WHERE feed_id = $1", feed_id)
+    stream = await processed_stream(conn, feed_id, 1, title="Power", unit="kWh")
+    await conn.execute(
         "INSERT INTO cluster.processed_points (stream_id, ts, value)"
-        " SELECT %s, date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'"
-        "            - interval '1 day' + i * interval '90 seconds', %s / 960.0"
+        " SELECT $1, date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'"
+        "            - interval '1 day' + i * interval '90 seconds', $2::float8 / 960.0"
         "   FROM generate_series(0, 959) i",
-        (stream[0], wh),
+        stream,
+        wh,
     )
-    conn.execute(
+    await conn.execute(
         "INSERT INTO cluster.daily_consumption (feed_id, day, energy_wh)"
-        " SELECT %s, (now() AT TIME ZONE 'UTC')::date - 1 - d, 20000"
+        " SELECT $1, (now() AT TIME ZONE 'UTC')::date - 1 - d, 20000"
         " FROM generate_series(1, 28) d",
-        (feed_id,),
+        feed_id,
     )
 
 
 async def test_no_rule_speaks_of_a_feed_while_it_is_registered_with_the_forwarder(
-    platform: Platform, database_url: str
+    platform: Platform, database_url: str, db: asyncpg.Connection
 ) -> None:
     # Two feeds alike, each with something to tell through every way the rules read feeds
     # (cluster.visible_feeds itself and cluster.homebase_activity over it): silent for an hour,
@@ -298,19 +293,19 @@ async def test_no_rule_speaks_of_a_feed_while_it_is_registered_with_the_forwarde
         homebases[title] = (sn, int(feed["id"]))
     # One transaction, so that every round of the rules sees all of it or none of it (a verdict
     # on yesterday's consumption taken before it is taken back with it).
-    with psycopg.connect(database_url) as conn:
+    async with db.transaction():
         for sn, feed_id in homebases.values():
-            conn.execute(
+            await db.execute(
                 "INSERT INTO cluster.homebase_presence (homebase_sn, online, last_data_at)"
-                " VALUES (%s, true, now() - interval '1 hour')",
-                (sn,),
+                " VALUES ($1, true, now() - interval '1 hour')",
+                sn,
             )
-            conn.execute(
+            await db.execute(
                 "INSERT INTO cluster.device_events (device_sn, ts, event, phases, received_at)"
-                " VALUES (%s, now(), 'POWER_CHANGE', '{true,false,true}', now() - interval '2 s')",
-                (sn,),
+                " VALUES ($1, now(), 'POWER_CHANGE', '{true,false,true}', now() - interval '2 s')",
+                sn,
             )
-            used_yesterday(conn, feed_id, 60_000.0)
+            await used_yesterday(db, feed_id, 60_000.0)
 
     def about(title: str, found: list[dict[str, Any]]) -> set[str]:
         return {n["title"] for n in found if title in n["content"]}
@@ -336,7 +331,7 @@ async def test_no_rule_speaks_of_a_feed_while_it_is_registered_with_the_forwarde
 
 
 async def test_a_day_over_twice_its_28_day_median_is_unusual(
-    platform: Platform, database_url: str
+    platform: Platform, db: asyncpg.Connection
 ) -> None:
     """Yesterday used 60 kWh; the 28 days before, 20 kWh each (median 20): told once."""
     s = platform.settings
@@ -350,9 +345,9 @@ async def test_a_day_over_twice_its_28_day_median_is_unusual(
         feeds[label] = (int(feed["id"]), yesterday_wh)
     # One transaction: the rules (running meanwhile) see the whole history or none of it; a
     # verdict they already took on the new feeds' empty yesterday is taken back with it.
-    with psycopg.connect(database_url) as conn:
+    async with db.transaction():
         for feed_id, yesterday_wh in feeds.values():
-            used_yesterday(conn, feed_id, yesterday_wh)
+            await used_yesterday(db, feed_id, yesterday_wh)
 
     async def told() -> bool:
         return any(n["title"] == "Unusual consumption" for n in await notifications(platform))
