@@ -1,6 +1,7 @@
 -- Moving stream-days between the tiers (docs/schema.md#tiers). Both moves run under an advisory
--- lock on the stream (key 1129270864): compaction takes it exclusively, writers into an old day
--- share it, so a write is either seen by the compaction or lands after the day was moved back.
+-- lock on the stream (cluster.lock_key('compaction_stream')): compaction takes it exclusively,
+-- writers into an old day share it, so a write is either seen by the compaction or lands after
+-- the day was moved back.
 -- Both are plpgsql (VOLATILE): each statement takes a fresh snapshot, so the statement after
 -- the lock sees everything committed before the lock was granted. Their plans are made per call
 -- (plan_cache_mode): a cached generic plan of these data-modifying CTEs over hypertables fails
@@ -21,7 +22,8 @@ DECLARE
     v_hi timestamptz := (p_day + 1)::timestamp AT TIME ZONE 'UTC';
     v_points integer;
 BEGIN
-    PERFORM pg_advisory_xact_lock(1129270864, (p_stream_id % 2147483648)::integer);
+    PERFORM pg_advisory_xact_lock(cluster.lock_key('compaction_stream')::integer,
+                                  (p_stream_id % 2147483648)::integer);
     -- Chunks of the hypertable may not carry the column setting: lz4 for what this writes.
     PERFORM set_config('default_toast_compression', 'lz4', true);
     SELECT type INTO v_type FROM cluster.streams WHERE id = p_stream_id;
@@ -130,7 +132,8 @@ BEGIN
         RETURN 0;
     END IF;
     -- In stream order, so that writers and the compaction cannot deadlock.
-    PERFORM pg_advisory_xact_lock_shared(1129270864, (s % 2147483648)::integer)
+    PERFORM pg_advisory_xact_lock_shared(cluster.lock_key('compaction_stream')::integer,
+                                         (s % 2147483648)::integer)
        FROM (SELECT DISTINCT unnest(v_streams) AS s ORDER BY 1) x;
     WITH gone AS (
         DELETE FROM cluster.point_days d

@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 import asyncpg
 import msgspec
 
+from energy_platform.core.db.locks import LockKey
 from energy_platform.core.db.pool import Connection
 
 BUCKET = timedelta(seconds=90)
@@ -116,17 +117,18 @@ SELECT (SELECT count(*) FROM claimed) AS claimed,
        (SELECT count(*) FROM queued) AS queued
 """
 
-# Takes all queued work of up to $2 feeds whose advisory lock this transaction gets (other
-# workers skip those feeds) and merges it per channel. Each period starts where raw data is:
-# buckets more than 300 s before the channel's next point can hold no value (a long period
-# queued by a configuration change is mostly empty). The part from the open bucket on ($1 is
-# its start) and beyond $3 of the start is queued again; the rest is returned.
+# Takes all queued work of up to $2 feeds whose advisory lock ($4 with the feed id) this
+# transaction gets (other workers skip those feeds) and merges it per channel. Each period
+# starts where raw data is: buckets more than 300 s before the channel's next point can hold no
+# value (a long period queued by a configuration change is mostly empty). The part from the
+# open bucket on ($1 is its start) and beyond $3 of the start is queued again; the rest is
+# returned.
 CLAIM = """
 WITH feeds AS (
     SELECT feed_id
       FROM (SELECT feed_id, min(recorded_at) AS oldest FROM cluster.engine_work
              WHERE lower(buckets) < $1 GROUP BY feed_id ORDER BY oldest) candidates
-     WHERE pg_try_advisory_xact_lock(1162692948, (feed_id % 2147483648)::integer)
+     WHERE pg_try_advisory_xact_lock($4, (feed_id % 2147483648)::integer)
      LIMIT $2
 ), claimed AS (
     DELETE FROM cluster.engine_work w USING feeds f WHERE w.feed_id = f.feed_id
@@ -402,7 +404,9 @@ async def process_batch(
     started = time.perf_counter()
     async with conn.transaction():
         await conn.execute(TUNE, work_mem)
-        work: Sequence[asyncpg.Record] = await conn.fetch(CLAIM, horizon, feeds, max_span)
+        work: Sequence[asyncpg.Record] = await conn.fetch(
+            CLAIM, horizon, feeds, max_span, LockKey.ENGINE_FEED
+        )
         if not work:
             return BatchResult(periods=0, points=0, written=0, deleted=0)
         claimed = time.perf_counter()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import msgspec
 
+from energy_platform.core.db.locks import LockKey
 from energy_platform.core.db.pool import Connection
 
 # Every queued period of up to $1 streams whose oldest period waited $2 seconds, oldest first:
@@ -31,7 +32,7 @@ RETURNING stream_id, nullif(lower(span), '-infinity') AS lo,
           nullif(upper(span), 'infinity') AS hi"""
 # In stream order, so that two workers wanting the same streams cannot deadlock.
 LOCK = """
-SELECT pg_advisory_xact_lock(1380928588, (stream_id % 2147483648)::integer)
+SELECT pg_advisory_xact_lock($2, (stream_id % 2147483648)::integer)
   FROM (SELECT DISTINCT unnest($1::bigint[]) AS stream_id ORDER BY 1) s"""
 RECOMPUTE = "SELECT hours, written, deleted FROM cluster.rollup_streams($1, $2, $3)"
 
@@ -57,7 +58,7 @@ async def rollup_batch(conn: Connection, *, batch: int, delay: float) -> RollupR
         if not work:
             return RollupResult(streams=0, periods=0, hours=0, written=0, deleted=0)
         streams = [w["stream_id"] for w in work]
-        await conn.execute(LOCK, streams)
+        await conn.execute(LOCK, streams, LockKey.ROLLUP_STREAM)
         row = await conn.fetchrow(
             RECOMPUTE, streams, [w["lo"] for w in work], [w["hi"] for w in work]
         )

@@ -17,11 +17,12 @@ import structlog
 from asyncpg.pool import PoolConnectionProxy
 
 from energy_platform.core.background import Periodic
+from energy_platform.core.db.locks import LockKey
 from energy_platform.core.settings import DatabaseSettings, RulesSettings
 
 log = structlog.get_logger()
 # One evaluation at a time across engine processes; a busy lock just skips a round.
-LOCK = "SELECT pg_try_advisory_xact_lock(4542573153)"
+LOCK = "SELECT pg_try_advisory_xact_lock($1)"
 
 OFFLINE_OPEN = """
 INSERT INTO cluster.notifications (user_id, feed_id, rule, subject, title, content, open)
@@ -198,7 +199,7 @@ SELECT d.owner_id, j.feed_id, 'unusual_consumption', j.feed_id || ':' || j.day,
 async def evaluate(conn: PoolConnectionProxy, settings: RulesSettings) -> bool:
     """One round of every rule in one transaction; False when another process holds the round."""
     async with conn.transaction():
-        if not await conn.fetchval(LOCK):
+        if not await conn.fetchval(LOCK, LockKey.NOTIFICATION_RULES):
             return False
         await conn.execute(BACK_ONLINE, settings.offline_after)
         await conn.execute(OFFLINE_OPEN, settings.offline_after)

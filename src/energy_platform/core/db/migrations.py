@@ -19,13 +19,12 @@ import msgspec
 import psycopg
 import sqlparse
 
+from energy_platform.core.db.locks import LockKey
 from energy_platform.core.errors import PlatformError
 
 FILE_PATTERN = re.compile(r"^(?P<version>\d{4})_(?P<name>[a-z0-9_]+)\.sql$")
 DEFINITIONS = "functions"
 DEFINITION_PATTERN = re.compile(r"^\d{2}_[a-z0-9_]+\.sql$")
-# Serialises concurrent runs (several workers starting at once) on one database.
-LOCK_KEY = 0x45505F4D4947  # "EP_MIG"
 
 CREATE_TABLE = """
 CREATE TABLE IF NOT EXISTS public.schema_migrations (
@@ -116,7 +115,7 @@ def migrate(conninfo: str, directory: Path) -> list[Migration]:
     current = definitions(directory)
     done: list[Migration] = []
     with psycopg.connect(conninfo, autocommit=True) as conn:
-        conn.execute("SELECT pg_advisory_lock(%s)", (LOCK_KEY,))
+        conn.execute("SELECT pg_advisory_lock(%s)", (int(LockKey.MIGRATIONS),))
         try:
             conn.execute(CREATE_TABLE)
             recorded = {row[0]: row for row in conn.execute(SELECT_APPLIED).fetchall()}
@@ -129,7 +128,7 @@ def migrate(conninfo: str, directory: Path) -> list[Migration]:
                 for definition in current:
                     _execute(conn, definition.filename, definition.path.read_text())
         finally:
-            conn.execute("SELECT pg_advisory_unlock(%s)", (LOCK_KEY,))
+            conn.execute("SELECT pg_advisory_unlock(%s)", (int(LockKey.MIGRATIONS),))
     return done
 
 
