@@ -1,5 +1,91 @@
--- The engine's queue of recomputations, and the configuration and tariff setters that feed it.
+-- The engine's numbers and the expressions its statements share, its queue of recomputations,
+-- and the configuration and tariff setters that feed it.
 -- Re-applied by every `migrate`, after the numbered migrations: the one current definition.
+
+-- The engine's two numbers and the expressions its statements (engine/processing.py) would
+-- otherwise write more than once (docs/engine.md#bucket-rules). Each is one expression in a SQL
+-- function without STRICT or SET, which the planner inlines into the calling statement and
+-- folds to constants where it can: a statement's plan is the one the expressions written out
+-- gave, and a call costs nothing per row.
+
+-- Bucket k is [90k, 90k + 90) in Unix seconds.
+CREATE OR REPLACE FUNCTION cluster.bucket_seconds() RETURNS integer
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT 90 $$;
+COMMENT ON FUNCTION cluster.bucket_seconds() IS
+    'Length of the engine''s buckets in seconds: bucket k starts k times this after the epoch.';
+
+CREATE OR REPLACE FUNCTION cluster.bucket_width() RETURNS interval
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT make_interval(secs => cluster.bucket_seconds())
+$$;
+COMMENT ON FUNCTION cluster.bucket_width() IS
+    'Length of the engine''s buckets, for time_bucket.';
+
+-- Samples further apart than this are a gap: no line is drawn between them.
+CREATE OR REPLACE FUNCTION cluster.bridge_seconds() RETURNS integer
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT 300 $$;
+COMMENT ON FUNCTION cluster.bridge_seconds() IS
+    'Longest gap in seconds between two samples that the engine bridges with a line (inclusive).';
+
+CREATE OR REPLACE FUNCTION cluster.bridge_limit() RETURNS interval
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT make_interval(secs => cluster.bridge_seconds())
+$$;
+COMMENT ON FUNCTION cluster.bridge_limit() IS
+    'cluster.bridge_seconds() as an interval.';
+
+CREATE OR REPLACE FUNCTION cluster.bridged(e0 double precision, e1 double precision)
+RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT e1 - e0 <= cluster.bridge_seconds() $$;
+COMMENT ON FUNCTION cluster.bridged(double precision, double precision) IS
+    'True when samples at e0 <= e1 (Unix seconds) are close enough to be joined by a line.';
+
+CREATE OR REPLACE FUNCTION cluster.bucket_of(e double precision) RETURNS bigint
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT floor(e / cluster.bucket_seconds())::bigint
+$$;
+COMMENT ON FUNCTION cluster.bucket_of(double precision) IS
+    'The bucket k holding the instant e (Unix seconds).';
+
+-- The part [a, c] of the segment from (e0, v0) to (e1, v1) that lies in one bucket: its
+-- trapezoid (value·s, the integral of the line over [a, c]) and the seconds it covers. Both are
+-- 0 for a gap (bridged false) or an empty part, so that a sum over a bucket's parts needs no
+-- filter.
+CREATE OR REPLACE FUNCTION cluster.segment_integral(
+    e0 double precision, v0 double precision, e1 double precision, v1 double precision,
+    bridged boolean, a double precision, c double precision
+) RETURNS double precision
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT CASE WHEN bridged AND c > a
+                THEN (c - a) * (v0 + (v1 - v0) * ((a + c) / 2 - e0) / (e1 - e0)) ELSE 0 END
+$$;
+COMMENT ON FUNCTION cluster.segment_integral(double precision, double precision, double precision, double precision, boolean, double precision, double precision) IS
+    'Integral (value·s) over [a, c] of the line from (e0, v0) to (e1, v1); 0 if not bridged or a >= c.';
+
+CREATE OR REPLACE FUNCTION cluster.segment_covered(
+    bridged boolean, a double precision, c double precision
+) RETURNS double precision
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT CASE WHEN bridged AND c > a THEN c - a ELSE 0 END
+$$;
+COMMENT ON FUNCTION cluster.segment_covered(boolean, double precision, double precision) IS
+    'Seconds of [a, c] covered by a segment''s line; 0 when not bridged or a >= c.';
+
+-- A configuration, tariff or time zone holds for a bucket when the bucket's start lies in its
+-- validity: kfrom <= k < kto. Unbounded ends are the bigint's extremes. A table function so that
+-- both ends are one definition; STABLE as the epoch of a timestamptz is.
+CREATE OR REPLACE FUNCTION cluster.validity_buckets(validity tstzrange)
+RETURNS TABLE (kfrom bigint, kto bigint)
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+    SELECT CASE WHEN lower_inf(validity) THEN -9223372036854775807
+                ELSE ceil(date_part('epoch', lower(validity)) / cluster.bucket_seconds())::bigint
+           END,
+           CASE WHEN upper_inf(validity) THEN 9223372036854775807
+                ELSE ceil(date_part('epoch', upper(validity)) / cluster.bucket_seconds())::bigint
+           END
+$$;
+COMMENT ON FUNCTION cluster.validity_buckets(tstzrange) IS
+    'The buckets whose start lies in the validity range: kfrom <= k < kto.';
 
 -- Queue the buckets of one channel that overlap p_period, cut to the channel's raw data: no
 -- processed point lies outside it, and data arriving later brings its own dirty range.
@@ -19,7 +105,9 @@ RETURNS void LANGUAGE sql AS $$
     )
     INSERT INTO cluster.engine_work (feed_id, channel, buckets)
     SELECT p_feed_id, p_channel,
-           tstzrange(time_bucket('90 s', lo), time_bucket('90 s', hi - interval '1 microsecond') + interval '90 s')
+           tstzrange(time_bucket(cluster.bucket_width(), lo),
+                     time_bucket(cluster.bucket_width(), hi - interval '1 microsecond')
+                         + cluster.bucket_width())
       FROM cut
      WHERE lo < hi
 $$;

@@ -21,12 +21,14 @@ import msgspec
 from energy_platform.core.db.locks import LockKey
 from energy_platform.core.db.pool import Connection
 
+# cluster.bucket_seconds(); a test holds the two equal.
 BUCKET = timedelta(seconds=90)
 
 # Claims a bounded batch of ingest's dirty ranges (SKIP LOCKED: workers take disjoint rows).
 # Per raw stream the written periods are merged, then widened: to the bucket of the previous
-# point when the segment from it is bridged (<= 300 s), always to the bucket of the next point
-# (a meter reading's consumption is counted at the later reading), and across bridged gaps.
+# point when the segment from it is bridged (cluster.bridge_limit()), always to the bucket of the
+# next point (a meter reading's consumption is counted at the later reading), and across bridged
+# gaps.
 INTAKE = """
 WITH claimed AS (
     DELETE FROM cluster.dirty_ranges
@@ -52,14 +54,17 @@ WITH claimed AS (
                t.raw_id, lower(t.written), upper(t.written) + interval '1 microsecond') n
 ), affected AS (
     SELECT feed_id, channel, tstzrange(
-               time_bucket('90 s', CASE WHEN ts_from - prev <= interval '300 s'
-                                        THEN prev ELSE ts_from END),
-               time_bucket('90 s', CASE WHEN next - ts_to <= interval '300 s'
-                                        THEN next ELSE ts_to END) + interval '90 s') AS buckets
+               time_bucket(cluster.bucket_width(),
+                           CASE WHEN ts_from - prev <= cluster.bridge_limit()
+                                THEN prev ELSE ts_from END),
+               time_bucket(cluster.bucket_width(),
+                           CASE WHEN next - ts_to <= cluster.bridge_limit()
+                                THEN next ELSE ts_to END) + cluster.bucket_width()) AS buckets
       FROM neighbours
     UNION ALL
     SELECT feed_id, channel,
-           tstzrange(time_bucket('90 s', next), time_bucket('90 s', next) + interval '90 s')
+           tstzrange(time_bucket(cluster.bucket_width(), next),
+                     time_bucket(cluster.bucket_width(), next) + cluster.bucket_width())
       FROM neighbours WHERE next IS NOT NULL
 ), queued AS (
     INSERT INTO cluster.engine_work (feed_id, channel, buckets)
@@ -119,10 +124,10 @@ SELECT (SELECT count(*) FROM claimed) AS claimed,
 
 # Takes all queued work of up to $2 feeds whose advisory lock ($4 with the feed id) this
 # transaction gets (other workers skip those feeds) and merges it per channel. Each period
-# starts where raw data is: buckets more than 300 s before the channel's next point can hold no
-# value (a long period queued by a configuration change is mostly empty). The part from the
-# open bucket on ($1 is its start) and beyond $3 of the start is queued again; the rest is
-# returned.
+# starts where raw data is: buckets more than cluster.bridge_limit() before the channel's next
+# point can hold no value (a long period queued by a configuration change is mostly empty).
+# The part from the open bucket on ($1 is its start) and beyond $3 of the start is queued
+# again; the rest is returned.
 CLAIM = """
 WITH feeds AS (
     SELECT feed_id
@@ -142,14 +147,14 @@ WITH feeds AS (
     -- starts where the channel's raw data does.
     SELECT m.feed_id, m.channel, upper(m.buckets) AS queued_to,
            CASE WHEN upper(m.buckets) - lower(m.buckets) <= interval '1 hour' THEN lower(m.buckets)
-           ELSE greatest(lower(m.buckets), coalesce(time_bucket('90 s', (
+           ELSE greatest(lower(m.buckets), coalesce(time_bucket(cluster.bucket_width(), (
                SELECT min(n.after)
                  FROM cluster.streams s
                  JOIN cluster.processable_media pm ON pm.medium_id = s.medium
                 CROSS JOIN LATERAL cluster.point_neighbours(s.id, '-infinity', lower(m.buckets)) n
                 WHERE s.feed_id = m.feed_id AND s.channel = m.channel AND s.type = 'raw'
-                  AND n.after < upper(m.buckets) + interval '300 s'
-           ) - interval '300 s'), upper(m.buckets))) END AS wfrom
+                  AND n.after < upper(m.buckets) + cluster.bridge_limit()
+           ) - cluster.bridge_limit()), upper(m.buckets))) END AS wfrom
       FROM merged m
 ), parts AS (
     SELECT feed_id, channel, queued_to, wfrom,
@@ -164,13 +169,17 @@ SELECT feed_id, channel, wfrom, wto FROM parts WHERE wfrom < wto
 
 # Recomputes the buckets [wfrom, wto) of the given channels. Per raw stream the points from the
 # last one before wfrom to the first one at or after wto form segments. A bridged segment
-# (<= 300 s) adds its trapezoid (value·s) and its length (s) to the buckets it overlaps, cut at
-# their edges; every segment adds its meter delta (never negative: a decrease is a reset or
-# rollover) to the bucket of its later point. Times are float epoch seconds; bucket k starts at
-# 90·k. Each segment is first added whole to the bucket it starts in ("heads", one hash
-# aggregate over the points); the one segment per bucket that crosses its end is carried along
-# and spread over the following buckets afterwards ("tails", a row per bucket, not per point).
-# Configurations, tariffs and time zones are joined as ranges of k: hash joins on keys.
+# (cluster.bridged) adds its trapezoid (value·s) and its length (s) to the buckets it overlaps,
+# cut at their edges (cluster.segment_integral, cluster.segment_covered); every segment adds its
+# meter delta (never negative: a decrease is a reset or rollover) to the bucket of its later
+# point. Times are float epoch seconds; bucket k starts at k·cluster.bucket_seconds(). Each
+# segment is first added whole to the bucket it starts in ("heads", one hash aggregate over the
+# points); the one segment per bucket that crosses its end is carried along and spread over the
+# following buckets afterwards ("tails", a row per bucket, not per point). Configurations,
+# tariffs and time zones are joined as ranges of k (cluster.validity_buckets): hash joins on
+# keys. The numbers and the expressions used twice are named by functions of
+# sql/functions/20_engine.sql that the planner inlines: the plan is the one the expressions
+# written out gave.
 COMPUTE = """
 WITH work AS (
     SELECT * FROM unnest($1::bigint[], $2::integer[], $3::timestamptz[], $4::timestamptz[])
@@ -185,10 +194,11 @@ WITH work AS (
 ), segments AS (
     -- OFFSET 0 keeps each expression computed once per point, not once per use.
     SELECT raw_id, wt, e0, v0, e1, v1, k, a, least(e1, kend) AS c, e1 >= kend AS crosses,
-           e1 - e0 <= 300 AS bridged
-      FROM (SELECT raw_id, wt, e0, v0, e1, v1, k, a, 90 * k + 90 AS kend
+           cluster.bridged(e0, e1) AS bridged
+      FROM (SELECT raw_id, wt, e0, v0, e1, v1, k, a,
+                   cluster.bucket_seconds() * k + cluster.bucket_seconds() AS kend
               FROM (SELECT raw_id, wt, e0, v0, e1, v1, greatest(e0, wf) AS a,
-                           floor(greatest(e0, wf) / 90)::bigint AS k
+                           cluster.bucket_of(greatest(e0, wf)) AS k
                       FROM (SELECT src.raw_id, src.wf, src.wt, date_part('epoch', g.ts) AS e0,
                                    g.v0, date_part('epoch', g.t1) AS e1, g.v1
                               FROM sources src
@@ -205,10 +215,8 @@ WITH work AS (
             OFFSET 0) y
 ), heads AS MATERIALIZED (
     SELECT raw_id, k, min(wt) AS wt,
-           sum(CASE WHEN bridged AND c > a
-                    THEN (c - a) * (v0 + (v1 - v0) * ((a + c) / 2 - e0) / (e1 - e0)) ELSE 0 END)
-               AS integral,
-           sum(CASE WHEN bridged AND c > a THEN c - a ELSE 0 END) AS covered,
+           sum(cluster.segment_integral(e0, v0, e1, v1, bridged, a, c)) AS integral,
+           sum(cluster.segment_covered(bridged, a, c)) AS covered,
            sum(greatest(v1 - v0, 0)) FILTER (WHERE NOT crosses) AS delta,
            max(e0) FILTER (WHERE crosses) AS ce0,
            max(v0) FILTER (WHERE crosses) AS cv0,
@@ -218,19 +226,20 @@ WITH work AS (
      GROUP BY raw_id, k
 ), tails AS (
     SELECT raw_id, k,
-           CASE WHEN bridged AND c > a
-                THEN (c - a) * (v0 + (v1 - v0) * ((a + c) / 2 - e0) / (e1 - e0)) ELSE 0 END
-               AS integral,
-           CASE WHEN bridged AND c > a THEN c - a ELSE 0 END AS covered,
-           CASE WHEN floor(e1 / 90) = k THEN greatest(v1 - v0, 0) END AS delta
+           cluster.segment_integral(e0, v0, e1, v1, bridged, a, c) AS integral,
+           cluster.segment_covered(bridged, a, c) AS covered,
+           CASE WHEN floor(e1 / cluster.bucket_seconds()) = k THEN greatest(v1 - v0, 0) END
+               AS delta
       FROM (SELECT raw_id, k, e0, v0, e1, v1, bridged,
-                   greatest(e0, 90 * k) AS a, least(e1, 90 * k + 90) AS c
+                   greatest(e0, cluster.bucket_seconds() * k) AS a,
+                   least(e1, cluster.bucket_seconds() * k + cluster.bucket_seconds()) AS c
               FROM (SELECT raw_id, ce0 AS e0, cv0 AS v0, ce1 AS e1, cv1 AS v1,
-                           ce1 - ce0 <= 300 AS bridged,
+                           cluster.bridged(ce0, ce1) AS bridged,
                            generate_series(
-                               CASE WHEN ce1 - ce0 <= 300 THEN k + 1
-                                    ELSE floor(ce1 / 90)::bigint END,
-                               least(floor(ce1 / 90)::bigint, (wt / 90)::bigint - 1)) AS k
+                               CASE WHEN cluster.bridged(ce0, ce1) THEN k + 1
+                                    ELSE cluster.bucket_of(ce1) END,
+                               least(cluster.bucket_of(ce1),
+                                     (wt / cluster.bucket_seconds())::bigint - 1)) AS k
                       FROM heads WHERE ce1 IS NOT NULL) spread) t
 ), per_raw AS (
     SELECT raw_id, k, sum(integral) AS integral, sum(covered) AS covered, sum(delta) AS delta
@@ -252,15 +261,12 @@ WITH work AS (
       FROM per_index WHERE idx IS NOT NULL GROUP BY feed_id, channel, k
 ), targets AS MATERIALIZED (
     SELECT ps.id AS stream_id, ps.feed_id, ps.channel, ps.idx AS stream_idx,
-           coalesce(ps.idx, 0) AS idx, ps.combined, ps.cost, c.medium,
-           CASE WHEN lower_inf(c.validity) THEN -9223372036854775807
-                ELSE ceil(date_part('epoch', lower(c.validity)) / 90)::bigint END AS kfrom,
-           CASE WHEN upper_inf(c.validity) THEN 9223372036854775807
-                ELSE ceil(date_part('epoch', upper(c.validity)) / 90)::bigint END AS kto
+           coalesce(ps.idx, 0) AS idx, ps.combined, ps.cost, c.medium, k.kfrom, k.kto
       FROM (SELECT DISTINCT feed_id, channel FROM work) w
       JOIN cluster.streams ps
         ON ps.feed_id = w.feed_id AND ps.channel = w.channel AND ps.type = 'processed'
       JOIN cluster.stream_configs c ON c.stream_id = ps.id
+     CROSS JOIN LATERAL cluster.validity_buckets(c.validity) k
      WHERE c.medium IS NOT NULL
 ), periods AS MATERIALIZED (
     -- Per channel and index: the stretches of k with one consumption configuration, and those
@@ -282,12 +288,7 @@ WITH work AS (
       JOIN cluster.tariffs tr ON tr.feed_id = c.feed_id AND tr.medium = cc.medium
       JOIN cluster.feed_configs z ON z.feed_id = c.feed_id
      CROSS JOIN LATERAL (SELECT cc.validity * tr.validity * z.validity AS valid) v
-     CROSS JOIN LATERAL (
-         SELECT CASE WHEN lower_inf(v.valid) THEN -9223372036854775807
-                     ELSE ceil(date_part('epoch', lower(v.valid)) / 90)::bigint END AS kfrom,
-                CASE WHEN upper_inf(v.valid) THEN 9223372036854775807
-                     ELSE ceil(date_part('epoch', upper(v.valid)) / 90)::bigint END AS kto
-     ) k
+     CROSS JOIN LATERAL cluster.validity_buckets(v.valid) k
      WHERE NOT c.cost AND c.medium <> 'temperature' AND NOT isempty(v.valid)
        AND greatest(c.kfrom, k.kfrom) < least(c.kto, k.kto)
 ), valued AS MATERIALIZED (
@@ -304,12 +305,12 @@ WITH work AS (
         ON pd.feed_id = t.feed_id AND pd.channel = t.channel AND pd.idx = t.idx
        AND pd.combined = t.combined AND t.k >= pd.kfrom AND t.k < pd.kto
 ), results AS (
-    SELECT stream_id, to_timestamp(90 * k) AS ts, value
+    SELECT stream_id, to_timestamp(cluster.bucket_seconds() * k) AS ts, value
       FROM valued WHERE tariff_id IS NULL AND value IS NOT NULL
     UNION ALL
     SELECT v.stream_id, x.ts, v.value * b.price
       FROM valued v
-      CROSS JOIN LATERAL (SELECT to_timestamp(90 * v.k) AS ts) x
+      CROSS JOIN LATERAL (SELECT to_timestamp(cluster.bucket_seconds() * v.k) AS ts) x
       CROSS JOIN LATERAL (SELECT (x.ts AT TIME ZONE v.timezone)::time AS local) l
       JOIN cluster.tariff_bands b
         ON b.tariff_id = v.tariff_id AND b.starts <= l.local AND l.local < b.ends
@@ -433,4 +434,4 @@ async def process_batch(
 def bucket_start(t: datetime) -> datetime:
     """Start of the epoch-aligned 90 s bucket holding ``t``."""
     seconds = t.timestamp()
-    return datetime.fromtimestamp(seconds - seconds % 90, tz=t.tzinfo)
+    return datetime.fromtimestamp(seconds - seconds % BUCKET.total_seconds(), tz=t.tzinfo)
