@@ -12,6 +12,7 @@ from contextlib import asynccontextmanager
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
+from prometheus_client import REGISTRY
 
 from energy_platform.core.lifecycle import Service
 
@@ -93,6 +94,22 @@ async def eventually(
             if await holds if inspect.isawaitable(holds) else holds:
                 return
             await asyncio.sleep(0.1)
+
+
+def periodic_rounds(loop: str) -> float:
+    """Rounds of the periodic ``loop`` (``rules``, ``retention``...: core/background.py) that
+    this process has completed without a fault, as its metric counts them."""
+    labels = {"loop": loop, "outcome": "ok"}
+    return REGISTRY.get_sample_value("ep_housekeeping_rounds_total", labels) or 0.0
+
+
+async def rounds_later(done: Callable[[], float], rounds: int, within: float = EVENTUALLY) -> None:
+    """Wait until ``rounds`` whole rounds of a loop have run since the call, ``done`` counting
+    the rounds it completed: a state that must stay is then seen to stay by the loop itself,
+    however slowly the machine runs it. The round already under way when this is called
+    began before it, so it does not count."""
+    start = done()
+    await eventually(lambda: done() >= start + rounds + 1, within)
 
 
 def with_port(url: str, port: int) -> str:
