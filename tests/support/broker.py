@@ -77,6 +77,21 @@ log_type warning
                 return
         raise RuntimeError("mosquitto did not listen within 10 s")
 
+    @property
+    def snapshot(self) -> Path:
+        """The file the broker saves its snapshot to (Mosquitto's name for it)."""
+        return self._dir / "data" / "mosquitto.db"
+
+    def saved(self, *parts: bytes) -> bool:
+        """Whether the broker's last snapshot holds every one of ``parts`` (a client id, a
+        topic, a payload: Mosquitto writes them as they are). It writes a new file and
+        renames it over the old one, so a read never meets half a snapshot."""
+        try:
+            snapshot = self.snapshot.read_bytes()
+        except FileNotFoundError:
+            return False
+        return all(part in snapshot for part in parts)
+
     def pids(self) -> list[int]:
         """The broker's process, while it runs (for its CPU time and memory)."""
         return [] if self._process is None else [self._process.pid]

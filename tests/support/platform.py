@@ -226,9 +226,12 @@ MESSAGES = 2_000
 TIMES_PER_MESSAGE = 10  # x 5 readings = 50 points a message, 100,000 in all
 
 
-def messages(homebase: SimulatedHomebase, count: int = MESSAGES) -> list[bytes]:
-    """``count`` messages of 50 points each, at distinct times ending a minute ago."""
-    t0 = int(time.time()) - count * TIMES_PER_MESSAGE - 60
+def messages(
+    homebase: SimulatedHomebase, count: int = MESSAGES, *, first: int | None = None
+) -> list[bytes]:
+    """``count`` messages of 50 points each, at distinct times ending a minute ago, or
+    starting at ``first``."""
+    t0 = int(time.time()) - count * TIMES_PER_MESSAGE - 60 if first is None else first
     out = []
     for m in range(count):
         records = []
@@ -238,6 +241,16 @@ def messages(homebase: SimulatedHomebase, count: int = MESSAGES) -> list[bytes]:
             records.append(HomebaseRecord(4, t, 5, 2, 2, {"7": t / 1000, "5": 21.5}))
         out.append(homebase.encrypt(records))
     return out
+
+
+def later_message(homebase: SimulatedHomebase) -> tuple[int, bytes]:
+    """One message of 50 points at times later than those of every :func:`messages` made
+    before it (theirs end a minute before they were made), whatever the time between: its
+    first time, and the message. Published behind others on one session, it is a marker:
+    ingest stores a homebase's messages in the order the broker delivers them, so once its
+    points are stored, every message delivered before it has been handled."""
+    first = int(time.time()) - 59
+    return first, messages(homebase, 1, first=first)[0]
 
 
 async def publish_killing(
