@@ -10,6 +10,7 @@ import asyncpg
 import httpx
 
 from energy_platform import seeding
+from tests.support.forwarder import NO_CUSTOMER
 
 T0 = 1_767_225_600
 """2026-01-01T00:00:00Z: the data tests' points are placed from here (a 90 s bucket start)."""
@@ -53,8 +54,9 @@ async def seed(conn: asyncpg.Connection) -> World:
         feeds["home"],
     )
     await conn.execute(
-        "INSERT INTO forwarder.registrations (homebase_sn, customer_id) VALUES ($1, 1)",
+        "INSERT INTO forwarder.registrations (homebase_sn, customer_id) VALUES ($1, $2)",
         "D000000000000003",
+        NO_CUSTOMER,
     )
     home = feeds["home"]
     streams = {

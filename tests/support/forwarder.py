@@ -18,6 +18,10 @@ from energy_platform.core.settings import ForwarderSettings, Settings
 from tests.support.services import eventually
 
 MINUTE = 60
+NO_CUSTOMER = 0
+"""A customer id for registrations that hide a homebase from its owner: no test's customer has
+it (ids start at 1), so what such a homebase sends never reaches a forwarder test's customer
+that happens to be the session's first."""
 
 
 def aligned_past(minutes_ago: int = 10) -> int:

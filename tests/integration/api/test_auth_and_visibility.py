@@ -5,6 +5,7 @@ import pytest
 from energy_platform import seeding
 from energy_platform.core.tokens import token_digest
 from tests.support.data import T0, YEAR, World
+from tests.support.forwarder import NO_CUSTOMER
 
 
 async def test_a_request_without_a_token_is_401_problem_json_with_a_challenge(world: World) -> None:
@@ -120,7 +121,8 @@ async def test_a_forwarded_feed_is_hidden_until_unregistered(
         with psycopg.connect(database_url) as conn:
             conn.execute(
                 "INSERT INTO forwarder.registrations (homebase_sn, customer_id)"
-                " VALUES ('D000000000000003', 1)"
+                " VALUES ('D000000000000003', %s)",
+                (NO_CUSTOMER,),
             )
     assert while_registered == {"alice": [404] * 5, "root": [404] * 5}
     assert feed not in listed_then

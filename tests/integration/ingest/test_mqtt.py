@@ -9,6 +9,7 @@ import httpx
 
 from energy_platform.core.codec.format_v4 import RAW_MEDIA, HomebaseRecord
 from energy_platform.devices.simulator import SimulatedHomebase
+from tests.support.forwarder import NO_CUSTOMER
 from tests.support.platform import Platform, paired_homebase, publish_as
 from tests.support.services import eventually
 
@@ -95,7 +96,9 @@ async def test_a_registered_homebase_goes_to_the_forwarder_not_its_feed(
     conn = await asyncpg.connect(database_url)
     try:
         await conn.execute(
-            "INSERT INTO forwarder.registrations (homebase_sn, customer_id) VALUES ($1, 1)", sn
+            "INSERT INTO forwarder.registrations (homebase_sn, customer_id) VALUES ($1, $2)",
+            sn,
+            NO_CUSTOMER,
         )
         await asyncio.sleep(0.3)  # the route cache of this test platform lives 0.2 s
         homebase = SimulatedHomebase(sn, secret)

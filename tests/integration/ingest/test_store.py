@@ -9,6 +9,7 @@ from energy_platform.devices.ingest.drops import Drops
 from energy_platform.devices.ingest.pipeline import store_until_done
 from energy_platform.devices.ingest.routes import Route, RouteTable
 from energy_platform.devices.ingest.store import Accepted, PointStore
+from tests.support.forwarder import NO_CUSTOMER
 
 T = 1_790_000_000
 SN_FEED = "5700000000000001"
@@ -22,8 +23,9 @@ async def feed_id(database_url: str) -> int:
         owner = await seeding.add_user(conn, "store-test")
         feed = await seeding.add_feed(conn, owner.id, SN_FEED)
         await conn.execute(
-            "INSERT INTO forwarder.registrations (homebase_sn, customer_id) VALUES ($1, 1)",
+            "INSERT INTO forwarder.registrations (homebase_sn, customer_id) VALUES ($1, $2)",
             SN_FORWARDED,
+            NO_CUSTOMER,
         )
         return feed
     finally:

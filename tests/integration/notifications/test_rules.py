@@ -18,6 +18,7 @@ from energy_platform.core.codec.format_v4 import HomebaseRecord
 from energy_platform.devices.simulator import SimulatedHomebase, data_topic, homebase_client
 from energy_platform.seeding import processed_stream
 from tests.support.admin import run_admin_async
+from tests.support.forwarder import NO_CUSTOMER
 from tests.support.platform import Platform, add_feed, paired_homebase
 from tests.support.services import eventually, periodic_rounds, rounds_later
 
@@ -322,8 +323,9 @@ async def test_no_rule_speaks_of_a_feed_while_it_is_registered_with_the_forwarde
         if title == "Forwarded one":  # registered before its feed exists: no round sees it shown
             with psycopg.connect(database_url, autocommit=True) as conn:
                 conn.execute(
-                    "INSERT INTO forwarder.registrations (homebase_sn, customer_id) VALUES (%s, 1)",
-                    (sn,),
+                    "INSERT INTO forwarder.registrations (homebase_sn, customer_id)"
+                    " VALUES (%s, %s)",
+                    (sn, NO_CUSTOMER),
                 )
         feed = await run_admin_async(
             s,
