@@ -3,9 +3,11 @@ kernel spreads connections among them, and when one dies the others go on answer
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 import httpx
 
@@ -43,6 +45,30 @@ def wait_ready(base: str, processes: list[subprocess.Popen[bytes]]) -> None:
     raise AssertionError("the API did not become ready")
 
 
+def listening(pid: int, port: int) -> bool:
+    """Whether process ``pid`` holds a socket listening on TCP ``port`` (Linux's /proc)."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as rows:
+            for row in list(rows)[1:]:
+                fields = row.split()
+                local, state, inode = fields[1], fields[3], fields[9]
+                if state == "0A" and int(local.rpartition(":")[2], 16) == port:  # 0A: LISTEN
+                    inodes.add(f"socket:[{inode}]")
+    try:
+        fds = list(Path(f"/proc/{pid}/fd").iterdir())
+    except FileNotFoundError:
+        return False  # it exited
+    return any(_link(fd) in inodes for fd in fds)
+
+
+def _link(fd: Path) -> str:
+    try:
+        return os.readlink(fd)
+    except OSError:
+        return ""  # closed meanwhile
+
+
 def test_two_api_processes_share_a_port_and_survive_the_loss_of_one(settings: Settings) -> None:
     user = run_admin(settings, "users", "add", f"processes-{time.time_ns()}")
     base = f"http://127.0.0.1:{settings.http.api_port}"
@@ -50,8 +76,12 @@ def test_two_api_processes_share_a_port_and_survive_the_loss_of_one(settings: Se
     processes = [start_api(settings, reuse_port=True) for _ in range(2)]
     try:
         wait_ready(base, processes)
-        time.sleep(1)  # the second has bound too, or exited
-        assert all(p.poll() is None for p in processes)  # both bound the one port
+        # Both bound the one port: the first to answer says nothing of the other.
+        deadline = time.monotonic() + 60
+        while not all(listening(p.pid, settings.http.api_port) for p in processes):
+            assert all(p.poll() is None for p in processes), "an API process exited"
+            assert time.monotonic() < deadline, "an API process did not listen within 60 s"
+            time.sleep(0.1)
         assert answers(url, user["token"], 100) == [200] * 100
 
         processes[0].send_signal(signal.SIGKILL)

@@ -101,20 +101,24 @@ async def test_readyz_follows_the_database_without_a_restart(settings: Settings)
 async def test_a_request_in_flight_when_asked_to_stop_is_answered(
     server: Literal["granian", "uvicorn"],
 ) -> None:
+    arrived = asyncio.Event()
+
     @get("/slow")
     async def slow() -> dict[str, str]:
-        await asyncio.sleep(0.5)
+        arrived.set()
+        await asyncio.sleep(0.5)  # in flight while the server is asked to stop
         return {"status": "done"}
 
     port = free_port()
     service = HttpService("slow", Litestar([slow]), "127.0.0.1", port, server=server)
     stop = asyncio.Event()
     serving = asyncio.create_task(service.run(stop))
-    async with asyncio.timeout(15):
-        await wait_for_http(f"http://127.0.0.1:{port}/slow")
+    async with asyncio.timeout(30):
+        await wait_for_http(f"http://127.0.0.1:{port}/")  # any answer: it listens
     async with httpx.AsyncClient() as http:
-        answer = asyncio.create_task(http.get(f"http://127.0.0.1:{port}/slow", timeout=10))
-        await asyncio.sleep(0.2)
+        answer = asyncio.create_task(http.get(f"http://127.0.0.1:{port}/slow", timeout=30))
+        async with asyncio.timeout(30):
+            await arrived.wait()  # the request is in its handler
         stop.set()
         response = await answer
         async with asyncio.timeout(10):

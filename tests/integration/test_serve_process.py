@@ -5,6 +5,7 @@ import os
 import signal
 import socket
 import subprocess
+import threading
 import time
 
 import httpx
@@ -24,11 +25,43 @@ def start(args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
     )
 
 
-def wait_ready(urls: list[str], process: subprocess.Popen[str], timeout: float = 60) -> None:
+class LogLines:
+    """The lines a process writes to stderr, read as they come (a full pipe would stall it)."""
+
+    def __init__(self, process: subprocess.Popen[str]) -> None:
+        assert process.stderr is not None
+        self._stderr = process.stderr
+        self.lines: list[str] = []
+        self._changed = threading.Condition()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        for line in self._stderr:
+            with self._changed:
+                self.lines.append(line)
+                self._changed.notify_all()
+
+    def wait_for(self, text: str, timeout: float) -> bool:
+        """Whether a line holding ``text`` came within ``timeout`` seconds."""
+        with self._changed:
+            return self._changed.wait_for(lambda: any(text in x for x in self.lines), timeout)
+
+    def close(self) -> None:
+        """Read to the end (the process has exited)."""
+        self._reader.join(30)
+
+    def text(self) -> str:
+        return "".join(self.lines)
+
+
+def wait_ready(
+    urls: list[str], process: subprocess.Popen[str], log: LogLines, timeout: float = 60
+) -> None:
     deadline = time.monotonic() + timeout
     pending = list(urls)
     while pending:
-        assert process.poll() is None, process.communicate()[1]
+        assert process.poll() is None, log.text()
         try:
             if httpx.get(pending[0], timeout=1).status_code == 200:
                 pending.pop(0)
@@ -53,16 +86,19 @@ def test_serve_all_runs_every_service_and_stops_cleanly_on_a_signal(
         "EP_PROVISIONING_TFTP_PORT": str(free_port(socket.SOCK_DGRAM)),
     }
     process = start(["serve", "all"], env)
+    log = LogLines(process)
     try:
-        wait_ready([f"http://127.0.0.1:{p}/readyz" for p in ports.values()], process)
-        time.sleep(0.5)  # let the ingest service reach the broker
+        wait_ready([f"http://127.0.0.1:{p}/readyz" for p in ports.values()], process, log)
+        # Stopped while every service is at work: ingest too, which has reached the broker.
+        assert log.wait_for('"subscribed"', 60), log.text()
         process.send_signal(sig)
-        _, stderr = process.communicate(timeout=30)
+        process.wait(timeout=30)
+        log.close()
     finally:
         process.kill()
 
-    assert process.returncode == 0, stderr
-    events = [json.loads(line) for line in stderr.splitlines()]
+    assert process.returncode == 0, log.text()
+    events = [json.loads(line) for line in log.lines]
     stopped = {e["service"] for e in events if e["event"] == "service stopped"}
     assert stopped == {
         "api",
