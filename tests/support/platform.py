@@ -137,23 +137,51 @@ def start_ingest(s: Settings, *also: str) -> subprocess.Popen[bytes]:
     return start_serve(msgspec.structs.replace(s, devices=own_port), "ingest", *also)
 
 
-async def wait_subscribed(process: subprocess.Popen[bytes]) -> None:
-    """Read the process's log until ingest has subscribed (the log is JSON lines), then keep
-    reading it in the background: a full pipe would stall the process."""
+class ProcessLog:
+    """The events a process logs (JSON lines) from the moment ingest subscribed, read in the
+    background: a full pipe would stall the process."""
+
+    def __init__(self) -> None:
+        self.events: list[str] = []
+
+    def count(self, *events: str) -> int:
+        """How many of its log lines were one of ``events`` (a log line's ``event``)."""
+        return sum(event in events for event in self.events)
+
+
+async def wait_subscribed(process: subprocess.Popen[bytes]) -> ProcessLog:
+    """Read the process's log until ingest has subscribed, then go on reading it: a test waits
+    for what ingest says it did (a retry, a reconnection) rather than for a guessed time."""
     stderr = process.stderr
     assert stderr is not None
-    async with asyncio.timeout(20):
+    # A process's start (imports, a connection) takes seconds, more on a loaded machine.
+    async with asyncio.timeout(60):
         while True:
             line = await asyncio.to_thread(stderr.readline)
             assert line, "ingest exited before subscribing"
             if b'"subscribed"' in line:
                 break
+    log = ProcessLog()
 
     def drain() -> None:
-        for _ in iter(stderr.readline, b""):
-            pass
+        for line in iter(stderr.readline, b""):
+            with contextlib.suppress(msgspec.DecodeError):  # not all of it is the JSON log
+                log.events.append(msgspec.json.decode(line, type=_Event).event)
 
     threading.Thread(target=drain, daemon=True).start()
+    return log
+
+
+class _Event(msgspec.Struct):
+    event: str = ""
+
+
+async def past_route_cache(platform: Platform) -> None:
+    """Wait until every route ingest cached before the call has expired, so that a change of
+    routing (a registration) is seen from then on. The cache's lifetime is a setting counted
+    on the monotonic clock: a sleep past it is the event itself, and a loaded machine only
+    makes it longer."""
+    await asyncio.sleep(platform.settings.ingest.route_cache_seconds * 1.5)
 
 
 async def add_feed(

@@ -4,7 +4,6 @@ aggregated interval that receives late points is sent again with the new value."
 
 from __future__ import annotations
 
-import asyncio
 import time
 
 import asyncpg
@@ -20,7 +19,7 @@ from tests.support.forwarder import (
     register,
     rewind,
 )
-from tests.support.platform import Platform, paired_homebase, publish_as
+from tests.support.platform import Platform, paired_homebase, past_route_cache, publish_as
 from tests.support.services import eventually
 
 GAS_DEVICE, GAS_CHANNEL, GAS_UNIQ = 5, 2, 0x1A02
@@ -57,7 +56,7 @@ async def registered_homebase(
 ) -> SimulatedHomebase:
     sn, secret, _ = await paired_homebase(platform, feed=False)
     await register(api, customer, sn, db)
-    await asyncio.sleep(0.3)  # ingest's route cache lives 0.2 s on this test platform
+    await past_route_cache(platform)
     return SimulatedHomebase(sn, secret, seed=1)
 
 

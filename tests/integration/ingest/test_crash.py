@@ -9,8 +9,10 @@ import pytest
 from energy_platform.devices.simulator import SimulatedHomebase, data_topic, homebase_client
 from tests.support.platform import (
     Platform,
+    later_message,
     messages,
     paired_homebase,
+    publish_as,
     start_ingest,
     wait_subscribed,
 )
@@ -56,14 +58,24 @@ async def test_kill_9_while_publishing_loses_and_duplicates_nothing(
 
         ingest = start_ingest(platform.settings)
         await wait_subscribed(ingest)
-        await eventually(lambda: stored_at_least(100_000), within=120)
-        await asyncio.sleep(1)  # anything beyond would be a duplicate or a stray
-        final = await conn.fetchval(count, int(feed or 0))
+        await eventually(lambda: stored_at_least(100_000), within=240)
+        # One ingest on one session, in order: once a later message is stored, nothing of the
+        # stream (a duplicate, a stray) can still come.
+        first, later = later_message(SimulatedHomebase(sn, secret))
+        await publish_as(platform, sn, secret, later)
+        since = count + " AND p.ts >= to_timestamp($2)"
+
+        async def later_stored() -> bool:
+            return bool(await conn.fetchval(since, int(feed or 0), first) >= 50)
+
+        await eventually(later_stored, within=60)
+        final = await conn.fetchval(count, int(feed or 0)) - 50
         distinct = await conn.fetchval(
             "SELECT count(DISTINCT (p.stream_id, p.ts)) FROM cluster.raw_points p"
             " JOIN cluster.streams s ON s.id = p.stream_id WHERE s.feed_id = $1",
             int(feed or 0),
         )
+        distinct -= 50
     finally:
         ingest.terminate()
         ingest.wait(30)

@@ -13,6 +13,7 @@ from energy_platform.core.settings import DatabaseSettings
 from energy_platform.devices.simulator import SimulatedHomebase, data_topic, homebase_client
 from tests.support.platform import (
     Platform,
+    later_message,
     messages,
     paired_homebase,
     publish_as,
@@ -27,6 +28,12 @@ COUNT = (
     "SELECT count(*), count(DISTINCT (p.stream_id, p.ts)) FROM cluster.raw_points p"
     " JOIN cluster.streams s ON s.id = p.stream_id WHERE s.feed_id = $1"
 )
+SINCE = (
+    "SELECT count(*) FROM cluster.raw_points p JOIN cluster.streams s ON s.id = p.stream_id"
+    " WHERE s.feed_id = $1 AND p.ts >= to_timestamp($2)"
+)
+# What ingest logs when the database fails a write, or a look-up that holds a message.
+RETRIES = ("database unavailable; retrying batch", "message held; retrying")
 
 
 async def test_a_database_outage_while_publishing_loses_and_duplicates_nothing(
@@ -52,7 +59,7 @@ async def test_a_database_outage_while_publishing_loses_and_duplicates_nothing(
     conn = await asyncpg.connect(database_url)
     ingest = start_ingest(s)
     try:
-        await wait_subscribed(ingest)
+        log = await wait_subscribed(ingest)
 
         async def stored(at_least: int) -> bool:
             total, _ = await conn.fetchrow(COUNT, int(feed or 0))
@@ -80,14 +87,25 @@ async def test_a_database_outage_while_publishing_loses_and_duplicates_nothing(
         await eventually(lambda: stored(6_000), within=60)
         await proxy.cut()
         at_cut, _ = await conn.fetchrow(COUNT, int(feed or 0))
+        met = log.count(*RETRIES)
         cut.set()
-        await asyncio.sleep(3)  # ingest retries against a refusing database meanwhile
+        # Ingest meets the refusing database a few times (with backoff: seconds) and lives.
+        await eventually(lambda: log.count(*RETRIES) >= met + 3, within=60)
         assert ingest.poll() is None, "ingest exited during the outage"
         await publisher  # every message is the broker's now
         await proxy.start()
         await eventually(lambda: stored(POINTS), within=120)
-        await asyncio.sleep(1)  # anything beyond would be a duplicate
+        # One ingest on one session, in order: once a later message is stored, nothing of the
+        # burst (a duplicate, a stray) can still come.
+        first, later = later_message(SimulatedHomebase(sn, secret))
+        await publish_as(platform, sn, secret, later)
+
+        async def later_stored() -> bool:
+            return bool(await conn.fetchval(SINCE, int(feed or 0), first) >= 50)
+
+        await eventually(later_stored, within=60)
         total, distinct = await conn.fetchrow(COUNT, int(feed or 0))
+        total, distinct = total - 50, distinct - 50
         alive = ingest.poll() is None
     finally:
         ingest.kill()
@@ -121,7 +139,7 @@ async def test_ingest_rides_out_a_broker_outage(
     conn = await asyncpg.connect(database_url)
     ingest = start_ingest(s)
     try:
-        await wait_subscribed(ingest)
+        log = await wait_subscribed(ingest)
 
         async def stored(at_least: int) -> bool:
             total, _ = await conn.fetchrow(COUNT, int(feed or 0))
@@ -130,9 +148,11 @@ async def test_ingest_rides_out_a_broker_outage(
         t = int(time.time()) - 60
         await publish_as(platform, sn, secret, homebase.batch([t]))
         await eventually(lambda: stored(5))
+        lost = log.count("broker unreachable; retrying")
         await proxy.cut()
         await publish_as(platform, sn, secret, homebase.batch([t + 5]))  # queued by the broker
-        await asyncio.sleep(1)
+        # It saw the broker go, and a try to reach it again failed too: it lives on.
+        await eventually(lambda: log.count("broker unreachable; retrying") >= lost + 2, 60)
         assert ingest.poll() is None, "ingest exited when the broker went away"
         await proxy.start()
         await eventually(lambda: stored(10), within=40)

@@ -1,4 +1,3 @@
-import asyncio
 import os
 import re
 import time
@@ -10,7 +9,7 @@ import httpx
 from energy_platform.core.codec.format_v4 import RAW_MEDIA, HomebaseRecord
 from energy_platform.devices.simulator import SimulatedHomebase
 from tests.support.forwarder import NO_CUSTOMER
-from tests.support.platform import Platform, paired_homebase, publish_as
+from tests.support.platform import Platform, paired_homebase, past_route_cache, publish_as
 from tests.support.services import eventually
 
 
@@ -100,7 +99,7 @@ async def test_a_registered_homebase_goes_to_the_forwarder_not_its_feed(
             sn,
             NO_CUSTOMER,
         )
-        await asyncio.sleep(0.3)  # the route cache of this test platform lives 0.2 s
+        await past_route_cache(platform)
         homebase = SimulatedHomebase(sn, secret)
         await publish_as(
             platform,
