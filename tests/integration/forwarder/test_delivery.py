@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from tests.support.forwarder import (
+    FAST,
     Action,
     Customer,
     NewCustomer,
@@ -156,7 +157,7 @@ async def test_connection_refused_is_retried_until_the_endpoint_comes_up(
         log = await log_of(db, customer)
         return len(log) >= 2
 
-    await eventually(refused_twice, 10)
+    await eventually(refused_twice, 60)
     log = await log_of(db, customer)
     assert {o for _, o, _ in log} == {"retry"}
     assert len({i for i, _, _ in log}) == 1
@@ -244,8 +245,9 @@ async def test_a_dead_customer_does_not_delay_another(
     started = time.monotonic()
     await customer_with_two_batches(api, db, new_customer, healthy.url)
     await eventually(lambda: len(healthy.requests) >= 2)
-    # Both of the healthy customer's batches within one timeout (0.5 s) of the hanging one's.
-    assert time.monotonic() - started < 1.0
+    # Both of the healthy customer's batches within one timeout of the hanging one's first
+    # request: not queued behind it.
+    assert time.monotonic() - started < FAST.delivery_timeout
     assert len({r.batch_id for r in hanging.requests}) == 1  # still retrying its first batch
 
 
