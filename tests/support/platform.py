@@ -271,14 +271,20 @@ def messages(
     return out
 
 
-def later_message(homebase: SimulatedHomebase) -> tuple[int, bytes]:
-    """One message of 50 points at times later than those of every :func:`messages` made
-    before it (theirs end a minute before they were made), whatever the time between: its
-    first time, and the message. Published behind others on one session, it is a marker:
-    ingest stores a homebase's messages in the order the broker delivers them, so once its
-    points are stored, every message delivered before it has been handled."""
+def later_messages(homebase: SimulatedHomebase, count: int) -> tuple[int, list[bytes]]:
+    """``count`` messages of 50 points at times later than those of every :func:`messages`
+    made before them (theirs end a minute before they were made), whatever the time between:
+    their first time, and the messages. Published behind others on one session, they are
+    markers: ingest stores a homebase's messages in the order the broker delivers them, so
+    once their points are stored, every message delivered before them has been handled."""
     first = int(time.time()) - 59
-    return first, messages(homebase, 1, first=first)[0]
+    return first, messages(homebase, count, first=first)
+
+
+def later_message(homebase: SimulatedHomebase) -> tuple[int, bytes]:
+    """One of :func:`later_messages`: its first time, and the message."""
+    first, (message,) = later_messages(homebase, 1)
+    return first, message
 
 
 async def publish_killing(

@@ -14,17 +14,24 @@ from energy_platform.core.settings import Settings
 from energy_platform.devices.simulator import SimulatedHomebase, data_topic, homebase_client
 from tests.support.platform import (
     Platform,
+    later_messages,
     messages,
     paired_homebase,
+    publish_as,
     start_ingest,
     wait_subscribed,
 )
 from tests.support.services import eventually
 
 POINTS = 20_000
+MARKERS = 4
 COUNT = (
     "SELECT count(*), count(DISTINCT (p.stream_id, p.ts)) FROM cluster.raw_points p"
     " JOIN cluster.streams s ON s.id = p.stream_id WHERE s.feed_id = $1"
+)
+SINCE = (
+    "SELECT count(*) FROM cluster.raw_points p JOIN cluster.streams s ON s.id = p.stream_id"
+    " WHERE s.feed_id = $1 AND p.ts >= to_timestamp($2)"
 )
 
 
@@ -71,8 +78,18 @@ async def test_two_workers_one_killed_and_restarted_store_every_point_once(
 
         workers[1] = start_ingest(worker(platform.settings, 2))  # its session, its queue
         await wait_subscribed(workers[1])
-        await eventually(lambda: _at_least(stored, POINTS), within=120)
-        await asyncio.sleep(1)  # anything beyond would be a duplicate or a stray
+        await eventually(lambda: _at_least(stored, POINTS), within=240)
+        # Later messages behind the stream, four so that the broker, which spreads messages
+        # over the workers, gives each one at least one in practice: once they are stored, what
+        # a worker held before its own (a duplicate, a stray) has been handled.
+        first, later = later_messages(SimulatedHomebase(sn, secret), MARKERS)
+        for payload in later:
+            await publish_as(platform, sn, secret, payload)
+
+        async def later_stored() -> bool:
+            return bool(await conn.fetchval(SINCE, int(feed or 0), first) >= 50 * MARKERS)
+
+        await eventually(later_stored, within=60)
         final = await conn.fetchrow(COUNT, int(feed or 0))
     finally:
         for w in workers:
@@ -81,7 +98,7 @@ async def test_two_workers_one_killed_and_restarted_store_every_point_once(
         await conn.close()
     assert 0 < at_kill < POINTS
     assert final is not None
-    assert (final[0], final[1]) == (POINTS, POINTS)
+    assert (final[0], final[1]) == (POINTS + 50 * MARKERS, POINTS + 50 * MARKERS)
 
 
 async def _at_least(stored: Callable[[], Awaitable[int]], n: int) -> bool:
