@@ -10,6 +10,7 @@ import json
 import os
 import signal
 import sys
+import time
 from datetime import UTC, datetime, timedelta
 
 import asyncpg
@@ -227,12 +228,15 @@ async def test_compaction_killed_halfway_loses_and_duplicates_nothing(
     )
     worker = await asyncio.create_subprocess_exec(sys.executable, "-c", script, env=env)
     try:
-        for _ in range(600):
-            done = await pool.fetchval("SELECT count(*) FROM cluster.point_days")
-            if done >= 20:
+        # Killed once 20 of the 120 days are compacted, however long its start (imports, a
+        # pool) takes on a loaded machine: a count of polls (600 of 20 ms) could run out first.
+        deadline = time.monotonic() + 120
+        while worker.returncode is None and time.monotonic() < deadline:
+            if await pool.fetchval("SELECT count(*) FROM cluster.point_days") >= 20:
                 break
             await asyncio.sleep(0.02)
-        worker.send_signal(signal.SIGKILL)
+        if worker.returncode is None:  # else it finished: the assertion below says so
+            worker.send_signal(signal.SIGKILL)
     finally:
         await worker.wait()
     # (Its last statement may still commit: the server finishes it without its client.)
