@@ -58,7 +58,7 @@ def self_signed(directory: Path) -> tuple[Path, Path]:
 
 
 async def get_when_listening(client: httpx.AsyncClient, url: str) -> httpx.Response:
-    async with asyncio.timeout(15):
+    async with asyncio.timeout(60):
         while True:
             try:
                 return await client.get(url)

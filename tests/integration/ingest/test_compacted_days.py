@@ -40,7 +40,7 @@ async def test_a_late_point_in_a_compacted_day_is_stored_served_and_reprocessed(
         async def done() -> bool:
             return bool(await db.fetchval(ROW_TIER_POINTS, feed_id) == count)
 
-        await eventually(done, 15)
+        await eventually(done, 60)
 
     await stored(len(times))
     await process(db)

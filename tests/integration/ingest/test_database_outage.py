@@ -155,7 +155,7 @@ async def test_ingest_rides_out_a_broker_outage(
         await eventually(lambda: log.count("broker unreachable; retrying") >= lost + 2, 60)
         assert ingest.poll() is None, "ingest exited when the broker went away"
         await proxy.start()
-        await eventually(lambda: stored(10), within=40)
+        await eventually(lambda: stored(10), within=60)
         alive = ingest.poll() is None
     finally:
         ingest.kill()

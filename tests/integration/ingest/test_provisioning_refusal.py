@@ -88,7 +88,7 @@ async def test_a_disabled_cluster_holds_only_the_homebases_it_needs_a_secret_for
         )
 
         await run_admin_async(platform.settings, "clusters", "enable", str(cluster_id))
-        await eventually(lambda: points(held_feed, 5), within=25)
+        await eventually(lambda: points(held_feed, 5), within=60)
     finally:
         await conn.close()
     assert stored_while_refused == 0

@@ -143,7 +143,7 @@ async def test_a_homebase_that_drops_off_is_offline_by_its_last_will(
                 await eventually(lambda: _is(online, True))
                 # The connection dies without a DISCONNECT, as when power or the network fails.
                 client._client.socket().shutdown(socket.SHUT_RDWR)
-        await eventually(lambda: _is(online, False), within=15)
+        await eventually(lambda: _is(online, False), within=60)
 
 
 async def _is(value: Callable[[], Awaitable[bool | None]], expected: bool) -> bool:

@@ -135,7 +135,7 @@ async def test_ingest_silent_goes_pending_when_ingest_stops_consuming(
             for base in (api, provisioning):
                 assert await promtool_problems(base) == ""
             prometheus, prometheus_url = start_prometheus(workdir, api)
-            await eventually(lambda: _target_up(prometheus_url), within=30)
+            await eventually(lambda: _target_up(prometheus_url), within=60)
 
             async def quiet() -> bool:
                 await publish()  # stored at once: nothing to say
@@ -147,7 +147,7 @@ async def test_ingest_silent_goes_pending_when_ingest_stops_consuming(
                     and await alert_state(prometheus_url, "EPIngestSilent") == "inactive"
                 )
 
-            await eventually(quiet, within=20)
+            await eventually(quiet, within=60)
 
             os.kill(ingest.pid, signal.SIGSTOP)
             stopped = time.monotonic()
@@ -156,7 +156,7 @@ async def test_ingest_silent_goes_pending_when_ingest_stops_consuming(
                 await publish()  # the homebase goes on publishing; nothing is stored
                 return await alert_state(prometheus_url, "EPIngestSilent") == "pending"
 
-            await eventually(pending, within=SILENT_AFTER + 15)
+            await eventually(pending, within=60)
             went_pending = time.monotonic() - stopped
             assert went_pending < 60  # pending, within its `for`: not yet firing
 
@@ -166,7 +166,7 @@ async def test_ingest_silent_goes_pending_when_ingest_stops_consuming(
                 await publish()
                 return await alert_state(prometheus_url, "EPIngestSilent") == "inactive"
 
-            await eventually(cleared, within=30)
+            await eventually(cleared, within=60)
             print(f"EPIngestSilent pending {went_pending:.1f} s after ingest stopped")
     finally:
         if prometheus is not None:

@@ -177,7 +177,7 @@ async def test_the_engine_reconciles_accounts_on_its_own(platform: Platform) -> 
     sn = add_homebase(s)
     async with running(*account_reconciliation(s)):
         secret = await pair_directly(platform, sn)
-        await eventually(lambda: logs_in(s.mqtt, sn, secret), within=10)
+        await eventually(lambda: logs_in(s.mqtt, sn, secret), within=60)
 
 
 async def test_sync_without_the_cluster_secret_says_what_to_set(
