@@ -296,8 +296,12 @@ async def publish_killing(
     with contextlib.suppress(aiomqtt.MqttError):
         async with homebase_client(s.mqtt, sn, secret, will=False) as client:
             for payload in burst:
-                # A publish caught by the kill would wait for its PUBACK for ever.
-                await client.publish(data_topic(sn, s.mqtt.topic_prefix), payload, qos=1, timeout=5)
+                # A publish after the kill would wait for its PUBACK for ever: 5 s say it is
+                # gone. One before it gets the time a loaded broker may take to answer.
+                wait = 5 if acknowledged >= at else 30
+                await client.publish(
+                    data_topic(sn, s.mqtt.topic_prefix), payload, qos=1, timeout=wait
+                )
                 acknowledged += 1
                 if acknowledged == at:
                     kill()
