@@ -191,6 +191,7 @@ async def _target_up(prometheus: str) -> bool:
 
 async def _query(prometheus: str, query: str) -> list[object]:
     async with httpx.AsyncClient() as http:
-        answer = await http.get(f"{prometheus}/api/v1/query", params={"query": query}, timeout=2)
+        # Its callers need the answer: a slow one is waited for, not taken for a failure.
+        answer = await http.get(f"{prometheus}/api/v1/query", params={"query": query}, timeout=30)
     result: list[object] = answer.json()["data"]["result"]
     return result
