@@ -63,7 +63,7 @@ log_type warning
     def start(self) -> None:
         mosquitto = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
         self._process = subprocess.Popen([mosquitto, "-c", str(self._dir / "mosquitto.conf")])
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             try:
                 socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
@@ -75,7 +75,7 @@ log_type warning
                 time.sleep(0.05)
             else:
                 return
-        raise RuntimeError("mosquitto did not listen within 10 s")
+        raise RuntimeError("mosquitto did not listen within 60 s")
 
     @property
     def snapshot(self) -> Path:

@@ -134,7 +134,7 @@ synchronous_commit = off
         with psycopg.connect(self.url, autocommit=True) as conn:
             row = conn.execute("SELECT pg_walfile_name(pg_switch_wal())").fetchone()
             assert row is not None
-            deadline = time.monotonic() + 30
+            deadline = time.monotonic() + 120
             while time.monotonic() < deadline:
                 done = conn.execute(
                     "SELECT last_archived_wal >= %s FROM pg_stat_archiver", (row[0],)
@@ -142,10 +142,10 @@ synchronous_commit = off
                 if done and done[0]:
                     return
                 time.sleep(0.1)
-        raise AssertionError("WAL not archived within 30 s")
+        raise AssertionError("WAL not archived within 120 s")
 
     def wait_promoted(self) -> None:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             try:
                 with psycopg.connect(self.url, autocommit=True, connect_timeout=2) as conn:
@@ -155,7 +155,7 @@ synchronous_commit = off
             except psycopg.OperationalError:
                 pass
             time.sleep(0.1)
-        raise AssertionError("the restored cluster did not finish recovery within 60 s")
+        raise AssertionError("the restored cluster did not finish recovery within 120 s")
 
     def close(self) -> None:
         try:
