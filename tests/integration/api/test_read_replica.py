@@ -18,7 +18,7 @@ from energy_platform.core.http.server import HttpService
 from energy_platform.core.settings import Settings
 from tests.support.admin import run_admin_async
 from tests.support.replica import hot_standby
-from tests.support.services import free_port, running
+from tests.support.services import eventually, free_port, running
 
 
 @pytest.fixture(scope="module")
@@ -28,13 +28,27 @@ def replica_url(database_url: str) -> Iterator[str]:
 
 
 async def replay_lag(primary: asyncpg.Connection, replica: asyncpg.Connection) -> float:
-    """Seconds until the replica has replayed what the primary just committed."""
+    """Seconds until the replica has replayed what the primary just committed. Reported, never
+    asserted: how fast is the benchmark's question (benchmarks/replica_lag.py); the bound only
+    ends a replica that never catches up."""
     lsn = await primary.fetchval("SELECT pg_current_wal_lsn()")
     started = time.perf_counter()
-    while not await replica.fetchval("SELECT pg_last_wal_replay_lsn() >= $1", lsn):
-        assert time.perf_counter() - started < 10, "the replica fell 10 s behind"
-        await asyncio.sleep(0.001)
+    async with asyncio.timeout(120):
+        # Polled every millisecond, not by eventually(): the wait is the figure reported.
+        while not await replica.fetchval("SELECT pg_last_wal_replay_lsn() >= $1", lsn):  # noqa: ASYNC110
+            await asyncio.sleep(0.001)
     return time.perf_counter() - started
+
+
+async def pause_replay(replica: asyncpg.Connection) -> None:
+    """Pause the replica's replay and wait until it has paused: pg_wal_replay_pause() only asks,
+    and a record replayed meanwhile would show what the test says it must not."""
+    await replica.execute("SELECT pg_wal_replay_pause()")
+
+    async def paused() -> bool:
+        return bool(await replica.fetchval("SELECT pg_get_wal_replay_pause_state() = 'paused'"))
+
+    await eventually(paused, within=120)
 
 
 async def test_the_api_reads_from_the_replica_and_writes_to_the_primary(
@@ -79,7 +93,7 @@ async def test_the_api_reads_from_the_replica_and_writes_to_the_primary(
             )
 
             # While the replica is paused, the API's reads show what it has, not the primary.
-            await replica.execute("SELECT pg_wal_replay_pause()")
+            await pause_replay(replica)
             try:
                 await primary.execute(
                     "INSERT INTO cluster.notifications (user_id, rule, subject, title, content)"
