@@ -13,6 +13,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import psycopg
+
 from tests.support.services import free_port, with_port
 
 
@@ -33,6 +35,7 @@ def hot_standby(primary_url: str) -> Iterator[str]:
     """The URL (same database and user) of a hot standby of the server behind ``primary_url``."""
     primary = urlsplit(primary_url)
     port = free_port()
+    slot = f"ep_test_replica_{port}"
     directory = Path(tempfile.mkdtemp(prefix="ep-replica-"))
     data = directory / "data"
     if os.geteuid() == 0:
@@ -46,6 +49,11 @@ def hot_standby(primary_url: str) -> Iterator[str]:
                 "-U", primary.username or "postgres",
                 "-D", str(data),
                 "-R",  # standby.signal and primary_conninfo: a streaming hot standby
+                # A slot of its own: the primary keeps the WAL the standby has not received.
+                # Without one, a primary busy with the suite's other tests recycled a segment
+                # before the standby asked for it ("requested WAL segment ... has already been
+                # removed"), and the standby never caught up.
+                "-C", "-S", slot,
                 "-X", "stream",
                 "-c", "fast",  # checkpoint now, not at the next spread one (minutes)
             ]
@@ -70,4 +78,10 @@ def hot_standby(primary_url: str) -> Iterator[str]:
             check=False,
             capture_output=True,
         )
+        with psycopg.connect(primary_url, autocommit=True) as primary_conn:
+            primary_conn.execute(
+                "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots"
+                " WHERE slot_name = %s",
+                (slot,),
+            )
         shutil.rmtree(directory, ignore_errors=True)
