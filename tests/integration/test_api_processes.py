@@ -14,6 +14,7 @@ import httpx
 from energy_platform.core.settings import Settings
 from tests.support.admin import CLI, run_admin
 from tests.support.platform import serve_env
+from tests.support.services import until
 
 
 def start_api(settings: Settings, *, reuse_port: bool) -> subprocess.Popen[bytes]:
@@ -33,16 +34,14 @@ def answers(url: str, token: str, requests: int) -> list[int]:
 
 
 def wait_ready(base: str, processes: list[subprocess.Popen[bytes]]) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
+    def ready() -> bool:
         assert all(p.poll() is None for p in processes), "an API process exited"
         try:
-            if httpx.get(base + "/readyz", timeout=1).status_code == 200:
-                return
+            return httpx.get(base + "/readyz", timeout=1).status_code == 200
         except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
-    raise AssertionError("the API did not become ready")
+            return False
+
+    until(ready, 60, "the API answers /readyz")
 
 
 def listening(pid: int, port: int) -> bool:
@@ -76,12 +75,13 @@ def test_two_api_processes_share_a_port_and_survive_the_loss_of_one(settings: Se
     processes = [start_api(settings, reuse_port=True) for _ in range(2)]
     try:
         wait_ready(base, processes)
+
         # Both bound the one port: the first to answer says nothing of the other.
-        deadline = time.monotonic() + 60
-        while not all(listening(p.pid, settings.http.api_port) for p in processes):
+        def both_listen() -> bool:
             assert all(p.poll() is None for p in processes), "an API process exited"
-            assert time.monotonic() < deadline, "an API process did not listen within 60 s"
-            time.sleep(0.1)
+            return all(listening(p.pid, settings.http.api_port) for p in processes)
+
+        until(both_listen, 60, "both API processes listen on the port")
         assert answers(url, user["token"], 100) == [200] * 100
 
         processes[0].send_signal(signal.SIGKILL)

@@ -14,7 +14,7 @@ from energy_platform.core.http.server import HttpService
 from energy_platform.core.settings import DatabaseSettings, Settings
 from energy_platform.forwarder.http import app as forwarder
 from energy_platform.provisioning.http import app as provisioning
-from tests.support.services import free_port, running, wait_for_http
+from tests.support.services import eventually, free_port, running, wait_for_http
 from tests.support.tcp_proxy import TcpProxy
 
 APPS: dict[str, Callable[[Settings], Litestar]] = {
@@ -102,16 +102,27 @@ async def test_a_request_in_flight_when_asked_to_stop_is_answered(
     server: Literal["granian", "uvicorn"],
 ) -> None:
     arrived = asyncio.Event()
+    stop = asyncio.Event()
+
+    port = free_port()
+
+    async def refuses_connections() -> bool:
+        try:
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+        except OSError:  # refused, or reset by a listener closing under it
+            return True
+        writer.close()
+        return False
 
     @get("/slow")
     async def slow() -> dict[str, str]:
         arrived.set()
-        await asyncio.sleep(0.5)  # in flight while the server is asked to stop
+        # In flight until the server, asked to stop, has closed its listening socket.
+        await stop.wait()
+        await eventually(refuses_connections, within=30, every=0.01)
         return {"status": "done"}
 
-    port = free_port()
     service = HttpService("slow", Litestar([slow]), "127.0.0.1", port, server=server)
-    stop = asyncio.Event()
     serving = asyncio.create_task(service.run(stop))
     async with asyncio.timeout(30):
         await wait_for_http(f"http://127.0.0.1:{port}/")  # any answer: it listens

@@ -6,13 +6,12 @@ import signal
 import socket
 import subprocess
 import threading
-import time
 
 import httpx
 import pytest
 
 from tests.support.admin import CLI
-from tests.support.services import free_port
+from tests.support.services import free_port, until
 
 
 def start(args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
@@ -58,18 +57,20 @@ class LogLines:
 def wait_ready(
     urls: list[str], process: subprocess.Popen[str], log: LogLines, timeout: float = 60
 ) -> None:
-    deadline = time.monotonic() + timeout
     pending = list(urls)
-    while pending:
+
+    def all_ready() -> bool:
         assert process.poll() is None, log.text()
-        try:
-            if httpx.get(pending[0], timeout=1).status_code == 200:
-                pending.pop(0)
-                continue
-        except httpx.TransportError:
-            pass
-        assert time.monotonic() < deadline, f"not ready: {pending}"
-        time.sleep(0.1)
+        while pending:
+            try:
+                if httpx.get(pending[0], timeout=1).status_code != 200:
+                    return False
+            except httpx.TransportError:
+                return False
+            pending.pop(0)
+        return True
+
+    until(all_ready, timeout, f"every service answers /readyz: {urls}")
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])

@@ -176,14 +176,6 @@ class _Event(msgspec.Struct):
     event: str = ""
 
 
-async def past_route_cache(platform: Platform) -> None:
-    """Wait until every route ingest cached before the call has expired, so that a change of
-    routing (a registration) is seen from then on. The cache's lifetime is a setting counted
-    on the monotonic clock: a sleep past it is the event itself, and a loaded machine only
-    makes it longer."""
-    await asyncio.sleep(platform.settings.ingest.route_cache_seconds * 1.5)
-
-
 async def add_feed(
     platform: Platform,
     sn: str,

@@ -7,6 +7,7 @@ import inspect
 import os
 import secrets
 import socket
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from urllib.parse import urlsplit, urlunsplit
@@ -84,16 +85,25 @@ EVENTUALLY = 30.0
 
 
 async def eventually(
-    check: Callable[[], Awaitable[bool] | bool], within: float = EVENTUALLY
+    check: Callable[[], Awaitable[bool] | bool], within: float = EVENTUALLY, every: float = 0.1
 ) -> None:
-    """Poll ``check`` (a coroutine function, or a plain one) until it holds; fail after
-    ``within`` seconds."""
+    """Poll ``check`` (a coroutine function, or a plain one) every ``every`` seconds until it
+    holds; fail after ``within`` seconds."""
     async with asyncio.timeout(within):
         while True:
             holds = check()
             if await holds if inspect.isawaitable(holds) else holds:
                 return
-            await asyncio.sleep(0.1)
+            await asyncio.sleep(every)
+
+
+def until(check: Callable[[], bool], within: float, what: str) -> None:
+    """:func:`eventually` for a test without an event loop: poll ``check`` until it holds;
+    fail after ``within`` seconds, saying ``what`` did not happen."""
+    deadline = time.monotonic() + within
+    while not check():
+        assert time.monotonic() < deadline, f"not within {within:g} s: {what}"
+        time.sleep(0.1)
 
 
 def periodic_rounds(loop: str) -> float:

@@ -4,7 +4,6 @@ the replica's lag is measured."""
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Iterator
 
@@ -33,10 +32,12 @@ async def replay_lag(primary: asyncpg.Connection, replica: asyncpg.Connection) -
     ends a replica that never catches up."""
     lsn = await primary.fetchval("SELECT pg_current_wal_lsn()")
     started = time.perf_counter()
-    async with asyncio.timeout(120):
-        # Polled every millisecond, not by eventually(): the wait is the figure reported.
-        while not await replica.fetchval("SELECT pg_last_wal_replay_lsn() >= $1", lsn):  # noqa: ASYNC110
-            await asyncio.sleep(0.001)
+
+    async def replayed() -> bool:
+        return bool(await replica.fetchval("SELECT pg_last_wal_replay_lsn() >= $1", lsn))
+
+    # Polled every millisecond: the wait is the figure reported.
+    await eventually(replayed, within=120, every=0.001)
     return time.perf_counter() - started
 
 
