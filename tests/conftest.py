@@ -17,8 +17,6 @@ import pytest
 import pytest_asyncio
 import structlog
 
-from energy_platform.api import app as data
-from energy_platform.core.http.server import HttpService
 from energy_platform.core.settings import (
     CompactionSettings,
     DatabaseSettings,
@@ -29,7 +27,7 @@ from energy_platform.core.settings import (
 from energy_platform.seeding import create_empty_database, drop_database
 from energy_platform.services import build_services
 from tests.support.admin import run_admin_async
-from tests.support.data import World, seed
+from tests.support.data import World, data_api, seed
 from tests.support.databases import create_session_database, database_server
 from tests.support.platform import (
     Platform,
@@ -173,10 +171,8 @@ async def world_data(database_url: str) -> AsyncIterator[World]:
 @pytest_asyncio.fixture(scope="module")
 async def world(world_data: World, settings: Settings) -> AsyncIterator[World]:
     """That world behind the data API, served by a real uvicorn on a free port."""
-    port = free_port()
-    service = HttpService("api", data.create_app(settings), "127.0.0.1", port)
-    world_data.url = f"http://127.0.0.1:{port}"
-    async with running(service, ready_urls=(world_data.url + "/healthz",)):
+    async with data_api(settings) as url:
+        world_data.url = url
         yield world_data
 
 

@@ -26,8 +26,9 @@ from psycopg import sql
 
 from energy_platform.api.admin import INSERT_FEED, INSERT_FIRST_FEED_CONFIG, SET_STREAM_CONFIG
 from energy_platform.core.codec.format_v4 import Series
+from energy_platform.core.db.pool import Connection
 from energy_platform.core.tokens import new_token, token_digest
-from energy_platform.devices.ingest.store import Connection, cluster_key, cluster_streams
+from energy_platform.devices.ingest.store import cluster_key, cluster_streams
 from energy_platform.users.admin import INSERT_USER
 
 # The engine makes a channel's processed streams in its intake statement, many at once; this
@@ -101,6 +102,7 @@ async def raw_stream(
     device: int = 1,
     idx: int | None = None,
 ) -> int:
+    """One raw stream of ``medium`` on ``channel``: :func:`raw_streams` of one channel."""
     (stream,) = await raw_streams(conn, feed, [channel], medium, device=device, idx=idx)
     return stream
 

@@ -3,6 +3,8 @@ at known times (served by the ``world`` fixture of the data tests' conftest)."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -10,7 +12,11 @@ import asyncpg
 import httpx
 
 from energy_platform import seeding
+from energy_platform.api import app as data
+from energy_platform.core.http.server import HttpService
+from energy_platform.core.settings import Settings
 from tests.support.forwarder import NO_CUSTOMER
+from tests.support.services import free_port, running
 
 T0 = 1_767_225_600
 """2026-01-01T00:00:00Z: the data tests' points are placed from here (a 90 s bucket start)."""
@@ -111,3 +117,13 @@ async def seed(conn: asyncpg.Connection) -> World:
         {k: str(v) for k, v in feeds.items()},
         {k: str(v) for k, v in streams.items()},
     )
+
+
+@asynccontextmanager
+async def data_api(settings: Settings) -> AsyncIterator[str]:
+    """The data API of ``settings``, served by a real uvicorn on a free port: its base URL."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    service = HttpService("api", data.create_app(settings), "127.0.0.1", port)
+    async with running(service, ready_urls=(url + "/healthz",)):
+        yield url

@@ -77,6 +77,12 @@ def test_a_renamed_variable_still_sets_its_setting_and_is_reported() -> None:
     assert Settings.from_env(environ).provisioning.tftp_port == 7070
 
 
+def test_a_bad_value_under_a_former_name_names_the_variable_that_was_set() -> None:
+    with pytest.raises(ConfigurationError) as error:
+        Settings.from_env({"EP_DEVICES_TFTP_PORT": "sixty-nine"})
+    assert error.value.detail.startswith("EP_DEVICES_TFTP_PORT: ")
+
+
 def sections() -> dict[str, type[msgspec.Struct]]:
     return {
         f.name: f.type

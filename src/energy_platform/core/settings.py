@@ -379,22 +379,23 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         reported by :func:`unknown_variables` (the CLI warns of them at start)."""
         raw: dict[str, Any] = {}
         names = _variable_names()
-        environ = {
-            **{new: environ[old] for old, new in RENAMED.items() if old in environ},
-            **environ,
-        }
+        # The variable each setting was read from: its current name, else its former one (an
+        # error names the variable the operator actually set).
+        given = {new: old for old, new in RENAMED.items() if old in environ}
+        given |= {name: name for name in names.values() if name in environ}
         for path, name in names.items():
-            if name in environ:
+            if name in given:
                 *section, field = path.removeprefix("$.").split(".")
                 target = raw.setdefault(section[0], {}) if section else raw
-                target[field] = environ[name]
+                target[field] = environ[given[name]]
         try:
             return msgspec.convert(raw, cls, strict=False)
         except msgspec.ValidationError as e:
             message = str(e)
             for path, name in names.items():
                 if message.endswith(f"at `{path}`"):
-                    message = f"{name}: {message.removesuffix(f' - at `{path}`')}"
+                    variable = given.get(name, name)
+                    message = f"{variable}: {message.removesuffix(f' - at `{path}`')}"
             raise ConfigurationError(message) from e
 
 

@@ -12,15 +12,12 @@ import httpx
 import pytest
 
 from energy_platform import seeding
-from energy_platform.api import app as data
 from energy_platform.core.db.pool import create_pool
-from energy_platform.core.http.server import HttpService
 from energy_platform.core.settings import DatabaseSettings, Settings
 from energy_platform.devices.ingest.store import PointStore
-from tests.support.data import YEAR
+from tests.support.data import YEAR, data_api
 from tests.support.databases import create_session_database
 from tests.support.engine import Feed, NewFeed
-from tests.support.services import free_port, running
 
 _serials = itertools.count(1)
 
@@ -66,11 +63,5 @@ async def pool(own_database: str) -> AsyncIterator[asyncpg.Pool]:
 @pytest.fixture
 async def api(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
     """The data API on a free port, and a client of it (the rollup tests read through it)."""
-    port = free_port()
-    service = HttpService("api", data.create_app(settings), "127.0.0.1", port)
-    url = f"http://127.0.0.1:{port}"
-    async with (
-        running(service, ready_urls=(url + "/healthz",)),
-        httpx.AsyncClient(base_url=url) as client,
-    ):
+    async with data_api(settings) as url, httpx.AsyncClient(base_url=url) as client:
         yield client

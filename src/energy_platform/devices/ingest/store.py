@@ -9,9 +9,9 @@ from typing import TypeVar
 
 import asyncpg
 import msgspec
-from asyncpg.pool import PoolConnectionProxy
 
 from energy_platform.core.codec.format_v4 import Series
+from energy_platform.core.db.pool import Connection
 from energy_platform.devices.ingest.drops import (
     INSERT_DEAD_LETTERS,
     DeadLetter,
@@ -88,7 +88,6 @@ ON CONFLICT (homebase_sn) DO UPDATE SET last_data_at = now()"""
 K = TypeVar("K", bound=tuple[object, ...])
 ClusterKey = tuple[int, str, int, int | None, int | None, int | None, str | None]
 ForwarderKey = tuple[str, int, int, int | None, int | None, str | None]
-Connection = asyncpg.Connection | PoolConnectionProxy
 
 
 class Accepted(msgspec.Struct):

@@ -16,12 +16,10 @@ import psycopg
 import pytest_asyncio
 
 from energy_platform import seeding
-from energy_platform.api import app as data
-from energy_platform.core.http.server import HttpService
 from energy_platform.core.settings import Settings
 from tests.support.admin import run_admin_async
+from tests.support.data import data_api
 from tests.support.page import WEEK, ZONE, PageWorld
-from tests.support.services import free_port, running
 
 DAY = 86_400
 SN = "DB00000000000016"
@@ -141,8 +139,6 @@ async def page_data(database_url: str, settings: Settings) -> AsyncIterator[Page
 
 @pytest_asyncio.fixture(scope="package")
 async def page_world(page_data: PageWorld, settings: Settings) -> AsyncIterator[PageWorld]:
-    port = free_port()
-    service = HttpService("api", data.create_app(settings), "127.0.0.1", port)
-    page_data.url = f"http://127.0.0.1:{port}"
-    async with running(service, ready_urls=(page_data.url + "/healthz",)):
+    async with data_api(settings) as url:
+        page_data.url = url
         yield page_data
