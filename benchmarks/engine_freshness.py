@@ -64,7 +64,8 @@ PROCESSED_PAIRS = """
 SELECT ps.id AS processed, rs.id AS raw
   FROM cluster.streams ps
   JOIN cluster.streams rs ON rs.feed_id = ps.feed_id AND rs.channel = ps.channel
- WHERE ps.type = 'processed' AND rs.type = 'raw' AND NOT ps.cost AND NOT ps.combined"""
+ WHERE ps.type = 'processed' AND rs.type = 'raw' AND ps.quantity = 'consumption'
+   AND NOT ps.combined"""
 ROLLED_UP = """
 SELECT (SELECT count(*) FROM cluster.hourly_rollups) AS hours,
        (SELECT count(*) FROM cluster.rollup_work) AS queued"""

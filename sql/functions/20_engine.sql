@@ -87,6 +87,32 @@ $$;
 COMMENT ON FUNCTION cluster.validity_buckets(tstzrange) IS
     'The buckets whose start lies in the validity range: kfrom <= k < kto.';
 
+-- The processed stream a raw stream counts in, by its method (cluster.processable_media) and
+-- index: a register's index is its tariff (1-0:1.8.2 is medium 22, index 2: tariff 2), any other
+-- medium's index is its own (a phase). A table function so that the planner inlines it.
+CREATE OR REPLACE FUNCTION cluster.processed_target(method text, raw_idx integer)
+RETURNS TABLE (idx integer, tariff integer)
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT CASE WHEN method = 'register' THEN NULL ELSE raw_idx END,
+           CASE WHEN method = 'register' THEN raw_idx END
+$$;
+COMMENT ON FUNCTION cluster.processed_target(text, integer) IS
+    'The (idx, tariff) of the processed stream a raw stream of this method and index counts in.';
+
+-- Where a register counts (docs/engine.md#each-wh-once): the buckets its readings span, from the
+-- one holding its first reading to the last one its line reaches into (a last reading on a
+-- bucket's start leaves that bucket out). A register of one reading spans nothing.
+CREATE OR REPLACE FUNCTION cluster.register_span(p_stream_id bigint)
+RETURNS TABLE (kfirst bigint, klast bigint)
+LANGUAGE sql STABLE AS $$
+    SELECT cluster.bucket_of(e.first), ceil(e.last / cluster.bucket_seconds())::bigint - 1
+      FROM (SELECT date_part('epoch', cluster.stream_point_edge(p_stream_id, false)) AS first,
+                   date_part('epoch', cluster.stream_point_edge(p_stream_id, true)) AS last) e
+     WHERE e.first < e.last
+$$;
+COMMENT ON FUNCTION cluster.register_span(bigint) IS
+    'The buckets from a raw stream''s first point to its last (kfirst <= k <= klast); no row for fewer than two points.';
+
 -- Queue the buckets of one channel that overlap p_period, cut to the channel's raw data: no
 -- processed point lies outside it, and data arriving later brings its own dirty range.
 CREATE OR REPLACE FUNCTION cluster.engine_invalidate(p_feed_id bigint, p_channel integer, p_period tstzmultirange)

@@ -2,7 +2,7 @@
 -- change a column, and every view is rebuilt from its one definition here.
 -- Re-applied by every `migrate`, after the numbered migrations: the one current definition.
 
-DROP VIEW IF EXISTS cluster.daily_readings, cluster.hourly_readings, cluster.dead_letter_causes, cluster.current_feed_titles, cluster.homebase_activity, cluster.tariff_prices, cluster.readings, cluster.system_readings, cluster.processed_readings, cluster.raw_readings, cluster.compacted_points, cluster.visible_feeds;
+DROP VIEW IF EXISTS cluster.channel_totals, cluster.daily_readings, cluster.hourly_readings, cluster.dead_letter_causes, cluster.current_feed_titles, cluster.homebase_activity, cluster.tariff_prices, cluster.readings, cluster.system_readings, cluster.processed_readings, cluster.raw_readings, cluster.compacted_points, cluster.visible_feeds;
 
 -- Who sees a feed, written once: the data API, the notification rules and the views below that
 -- serve a feed's owner read feeds through these two, never cluster.feeds itself (a second copy
@@ -77,6 +77,20 @@ SELECT f.id AS feed_id, f.owner_id, f.homebase_sn, p.last_data_at AS last_seen
   FROM cluster.visible_feeds f
   LEFT JOIN cluster.homebase_presence p ON p.homebase_sn = f.homebase_sn;
 COMMENT ON VIEW cluster.homebase_activity IS 'Per visible feed (cluster.visible_feeds): when its homebase or device last sent data.';
+
+-- A channel's total, per quantity (docs/engine.md#a-channels-total): its combined stream when it
+-- has one (the sum of its tariff registers or its phases), else its one stream without index or
+-- tariff. An unindexed stream beside a combined one (a total register or total power beside the
+-- tariffs or phases) measures the same energy another way: adding both counts it twice.
+CREATE VIEW cluster.channel_totals AS
+SELECT s.id AS stream_id, s.feed_id, s.channel, s.quantity
+  FROM cluster.streams s
+ WHERE s.type = 'processed' AND s.idx IS NULL AND s.tariff IS NULL
+   AND (s.combined OR NOT EXISTS (
+           SELECT FROM cluster.streams c
+            WHERE c.type = 'processed' AND c.feed_id = s.feed_id AND c.channel = s.channel
+              AND c.quantity = s.quantity AND c.combined));
+COMMENT ON VIEW cluster.channel_totals IS 'Per feed, channel and quantity the one processed stream that is the channel''s total: the combined stream if there is one, else the stream without index or tariff. Sum these, never every processed stream.';
 
 CREATE VIEW cluster.current_feed_titles AS
 SELECT feed_id, title, timezone FROM cluster.feed_configs WHERE upper_inf(validity);

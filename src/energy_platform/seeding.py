@@ -34,8 +34,8 @@ from energy_platform.users.admin import INSERT_USER
 # The engine makes a channel's processed streams in its intake statement, many at once; this
 # is the one row of that statement.
 INSERT_PROCESSED_STREAM = """
-INSERT INTO cluster.streams (feed_id, type, channel, idx, combined, cost)
-VALUES ($1, 'processed', $2, $3, $4, $5)
+INSERT INTO cluster.streams (feed_id, type, channel, idx, tariff, combined, quantity)
+VALUES ($1, 'processed', $2, $3, $4, $5, $6)
 RETURNING id"""
 SUBSCRIPTION = timedelta(days=365)
 """How long a feed's subscription runs unless told: ``admin feeds add``'s default."""
@@ -132,14 +132,15 @@ async def processed_stream(
     medium: str | None = "power",
     unit: str = "Wh",
     idx: int | None = None,
+    tariff: int | None = None,
     combined: bool = False,
-    cost: bool = False,
+    quantity: str = "consumption",
 ) -> int:
     """A processed stream with one configuration from the beginning of time, as the engine
     makes them (docs/engine.md); its points are the caller's to write."""
     async with conn.transaction():
         stream: int = await conn.fetchval(
-            INSERT_PROCESSED_STREAM, feed, channel, idx, combined, cost
+            INSERT_PROCESSED_STREAM, feed, channel, idx, tariff, combined, quantity
         )
         await conn.execute(SET_STREAM_CONFIG, stream, None, title, medium, unit)
     return stream

@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 
 import asyncpg
+import httpx
 import msgspec
 
 from energy_platform import seeding
@@ -69,6 +70,20 @@ class Feed:
 
 
 NewFeed = Callable[..., Awaitable[Feed]]
+
+
+async def api_buckets(
+    api: httpx.AsyncClient, feed: Feed, stream_id: int, resolution: str, **params: int
+) -> list[list[float]]:
+    """A stream's buckets per ``resolution`` as the data API answers its owner."""
+    answer = await api.get(
+        f"/feeds/{feed.id}/streams/{stream_id}/data",
+        params={"resolution": resolution, "limit": 1000, **params},
+        headers={"Authorization": f"Bearer {feed.owner_token}"},
+    )
+    assert answer.status_code == 200, answer.text
+    result: list[list[float]] = answer.json()
+    return result
 
 
 async def process(db: asyncpg.Connection) -> None:

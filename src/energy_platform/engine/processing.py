@@ -71,45 +71,54 @@ WITH claimed AS (
     SELECT feed_id, channel, unnest(range_agg(buckets)) FROM affected GROUP BY feed_id, channel
     RETURNING 1
 ), channel_media AS (
-    SELECT DISTINCT ON (s.feed_id, s.channel, s.idx) s.feed_id, s.channel, s.idx,
-           m.medium, m.title, m.unit
+    -- The processed streams a channel's raw media call for: one per quantity and index, where
+    -- a register's index is a tariff (1-0:1.8.2: tariff 2), never a phase.
+    SELECT DISTINCT ON (s.feed_id, s.channel, m.quantity, t.idx, t.tariff)
+           s.feed_id, s.channel, m.quantity, t.idx, t.tariff, m.medium, m.title, m.unit,
+           m.index_label
       FROM (SELECT DISTINCT feed_id, channel FROM touched) c
       JOIN cluster.streams s ON s.feed_id = c.feed_id AND s.channel = c.channel AND s.type = 'raw'
       JOIN cluster.processable_media m ON m.medium_id = s.medium
-     ORDER BY s.feed_id, s.channel, s.idx, m.medium_id
+     CROSS JOIN LATERAL cluster.processed_target(m.method, s.idx) t
+     ORDER BY s.feed_id, s.channel, m.quantity, t.idx, t.tariff, m.medium_id
 ), wanted AS (
-    SELECT feed_id, channel, idx, false AS combined, medium, title, unit FROM channel_media
+    SELECT feed_id, channel, quantity, idx, tariff, false AS combined, medium, title, unit,
+           index_label
+      FROM channel_media
     UNION ALL
-    SELECT feed_id, channel, NULL, true, min(medium), min(title), min(unit)
-      FROM channel_media WHERE idx IS NOT NULL
-     GROUP BY feed_id, channel HAVING count(*) >= 2
+    SELECT feed_id, channel, quantity, NULL, NULL, true, min(medium), min(title), min(unit), ''
+      FROM channel_media WHERE idx IS NOT NULL OR tariff IS NOT NULL
+     GROUP BY feed_id, channel, quantity HAVING count(*) >= 2
 ), missing AS (
-    SELECT w.*, k.cost
+    -- Consumption is priced: each consumption stream has a cost stream beside it.
+    SELECT w.*, k.cost, CASE WHEN k.cost THEN 'cost' ELSE w.quantity END AS stream_quantity
       FROM wanted w CROSS JOIN (VALUES (false), (true)) AS k (cost)
-     WHERE (NOT k.cost OR w.medium <> 'temperature')
+     WHERE (NOT k.cost OR w.quantity = 'consumption')
        AND NOT EXISTS (
            SELECT 1 FROM cluster.streams s
             WHERE s.type = 'processed' AND s.feed_id = w.feed_id AND s.channel = w.channel
-              AND s.idx IS NOT DISTINCT FROM w.idx AND s.combined = w.combined
-              AND s.cost = k.cost)
+              AND s.idx IS NOT DISTINCT FROM w.idx AND s.tariff IS NOT DISTINCT FROM w.tariff
+              AND s.combined = w.combined
+              AND s.quantity = CASE WHEN k.cost THEN 'cost' ELSE w.quantity END)
 ), created AS (
-    INSERT INTO cluster.streams (feed_id, type, channel, idx, combined, cost)
-    SELECT feed_id, 'processed', channel, idx, combined, cost FROM missing
+    INSERT INTO cluster.streams (feed_id, type, channel, idx, tariff, combined, quantity)
+    SELECT feed_id, 'processed', channel, idx, tariff, combined, stream_quantity FROM missing
     ON CONFLICT DO NOTHING
-    RETURNING id, feed_id, channel, idx, combined, cost
+    RETURNING id, feed_id, channel, idx, tariff, combined, quantity
 ), configured AS (
     INSERT INTO cluster.stream_configs (stream_id, title, medium, unit, validity)
     SELECT c.id,
-           m.title || CASE WHEN c.cost THEN ' cost' ELSE '' END || ', channel ' || c.channel
+           m.title || CASE WHEN m.cost THEN ' cost' ELSE '' END || ', channel ' || c.channel
                || CASE WHEN c.combined THEN ', total'
+                       WHEN c.tariff IS NOT NULL THEN ', tariff ' || c.tariff
                        WHEN c.idx IS NULL THEN ''
-                       WHEN m.medium = 'power' THEN ', L' || c.idx
-                       ELSE ', index ' || c.idx END,
-           m.medium, CASE WHEN c.cost THEN $2 ELSE m.unit END, tstzrange(NULL, NULL)
+                       ELSE m.index_label || c.idx END,
+           m.medium, CASE WHEN m.cost THEN $2 ELSE m.unit END, tstzrange(NULL, NULL)
       FROM created c
       JOIN missing m ON m.feed_id = c.feed_id AND m.channel = c.channel
-                    AND m.idx IS NOT DISTINCT FROM c.idx AND m.combined = c.combined
-                    AND m.cost = c.cost
+                    AND m.idx IS NOT DISTINCT FROM c.idx
+                    AND m.tariff IS NOT DISTINCT FROM c.tariff AND m.combined = c.combined
+                    AND m.stream_quantity = c.quantity
     RETURNING stream_id
 ), history AS (
     -- A new stream gets the channel's whole raw history, not only this batch.
@@ -170,14 +179,18 @@ SELECT feed_id, channel, wfrom, wto FROM parts WHERE wfrom < wto
 # Recomputes the buckets [wfrom, wto) of the given channels. Per raw stream the points from the
 # last one before wfrom to the first one at or after wto form segments. A bridged segment
 # (cluster.bridged) adds its trapezoid (value·s) and its length (s) to the buckets it overlaps,
-# cut at their edges (cluster.segment_integral, cluster.segment_covered); every segment adds its
-# meter delta (never negative: a decrease is a reset or rollover) to the bucket of its later
-# point. Times are float epoch seconds; bucket k starts at k·cluster.bucket_seconds(). Each
-# segment is first added whole to the bucket it starts in ("heads", one hash aggregate over the
-# points); the one segment per bucket that crosses its end is carried along and spread over the
-# following buckets afterwards ("tails", a row per bucket, not per point). Configurations,
-# tariffs and time zones are joined as ranges of k (cluster.validity_buckets): hash joins on
-# keys. The numbers and the expressions used twice are named by functions of
+# cut at their edges (cluster.segment_integral, cluster.segment_covered); a register's segment
+# is first made its constant rate of rise (Wh/s), so that its trapezoid is its rise in the
+# bucket. A meter reading's segment, and a register's unbridged one, adds its step (never
+# negative: a decrease is a reset or rollover) to the bucket of its later point. Times are
+# float epoch seconds; bucket k starts at k·cluster.bucket_seconds(). Each segment is first
+# added whole to the bucket it starts in ("heads", one hash aggregate over the points); the one
+# segment per bucket that crosses its end is carried along and spread over the following
+# buckets afterwards ("tails", a row per bucket, not per point). Per processed stream and
+# bucket the register's value is taken from its first reading's bucket to its last one's
+# ("spans"), the other media's outside them: each Wh counted once. Configurations, tariffs and
+# time zones are joined as ranges of k (cluster.validity_buckets): hash joins on keys. The
+# numbers and the expressions used twice are named by functions of
 # sql/functions/20_engine.sql that the planner inlines: the plan is the one the expressions
 # written out gave.
 COMPUTE = """
@@ -185,7 +198,8 @@ WITH work AS (
     SELECT * FROM unnest($1::bigint[], $2::integer[], $3::timestamptz[], $4::timestamptz[])
         AS w (feed_id, channel, wfrom, wto)
 ), sources AS MATERIALIZED (
-    SELECT s.id AS raw_id, date_part('epoch', w.wfrom) AS wf, date_part('epoch', w.wto) AS wt,
+    SELECT s.id AS raw_id, m.method, date_part('epoch', w.wfrom) AS wf,
+           date_part('epoch', w.wto) AS wt,
            coalesce(n.before, w.wfrom) AS lo, coalesce(n.after, w.wto) AS hi
       FROM work w
       JOIN cluster.streams s ON s.feed_id = w.feed_id AND s.channel = w.channel AND s.type = 'raw'
@@ -193,14 +207,24 @@ WITH work AS (
      CROSS JOIN LATERAL cluster.point_neighbours(s.id, w.wfrom, w.wto) n
 ), segments AS (
     -- OFFSET 0 keeps each expression computed once per point, not once per use.
-    SELECT raw_id, wt, e0, v0, e1, v1, k, a, least(e1, kend) AS c, e1 >= kend AS crosses,
-           cluster.bridged(e0, e1) AS bridged
-      FROM (SELECT raw_id, wt, e0, v0, e1, v1, k, a,
+    SELECT raw_id, wt, e0, v0, e1, v1, step, k, a, least(e1, kend) AS c, e1 >= kend AS crosses,
+           bridged
+      FROM (SELECT raw_id, wt, e0, v0, e1, v1, step, bridged, k, a,
                    cluster.bucket_seconds() * k + cluster.bucket_seconds() AS kend
-              FROM (SELECT raw_id, wt, e0, v0, e1, v1, greatest(e0, wf) AS a,
-                           cluster.bucket_of(greatest(e0, wf)) AS k
-                      FROM (SELECT src.raw_id, src.wf, src.wt, date_part('epoch', g.ts) AS e0,
-                                   g.v0, date_part('epoch', g.t1) AS e1, g.v1
+              FROM (SELECT raw_id, wt, e0, e1, bridged, greatest(e0, wf) AS a,
+                           cluster.bucket_of(greatest(e0, wf)) AS k,
+                           CASE WHEN method = 'register'
+                                THEN greatest(v1 - v0, 0) / (e1 - e0) ELSE v0 END AS v0,
+                           CASE WHEN method = 'register'
+                                THEN greatest(v1 - v0, 0) / (e1 - e0) ELSE v1 END AS v1,
+                           CASE WHEN method = 'reading'
+                                  OR (method = 'register' AND NOT bridged)
+                                THEN greatest(v1 - v0, 0) END AS step
+                      FROM (SELECT src.raw_id, src.method, src.wf, src.wt,
+                                   date_part('epoch', g.ts) AS e0, g.v0,
+                                   date_part('epoch', g.t1) AS e1, g.v1,
+                                   cluster.bridged(date_part('epoch', g.ts),
+                                                   date_part('epoch', g.t1)) AS bridged
                               FROM sources src
                               CROSS JOIN LATERAL (
                                   SELECT p.ts, p.value AS v0,
@@ -217,23 +241,23 @@ WITH work AS (
     SELECT raw_id, k, min(wt) AS wt,
            sum(cluster.segment_integral(e0, v0, e1, v1, bridged, a, c)) AS integral,
            sum(cluster.segment_covered(bridged, a, c)) AS covered,
-           sum(greatest(v1 - v0, 0)) FILTER (WHERE NOT crosses) AS delta,
+           sum(step) FILTER (WHERE NOT crosses) AS delta,
            max(e0) FILTER (WHERE crosses) AS ce0,
            max(v0) FILTER (WHERE crosses) AS cv0,
            max(e1) FILTER (WHERE crosses) AS ce1,
-           max(v1) FILTER (WHERE crosses) AS cv1
+           max(v1) FILTER (WHERE crosses) AS cv1,
+           max(step) FILTER (WHERE crosses) AS cstep
       FROM segments
      GROUP BY raw_id, k
 ), tails AS (
     SELECT raw_id, k,
            cluster.segment_integral(e0, v0, e1, v1, bridged, a, c) AS integral,
            cluster.segment_covered(bridged, a, c) AS covered,
-           CASE WHEN floor(e1 / cluster.bucket_seconds()) = k THEN greatest(v1 - v0, 0) END
-               AS delta
-      FROM (SELECT raw_id, k, e0, v0, e1, v1, bridged,
+           CASE WHEN cluster.bucket_of(e1) = k THEN step END AS delta
+      FROM (SELECT raw_id, k, e0, v0, e1, v1, step, bridged,
                    greatest(e0, cluster.bucket_seconds() * k) AS a,
                    least(e1, cluster.bucket_seconds() * k + cluster.bucket_seconds()) AS c
-              FROM (SELECT raw_id, ce0 AS e0, cv0 AS v0, ce1 AS e1, cv1 AS v1,
+              FROM (SELECT raw_id, ce0 AS e0, cv0 AS v0, ce1 AS e1, cv1 AS v1, cstep AS step,
                            cluster.bridged(ce0, ce1) AS bridged,
                            generate_series(
                                CASE WHEN cluster.bridged(ce0, ce1) THEN k + 1
@@ -248,20 +272,51 @@ WITH work AS (
             SELECT raw_id, k, integral, covered, delta FROM tails) parts
      GROUP BY raw_id, k
 ), per_index AS (
-    SELECT s.feed_id, s.channel, s.idx, r.k,
-           sum(r.integral) AS integral, sum(r.covered) AS covered, sum(r.delta) AS delta
-      FROM per_raw r JOIN cluster.streams s ON s.id = r.raw_id
-     GROUP BY s.feed_id, s.channel, s.idx, r.k
+    -- Registers apart from the rest: which of the two a bucket takes is decided per stream.
+    SELECT s.feed_id, s.channel, m.quantity, t.idx, t.tariff, r.k,
+           sum(CASE WHEN r.covered > 0 OR r.delta IS NOT NULL
+                    THEN r.integral + coalesce(r.delta, 0) END)
+               FILTER (WHERE m.method = 'register') AS register,
+           sum(CASE m.method WHEN 'integral' THEN CASE WHEN r.covered > 0
+                                                       THEN r.integral / 3600 END
+                             WHEN 'reading' THEN r.delta END)
+               FILTER (WHERE m.method IN ('integral', 'reading')) AS measured,
+           sum(r.integral) FILTER (WHERE m.method = 'mean') AS integral,
+           sum(r.covered) FILTER (WHERE m.method = 'mean') AS covered
+      FROM per_raw r
+      JOIN cluster.streams s ON s.id = r.raw_id
+      JOIN cluster.processable_media m ON m.medium_id = s.medium
+     CROSS JOIN LATERAL cluster.processed_target(m.method, s.idx) t
+     GROUP BY s.feed_id, s.channel, m.quantity, t.idx, t.tariff, r.k
 ), per_target AS (
-    SELECT feed_id, channel, coalesce(idx, 0) AS idx, false AS combined, k,
-           integral, covered, delta
+    SELECT feed_id, channel, quantity, coalesce(idx, 0) AS idx, coalesce(tariff, 0) AS tariff,
+           false AS combined, k, register, measured, integral, covered
       FROM per_index
     UNION ALL
-    SELECT feed_id, channel, 0, true, k, sum(integral), sum(covered), sum(delta)
-      FROM per_index WHERE idx IS NOT NULL GROUP BY feed_id, channel, k
+    SELECT feed_id, channel, quantity, 0, 0, true, k, sum(register), sum(measured),
+           sum(integral), sum(covered)
+      FROM per_index WHERE idx IS NOT NULL OR tariff IS NOT NULL
+     GROUP BY feed_id, channel, quantity, k
+), spans AS MATERIALIZED (
+    -- The buckets from a register's first reading to its last, over its whole history: per
+    -- stream it counts (its own; the unindexed one's; the combined one's for a tariff).
+    SELECT s.feed_id, s.channel, m.quantity, 0 AS idx, coalesce(s.idx, 0) AS tariff,
+           false AS combined, e.kfirst, e.klast
+      FROM (SELECT DISTINCT raw_id FROM sources WHERE method = 'register') r
+      JOIN cluster.streams s ON s.id = r.raw_id
+      JOIN cluster.processable_media m ON m.medium_id = s.medium
+     CROSS JOIN LATERAL cluster.register_span(r.raw_id) e
+    UNION ALL
+    SELECT s.feed_id, s.channel, m.quantity, 0, 0, true, min(e.kfirst), max(e.klast)
+      FROM (SELECT DISTINCT raw_id FROM sources WHERE method = 'register') r
+      JOIN cluster.streams s ON s.id = r.raw_id AND s.idx IS NOT NULL
+      JOIN cluster.processable_media m ON m.medium_id = s.medium
+     CROSS JOIN LATERAL cluster.register_span(r.raw_id) e
+     GROUP BY s.feed_id, s.channel, m.quantity
 ), targets AS MATERIALIZED (
     SELECT ps.id AS stream_id, ps.feed_id, ps.channel, ps.idx AS stream_idx,
-           coalesce(ps.idx, 0) AS idx, ps.combined, ps.cost, c.medium, k.kfrom, k.kto
+           ps.tariff AS stream_tariff, coalesce(ps.idx, 0) AS idx,
+           coalesce(ps.tariff, 0) AS tariff, ps.combined, ps.quantity, c.medium, k.kfrom, k.kto
       FROM (SELECT DISTINCT feed_id, channel FROM work) w
       JOIN cluster.streams ps
         ON ps.feed_id = w.feed_id AND ps.channel = w.channel AND ps.type = 'processed'
@@ -269,41 +324,47 @@ WITH work AS (
      CROSS JOIN LATERAL cluster.validity_buckets(c.validity) k
      WHERE c.medium IS NOT NULL
 ), periods AS MATERIALIZED (
-    -- Per channel and index: the stretches of k with one consumption configuration, and those
-    -- that also have a cost configuration, a tariff and a time zone. The cost side is looked
+    -- Per value stream: the stretches of k with one configuration, and those that also have a
+    -- cost configuration, a tariff and a time zone (consumption only). The cost side is looked
     -- up from each consumption period through the tables' indexes: joined as CTEs, whose
     -- sizes the planner cannot know, it became a nested loop over every pair of periods
     -- (4 s for a batch of 1,000 channels).
-    SELECT c.feed_id, c.channel, c.idx, c.combined, c.stream_id, c.medium, c.kfrom, c.kto,
-           NULL::bigint AS tariff_id, NULL::text AS timezone
-      FROM targets c WHERE NOT c.cost
+    SELECT c.feed_id, c.channel, c.quantity, c.idx, c.tariff, c.combined, c.stream_id,
+           c.medium, c.kfrom, c.kto, NULL::bigint AS tariff_id, NULL::text AS timezone
+      FROM targets c WHERE c.quantity IN ('consumption', 'export', 'mean')
     UNION ALL
-    SELECT c.feed_id, c.channel, c.idx, c.combined, cs.id, c.medium,
+    SELECT c.feed_id, c.channel, c.quantity, c.idx, c.tariff, c.combined, cs.id, c.medium,
            greatest(c.kfrom, k.kfrom), least(c.kto, k.kto), tr.id, z.timezone
       FROM targets c
       JOIN cluster.streams cs
         ON cs.feed_id = c.feed_id AND cs.type = 'processed' AND cs.channel = c.channel
-       AND cs.idx IS NOT DISTINCT FROM c.stream_idx AND cs.combined = c.combined AND cs.cost
+       AND cs.idx IS NOT DISTINCT FROM c.stream_idx
+       AND cs.tariff IS NOT DISTINCT FROM c.stream_tariff
+       AND cs.combined = c.combined AND cs.quantity = 'cost'
       JOIN cluster.stream_configs cc ON cc.stream_id = cs.id
       JOIN cluster.tariffs tr ON tr.feed_id = c.feed_id AND tr.medium = cc.medium
       JOIN cluster.feed_configs z ON z.feed_id = c.feed_id
      CROSS JOIN LATERAL (SELECT cc.validity * tr.validity * z.validity AS valid) v
      CROSS JOIN LATERAL cluster.validity_buckets(v.valid) k
-     WHERE NOT c.cost AND c.medium <> 'temperature' AND NOT isempty(v.valid)
+     WHERE c.quantity = 'consumption' AND NOT isempty(v.valid)
        AND greatest(c.kfrom, k.kfrom) < least(c.kto, k.kto)
 ), valued AS MATERIALIZED (
-    -- Consumption (or mean) per bucket; for cost rows in kWh or m³, to be priced.
+    -- The stream's quantity per bucket; for cost rows in kWh or m³, to be priced.
     SELECT pd.stream_id, t.k, pd.tariff_id, pd.timezone,
-           CASE pd.medium
-               WHEN 'power' THEN CASE WHEN t.covered > 0 THEN t.integral / 3600 END
-               WHEN 'temperature' THEN CASE WHEN t.covered > 0 THEN t.integral / t.covered END
-               ELSE t.delta END
+           CASE WHEN pd.quantity = 'mean'
+                THEN CASE WHEN t.covered > 0 THEN t.integral / t.covered END
+                WHEN t.k BETWEEN sp.kfirst AND sp.klast THEN t.register
+                ELSE t.measured END
            * CASE WHEN pd.tariff_id IS NOT NULL AND pd.medium = 'power' THEN 0.001::float8
                   ELSE 1 END AS value
       FROM per_target t
       JOIN periods pd
-        ON pd.feed_id = t.feed_id AND pd.channel = t.channel AND pd.idx = t.idx
-       AND pd.combined = t.combined AND t.k >= pd.kfrom AND t.k < pd.kto
+        ON pd.feed_id = t.feed_id AND pd.channel = t.channel AND pd.quantity = t.quantity
+       AND pd.idx = t.idx AND pd.tariff = t.tariff AND pd.combined = t.combined
+       AND t.k >= pd.kfrom AND t.k < pd.kto
+      LEFT JOIN spans sp
+        ON sp.feed_id = t.feed_id AND sp.channel = t.channel AND sp.quantity = t.quantity
+       AND sp.idx = t.idx AND sp.tariff = t.tariff AND sp.combined = t.combined
 ), results AS (
     SELECT stream_id, to_timestamp(cluster.bucket_seconds() * k) AS ts, value
       FROM valued WHERE tariff_id IS NULL AND value IS NOT NULL

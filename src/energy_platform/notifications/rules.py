@@ -164,13 +164,13 @@ WITH due AS (
 totals AS (
     SELECT d.feed_id, d.day,
            (SELECT sum(p.value)
-              FROM cluster.streams s
+              FROM cluster.channel_totals s
              CROSS JOIN LATERAL cluster.stream_points(
-                       s.id, d.day::timestamp AT TIME ZONE d.timezone,
+                       s.stream_id, d.day::timestamp AT TIME ZONE d.timezone,
                        (d.day + 1)::timestamp AT TIME ZONE d.timezone) p
-              JOIN cluster.stream_configs c ON c.stream_id = s.id AND c.validity @> p.ts
-             WHERE s.feed_id = d.feed_id AND s.type = 'processed' AND NOT s.cost
-               AND (s.combined OR s.idx IS NULL) AND c.medium = 'power') AS wh
+              JOIN cluster.stream_configs c ON c.stream_id = s.stream_id AND c.validity @> p.ts
+             WHERE s.feed_id = d.feed_id AND s.quantity = 'consumption'
+               AND c.medium = 'power') AS wh
       FROM due d),
 stored AS (
     INSERT INTO cluster.daily_consumption (feed_id, day, energy_wh)

@@ -52,8 +52,8 @@ async def test_temperature_is_the_time_weighted_mean(new_feed: NewFeed) -> None:
 
     # (80·20 + 5·25 + 5·30) / 90 = 1875 / 90 °C, where the mean of the samples would be 25.
     assert await feed.points("Temperature, channel 5") == {T0: pytest.approx(1875 / 90)}
-    # Temperature has no cost stream.
-    costs = await feed.db.fetchval(
-        "SELECT count(*) FROM cluster.streams WHERE feed_id = $1 AND cost", feed.id
+    # Temperature is a mean and has no cost stream.
+    quantities = await feed.db.fetch(
+        "SELECT quantity FROM cluster.streams WHERE feed_id = $1 AND type = 'processed'", feed.id
     )
-    assert costs == 0
+    assert [q["quantity"] for q in quantities] == ["mean"]

@@ -80,15 +80,16 @@ async def test_three_phases_get_a_stream_each_and_a_combined_stream(new_feed: Ne
     assert await feed.points("Electricity, channel 3, L3") == {T0: pytest.approx(75.0)}
     assert await feed.points("Electricity, channel 3, total") == {T0: pytest.approx(150.0)}
     streams = await feed.db.fetch(
-        "SELECT s.idx, s.combined, s.cost, c.title, c.medium, c.unit, c.validity"
+        "SELECT s.idx, s.combined, s.quantity, c.title, c.medium, c.unit, c.validity"
         " FROM cluster.streams s JOIN cluster.stream_configs c ON c.stream_id = s.id"
-        " WHERE s.feed_id = $1 AND s.type = 'processed' AND NOT s.cost ORDER BY s.idx",
+        " WHERE s.feed_id = $1 AND s.type = 'processed' AND s.quantity <> 'cost'"
+        " ORDER BY s.idx",
         feed.id,
     )
-    assert [(s["idx"], s["combined"], s["medium"], s["unit"]) for s in streams] == [
-        (1, False, "power", "Wh"),
-        (2, False, "power", "Wh"),
-        (3, False, "power", "Wh"),
-        (None, True, "power", "Wh"),
+    assert [(s["idx"], s["combined"], s["quantity"], s["medium"], s["unit"]) for s in streams] == [
+        (1, False, "consumption", "power", "Wh"),
+        (2, False, "consumption", "power", "Wh"),
+        (3, False, "consumption", "power", "Wh"),
+        (None, True, "consumption", "power", "Wh"),
     ]
     assert all(s["validity"].lower_inf and s["validity"].upper_inf for s in streams)

@@ -5,7 +5,7 @@ from datetime import UTC, datetime
 import httpx
 import pytest
 
-from tests.support.engine import Feed, NewFeed, process
+from tests.support.engine import Feed, NewFeed, api_buckets, process
 
 
 def unix(text: str) -> int:
@@ -16,19 +16,6 @@ def unix(text: str) -> int:
 # 2026-10-24T22:00Z to 2026-10-25T23:00Z, 25 hours, and 02:00 comes twice.
 DAY_START = unix("2026-10-24T22:00:00")
 DAY_END = unix("2026-10-25T23:00:00")
-
-
-async def buckets(
-    api: httpx.AsyncClient, feed: Feed, stream_id: int, resolution: str, **params: int
-) -> list[list[float]]:
-    answer = await api.get(
-        f"/feeds/{feed.id}/streams/{stream_id}/data",
-        params={"resolution": resolution, "limit": 1000, **params},
-        headers={"Authorization": f"Bearer {feed.owner_token}"},
-    )
-    assert answer.status_code == 200, answer.text
-    result: list[list[float]] = answer.json()
-    return result
 
 
 async def steady_power(feed: Feed, start: int, end: int, step: int, watts: float) -> int:
@@ -45,8 +32,8 @@ async def test_a_25_hour_dst_day_of_1000_w_is_25000_wh_in_one_day_and_25_hours(
     await steady_power(feed, DAY_START, DAY_END, 60, 1000.0)
     energy = await feed.stream_id("Electricity, channel 1")
 
-    day = await buckets(api, feed, energy, "day", time_from=DAY_START, time_to=DAY_END)
-    hours = await buckets(api, feed, energy, "hour", time_from=DAY_START, time_to=DAY_END)
+    day = await api_buckets(api, feed, energy, "day", time_from=DAY_START, time_to=DAY_END)
+    hours = await api_buckets(api, feed, energy, "hour", time_from=DAY_START, time_to=DAY_END)
 
     # 1000 W for 25 h = 25,000 Wh, in the one bucket that starts at local midnight (22:00Z).
     assert day == [[DAY_START, pytest.approx(25_000.0)]]
@@ -63,8 +50,8 @@ async def test_a_month_total_sums_its_days_and_starts_at_local_midnight_of_the_f
     await steady_power(feed, start, end, 300, 500.0)
     energy = await feed.stream_id("Electricity, channel 1")
 
-    months = await buckets(api, feed, energy, "month")
-    days = await buckets(api, feed, energy, "day", time_from=start, time_to=end)
+    months = await api_buckets(api, feed, energy, "month")
+    days = await api_buckets(api, feed, energy, "day", time_from=start, time_to=end)
 
     # 500 W x 24 h x 28 days = 336,000 Wh; no point lies in January or March.
     assert months == [[start, pytest.approx(336_000.0)]]
@@ -80,7 +67,7 @@ async def test_a_month_total_sums_its_days_and_starts_at_local_midnight_of_the_f
     assert str(by_day[0]["local_day"]) == "2026-02-01"
     assert sum(r["value"] for r in by_day) == pytest.approx(336_000.0)
     # limit keeps the newest buckets, oldest first.
-    newest = await buckets(api, feed, energy, "day", limit=3)
+    newest = await api_buckets(api, feed, energy, "day", limit=3)
     assert [t for t, _ in newest] == [start + 86_400 * d for d in (25, 26, 27)]
 
 
@@ -99,14 +86,14 @@ async def test_raw_and_temperature_streams_are_averaged_per_bucket(
     mean = await feed.stream_id("Temperature, channel 2")
 
     # Raw: the mean of the points, (60 x 20) / 60 and (30 x 21 + 30 x 23) / 60.
-    assert await buckets(api, feed, thermometer, "hour") == [
+    assert await api_buckets(api, feed, thermometer, "hour") == [
         [t0, pytest.approx(20.0)],
         [t0 + 3600, pytest.approx(22.0)],
     ]
     # A day of raw points: (60 x 20 + 30 x 21 + 30 x 23) / 120 = 21 °C.
-    assert await buckets(api, feed, thermometer, "day") == [[t0, pytest.approx(21.0)]]
+    assert await api_buckets(api, feed, thermometer, "day") == [[t0, pytest.approx(21.0)]]
     # Processed temperature is averaged too, never summed: the 90 s means lie between 20 and 23.
-    (day,) = await buckets(api, feed, mean, "day")
+    (day,) = await api_buckets(api, feed, mean, "day")
     assert day[0] == t0
     assert 20.0 < day[1] < 23.0
 
@@ -125,7 +112,7 @@ async def test_a_late_point_and_a_tariff_change_recompute_the_hours(
     energy = await feed.stream_id("Electricity, channel 1")
     cost = await feed.stream_id("Electricity cost, channel 1")
     # 1 kWh an hour at 0.5 a kWh.
-    assert await buckets(api, feed, cost, "hour") == [
+    assert await api_buckets(api, feed, cost, "hour") == [
         [t0, pytest.approx(0.5)],
         [t0 + 3600, pytest.approx(0.5)],
     ]
@@ -140,12 +127,12 @@ async def test_a_late_point_and_a_tariff_change_recompute_the_hours(
     )
     await process(feed.db)
 
-    assert await buckets(api, feed, energy, "hour") == [
+    assert await api_buckets(api, feed, energy, "hour") == [
         [t0, pytest.approx(1025.0)],
         [t0 + 3600, pytest.approx(1000.0)],
     ]
     # 1.025 kWh x 0.5, then 1 kWh at the new price of 2.0 from 01:00 on.
-    assert await buckets(api, feed, cost, "hour") == [
+    assert await api_buckets(api, feed, cost, "hour") == [
         [t0, pytest.approx(0.5125)],
         [t0 + 3600, pytest.approx(2.0)],
     ]
@@ -160,8 +147,8 @@ async def test_a_half_hour_zone_gets_hours_from_its_own_half_hours(
     await steady_power(feed, start, start + 86_400, 60, 1000.0)
     energy = await feed.stream_id("Electricity, channel 1")
 
-    hours = await buckets(api, feed, energy, "hour", time_from=start, time_to=start + 7200)
-    day = await buckets(api, feed, energy, "day", time_from=start, time_to=start)
+    hours = await api_buckets(api, feed, energy, "hour", time_from=start, time_to=start + 7200)
+    day = await api_buckets(api, feed, energy, "day", time_from=start, time_to=start)
 
     # Hours start at :30 UTC, local :00; the day holds 24 x 1000 Wh.
     assert hours == [[start + 3600 * h, pytest.approx(1000.0)] for h in range(3)]
@@ -193,7 +180,7 @@ async def test_hours_and_days_left_without_points_leave_the_rollups(
     t0 = unix("2026-03-04T00:00:00")
     await steady_power(feed, t0, t0 + 7200, 60, 1000.0)
     energy = await feed.stream_id("Electricity, channel 1")
-    assert await buckets(api, feed, energy, "day") == [[t0, pytest.approx(2000.0)]]
+    assert await api_buckets(api, feed, energy, "day") == [[t0, pytest.approx(2000.0)]]
 
     # No medium from 01:00 on: the second hour's processed points are deleted, and with them
     # its hourly rollup; the day is the first hour alone.
@@ -209,8 +196,8 @@ async def test_hours_and_days_left_without_points_leave_the_rollups(
         energy,
     )
     assert [h["hour"] for h in hours] == [t0]
-    assert await buckets(api, feed, energy, "hour") == [[t0, pytest.approx(1000.0)]]
-    assert await buckets(api, feed, energy, "day") == [[t0, pytest.approx(1000.0)]]
+    assert await api_buckets(api, feed, energy, "hour") == [[t0, pytest.approx(1000.0)]]
+    assert await api_buckets(api, feed, energy, "day") == [[t0, pytest.approx(1000.0)]]
 
     # No medium at all: no hour and no day is left.
     await feed.db.execute(
@@ -224,4 +211,4 @@ async def test_hours_and_days_left_without_points_leave_the_rollups(
         energy,
     )
     assert left == 0
-    assert await buckets(api, feed, energy, "day") == []
+    assert await api_buckets(api, feed, energy, "day") == []

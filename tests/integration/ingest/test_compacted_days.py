@@ -46,7 +46,7 @@ async def test_a_late_point_in_a_compacted_day_is_stored_served_and_reprocessed(
     await process(db)
     energy = await db.fetchval(
         "SELECT s.id FROM cluster.streams s WHERE s.feed_id = $1 AND s.type = 'processed'"
-        " AND NOT s.cost",
+        " AND s.quantity <> 'cost'",
         feed_id,
     )
     raw = await db.fetchval(

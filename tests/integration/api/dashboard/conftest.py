@@ -63,7 +63,7 @@ async def _seed(conn: asyncpg.Connection, user: int, token: str) -> PageWorld:
         title="Electricity cost, channel 1, total",
         unit="CZK",
         combined=True,
-        cost=True,
+        quantity="cost",
     )
     s["signal"] = await seeding.system_stream(conn, feed, 1, "medium:40", device=3)
     # L1: a week of 5 s points ending at `now`: 604,800 / 5 = 120,960 points, the first at
