@@ -9,11 +9,16 @@ cost is computed too), then alternates two measurements over the same rows:
 - baseline: ``INSERT ... SELECT stream_id, time_bucket('90 s', ts), avg(value) ... GROUP BY``
   into an empty hypertable shaped like ``cluster.processed_points``.
 
+With ``--medium register`` the streams are import energy registers (medium 22, ``1-0:1.8.0``)
+counting up, with a reset now and then, instead of power clamps: the row ``engine, registers``
+(the register's rise along its line, its spans, and cost as for power).
+
 Both run with the engine's work_mem and JIT off. The first round is a warm-up (it also creates
 the processed streams) and is not counted; the medians of the other rounds are reported.
 
     .venv/bin/python -m benchmarks.engine_throughput            # 1,000 streams x 6 h at 5 s
     .venv/bin/python -m benchmarks.engine_throughput --full     # 10,000 streams x 1 day at 10 s
+    .venv/bin/python -m benchmarks.engine_throughput --medium register
 """
 
 from __future__ import annotations
@@ -51,11 +56,23 @@ SELECT cluster.set_tariff(id, 'power', '-infinity', ARRAY['06:00', '22:00']::tim
                           ARRAY[0.30, 0.10])
   FROM cluster.feeds"""
 STREAM_ID_RANGE = "SELECT min(id), max(id) FROM cluster.streams WHERE type = 'raw'"
-SEED_POINTS = """
+# Power: 100 to 900 W. Registers: Wh counting up by 0.3 to 2.2 Wh a sample, reset to 0 every
+# 10,000 samples (a meter replaced), so that the rise, not the reading, varies.
+SEED_POINTS = {
+    "power": """
 INSERT INTO cluster.raw_points (stream_id, ts, value)
 SELECT s, %(start)s + i * %(step)s::interval, 500 + 400 * sin(i / 40.0 + s)
   FROM generate_series(%(first)s::bigint, %(last)s::bigint) s,
-       generate_series(0, %(count)s - 1) i"""
+       generate_series(0, %(count)s - 1) i""",
+    "register": """
+INSERT INTO cluster.raw_points (stream_id, ts, value)
+SELECT s, %(start)s + i * %(step)s::interval,
+       1.25 * (i %% 10000) - 0.95 * 40 * cos((i %% 10000) / 40.0 + s)
+  FROM generate_series(%(first)s::bigint, %(last)s::bigint) s,
+       generate_series(0, %(count)s - 1) i""",
+}
+MEDIA = {"power": 1, "register": 22}
+ROW = {"power": "engine, {workers} worker(s)", "register": "engine, registers"}
 QUEUE_DIRTY = """
 INSERT INTO cluster.dirty_ranges (stream_id, ts_from, ts_to)
 SELECT s.id, $1::timestamptz + h * interval '1 hour',
@@ -85,6 +102,9 @@ def parse() -> argparse.Namespace:
     parser.add_argument("--work-mem", default=EngineSettings().work_mem)
     parser.add_argument("--workers", type=int, default=1, help="engine workers (connections)")
     parser.add_argument("--keep", action="store_true", help="keep the scratch database")
+    parser.add_argument(
+        "--medium", choices=sorted(MEDIA), default="power", help="power clamps or registers"
+    )
     args = parser.parse_args()
     if args.full:
         args.streams, args.hours, args.interval = 10_000, 24, 10
@@ -93,8 +113,9 @@ def parse() -> argparse.Namespace:
     return args
 
 
-async def seed_feeds(url: str, feeds: int) -> None:
-    """``feeds`` feeds of one user, with a power clamp on each of CHANNELS_PER_FEED channels."""
+async def seed_feeds(url: str, feeds: int, medium: int) -> None:
+    """``feeds`` feeds of one user, with a raw stream of ``medium`` on each of
+    CHANNELS_PER_FEED channels."""
     conn = await asyncpg.connect(url)
     try:
         owner = await seeding.add_user(conn, "bench")
@@ -102,7 +123,7 @@ async def seed_feeds(url: str, feeds: int) -> None:
             feed = await seeding.add_feed(
                 conn, owner.id, f"{n:016X}", title=f"Bench {n}", start=YEAR[0], end=YEAR[1]
             )
-            await seeding.raw_streams(conn, feed, range(1, CHANNELS_PER_FEED + 1), 1)
+            await seeding.raw_streams(conn, feed, range(1, CHANNELS_PER_FEED + 1), medium)
     finally:
         await conn.close()
 
@@ -110,7 +131,7 @@ async def seed_feeds(url: str, feeds: int) -> None:
 def build(url: str, args: argparse.Namespace) -> int:
     """Seed feeds, streams, tariffs and points; the number of raw points."""
     per_stream = args.hours * 3600 // args.interval
-    asyncio.run(seed_feeds(url, args.streams // CHANNELS_PER_FEED))
+    asyncio.run(seed_feeds(url, args.streams // CHANNELS_PER_FEED, MEDIA[args.medium]))
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(CREATE_BASELINE)
         conn.execute(SEED_TARIFFS)
@@ -120,7 +141,7 @@ def build(url: str, args: argparse.Namespace) -> int:
         started = time.perf_counter()
         for low in range(first, last + 1, 500):
             conn.execute(
-                SEED_POINTS,
+                SEED_POINTS[args.medium],
                 {
                     "start": START,
                     "step": timedelta(seconds=args.interval),
@@ -194,7 +215,7 @@ async def measure(url: str, args: argparse.Namespace, points: int) -> None:
     report(
         [
             figure(
-                f"engine, {args.workers} worker(s)",
+                ROW[args.medium].format(workers=args.workers),
                 "points/s",
                 [points / t for t in engine_times],
                 "plain time_bucket GROUP BY",
@@ -204,7 +225,8 @@ async def measure(url: str, args: argparse.Namespace, points: int) -> None:
     )
     e, b = statistics.median(engine_times), statistics.median(baseline_times)
     print(
-        f"\n{args.streams:,} streams x {args.hours} h at {args.interval} s = {points:,} raw points"
+        f"\n{args.streams:,} {args.medium} streams x {args.hours} h at {args.interval} s"
+        f" = {points:,} raw points"
         f" (workers={args.workers}, batch_feeds={args.batch_feeds}, max_span={args.max_span} s,"
         f" work_mem={args.work_mem})"
     )

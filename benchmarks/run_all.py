@@ -75,6 +75,14 @@ BENCHMARKS = [
     Benchmark(
         "benchmarks.engine_throughput", "engine", 150, quick=("--runs", "1"), full=("--runs", "1")
     ),
+    # The same with energy registers (medium 22) instead of power clamps.
+    Benchmark(
+        "benchmarks.engine_throughput",
+        "engine",
+        150,
+        quick=("--runs", "1", "--medium", "register"),
+        full=("--runs", "1", "--medium", "register"),
+    ),
     # Real time: 10,000 streams every 5 s; one bucket (quick) or eight (full) after a warm-up.
     Benchmark("benchmarks.engine_freshness", "engine", 360),
     # 200 (full: 1,000) customers x 10 homebases after an outage; then 10,000 customers x 1.
