@@ -55,6 +55,26 @@ def test_a_batch_becomes_readings_with_phases_system_media_and_obis_codes() -> N
     ]
 
 
+def test_a_dsmr_telegram_maps_tariff_registers_and_export_phases() -> None:
+    codes = {"1.8.1": 1, "1.8.2": 2, "1-0:1.8.4": 4, "2.8.1": 5, "2.8.2": 6, "2.8.3": 7}
+    phases = {"22.7.0": 10, "42.7.0": 20, "62.7.0": 30}
+    readings = decode_batch(msgspec.json.encode([record(o={**codes, **phases})]), NOW)
+    assert {(r.medium, r.index, r.obis): r.values for r in readings} == {
+        (22, 1, "1-0:1.8.1"): [1.0],
+        (22, 2, "1-0:1.8.2"): [2.0],
+        (22, 4, "1-0:1.8.4"): [4.0],
+        (23, 1, "1-0:2.8.1"): [5.0],
+        (23, 2, "1-0:2.8.2"): [6.0],
+        (23, 3, "1-0:2.8.3"): [7.0],
+        (13, 1, "1-0:22.7.0"): [10.0],
+        (13, 2, "1-0:42.7.0"): [20.0],
+        (13, 3, "1-0:62.7.0"): [30.0],
+    }
+    # Tariff 5 is no register we know: a system stream, as every unknown code.
+    (unknown,) = decode_batch(msgspec.json.encode([record(o={"1.8.5": 1})]), NOW)
+    assert (unknown.medium, unknown.source) == (None, "obis:1-0:1.8.5")
+
+
 def test_records_of_one_stream_at_several_times_become_one_series() -> None:
     payload = msgspec.json.encode(
         [record(t=NOW - 10, s={"7": 1.0}), record(t=NOW - 5, s={"7": 1.5, "1": 9})]

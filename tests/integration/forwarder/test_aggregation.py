@@ -31,6 +31,7 @@ PHASE1: Stream = (4, 3, 1, 1, None)
 PHASE2: Stream = (4, 3, 1, 2, None)
 UNKNOWN: Stream = (1, 7, None, None, "1-0:99.1.0")
 ENERGY: Stream = (1, 7, 22, None, "1-0:1.8.0")
+TARIFF2: Stream = (1, 7, 22, 2, "1-0:1.8.2")  # ingest maps 1.8.2 to medium 22, index 2
 
 
 async def seeded_customer(
@@ -137,14 +138,21 @@ FILTERS: list[tuple[str, dict[str, Any], set[Stream]]] = [
         {"allow_list": [{"medium": 7}, {"obis": "1-0:1.8.0", "medium": 22}]},
         {GAS, ENERGY},
     ),
-    ("deny medium", {"deny_list": [{"medium": 1}]}, {GAS, UNKNOWN, ENERGY}),
+    ("deny medium", {"deny_list": [{"medium": 1}]}, {GAS, UNKNOWN, ENERGY, TARIFF2}),
     (
         "deny medium+index",
         {"deny_list": [{"medium": 1, "index": [1]}]},
-        {GAS, PHASE2, UNKNOWN, ENERGY},
+        {GAS, PHASE2, UNKNOWN, ENERGY, TARIFF2},
     ),
-    ("deny obis", {"deny_list": [{"obis": "1-0:1.8.0"}]}, {GAS, PHASE1, PHASE2, UNKNOWN}),
-    ("no list", {}, {GAS, PHASE1, PHASE2, UNKNOWN, ENERGY}),
+    (
+        "deny obis",
+        {"deny_list": [{"obis": "1-0:1.8.0"}]},
+        {GAS, PHASE1, PHASE2, UNKNOWN, TARIFF2},
+    ),
+    ("allow a tariff register", {"allow_list": [{"medium": 22, "index": [2]}]}, {TARIFF2}),
+    ("allow a tariff register by code", {"allow_list": [{"obis": "1.8.2"}]}, {TARIFF2}),
+    ("allow registers", {"allow_list": [{"medium": 22}]}, {ENERGY, TARIFF2}),
+    ("no list", {}, {GAS, PHASE1, PHASE2, UNKNOWN, ENERGY, TARIFF2}),
 ]
 
 
@@ -157,7 +165,7 @@ async def test_allow_and_deny_lists(
 ) -> None:
     """One customer per case, all delivered by one service at once."""
     b = aligned_past(10)
-    streams = [GAS, PHASE1, PHASE2, UNKNOWN, ENERGY]
+    streams = [GAS, PHASE1, PHASE2, UNKNOWN, ENERGY, TARIFF2]
     cases = []
     for name, config, expected in FILTERS:
         receiver = await receiver_factory()
