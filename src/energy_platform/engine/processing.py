@@ -28,7 +28,7 @@ BUCKET = timedelta(seconds=90)
 # Per raw stream the written periods are merged, then widened: to the bucket of the previous
 # point when the segment from it is bridged (cluster.bridge_limit()), always to the bucket of the
 # next point (a meter reading's consumption is counted at the later reading), and across bridged
-# gaps.
+# gaps; a register's across every gap.
 INTAKE = """
 WITH claimed AS (
     DELETE FROM cluster.dirty_ranges
@@ -40,15 +40,17 @@ WITH claimed AS (
     INSERT INTO cluster.rollup_work (stream_id, span)
     SELECT stream_id, tstzrange(ts_from, ts_to, '[]') FROM claimed
 ), touched AS (
-    SELECT s.feed_id, s.channel, s.id AS raw_id,
+    SELECT s.feed_id, s.channel, s.id AS raw_id, m.method,
            unnest(range_agg(tstzrange(c.ts_from, c.ts_to, '[]'))) AS written
       FROM claimed c
       JOIN cluster.streams s ON s.id = c.stream_id AND s.type = 'raw'
       JOIN cluster.processable_media m ON m.medium_id = s.medium
-     GROUP BY s.feed_id, s.channel, s.id
+     GROUP BY s.feed_id, s.channel, s.id, m.method
 ), neighbours AS (
+    -- A register reaches its neighbours across any gap: its span (COMPUTE) decides between it
+    -- and the channel's power in every bucket between them.
     SELECT t.feed_id, t.channel, lower(t.written) AS ts_from, upper(t.written) AS ts_to,
-           n.before AS prev, n.after AS next
+           n.before AS prev, n.after AS next, t.method = 'register' AS spans
       FROM touched t
      CROSS JOIN LATERAL cluster.point_neighbours(
                t.raw_id, lower(t.written), upper(t.written) + interval '1 microsecond') n
@@ -56,9 +58,11 @@ WITH claimed AS (
     SELECT feed_id, channel, tstzrange(
                time_bucket(cluster.bucket_width(),
                            CASE WHEN ts_from - prev <= cluster.bridge_limit()
+                                  OR (spans AND prev IS NOT NULL)
                                 THEN prev ELSE ts_from END),
                time_bucket(cluster.bucket_width(),
                            CASE WHEN next - ts_to <= cluster.bridge_limit()
+                                  OR (spans AND next IS NOT NULL)
                                 THEN next ELSE ts_to END) + cluster.bucket_width()) AS buckets
       FROM neighbours
     UNION ALL

@@ -266,3 +266,74 @@ async def test_export_power_and_register_make_export_streams_never_consumption(
         await feed.stream_id("Electricity export, channel 0"),
     )
     assert (config["medium"], config["unit"]) == ("power", "Wh")
+
+
+async def from_scratch(feed: Feed) -> None:
+    """Recompute every processed point of the feed, as ``admin reprocess`` does."""
+    await feed.db.execute("SELECT cluster.engine_reprocess($1, '-infinity', 'infinity')", feed.id)
+    await process(feed.db)
+
+
+async def test_a_register_silent_for_20_minutes_while_power_goes_on_counts_each_wh_once(
+    new_feed: NewFeed,
+) -> None:
+    feed = await new_feed()
+    power = await feed.raw_stream(channel=0, medium=IMPORT_POWER, device=METER)
+    meter = await register(feed)
+
+    def counts(start: int, end: int) -> list[tuple[int, float]]:
+        return [(t, 50_000.0 + (t - T0) / 3) for t in range(start, end + 1, 10)]  # 1200 W
+
+    # As it arrives live, batch by batch, each processed before the next comes: the meter
+    # reader's register falls silent from T0 + 600 to T0 + 1800 while the power goes on.
+    for start, end in ((0, 590), (600, 1790), (1800, 2400)):
+        await feed.ingest(power, [(T0 + t, 1000.0) for t in range(start, end + 1, 10)])
+        if start != 600:
+            await feed.ingest(meter, counts(T0 + start, T0 + end))
+        await process(feed.db)
+
+    live = await feed.points("Electricity, channel 0")
+    # The register's span is all of it: 30 Wh a bucket while it reads, nothing in the buckets
+    # it was silent in (the power is not counted there), and the 400 Wh it counted meanwhile
+    # (1200 W for the 1210 s from T0 + 590 to T0 + 1800) in the bucket of T0 + 1800.
+    assert live == {
+        **{T0 + 90 * k: pytest.approx(30.0) for k in range(6)},
+        T0 + 540: pytest.approx(1200 * 50 / 3600),
+        T0 + 1800: pytest.approx(1200 * 1210 / 3600 + 30.0),
+        **{T0 + 90 * k: pytest.approx(30.0) for k in range(21, 26)},
+        T0 + 2340: pytest.approx(1200 * 60 / 3600),
+    }
+    assert sum(live.values()) == pytest.approx(2400 / 3)  # the register's difference
+    # Computed live, the points are what a recomputation from scratch gives.
+    await from_scratch(feed)
+    assert await feed.points("Electricity, channel 0") == live
+
+
+async def test_a_backfilled_register_history_takes_over_the_buckets_it_spans(
+    new_feed: NewFeed,
+) -> None:
+    feed = await new_feed()
+    power = await feed.raw_stream(channel=0, medium=IMPORT_POWER, device=METER)
+    meter = await register(feed)
+    await feed.ingest(power, [(T0 + t, 1000.0) for t in range(0, 3600, 10)])
+    await feed.ingest(meter, [(T0 + t, 9_000.0 + (t - 2700) / 3) for t in range(2700, 3600, 10)])
+    await process(feed.db)
+    before = await feed.points("Electricity, channel 0")
+    assert before[T0] == pytest.approx(25.0)  # power: nothing older from the register yet
+
+    # The register's first ten minutes come late (a meter reader's buffer, an import).
+    await feed.ingest(meter, [(T0 + t, 8_000.0 + t / 3) for t in range(0, 601, 10)])
+    await process(feed.db)
+
+    after = await feed.points("Electricity, channel 0")
+    # From T0 on the register's span: its line (30 Wh a bucket) up to T0 + 600, no point while
+    # it was silent (the power's 25 Wh buckets are gone), the 800 Wh it counted meanwhile in
+    # the bucket of T0 + 2700; up to T0 + 3510 its difference, 9270 - 8000 Wh, and no more.
+    assert after[T0] == pytest.approx(30.0)
+    assert [t for t in after if T0 + 630 <= t < T0 + 2700] == []
+    assert after[T0 + 2700] == pytest.approx(800.0 + 30.0)
+    assert sum(v for t, v in after.items() if t < T0 + 3510) == pytest.approx(
+        9_000.0 + (3510 - 2700) / 3 - 8_000.0
+    )
+    await from_scratch(feed)
+    assert await feed.points("Electricity, channel 0") == after
