@@ -1,8 +1,10 @@
 """Simulated devices: a homebase with realistic sensors, publishing encrypted v4 batches.
 
 Values follow a daily load curve so that dashboards and the engine see plausible data: three
-phases of a clamp meter, gas and water meters that only count up, a thermometer and the radio's
-signal strength. The same code feeds ``make run``'s demo homebase, the tests and the benchmarks.
+phases of a clamp meter, gas and water meters that only count up, a thermometer, the radio's
+signal strength, and a meter reader on the main meter of a house with solar panels, as a Dutch
+(DSMR) meter reports: import and export power, and import and export registers per tariff.
+The same code feeds ``make run``'s demo homebase, the tests and the benchmarks.
 """
 
 from __future__ import annotations
@@ -35,6 +37,10 @@ class SimulatedHomebase:
         self._random = random.Random(seed if seed is not None else sn)  # noqa: S311 - sensor noise
         self._gas = self._random.uniform(1000, 5000)
         self._water = self._random.uniform(100, 900)
+        # Wh on the meter's registers: import and export, tariff 1 (night) and 2 (day).
+        self._registers = {
+            code: self._random.uniform(1e6, 5e6) for code in ("1.8.1", "1.8.2", "2.8.1", "2.8.2")
+        }
         self._last_t: int | None = None
 
     def load_watts(self, t: int) -> float:
@@ -57,11 +63,21 @@ class SimulatedHomebase:
         hour = (t % 86_400) / 3600
         temperature = 21 + 1.5 * math.sin((hour - 9) / 24 * 2 * math.pi)
         signal = -60 - self._random.uniform(0, 20)
+        # Solar panels of 4 kW peak from 06:00 to 18:00: at midday the house feeds in.
+        solar = 4000 * max(0.0, math.sin((hour - 6) / 12 * math.pi))
+        taken, fed_in = max(load - solar, 0.0), max(solar - load, 0.0)
+        tariff = "1" if hour < 7 or hour >= 23 else "2"
+        self._registers["1.8." + tariff] += taken * elapsed / 3600
+        self._registers["2.8." + tariff] += fed_in * elapsed / 3600
+        meter = {code: round(wh, 3) for code, wh in self._registers.items()}
         return [
             HomebaseRecord(4, t, 3, 1, 0x1A01, {"1": phases, "40": round(signal)}),
             HomebaseRecord(4, t, 5, 2, 0x1A02, {"7": round(self._gas, 4)}),
             HomebaseRecord(4, t, 6, 3, 0x1A03, {"8": round(self._water, 5)}),
             HomebaseRecord(4, t, 8, 4, 0x1A04, {"5": round(temperature, 2), "6": 45.0}),
+            HomebaseRecord(
+                4, t, 7, 5, 0x1A05, o={"1.7.0": round(taken, 1), "2.7.0": round(fed_in, 1), **meter}
+            ),
         ]
 
     def batch(self, times: Sequence[int]) -> bytes:

@@ -6,6 +6,7 @@ from collections import defaultdict
 import asyncpg
 import httpx
 
+from energy_platform.core.codec import obis
 from energy_platform.core.codec.format_v4 import RAW_MEDIA, HomebaseRecord
 from energy_platform.devices.simulator import SimulatedHomebase
 from tests.support.forwarder import NO_CUSTOMER
@@ -24,6 +25,10 @@ def expected_points(
                 points[(r.ch, r.d, int(key), i if isinstance(value, list) else None)].append(
                     [r.t, v]
                 )
+        for code, v in r.o.items():
+            known = obis.lookup(code)
+            assert known is not None, code
+            points[(r.ch, r.d, *known)].append([r.t, v])
     return points
 
 
