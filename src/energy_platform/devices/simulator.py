@@ -26,6 +26,10 @@ from energy_platform.core.codec.envelope import derive_key, mqtt_password, seal
 from energy_platform.core.codec.format_v4 import HomebaseRecord
 from energy_platform.core.settings import MqttSettings
 
+RAW_POINTS_PER_TIME = 13
+"""Raw points of one time's records: 3 phases, gas, water, temperature, humidity, and the meter
+reader's power import and export and 4 registers (signal strength is a system stream)."""
+
 
 class SimulatedHomebase:
     """Sensor state of one homebase; ``batch(t)`` advances it to unix time ``t``."""

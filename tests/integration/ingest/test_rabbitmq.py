@@ -26,6 +26,7 @@ from energy_platform.core.codec.envelope import seal
 from energy_platform.core.settings import Settings
 from energy_platform.devices.ingest.service import IngestService
 from energy_platform.devices.simulator import (
+    RAW_POINTS_PER_TIME,
     SimulatedHomebase,
     data_topic,
     homebase_client,
@@ -206,7 +207,7 @@ async def test_poison_is_dead_lettered_and_the_homebase_goes_on(
         )
     # Acknowledged: nothing of them is left in the queue for the next ingest to meet again.
     assert await waiting(platform.settings) == 0
-    assert n == 7  # the good batch: 3 phases + gas + water + temperature + humidity
+    assert n == RAW_POINTS_PER_TIME  # the good batch
     assert [r["cause"] for r in letters] == ["undecryptable", "invalid_json"]
     assert letters[0]["topic"] == data_topic(sn)  # the SN, from the routing key
 
@@ -282,7 +283,7 @@ async def test_the_documented_service_accounts_are_enough(
     await publish_as(platform, sn, secret, SimulatedHomebase(sn, secret).batch([1_790_000_000]))
     async with ingesting(platform.settings):  # declares, binds and consumes as `ingest`
         n, _ = await stored(database_url, feed, 7)
-    assert n == 7
+    assert n == RAW_POINTS_PER_TIME
 
 
 def test_routing_keys_are_mqtt_topics_with_slashes_and_dots_swapped() -> None:

@@ -27,7 +27,12 @@ from energy_platform.core.settings import (
     DeviceSettings,
     Settings,
 )
-from energy_platform.devices.simulator import SimulatedHomebase, data_topic, homebase_client
+from energy_platform.devices.simulator import (
+    RAW_POINTS_PER_TIME,
+    SimulatedHomebase,
+    data_topic,
+    homebase_client,
+)
 from energy_platform.services import build_services
 from tests.support.admin import run_admin_async
 from tests.support.databases import create_session_database
@@ -36,7 +41,6 @@ from tests.support.platform import platform_settings
 from tests.support.provisioning import add_cluster, add_homebase
 from tests.support.services import eventually, free_port, running
 
-RAW_PER_TIME = 7  # a simulated homebase's raw points per time: 3 phases, gas, water, temp, RH
 RAW_POINTS = """
 SELECT count(*) FROM cluster.raw_points p JOIN cluster.streams s ON s.id = p.stream_id
   JOIN cluster.feeds f ON f.id = s.feed_id
@@ -126,7 +130,7 @@ async def test_restore_to_a_noted_time_keeps_what_was_committed_before_it(
 
         lap("services, feed")
         await publish(c, homebase, before)
-        expected = RAW_PER_TIME * len(before)
+        expected = RAW_POINTS_PER_TIME * len(before)
         await eventually(lambda: _count_is(cluster_db, sn, before, expected))
         lap("points stored")
         conn = await asyncpg.connect(cluster_db)
@@ -136,7 +140,7 @@ async def test_restore_to_a_noted_time_keeps_what_was_committed_before_it(
         lap("differential backup")
 
         await publish(c, homebase, after)
-        await eventually(lambda: _count_is(cluster_db, sn, after, RAW_PER_TIME * len(after)))
+        await eventually(lambda: _count_is(cluster_db, sn, after, RAW_POINTS_PER_TIME * len(after)))
         await run_admin_async(c, "feeds", "delete", str(feed["id"]))  # the mistake
         assert await raw_points(cluster_db, sn, before[0], after[-1]) == 0
         async with httpx.AsyncClient() as http:
@@ -165,7 +169,7 @@ async def test_restore_to_a_noted_time_keeps_what_was_committed_before_it(
         await run_admin_async(c, "broker-accounts", "sync")
         late = [after[-1] + 1 + k for k in range(10)]
         await publish(c, homebase, late)
-        await eventually(lambda: _count_is(cluster_db, sn, late, RAW_PER_TIME * len(late)))
+        await eventually(lambda: _count_is(cluster_db, sn, late, RAW_POINTS_PER_TIME * len(late)))
         headers = {"Authorization": f"Bearer {user['token']}"}
         async with httpx.AsyncClient(base_url=api, headers=headers) as http:
             streams = await http.get(f"/feeds/{feed['id']}/streams")
