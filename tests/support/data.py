@@ -73,6 +73,13 @@ async def seed(conn: asyncpg.Connection) -> World:
         "energy": await seeding.processed_stream(
             conn, home, 1, title="Energy", combined=True, unit="kWh"
         ),
+        # A meter's tariff register and its export, on a channel of their own (no points).
+        "tariff2": await seeding.processed_stream(
+            conn, home, 3, title="Electricity, channel 3, tariff 2", tariff=2
+        ),
+        "export": await seeding.processed_stream(
+            conn, home, 3, title="Electricity export, channel 3", quantity="export"
+        ),
         "signal": await seeding.system_stream(conn, home, 0, "medium:40", device=3),
         "bobs_power": await seeding.raw_stream(conn, feeds["bobs"], 1, 1, device=3),
         "forwarded_power": await seeding.raw_stream(conn, feeds["forwarded"], 1, 1, device=3),

@@ -108,3 +108,16 @@ def test_resolution_is_an_optional_enum() -> None:
         "type": "string",
         "enum": ["hour", "day", "month"],
     }
+
+
+def test_a_processed_stream_documents_its_quantity_and_an_optional_tariff() -> None:
+    schemas = document("api")["components"]["schemas"]
+    processed = schemas["ProcessedStream"]
+    assert processed["properties"]["quantity"]["enum"] == [
+        "consumption", "export", "cost", "credit", "mean",
+    ]  # fmt: skip
+    assert "quantity" in processed["required"]
+    assert processed["properties"]["tariff"]["oneOf"] == [{"type": "integer"}]
+    assert "tariff" not in processed["required"]
+    for other in ("RawStream", "SystemStream"):
+        assert not {"quantity", "tariff"} & set(schemas[other]["properties"]), other

@@ -51,10 +51,13 @@ dirty AS (DELETE FROM cluster.dirty_ranges WHERE stream_id IN (SELECT id FROM go
 DELETE FROM cluster.feeds WHERE id = $1
 RETURNING homebase_sn"""
 STREAMS_OF_FEED = """
-SELECT id, type, channel, device, medium, idx, combined FROM cluster.streams
+SELECT id, type, channel, device, medium, idx, tariff, combined, quantity
+  FROM cluster.streams
  WHERE feed_id = $1 ORDER BY id"""
 STREAM_BY_ID = """
-SELECT id, type, channel, device, medium, idx, combined FROM cluster.streams WHERE id = $1"""
+SELECT id, type, channel, device, medium, idx, tariff, combined, quantity
+  FROM cluster.streams
+ WHERE id = $1"""
 SET_STREAM_CONFIG = "SELECT cluster.set_stream_config($1, $2, $3, $4, $5)"
 STREAM_CONFIG_AT = """
 SELECT title, medium, unit FROM cluster.stream_configs

@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 import msgspec
 
 StreamType = Literal["raw", "processed", "system"]
+Quantity = Literal["consumption", "export", "cost", "credit", "mean"]
+# Described in the OpenAPI document too: a dashboard charts a stream by what it measures.
+QUANTITY = msgspec.Meta(
+    description="What the points are: consumption (energy or volume used) or export (energy fed"
+    " in) per bucket; cost of the consumption or credit for the export per bucket, the unit"
+    " being a currency; or mean (a temperature's time-weighted mean over the bucket)."
+)
+TARIFF = msgspec.Meta(
+    description="Present only for a tariff register's stream (OBIS 1-0:1.8.n or 2.8.n): n."
+)
 
 
 class Subscription(msgspec.Struct):
@@ -50,9 +60,11 @@ class ProcessedStream(msgspec.Struct, omit_defaults=True):
     type: Literal["processed"]
     channel: int
     combined: bool
+    quantity: Annotated[Quantity, QUANTITY]
     configs: list[StreamConfig]
     index: int | msgspec.UnsetType = msgspec.UNSET
     """Present only when a sensor produces several streams of the same kind."""
+    tariff: Annotated[int, TARIFF] | msgspec.UnsetType = msgspec.UNSET
 
 
 class SystemStream(msgspec.Struct):

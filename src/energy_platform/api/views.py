@@ -68,7 +68,15 @@ def _stream(row: asyncpg.Record, configs: list[StreamConfig]) -> Stream:
     if row["type"] == "raw":
         return RawStream(stream_id, "raw", row["channel"], row["device"], row["medium"], index)
     if row["type"] == "processed":
+        tariff = msgspec.UNSET if row["tariff"] is None else row["tariff"]
         return ProcessedStream(
-            stream_id, "processed", row["channel"], row["combined"], configs, index
+            stream_id,
+            "processed",
+            row["channel"],
+            row["combined"],
+            row["quantity"],
+            configs,
+            index,
+            tariff,
         )
     return SystemStream(stream_id, "system", row["channel"])

@@ -59,6 +59,7 @@ async def test_streams_carry_exactly_their_types_fields(world: World) -> None:
         "type": "processed",
         "channel": 1,
         "combined": True,
+        "quantity": "consumption",
         "configs": [
             {
                 "title": "Energy",
@@ -76,15 +77,48 @@ async def test_streams_carry_exactly_their_types_fields(world: World) -> None:
         ("power", "2026-03-01T00:00:00+00:00"),
         (None, None),
     ]
-    assert set(by_id) == {s[k] for k in ("phase1", "phase2", "gas", "energy1", "energy", "signal")}
+    assert by_id[s["tariff2"]] == {
+        "id": s["tariff2"],
+        "type": "processed",
+        "channel": 3,
+        "combined": False,
+        "quantity": "consumption",
+        "configs": [
+            {
+                "title": "Electricity, channel 3, tariff 2",
+                "medium": "power",
+                "unit": "Wh",
+                "valid_from": None,
+                "valid_to": None,
+            }
+        ],
+        "tariff": 2,
+    }
+    assert by_id[s["export"]]["quantity"] == "export"
+    assert "tariff" not in by_id[s["export"]]
+    assert set(by_id) == {
+        s[k]
+        for k in ("phase1", "phase2", "gas", "energy1", "energy", "tariff2", "export", "signal")
+    }
 
 
-async def test_one_stream_is_the_same_object_as_in_the_list(world: World) -> None:
-    feed, stream = world.feeds["home"], world.streams["energy1"]
+@pytest.mark.parametrize("name", ["energy1", "tariff2", "export", "phase1", "signal"])
+async def test_one_stream_is_the_same_object_as_in_the_list(world: World, name: str) -> None:
+    feed, stream = world.feeds["home"], world.streams[name]
     async with world.client("alice") as http:
         one = (await http.get(f"/feeds/{feed}/streams/{stream}")).json()
         listed = (await http.get(f"/feeds/{feed}/streams")).json()
     assert one == next(s for s in listed if s["id"] == stream)
+
+
+async def test_one_processed_stream_says_what_it_measures(world: World) -> None:
+    feed = world.feeds["home"]
+    async with world.client("alice") as http:
+        phase = (await http.get(f"/feeds/{feed}/streams/{world.streams['energy1']}")).json()
+        tariff = (await http.get(f"/feeds/{feed}/streams/{world.streams['tariff2']}")).json()
+    # A phase has an index and no tariff; a tariff register's stream a tariff and no index.
+    assert (phase["quantity"], phase["index"], "tariff" in phase) == ("consumption", 1, False)
+    assert (tariff["quantity"], tariff["tariff"], "index" in tariff) == ("consumption", 2, False)
 
 
 @pytest.mark.parametrize(
@@ -94,6 +128,7 @@ async def test_one_stream_is_the_same_object_as_in_the_list(world: World) -> Non
         ("type=raw&type=system", {"phase1", "phase2", "gas", "signal"}),
         ("channel=2", {"gas"}),
         ("channel=0&channel=2", {"gas", "signal"}),
+        ("channel=3", {"tariff2", "export"}),
         ("type=processed&channel=1", {"energy1", "energy"}),
         # phase1 has points in [T0, T0+1495]; gas at T0+1000; energy1 in [T0, T0+3510];
         # signal at T0+86400; phase2 and energy have none.

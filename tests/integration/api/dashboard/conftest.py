@@ -1,5 +1,6 @@
 """A demo user's world for the page: one feed with a week of 5 s power on three phases, its
-processed consumption and cost, a system stream and notifications; the data API on a free port.
+processed consumption, cost and export, a system stream and notifications; the data API on a
+free port.
 
 Seeded with energy_platform.seeding and SQL (as tests/support/data.py is), not through MQTT:
 these tests are about the page, and the points must be at known times.
@@ -65,6 +66,14 @@ async def _seed(conn: asyncpg.Connection, user: int, token: str) -> PageWorld:
         combined=True,
         quantity="cost",
     )
+    s["export"] = await seeding.processed_stream(
+        conn,
+        feed,
+        1,
+        title="Electricity export, channel 1, total",
+        combined=True,
+        quantity="export",
+    )
     s["signal"] = await seeding.system_stream(conn, feed, 1, "medium:40", device=3)
     # L1: a week of 5 s points ending at `now`: 604,800 / 5 = 120,960 points, the first at
     # now - 604,795. L2 and L3: the last day (17,280 points each).
@@ -78,6 +87,13 @@ async def _seed(conn: asyncpg.Connection, user: int, token: str) -> PageWorld:
         "INSERT INTO cluster.processed_points SELECT $1, ts, value / 1000 * 5.2"
         " FROM cluster.processed_points WHERE stream_id = $2",
         s["cost"],
+        s["energy"],
+    )
+    # Fed in: a third of the consumption, bucket by bucket (the page draws it below 0).
+    await conn.execute(
+        "INSERT INTO cluster.processed_points SELECT $1, ts, value / 3"
+        " FROM cluster.processed_points WHERE stream_id = $2",
+        s["export"],
         s["energy"],
     )
     await conn.execute(

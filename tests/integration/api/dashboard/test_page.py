@@ -126,6 +126,19 @@ def browse(world: PageWorld) -> dict[str, Any]:
             " && window.dashboard.last.resolution === null",
             "the week again",
         )
+        # Cost and export beside the consumption: money on a scale of its own, export below 0.
+        for key in ("cost", "export"):
+            driver.find_element(
+                By.CSS_SELECTOR, f'input[data-stream="{world.streams[key]}"]'
+            ).click()
+        chart_of(driver, [world.streams[k] for k in ("energy", "cost", "export")])
+        seen["money"] = driver.execute_script(
+            "const u = window.dashboard.plot, fed = u.data[3].filter(v => v != null);"
+            "return {series: u.series.slice(1).map(s => s.scale),"
+            " axes: u.axes.slice(1).map(a => [a.scale, a.side]),"
+            " zero: u.series.slice(1).map(s => Math.round(u.valToPos(0, s.scale))),"
+            " fed: [Math.min(...fed), Math.max(...fed)]}"
+        )
         seen["groups"] = driver.execute_script(
             "return [...document.querySelectorAll('#streams section.channel')].map(s =>"
             " [s.dataset.channel, [...s.querySelectorAll('table')].map(t => [t.dataset.type,"
@@ -231,8 +244,18 @@ async def test_a_user_signs_in_charts_streams_and_marks_a_notification_read(
     day_times, day_sums = seen["month"]["bars"]
     assert day_times == [day for day, _ in month_days]
     assert day_sums == pytest.approx([total for _, total in month_days], rel=1e-9)
+    # Cost on the right axis, a scale of its own; export on the energy's scale, below 0.
+    energy, cost, export = seen["money"]["series"]
+    assert cost != energy
+    assert export == energy
+    assert seen["money"]["axes"] == [[energy, 3], [cost, 1]]  # 3: left, 1: right
+    lowest, highest = seen["money"]["fed"]
+    assert lowest < 0
+    assert highest <= 0
+    zero = seen["money"]["zero"]
+    assert zero == [zero[0]] * 3  # every bar stands on one zero line, in pixels
     # Streams grouped by channel, then raw, processed, system.
-    assert seen["groups"] == [["1", [["raw", 3], ["processed", 2], ["system", 1]]]]
+    assert seen["groups"] == [["1", [["raw", 3], ["processed", 3], ["system", 1]]]]
     assert "Electricity, channel 1, total" in seen["energy_row"]
     assert "Wh" in seen["energy_row"]
     # Every point of each phase in the charted range is drawn, in one chart of three series.

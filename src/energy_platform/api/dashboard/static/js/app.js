@@ -4,7 +4,7 @@
 import { Api, ApiError } from './api.js';
 import { drawChart } from './chart.js';
 import { renderNotifications } from './notifications.js';
-import { bucketed, bucketFor, withGaps } from './series.js';
+import { bucketed, bucketFor, negated, withGaps } from './series.js';
 import { TYPES, byChannel, currentConfig, describe, firstChoice } from './streams.js';
 import { offsetsOf, unixToWall, wallToUnix } from './time.js';
 
@@ -280,7 +280,9 @@ async function chart() {
     if (resolution) shaped = { times, values }; // the server's buckets, as they are
     else if (stream.type === 'processed' && bucket > 90) shaped = bucketed(times, values, bucket, offsetOf, d.sum);
     else if (!d.bars) shaped = withGaps(times, values);
-    return { label: `${d.title} #${stream.id}`, unit: d.unit, bars: d.bars, ...shaped };
+    if (d.below) shaped = negated(shaped);
+    const label = `${d.title} #${stream.id}${d.below ? ', below 0' : ''}`;
+    return { label, unit: d.unit, bars: d.bars, money: d.money, ...shaped };
   });
   state.plot?.destroy();
   state.plot = null;

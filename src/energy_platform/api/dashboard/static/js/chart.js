@@ -1,12 +1,14 @@
 // One uPlot chart of several series that share the time axis: bars for amounts per bucket,
-// lines for everything else, one y scale per unit (the first two get an axis each).
+// lines for everything else, one y scale per unit, money (cost, credit) on scales of its own.
+// The left axis is the first scale that is not money; the right one money when it is charted,
+// else the next scale.
 
 import uPlot from '../vendor/uplot/uPlot.esm.js';
 
 const COLOURS = ['#2563eb', '#dc2626', '#16a34a', '#9333ea', '#ea580c', '#0891b2', '#4b5563'];
 
 /**
- * Draws `series` ([{label, unit, bars, times, values}]) over `range` ([from, to], Unix seconds)
+ * Draws `series` ([{label, unit, bars, money, times, values}]) over `range` ([from, to], Unix seconds)
  * into `element`, times shown in `zone`. Resolves once the first frame is on the canvas, with
  * the chart and the time it took. `onZoom(min, max)` follows the user's zooms; `onPick(t)`, when
  * given, gets the time under a click that is not a drag.
@@ -15,9 +17,14 @@ export function drawChart(element, series, { range, zone, width, onZoom, onPick,
   let done = false; // the first frame is drawn
   const tables = series.map((s) => [s.times, s.values]);
   const data = tables.length === 1 ? tables[0] : uPlot.join(tables);
-  const units = [...new Set(series.map((s) => s.unit))];
-  const scale = (unit) => `u${units.indexOf(unit)}`;
+  // A scale's key names its unit, so that money never shares one with energy.
+  const keyOf = (s) => `${s.money ? 'money' : 'unit'} ${s.unit}`;
+  const unitOf = (key) => key.slice(key.indexOf(' ') + 1);
+  const keys = [...new Set(series.map(keyOf))];
+  const left = keys.find((k) => !k.startsWith('money')) ?? keys[0];
+  const right = keys.find((k) => k !== left && k.startsWith('money')) ?? keys.find((k) => k !== left);
   const bars = uPlot.paths.bars({ size: [0.85, 80], align: 1 });
+  const below = shareBelow(series, keyOf);
 
   const options = {
     width,
@@ -31,7 +38,7 @@ export function drawChart(element, series, { range, zone, width, onZoom, onPick,
       { label: 'time' },
       ...series.map((s, i) => ({
         label: s.unit ? `${s.label} (${s.unit})` : s.label,
-        scale: scale(s.unit),
+        scale: keyOf(s),
         stroke: COLOURS[i % COLOURS.length],
         fill: s.bars ? `${COLOURS[i % COLOURS.length]}55` : undefined,
         width: s.bars ? 0 : 1.25,
@@ -41,19 +48,19 @@ export function drawChart(element, series, { range, zone, width, onZoom, onPick,
     ],
     axes: [
       {},
-      ...units.slice(0, 2).map((unit, i) => ({
-        scale: scale(unit), side: i === 0 ? 3 : 1, label: unit, grid: { show: i === 0 }, size: 60,
+      ...[left, right].filter(Boolean).map((key, i) => ({
+        scale: key, side: i === 0 ? 3 : 1, label: unitOf(key), grid: { show: i === 0 }, size: 60,
       })),
     ],
     hooks: { setScale: [(u, key) => { if (done && key === 'x' && onZoom) onZoom(u.scales.x.min, u.scales.x.max); }] },
     plugins: [wheelZoom(range), ...(onPick ? [clickPick(onPick)] : [])],
   };
-  for (const unit of units) {
-    options.scales[scale(unit)] = {
+  for (const key of keys) {
+    options.scales[key] = {
       range: (u, min, max) => {
         if (min == null || !Number.isFinite(min)) return [0, 1]; // nothing of this unit in view
-        return series.some((s) => s.unit === unit && s.bars)
-          ? [Math.min(0, min), max > 0 ? max * 1.05 : 1] : uPlot.rangeNum(min, max, 0.1, true);
+        return series.some((s) => keyOf(s) === key && s.bars)
+          ? barRange(min, max, below) : uPlot.rangeNum(min, max, 0.1, true);
       },
     };
   }
@@ -70,6 +77,41 @@ export function drawChart(element, series, { range, zone, width, onZoom, onPick,
     element.replaceChildren();
     new uPlot(options, data, element);
   });
+}
+
+/**
+ * Bars stand on 0: from 0 to the furthest bar on either side (export and credit are below).
+ * With `below`, the share of the height under 0 that every scale of bars keeps, all of them
+ * stand on one zero line (a cost beside energy fed in).
+ */
+function barRange(min, max, below) {
+  const low = Math.min(0, min);
+  const high = Math.max(0, max);
+  if (below > 0) {
+    const ratio = below / (1 - below);
+    const top = Math.max(high, -low / ratio);
+    return [-top * ratio * 1.05, top * 1.05];
+  }
+  return low === high ? [0, 1] : [low * 1.05, high * 1.05];
+}
+
+/**
+ * The share of the height under 0 for bars on several scales: what the scale furthest below 0
+ * needs over the loaded data, at most half; 0 for bars on one scale (it ranges on its own).
+ */
+function shareBelow(series, keyOf) {
+  const extents = new Map();
+  for (const s of series.filter((x) => x.bars)) {
+    let [low, high] = extents.get(keyOf(s)) ?? [0, 0];
+    for (const v of s.values) {
+      if (v < low) low = v;
+      else if (v > high) high = v;
+    }
+    extents.set(keyOf(s), [low, high]);
+  }
+  if (extents.size < 2) return 0;
+  const shares = [...extents.values()].map(([low, high]) => (low < 0 ? -low / (high - low) : 0));
+  return Math.min(0.5, Math.max(...shares));
 }
 
 function isDataExtent(u, min, max) {

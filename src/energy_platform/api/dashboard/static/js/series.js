@@ -57,3 +57,8 @@ export function bucketFor(choice, from, to) {
   if (span <= 14 * 86_400) return 3600;
   return 86_400;
 }
+
+/** Values drawn below the axis (energy fed in, money earned): each negated, gaps kept. */
+export function negated({ times, values }) {
+  return { times, values: values.map((v) => (v == null ? v : -v)) };
+}

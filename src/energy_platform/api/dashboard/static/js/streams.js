@@ -24,35 +24,45 @@ export function currentConfig(stream) {
   return configs.length ? configs[configs.length - 1] : null;
 }
 
+// Raw and system streams: lines of their points, whatever they measure.
+const LINE = { bars: false, sum: false, below: false, money: false };
+
 /**
- * How a stream is shown: title, unit, a line of detail, and its chart form. Processed
- * consumption and cost are amounts per 90 s bucket: bars, summed into longer buckets.
- * Processed temperature is a mean (a line, averaged); raw and system streams are lines.
+ * How a stream is shown: title, unit, a line of detail, and its chart form. A processed stream
+ * is charted by what it is (`quantity`, docs/data-api.md): consumption, export, cost and credit
+ * are amounts per 90 s bucket: bars, summed into longer buckets; export and credit (energy fed
+ * in, money earned) are drawn below the axis; cost and credit are money, on a scale of their
+ * own. A mean (temperature) is a line, averaged; raw and system streams are lines.
  */
 export function describe(stream) {
   if (stream.type === 'raw') {
     const [name, unit] = MEDIA[stream.medium] ?? [`Medium ${stream.medium}`, ''];
     const device = DEVICES[stream.device] ?? `device ${stream.device}`;
-    return { title: name, unit, detail: `${device}; medium ${stream.medium}`, bars: false, sum: false };
+    return { title: name, unit, detail: `${device}; medium ${stream.medium}`, ...LINE };
   }
   if (stream.type === 'processed') {
     const config = currentConfig(stream);
     const medium = config?.medium ?? null;
+    const { quantity } = stream;
     const parts = [
       medium ?? 'not processed (medium null)',
+      quantity,
       stream.combined ? 'combined' : null,
       stream.index !== undefined ? `index ${stream.index}` : null,
+      stream.tariff !== undefined ? `tariff ${stream.tariff}` : null,
       config?.valid_from ? `since ${config.valid_from}` : null,
     ];
     return {
       title: config?.title || `Processed stream ${stream.id}`,
       unit: config?.unit ?? '',
       detail: parts.filter(Boolean).join('; '),
-      bars: medium !== 'temperature',
-      sum: medium !== 'temperature',
+      bars: quantity !== 'mean',
+      sum: quantity !== 'mean',
+      below: quantity === 'export' || quantity === 'credit',
+      money: quantity === 'cost' || quantity === 'credit',
     };
   }
-  return { title: `System stream ${stream.id}`, unit: '', detail: 'system', bars: false, sum: false };
+  return { title: `System stream ${stream.id}`, unit: '', detail: 'system', ...LINE };
 }
 
 /** Streams grouped by channel (ascending), then by type in the order raw, processed, system. */
@@ -67,10 +77,14 @@ export function byChannel(streams) {
   return [...channels.entries()].sort(([a], [b]) => a - b);
 }
 
-/** What to chart first on a newly opened feed: total consumption, else any consumption or power. */
+/**
+ * What to chart first on a newly opened feed: a channel's total electricity consumption (its
+ * combined stream, else one without index or tariff), else any, else raw power.
+ */
 export function firstChoice(streams) {
-  const energy = streams.filter((s) => s.type === 'processed' && currentConfig(s)?.medium === 'power'
-    && /Wh$/.test(currentConfig(s).unit));
-  return energy.find((s) => s.combined) ?? energy[0]
+  const energy = streams.filter((s) => s.type === 'processed' && s.quantity === 'consumption'
+    && currentConfig(s)?.medium === 'power');
+  return energy.find((s) => s.combined)
+    ?? energy.find((s) => s.index === undefined && s.tariff === undefined) ?? energy[0]
     ?? streams.find((s) => s.type === 'raw' && [1, 12].includes(s.medium)) ?? null;
 }
