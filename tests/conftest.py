@@ -4,7 +4,6 @@ fixtures live in tests/support/ and are imported from there (never from a confte
 from __future__ import annotations
 
 import os
-import secrets
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -25,18 +24,17 @@ from energy_platform.core.settings import (
     Settings,
 )
 from energy_platform.seeding import create_empty_database, drop_database
-from energy_platform.services import build_services
-from tests.support.admin import run_admin_async
 from tests.support.data import World, data_api, seed
 from tests.support.databases import create_session_database, database_server
 from tests.support.platform import (
     Platform,
+    platform_in_loop,
     platform_settings,
     provisioning_platform,
     with_cluster,
 )
 from tests.support.rabbitmq import RabbitCluster
-from tests.support.services import free_port, running
+from tests.support.services import free_port
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -120,13 +118,8 @@ async def platform(settings: Settings, mqtt_url: str) -> AsyncIterator[Platform]
     server) and the data API, in the test's loop; homebases are paired through the real
     provisioning API and their feeds added with the real admin commands (tests/support/platform.py).
     """
-    s = with_cluster(platform_settings(settings, mqtt_url))
-    user = await run_admin_async(s, "users", "add", f"ingest-{secrets.token_hex(3)}")
-    api = f"http://127.0.0.1:{s.http.api_port}"
-    provisioning = s.cluster.provisioning_url
-    services = build_services(["api", "provisioning", "ingest"], s)
-    async with running(*services, ready_urls=(api + "/healthz", provisioning + "/healthz")):
-        yield Platform(s, api, provisioning, user["token"], user["id"])
+    async with platform_in_loop(with_cluster(platform_settings(settings, mqtt_url))) as platform:
+        yield platform
 
 
 @pytest.fixture(scope="session")

@@ -99,6 +99,18 @@ async def provisioning_platform(s: Settings) -> AsyncIterator[Platform]:
         yield Platform(s, "", base, user["token"], user["id"])
 
 
+@asynccontextmanager
+async def platform_in_loop(s: Settings) -> AsyncIterator[Platform]:
+    """Provisioning, ingest (MQTT + CoAP data server) and the data API of settings ``s`` (this
+    cluster registered) in the test's loop, and a user to own feeds."""
+    user = await run_admin_async(s, "users", "add", f"ingest-{secrets.token_hex(3)}")
+    api = f"http://127.0.0.1:{s.http.api_port}"
+    provisioning = s.cluster.provisioning_url
+    services = build_services(["api", "provisioning", "ingest"], s)
+    async with running(*services, ready_urls=(api + "/healthz", provisioning + "/healthz")):
+        yield Platform(s, api, provisioning, user["token"], user["id"])
+
+
 def serve_env(s: Settings) -> dict[str, str]:
     """The environment of an ``energy-platform serve`` process that runs with settings ``s``."""
     return {
