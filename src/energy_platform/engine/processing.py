@@ -202,7 +202,8 @@ WITH work AS (
     SELECT * FROM unnest($1::bigint[], $2::integer[], $3::timestamptz[], $4::timestamptz[])
         AS w (feed_id, channel, wfrom, wto)
 ), sources AS MATERIALIZED (
-    SELECT s.id AS raw_id, m.method, date_part('epoch', w.wfrom) AS wf,
+    SELECT s.id AS raw_id, m.method = 'register' AS register, m.method = 'reading' AS reading,
+           date_part('epoch', w.wfrom) AS wf,
            date_part('epoch', w.wto) AS wt,
            coalesce(n.before, w.wfrom) AS lo, coalesce(n.after, w.wto) AS hi
       FROM work w
@@ -215,20 +216,17 @@ WITH work AS (
            bridged
       FROM (SELECT raw_id, wt, e0, v0, e1, v1, step, bridged, k, a,
                    cluster.bucket_seconds() * k + cluster.bucket_seconds() AS kend
-              FROM (SELECT raw_id, wt, e0, e1, bridged, greatest(e0, wf) AS a,
-                           cluster.bucket_of(greatest(e0, wf)) AS k,
-                           CASE WHEN method = 'register'
-                                THEN greatest(v1 - v0, 0) / (e1 - e0) ELSE v0 END AS v0,
-                           CASE WHEN method = 'register'
-                                THEN greatest(v1 - v0, 0) / (e1 - e0) ELSE v1 END AS v1,
-                           CASE WHEN method = 'reading'
-                                  OR (method = 'register' AND NOT bridged)
+              FROM (SELECT raw_id, wt, e0, e1, cluster.bridged(e0, e1) AS bridged,
+                           greatest(e0, wf) AS a, cluster.bucket_of(greatest(e0, wf)) AS k,
+                           CASE WHEN register THEN greatest(v1 - v0, 0) / (e1 - e0)
+                                ELSE v0 END AS v0,
+                           CASE WHEN register THEN greatest(v1 - v0, 0) / (e1 - e0)
+                                ELSE v1 END AS v1,
+                           CASE WHEN reading OR (register AND NOT cluster.bridged(e0, e1))
                                 THEN greatest(v1 - v0, 0) END AS step
-                      FROM (SELECT src.raw_id, src.method, src.wf, src.wt,
+                      FROM (SELECT src.raw_id, src.register, src.reading, src.wf, src.wt,
                                    date_part('epoch', g.ts) AS e0, g.v0,
-                                   date_part('epoch', g.t1) AS e1, g.v1,
-                                   cluster.bridged(date_part('epoch', g.ts),
-                                                   date_part('epoch', g.t1)) AS bridged
+                                   date_part('epoch', g.t1) AS e1, g.v1
                               FROM sources src
                               CROSS JOIN LATERAL (
                                   SELECT p.ts, p.value AS v0,
@@ -301,22 +299,21 @@ WITH work AS (
            sum(integral), sum(covered)
       FROM per_index WHERE idx IS NOT NULL OR tariff IS NOT NULL
      GROUP BY feed_id, channel, quantity, k
-), spans AS MATERIALIZED (
-    -- The buckets from a register's first reading to its last, over its whole history: per
-    -- stream it counts (its own; the unindexed one's; the combined one's for a tariff).
-    SELECT s.feed_id, s.channel, m.quantity, 0 AS idx, coalesce(s.idx, 0) AS tariff,
-           false AS combined, e.kfirst, e.klast
-      FROM (SELECT DISTINCT raw_id FROM sources WHERE method = 'register') r
+), registers AS MATERIALIZED (
+    SELECT s.feed_id, s.channel, m.quantity, s.idx, e.kfirst, e.klast
+      FROM (SELECT DISTINCT raw_id FROM sources WHERE register) r
       JOIN cluster.streams s ON s.id = r.raw_id
       JOIN cluster.processable_media m ON m.medium_id = s.medium
      CROSS JOIN LATERAL cluster.register_span(r.raw_id) e
+), spans AS MATERIALIZED (
+    -- The buckets from a register's first reading to its last, over its whole history: per
+    -- stream it counts in (its own; the unindexed one's; the combined one's for a tariff).
+    SELECT feed_id, channel, quantity, 0 AS idx, coalesce(idx, 0) AS tariff, false AS combined,
+           min(kfirst) AS kfirst, max(klast) AS klast
+      FROM registers GROUP BY feed_id, channel, quantity, idx
     UNION ALL
-    SELECT s.feed_id, s.channel, m.quantity, 0, 0, true, min(e.kfirst), max(e.klast)
-      FROM (SELECT DISTINCT raw_id FROM sources WHERE method = 'register') r
-      JOIN cluster.streams s ON s.id = r.raw_id AND s.idx IS NOT NULL
-      JOIN cluster.processable_media m ON m.medium_id = s.medium
-     CROSS JOIN LATERAL cluster.register_span(r.raw_id) e
-     GROUP BY s.feed_id, s.channel, m.quantity
+    SELECT feed_id, channel, quantity, 0, 0, true, min(kfirst), max(klast)
+      FROM registers WHERE idx IS NOT NULL GROUP BY feed_id, channel, quantity
 ), targets AS MATERIALIZED (
     SELECT ps.id AS stream_id, ps.feed_id, ps.channel, ps.idx AS stream_idx,
            ps.tariff AS stream_tariff, coalesce(ps.idx, 0) AS idx,

@@ -280,20 +280,31 @@ async def test_a_changed_subscription_end_re_arms_its_notice(
     assert in_days(2)[:10] in (await notices())[0]["content"]
 
 
-async def used_yesterday(conn: asyncpg.Connection, feed_id: int, wh: float) -> None:
+async def used_yesterday(
+    conn: asyncpg.Connection, feed_id: int, wh: float, *, combined_too: bool = False
+) -> None:
     """A UTC feed's power stream: ``wh`` over yesterday's 960 buckets, 20 kWh on each of the 28
-    days before. Any verdict already taken on its yesterday is deleted (in the caller's
-    transaction, so that the rules see all of it or none of it)."""
+    days before. With ``combined_too`` the channel also has a combined stream of the same energy
+    (a meter's total register beside its tariff registers): the channel's total, counted once.
+    Any verdict already taken on its yesterday is deleted (in the caller's transaction, so that
+    the rules see all of it or none of it)."""
     await conn.execute("DELETE FROM cluster.daily_consumption WHERE feed_id = $1", feed_id)
-    stream = await processed_stream(conn, feed_id, 1, title="Power", unit="kWh")
-    await conn.execute(
-        "INSERT INTO cluster.processed_points (stream_id, ts, value)"
-        " SELECT $1, date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'"
-        "            - interval '1 day' + i * interval '90 seconds', $2::float8 / 960.0"
-        "   FROM generate_series(0, 959) i",
-        stream,
-        wh,
-    )
+    streams = [await processed_stream(conn, feed_id, 1, title="Power", unit="kWh")]
+    if combined_too:
+        streams.append(
+            await processed_stream(
+                conn, feed_id, 1, title="Power, total", unit="kWh", combined=True
+            )
+        )
+    for stream in streams:
+        await conn.execute(
+            "INSERT INTO cluster.processed_points (stream_id, ts, value)"
+            " SELECT $1, date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'"
+            "            - interval '1 day' + i * interval '90 seconds', $2::float8 / 960.0"
+            "   FROM generate_series(0, 959) i",
+            stream,
+            wh,
+        )
     await conn.execute(
         "INSERT INTO cluster.daily_consumption (feed_id, day, energy_wh)"
         " SELECT $1, (now() AT TIME ZONE 'UTC')::date - 1 - d, 20000"
@@ -385,7 +396,9 @@ async def test_no_rule_speaks_of_a_feed_while_it_is_registered_with_the_forwarde
 async def test_a_day_over_twice_its_28_day_median_is_unusual(
     platform: Platform, db: asyncpg.Connection
 ) -> None:
-    """Yesterday used 60 kWh; the 28 days before, 20 kWh each (median 20): told once."""
+    """Yesterday used 60 kWh; the 28 days before, 20 kWh each (median 20): told once. Usual
+    used 30 kWh through a channel with a combined stream beside its unindexed one: counted
+    twice it would be 60 kWh, and unusual."""
     s = platform.settings
     feeds = {}
     for label, yesterday_wh in (("Greedy", 60_000.0), ("Usual", 30_000.0)):
@@ -398,8 +411,8 @@ async def test_a_day_over_twice_its_28_day_median_is_unusual(
     # One transaction: the rules (running meanwhile) see the whole history or none of it; a
     # verdict they already took on the new feeds' empty yesterday is taken back with it.
     async with db.transaction():
-        for feed_id, yesterday_wh in feeds.values():
-            await used_yesterday(db, feed_id, yesterday_wh)
+        for label, (feed_id, yesterday_wh) in feeds.items():
+            await used_yesterday(db, feed_id, yesterday_wh, combined_too=label == "Usual")
 
     async def told() -> bool:
         return any(n["title"] == "Unusual consumption" for n in await notifications(platform))
