@@ -315,14 +315,21 @@ WITH work AS (
     SELECT feed_id, channel, quantity, 0, 0, true, min(kfirst), max(klast)
       FROM registers WHERE idx IS NOT NULL GROUP BY feed_id, channel, quantity
 ), targets AS MATERIALIZED (
+    -- Each stream's register span joins here, a row per configuration: joined to the buckets
+    -- (a CTE of unknown size) it became a nested loop over both.
     SELECT ps.id AS stream_id, ps.feed_id, ps.channel, ps.idx AS stream_idx,
            ps.tariff AS stream_tariff, coalesce(ps.idx, 0) AS idx,
-           coalesce(ps.tariff, 0) AS tariff, ps.combined, ps.quantity, c.medium, k.kfrom, k.kto
+           coalesce(ps.tariff, 0) AS tariff, ps.combined, ps.quantity, c.medium, k.kfrom, k.kto,
+           sp.kfirst, sp.klast
       FROM (SELECT DISTINCT feed_id, channel FROM work) w
       JOIN cluster.streams ps
         ON ps.feed_id = w.feed_id AND ps.channel = w.channel AND ps.type = 'processed'
       JOIN cluster.stream_configs c ON c.stream_id = ps.id
      CROSS JOIN LATERAL cluster.validity_buckets(c.validity) k
+      LEFT JOIN spans sp
+        ON sp.feed_id = ps.feed_id AND sp.channel = ps.channel AND sp.quantity = ps.quantity
+       AND sp.idx = coalesce(ps.idx, 0) AND sp.tariff = coalesce(ps.tariff, 0)
+       AND sp.combined = ps.combined
      WHERE c.medium IS NOT NULL
 ), periods AS MATERIALIZED (
     -- Per value stream: the stretches of k with one configuration, and those that also have a
@@ -331,11 +338,13 @@ WITH work AS (
     -- sizes the planner cannot know, it became a nested loop over every pair of periods
     -- (4 s for a batch of 1,000 channels).
     SELECT c.feed_id, c.channel, c.quantity, c.idx, c.tariff, c.combined, c.stream_id,
-           c.medium, c.kfrom, c.kto, NULL::bigint AS tariff_id, NULL::text AS timezone
+           c.medium, c.kfrom, c.kto, c.kfirst, c.klast, NULL::bigint AS tariff_id,
+           NULL::text AS timezone
       FROM targets c WHERE c.quantity IN ('consumption', 'export', 'mean')
     UNION ALL
     SELECT c.feed_id, c.channel, c.quantity, c.idx, c.tariff, c.combined, cs.id, c.medium,
-           greatest(c.kfrom, k.kfrom), least(c.kto, k.kto), tr.id, z.timezone
+           greatest(c.kfrom, k.kfrom), least(c.kto, k.kto), c.kfirst, c.klast, tr.id,
+           z.timezone
       FROM targets c
       JOIN cluster.streams cs
         ON cs.feed_id = c.feed_id AND cs.type = 'processed' AND cs.channel = c.channel
@@ -354,7 +363,7 @@ WITH work AS (
     SELECT pd.stream_id, t.k, pd.tariff_id, pd.timezone,
            CASE WHEN pd.quantity = 'mean'
                 THEN CASE WHEN t.covered > 0 THEN t.integral / t.covered END
-                WHEN t.k BETWEEN sp.kfirst AND sp.klast THEN t.register
+                WHEN t.k BETWEEN pd.kfirst AND pd.klast THEN t.register
                 ELSE t.measured END
            * CASE WHEN pd.tariff_id IS NOT NULL AND pd.medium = 'power' THEN 0.001::float8
                   ELSE 1 END AS value
@@ -363,9 +372,6 @@ WITH work AS (
         ON pd.feed_id = t.feed_id AND pd.channel = t.channel AND pd.quantity = t.quantity
        AND pd.idx = t.idx AND pd.tariff = t.tariff AND pd.combined = t.combined
        AND t.k >= pd.kfrom AND t.k < pd.kto
-      LEFT JOIN spans sp
-        ON sp.feed_id = t.feed_id AND sp.channel = t.channel AND sp.quantity = t.quantity
-       AND sp.idx = t.idx AND sp.tariff = t.tariff AND sp.combined = t.combined
 ), results AS (
     SELECT stream_id, to_timestamp(cluster.bucket_seconds() * k) AS ts, value
       FROM valued WHERE tariff_id IS NULL AND value IS NOT NULL

@@ -203,6 +203,23 @@ async def stored(db: asyncpg.Connection, feed: int, points: int) -> None:
     assert await db.fetchval(RAW_POINTS, feed) == points
 
 
+async def meter_reads(
+    platform: Platform,
+    db: asyncpg.Connection,
+    sn: str,
+    secret: bytes,
+    feed: int,
+    times: Sequence[int],
+    codes: dict[str, Sequence[float]],
+) -> None:
+    """Every code's reading at each of ``times`` sent by the meter reader, stored by ingest and
+    processed by the engine."""
+    records = [reading(t, {c: v[i] for c, v in codes.items()}) for i, t in enumerate(times)]
+    await publish(platform, sn, secret, records)
+    await stored(db, feed, len(times) * len(codes))
+    await process(db)
+
+
 # ---- Through the data API ------------------------------------------------------------------
 
 
@@ -339,15 +356,7 @@ async def test_a_dsmr_meter_keeps_tariffs_phases_import_and_export_apart(
     for code, share in (("21.7.0", 0.5), ("41.7.0", 0.3), ("61.7.0", 0.2)):
         powers[code] = [w * share for w in home.taken]
     codes = {**registers, **powers}
-    await publish(
-        platform,
-        sn,
-        secret,
-        [reading(t, {c: v[i] for c, v in codes.items()}) for i, t in enumerate(home.times)],
-    )
-    await stored(db, feed, len(home.times) * len(codes))
-
-    await process(db)
+    await meter_reads(platform, db, sn, secret, feed, home.times, codes)
 
     by_time = {c: dict(zip(home.times, v, strict=True)) for c, v in codes.items()}
 
@@ -439,15 +448,7 @@ async def test_a_pv_household_counts_import_and_export_by_their_registers_each_w
         "1.8.0": count(9_876_543.2, home.taken_steps),
         "2.8.0": count(1_234_567.8, home.fed_steps),
     }
-    await publish(
-        platform,
-        sn,
-        secret,
-        [reading(t, {c: v[i] for c, v in codes.items()}) for i, t in enumerate(home.times)],
-    )
-    await stored(db, feed, len(home.times) * len(codes))
-
-    await process(db)
+    await meter_reads(platform, db, sn, secret, feed, home.times, codes)
 
     taken, fed = (dict(zip(home.times, codes[c], strict=True)) for c in ("1.8.0", "2.8.0"))
     async with platform.client() as api:
@@ -578,15 +579,7 @@ async def test_a_total_register_beside_tariff_registers_agrees_with_the_combined
         "1.8.1": low,
         "1.8.2": normal,
     }
-    await publish(
-        platform,
-        sn,
-        secret,
-        [reading(t, {c: v[i] for c, v in codes.items()}) for i, t in enumerate(home.times)],
-    )
-    await stored(db, feed, len(home.times) * len(codes))
-
-    await process(db)
+    await meter_reads(platform, db, sn, secret, feed, home.times, codes)
 
     meter = dict(zip(home.times, codes["1.8.0"], strict=True))
     total = f"{ENERGY}, total"
