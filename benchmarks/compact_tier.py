@@ -33,6 +33,13 @@ SELECT hypertable_size('cluster.raw_points')::float8, hypertable_size('cluster.p
 WEEK = "SELECT ts, value FROM cluster.stream_points($1, $2, $3) ORDER BY ts"
 
 
+async def sizes(conn: asyncpg.Connection) -> tuple[float, float, int]:
+    """Bytes of the row tier and of the compact tier, and the points left in the row tier."""
+    row = await conn.fetchrow(SIZE)
+    assert row is not None  # an aggregate has a row
+    return row[0], row[1], row[2]
+
+
 def household(
     seed: int, start: datetime, days: int, digits: int = 0
 ) -> list[tuple[datetime, float]]:
@@ -77,7 +84,7 @@ async def one_run(
         )
         copy = len(records) / (time.perf_counter() - started)
         await conn.execute("VACUUM ANALYZE cluster.raw_points")
-        row_bytes, _, count = await conn.fetchrow(SIZE)
+        row_bytes, _, count = await sizes(conn)
         started = time.perf_counter()
         row_week = await conn.fetch(WEEK, streams[0], *week)
         row_read = time.perf_counter() - started
@@ -86,7 +93,7 @@ async def one_run(
         compaction = result.points / (time.perf_counter() - started)
         assert result.points == count, (result.points, count)
         await conn.execute("VACUUM ANALYZE cluster.point_days, cluster.raw_points")
-        rest_row_bytes, compact_bytes, left = await conn.fetchrow(SIZE)
+        rest_row_bytes, compact_bytes, left = await sizes(conn)
         assert left == 0
         started = time.perf_counter()
         compact_week = await conn.fetch(WEEK, streams[0], *week)

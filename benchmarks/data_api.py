@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 
 import asyncpg
 import httpx
@@ -184,7 +185,7 @@ async def timed_statements(
 
 
 async def timed_queries(
-    url: str, query: str, calls: list[tuple[object, ...]], rounds: int
+    url: str, query: str, calls: Sequence[tuple[object, ...]], rounds: int
 ) -> list[float]:
     """``query`` with each of ``calls``' arguments, one connection each, in parallel (ms), as
     the API's pool runs it (generic plans)."""

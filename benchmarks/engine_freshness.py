@@ -42,7 +42,7 @@ from typing import IO
 import asyncpg
 import psycopg
 
-from benchmarks.engine_throughput import CHANNELS_PER_FEED, SEED_FEEDS, SEED_TARIFFS
+from benchmarks.engine_throughput import CHANNELS_PER_FEED, SEED_TARIFFS, seed_feeds
 from benchmarks.support import bench_database, figure, report
 from energy_platform.devices.ingest.store import RAW_POINTS_INSERT
 
@@ -178,12 +178,10 @@ class Measured:
 
 
 async def measure(url: str, streams: int, buckets: int) -> Measured:
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(
-            SEED_FEEDS, {"feeds": streams // CHANNELS_PER_FEED, "channels": CHANNELS_PER_FEED}
-        )
-        conn.execute(SEED_TARIFFS)
-        raw_ids = [r[0] for r in conn.execute("SELECT id FROM cluster.streams ORDER BY id")]
+    await seed_feeds(url, streams // CHANNELS_PER_FEED, 1)
+    with psycopg.connect(url, autocommit=True) as setup:
+        setup.execute(SEED_TARIFFS)
+        raw_ids = [r[0] for r in setup.execute("SELECT id FROM cluster.streams ORDER BY id")]
     run = Run()
     stop_writing, stop_probing = asyncio.Event(), asyncio.Event()
     engine = start_engine(url, run)
@@ -233,6 +231,7 @@ async def measure(url: str, streams: int, buckets: int) -> Measured:
         engine.terminate()
         engine.wait(10)
     measured = Measured(run)
+    assert rolled_up is not None  # two counts: a row
     measured.rollup_hours, measured.rollup_queued = rolled_up["hours"], rolled_up["queued"]
     starts = [r[0] for r in run.rounds]
     for stream in sample:

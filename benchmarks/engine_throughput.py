@@ -151,7 +151,7 @@ def build(url: str, args: argparse.Namespace) -> int:
                 },
             )
         conn.execute("VACUUM ANALYZE cluster.raw_points")
-        total = args.streams * per_stream
+        total: int = args.streams * per_stream
         print(f"seeded {total:,} raw points in {time.perf_counter() - started:.0f} s")
     return total
 

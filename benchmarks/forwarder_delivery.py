@@ -214,6 +214,7 @@ async def measure(s: Settings, args: argparse.Namespace, receiver: str) -> None:
         )
     finally:
         await conn.close()
+    assert spread is not None  # an aggregate has a row
     print(
         f"live requests: p50 {spread['p50']:.0f} ms, max {spread['max']:.0f} ms; first sent"
         f" {spread['first_sent']:.2f} s, last sent {spread['last_sent']:.2f} s after the end"

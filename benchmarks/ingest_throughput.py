@@ -255,7 +255,11 @@ async def main(full: bool, runs: int) -> None:
         s, homebases = await setup(base_settings, homebase_count)
         points = (messages // homebase_count) * homebase_count * TIMES_PER_MESSAGE * POINTS_PER_TIME
         base = s.cluster.provisioning_url
-        one, two, bare, message_rates, copy_rates = [], [], [], [], []
+        one: list[float] = []
+        two: list[float] = []
+        bare: list[float] = []
+        message_rates: list[float] = []
+        copy_rates: list[float] = []
         t0 = int(time.time()) - 3 * 86_400
         workers: list[Worker] = []
         async with running(*build_services("provisioning", s), ready_urls=(base + "/healthz",)):
