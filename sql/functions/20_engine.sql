@@ -250,7 +250,8 @@ COMMENT ON FUNCTION cluster.set_feed_config(bigint, timestamptz, text, text) IS
 -- Bands: p_starts[i] (local time of day) with p_prices[i]; before the first start the last
 -- band's price applies, so bands wrap around midnight.
 CREATE OR REPLACE FUNCTION cluster.set_tariff(
-    p_feed_id bigint, p_medium text, p_from timestamptz, p_starts time[], p_prices double precision[]
+    p_feed_id bigint, p_medium text, p_from timestamptz, p_starts time[], p_prices double precision[],
+    p_area text DEFAULT NULL, p_factor double precision DEFAULT 1
 ) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
     v_from timestamptz := nullif(p_from, '-infinity');
@@ -259,6 +260,9 @@ BEGIN
     PERFORM 1 FROM cluster.feeds WHERE id = p_feed_id FOR UPDATE;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'feed % does not exist', p_feed_id USING ERRCODE = 'no_data_found';
+    END IF;
+    IF p_area IS NOT NULL AND NOT EXISTS (SELECT FROM cluster.price_areas WHERE area = p_area) THEN
+        RAISE EXCEPTION 'price area % has no prices', p_area USING ERRCODE = 'no_data_found';
     END IF;
     IF p_starts IS NOT NULL AND (cardinality(p_starts) = 0
             OR cardinality(p_starts) <> cardinality(p_prices)
@@ -272,8 +276,9 @@ BEGIN
     UPDATE cluster.tariffs SET validity = tstzrange(lower(validity), v_from, '[)')
      WHERE feed_id = p_feed_id AND medium = p_medium AND v_from IS NOT NULL AND validity @> v_from;
     IF p_starts IS NOT NULL THEN
-        INSERT INTO cluster.tariffs (feed_id, medium, validity)
-        VALUES (p_feed_id, p_medium, tstzrange(v_from, NULL, '[)'))
+        INSERT INTO cluster.tariffs (feed_id, medium, validity, area, factor)
+        VALUES (p_feed_id, p_medium, tstzrange(v_from, NULL, '[)'), p_area,
+                CASE WHEN p_area IS NULL THEN 1 ELSE p_factor END)
         RETURNING id INTO v_tariff_id;
         INSERT INTO cluster.tariff_bands (tariff_id, starts, ends, price)
         WITH b AS (
@@ -290,8 +295,55 @@ BEGIN
     END IF;
     PERFORM cluster.engine_invalidate_feed(p_feed_id, tstzmultirange(tstzrange(v_from, NULL, '[)')));
 END $$;
-COMMENT ON FUNCTION cluster.set_tariff(bigint, text, timestamptz, time[], double precision[]) IS
-    'Make the bands (local start times and prices) the feed''s tariff for the medium from p_from on (none when p_starts is NULL); the engine recomputes the cost from p_from.';
+COMMENT ON FUNCTION cluster.set_tariff(bigint, text, timestamptz, time[], double precision[], text, double precision) IS
+    'Make the bands (local start times and prices) the feed''s tariff for the medium from p_from on (none when p_starts is NULL), plus p_factor times the prices of area p_area when given; the engine recomputes the cost from p_from.';
+
+-- Prices of an area's slots: every stored slot that overlaps a given one goes, the given ones
+-- come (the area is made on its first prices). The buckets whose price changed (a new, changed
+-- or removed slot) are queued for every feed with a tariff on the area while that tariff is
+-- valid, as late data is: their cost, hours, days and months follow, and nothing else moves.
+-- One statement per call, under the area's row lock: two imports of one area serialise.
+CREATE OR REPLACE FUNCTION cluster.set_prices(
+    p_area text, p_slots tstzrange[], p_prices double precision[]
+) RETURNS integer LANGUAGE plpgsql AS $$
+DECLARE
+    v_old cluster.prices[];
+    v_changed tstzmultirange;
+    v_count integer;
+BEGIN
+    IF cardinality(p_slots) IS DISTINCT FROM cardinality(p_prices) THEN
+        RAISE EXCEPTION 'one price per slot' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    INSERT INTO cluster.price_areas (area) VALUES (p_area) ON CONFLICT DO NOTHING;
+    PERFORM 1 FROM cluster.price_areas WHERE area = p_area FOR UPDATE;
+    WITH gone AS (
+        DELETE FROM cluster.prices p WHERE p.area = p_area AND p.slot && ANY (p_slots)
+        RETURNING p.*
+    )
+    SELECT coalesce(array_agg(gone), '{}') INTO v_old FROM gone;
+    INSERT INTO cluster.prices (area, slot, price)
+    SELECT p_area, g.slot, g.price FROM unnest(p_slots, p_prices) AS g (slot, price);
+    -- New or changed slots, and stored ones that no given slot replaces exactly.
+    WITH given AS (
+        SELECT g.slot, g.price FROM unnest(p_slots, p_prices) AS g (slot, price)
+    ), old AS (
+        SELECT o.slot, o.price FROM unnest(v_old) o
+    ), differing AS (
+        SELECT g.slot, true AS counted FROM given g
+         WHERE NOT EXISTS (SELECT FROM old o WHERE o.slot = g.slot AND o.price = g.price)
+        UNION ALL
+        SELECT o.slot, NOT EXISTS (SELECT FROM given g WHERE g.slot = o.slot) FROM old o
+         WHERE NOT EXISTS (SELECT FROM given g WHERE g.slot = o.slot AND g.price = o.price)
+    )
+    SELECT coalesce(range_agg(slot), '{}'), count(*) FILTER (WHERE counted)
+      INTO v_changed, v_count FROM differing;
+    PERFORM cluster.engine_invalidate_feed(t.feed_id, v_changed * tstzmultirange(t.validity))
+       FROM cluster.tariffs t
+      WHERE t.area = p_area AND NOT isempty(v_changed * tstzmultirange(t.validity));
+    RETURN v_count;
+END $$;
+COMMENT ON FUNCTION cluster.set_prices(text, tstzrange[], double precision[]) IS
+    'Replace the prices of an area''s slots (stored slots overlapping a given one go); the engine reprices the buckets whose price changed for every feed on the area. Returns the number of slots new, changed or removed.';
 
 -- The engine hears of ingest's work when it is committed, not at its next poll
 -- (src/energy_platform/engine/wakeup.py): every statement that queues raw ranges notifies the

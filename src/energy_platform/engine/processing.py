@@ -320,8 +320,9 @@ WITH work AS (
     SELECT ps.id AS stream_id, ps.feed_id, ps.channel, ps.idx AS stream_idx,
            ps.tariff AS stream_tariff, coalesce(ps.idx, 0) AS idx,
            coalesce(ps.tariff, 0) AS tariff, ps.combined, ps.quantity, c.medium, k.kfrom, k.kto,
-           sp.kfirst, sp.klast
-      FROM (SELECT DISTINCT feed_id, channel FROM work) w
+           sp.kfirst, sp.klast, w.window
+      FROM (SELECT feed_id, channel, tstzrange(min(wfrom), max(wto)) AS window
+              FROM work GROUP BY feed_id, channel) w
       JOIN cluster.streams ps
         ON ps.feed_id = w.feed_id AND ps.channel = w.channel AND ps.type = 'processed'
       JOIN cluster.stream_configs c ON c.stream_id = ps.id
@@ -339,12 +340,15 @@ WITH work AS (
     -- (4 s for a batch of 1,000 channels).
     SELECT c.feed_id, c.channel, c.quantity, c.idx, c.tariff, c.combined, c.stream_id,
            c.medium, c.kfrom, c.kto, c.kfirst, c.klast, NULL::bigint AS tariff_id,
-           NULL::text AS timezone
+           NULL::text AS timezone, 0::float8 AS market
       FROM targets c WHERE c.quantity IN ('consumption', 'export', 'mean')
     UNION ALL
+    -- A dynamic tariff's period is cut at its area's slots in the window (a bucket in no slot
+    -- has no price yet, and no cost point): market is factor x the slot's price, added to the
+    -- band's price per bucket below.
     SELECT c.feed_id, c.channel, c.quantity, c.idx, c.tariff, c.combined, cs.id, c.medium,
            greatest(c.kfrom, k.kfrom), least(c.kto, k.kto), c.kfirst, c.klast, tr.id,
-           z.timezone
+           z.timezone, m.market
       FROM targets c
       JOIN cluster.streams cs
         ON cs.feed_id = c.feed_id AND cs.type = 'processed' AND cs.channel = c.channel
@@ -354,13 +358,18 @@ WITH work AS (
       JOIN cluster.stream_configs cc ON cc.stream_id = cs.id
       JOIN cluster.tariffs tr ON tr.feed_id = c.feed_id AND tr.medium = cc.medium
       JOIN cluster.feed_configs z ON z.feed_id = c.feed_id
-     CROSS JOIN LATERAL (SELECT cc.validity * tr.validity * z.validity AS valid) v
+     CROSS JOIN LATERAL (
+           SELECT '(,)'::tstzrange AS slot, 0::float8 AS market WHERE tr.area IS NULL
+           UNION ALL
+           SELECT p.slot, tr.factor * p.price FROM cluster.prices p
+            WHERE tr.area IS NOT NULL AND p.area = tr.area AND p.slot && c.window) m
+     CROSS JOIN LATERAL (SELECT cc.validity * tr.validity * z.validity * m.slot AS valid) v
      CROSS JOIN LATERAL cluster.validity_buckets(v.valid) k
      WHERE c.quantity = 'consumption' AND NOT isempty(v.valid)
        AND greatest(c.kfrom, k.kfrom) < least(c.kto, k.kto)
 ), valued AS MATERIALIZED (
     -- The stream's quantity per bucket; for cost rows in kWh or m³, to be priced.
-    SELECT pd.stream_id, t.k, pd.tariff_id, pd.timezone,
+    SELECT pd.stream_id, t.k, pd.tariff_id, pd.timezone, pd.market,
            CASE WHEN pd.quantity = 'mean'
                 THEN CASE WHEN t.covered > 0 THEN t.integral / t.covered END
                 WHEN t.k BETWEEN pd.kfirst AND pd.klast THEN t.register
@@ -376,7 +385,7 @@ WITH work AS (
     SELECT stream_id, to_timestamp(cluster.bucket_seconds() * k) AS ts, value
       FROM valued WHERE tariff_id IS NULL AND value IS NOT NULL
     UNION ALL
-    SELECT v.stream_id, x.ts, v.value * b.price
+    SELECT v.stream_id, x.ts, v.value * (b.price + v.market)
       FROM valued v
       CROSS JOIN LATERAL (SELECT to_timestamp(cluster.bucket_seconds() * v.k) AS ts) x
       CROSS JOIN LATERAL (SELECT (x.ts AT TIME ZONE v.timezone)::time AS local) l
