@@ -33,7 +33,7 @@ SELECT medium, lower(validity) AS valid_from, upper(validity) AS valid_to,
  ORDER BY medium, lower(validity) NULLS FIRST, starts"""
 REPROCESS = "SELECT cluster.engine_reprocess($1, $2, $3)"
 
-TARIFF_MEDIA = ("power", "gas", "water")
+TARIFF_MEDIA = ("power", "gas", "water", "export")
 BAND = re.compile(r"^(?P<hour>[01]\d|2[0-3]):(?P<minute>[0-5]\d)=(?P<price>.+)$")
 
 

@@ -94,16 +94,20 @@ WITH claimed AS (
       FROM channel_media WHERE idx IS NOT NULL OR tariff IS NOT NULL
      GROUP BY feed_id, channel, quantity HAVING count(*) >= 2
 ), missing AS (
-    -- Consumption is priced: each consumption stream has a cost stream beside it.
-    SELECT w.*, k.cost, CASE WHEN k.cost THEN 'cost' ELSE w.quantity END AS stream_quantity
+    -- Consumption is priced and export credited: a cost or credit stream beside each.
+    SELECT w.*, k.cost, q.stream_quantity
       FROM wanted w CROSS JOIN (VALUES (false), (true)) AS k (cost)
-     WHERE (NOT k.cost OR w.quantity = 'consumption')
+     CROSS JOIN LATERAL (
+           SELECT CASE WHEN NOT k.cost THEN w.quantity
+                       WHEN w.quantity = 'export' THEN 'credit' ELSE 'cost' END
+                  AS stream_quantity) q
+     WHERE (NOT k.cost OR w.quantity IN ('consumption', 'export'))
        AND NOT EXISTS (
            SELECT 1 FROM cluster.streams s
             WHERE s.type = 'processed' AND s.feed_id = w.feed_id AND s.channel = w.channel
               AND s.idx IS NOT DISTINCT FROM w.idx AND s.tariff IS NOT DISTINCT FROM w.tariff
               AND s.combined = w.combined
-              AND s.quantity = CASE WHEN k.cost THEN 'cost' ELSE w.quantity END)
+              AND s.quantity = q.stream_quantity)
 ), created AS (
     INSERT INTO cluster.streams (feed_id, type, channel, idx, tariff, combined, quantity)
     SELECT feed_id, 'processed', channel, idx, tariff, combined, stream_quantity FROM missing
@@ -112,7 +116,8 @@ WITH claimed AS (
 ), configured AS (
     INSERT INTO cluster.stream_configs (stream_id, title, medium, unit, validity)
     SELECT c.id,
-           m.title || CASE WHEN m.cost THEN ' cost' ELSE '' END || ', channel ' || c.channel
+           m.title || CASE WHEN m.cost THEN ' ' || c.quantity ELSE '' END || ', channel '
+               || c.channel
                || CASE WHEN c.combined THEN ', total'
                        WHEN c.tariff IS NOT NULL THEN ', tariff ' || c.tariff
                        WHEN c.idx IS NULL THEN ''
@@ -334,10 +339,11 @@ WITH work AS (
      WHERE c.medium IS NOT NULL
 ), periods AS MATERIALIZED (
     -- Per value stream: the stretches of k with one configuration, and those that also have a
-    -- cost configuration, a tariff and a time zone (consumption only). The cost side is looked
-    -- up from each consumption period through the tables' indexes: joined as CTEs, whose
-    -- sizes the planner cannot know, it became a nested loop over every pair of periods
-    -- (4 s for a batch of 1,000 channels).
+    -- cost configuration, a tariff and a time zone (consumption: its cost, priced by the tariff
+    -- of the cost stream's medium; export: its credit, by the tariff of medium export). The
+    -- cost side is looked up from each value period through the tables' indexes: joined as
+    -- CTEs, whose sizes the planner cannot know, it became a nested loop over every pair of
+    -- periods (4 s for a batch of 1,000 channels).
     SELECT c.feed_id, c.channel, c.quantity, c.idx, c.tariff, c.combined, c.stream_id,
            c.medium, c.kfrom, c.kto, c.kfirst, c.klast, NULL::bigint AS tariff_id,
            NULL::text AS timezone, 0::float8 AS market
@@ -354,9 +360,12 @@ WITH work AS (
         ON cs.feed_id = c.feed_id AND cs.type = 'processed' AND cs.channel = c.channel
        AND cs.idx IS NOT DISTINCT FROM c.stream_idx
        AND cs.tariff IS NOT DISTINCT FROM c.stream_tariff
-       AND cs.combined = c.combined AND cs.quantity = 'cost'
+       AND cs.combined = c.combined
+       AND cs.quantity = CASE c.quantity WHEN 'export' THEN 'credit' ELSE 'cost' END
       JOIN cluster.stream_configs cc ON cc.stream_id = cs.id
-      JOIN cluster.tariffs tr ON tr.feed_id = c.feed_id AND tr.medium = cc.medium
+      JOIN cluster.tariffs tr
+        ON tr.feed_id = c.feed_id
+       AND tr.medium = CASE c.quantity WHEN 'export' THEN 'export' ELSE cc.medium END
       JOIN cluster.feed_configs z ON z.feed_id = c.feed_id
      CROSS JOIN LATERAL (
            SELECT '(,)'::tstzrange AS slot, 0::float8 AS market WHERE tr.area IS NULL
@@ -365,7 +374,7 @@ WITH work AS (
             WHERE tr.area IS NOT NULL AND p.area = tr.area AND p.slot && c.window) m
      CROSS JOIN LATERAL (SELECT cc.validity * tr.validity * z.validity * m.slot AS valid) v
      CROSS JOIN LATERAL cluster.validity_buckets(v.valid) k
-     WHERE c.quantity = 'consumption' AND NOT isempty(v.valid)
+     WHERE c.quantity IN ('consumption', 'export') AND NOT isempty(v.valid)
        AND greatest(c.kfrom, k.kfrom) < least(c.kto, k.kto)
 ), valued AS MATERIALIZED (
     -- The stream's quantity per bucket; for cost rows in kWh or m³, to be priced.

@@ -237,3 +237,37 @@ async def test_a_tariff_on_an_area_without_prices_is_refused(new_feed: NewFeed) 
 
 def at(t: int) -> datetime:
     return datetime.fromtimestamp(t, UTC)
+
+
+async def test_export_earns_a_credit_of_its_own_apart_from_the_cost(new_feed: NewFeed) -> None:
+    feed, name = await new_feed("Europe/Prague"), area()
+    taken = await feed.raw_stream(channel=1, medium=12, device=7)
+    fed_in = await feed.raw_stream(channel=1, medium=13, device=7)
+    times = range(T0, T0 + 1801, 10)
+    await feed.ingest(taken, [(t, 1000.0) for t in times])  # 25 Wh a bucket
+    await feed.ingest(fed_in, [(t, 3600.0) for t in times])  # 90 Wh a bucket
+    prices = {T0: 0.04, T0 + 900: -0.02}  # a negative price: feeding in costs then
+    await set_prices(feed.db, name, prices)
+    await feed.db.execute(
+        "SELECT cluster.set_tariff($1, 'power', '-infinity', ARRAY['00:00'::time], ARRAY[0.30])",
+        feed.id,
+    )
+    await feed.db.execute(
+        "SELECT cluster.set_tariff($1, 'export', '-infinity', ARRAY['00:00'::time], ARRAY[0.01],"
+        " $2, 1.0)",
+        feed.id,
+        name,
+    )
+
+    await process(feed.db)
+
+    buckets = range(T0, T0 + 1800, 90)
+    assert await feed.points(COST) == {t: pytest.approx(0.025 * 0.30) for t in buckets}
+    assert await feed.points("Electricity export credit, channel 1") == {
+        t: pytest.approx(0.09 * (prices[t - (t - T0) % 900] + 0.01)) for t in buckets
+    }
+    # The export itself stays energy, never netted against the consumption.
+    assert await feed.points("Electricity, channel 1") == {t: pytest.approx(25.0) for t in buckets}
+    assert await feed.points("Electricity export, channel 1") == {
+        t: pytest.approx(90.0) for t in buckets
+    }

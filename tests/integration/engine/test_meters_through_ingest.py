@@ -279,6 +279,11 @@ def costs(*titles: str) -> set[str]:
     return {title.replace("Electricity", "Electricity cost") for title in titles}
 
 
+def credits(*titles: str) -> set[str]:
+    """The credit stream beside each export stream."""
+    return {title.replace("Electricity export", "Electricity export credit") for title in titles}
+
+
 # ---- The scenarios --------------------------------------------------------------------------
 
 
@@ -384,6 +389,7 @@ async def test_a_dsmr_meter_keeps_tariffs_phases_import_and_export_apart(
             f"{EXPORT}, tariff 1",
             f"{EXPORT}, tariff 2",
             f"{EXPORT}, total",
+            *credits(EXPORT, f"{EXPORT}, tariff 1", f"{EXPORT}, tariff 2", f"{EXPORT}, total"),
         }
         # Each tariff register, import and export, is a stream of its own: its rises (tariff
         # 1's from 07:00 to 21:00 are 0 in every bucket and hour, tariff 2's at night).
@@ -453,7 +459,7 @@ async def test_a_pv_household_counts_import_and_export_by_their_registers_each_w
     taken, fed = (dict(zip(home.times, codes[c], strict=True)) for c in ("1.8.0", "2.8.0"))
     async with platform.client() as api:
         read = await answers(api, feed)
-        assert set(read.ids) == {ENERGY, EXPORT, *costs(ENERGY)}
+        assert set(read.ids) == {ENERGY, EXPORT, *costs(ENERGY), *credits(EXPORT)}
         # The registers read all day, so they are the streams' value in every bucket; the
         # power samples (0 to 4 % lower) add nothing on top.
         for title, meter in ((ENERGY, taken), (EXPORT, fed)):

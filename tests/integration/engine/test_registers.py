@@ -252,6 +252,8 @@ async def test_export_power_and_register_make_export_streams_never_consumption(
         "Electricity cost, channel 0": ("cost", None, None, False),
         "Electricity export, channel 0": ("export", None, None, False),
         "Electricity export, channel 0, L2": ("export", 2, None, False),
+        "Electricity export credit, channel 0": ("credit", None, None, False),
+        "Electricity export credit, channel 0, L2": ("credit", 2, None, False),
     }
     # 200 W over the 90 s: 5 Wh taken; 3600 W fed in: 90 Wh, until the export register reads
     # (from the next bucket on: 10 Wh each 10 s, 90 Wh a bucket).
