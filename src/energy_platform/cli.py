@@ -26,7 +26,7 @@ ADMIN_COMMANDS: dict[str, str] = {
         ("clusters", "homebases", "firmware", "upgrades", "coap-devices"),
         "energy_platform.provisioning.admin",
     ),
-    **dict.fromkeys(("tariffs", "reprocess", "compact"), "energy_platform.engine.admin"),
+    **dict.fromkeys(("tariffs", "prices", "reprocess", "compact"), "energy_platform.engine.admin"),
     "customers": "energy_platform.forwarder.admin",
     "broker-accounts": "energy_platform.pairing.admin",
 }

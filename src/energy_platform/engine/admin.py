@@ -1,8 +1,8 @@
-"""Admin commands of the engine: tariffs from an instant on, reprocessing a feed, and a
-compaction round now.
+"""Admin commands of the engine: tariffs from an instant on, market prices of an area,
+reprocessing a feed, and a compaction round now.
 
-Tariffs and reprocessing only change tables and queue work; the running engine recomputes the
-affected buckets. ``compact`` does the work itself, as the engine's loop would.
+Tariffs, prices and reprocessing only change tables and queue work; the running engine
+recomputes the affected buckets. ``compact`` does the work itself, as the engine's loop would.
 """
 
 from __future__ import annotations
@@ -19,18 +19,26 @@ import msgspec
 from energy_platform.core.console import CommandGroup, emit, parse_instant, run_in_transaction
 from energy_platform.core.db.pool import create_pool
 from energy_platform.core.errors import InvalidInput, NotFound
-from energy_platform.core.inputs import parse_id
+from energy_platform.core.inputs import checked_text, parse_id
 from energy_platform.core.settings import CompactionSettings, Settings
 from energy_platform.engine.compaction import CompactionResult, compact
+from energy_platform.engine.prices import PER, parse_csv
 
 FEED_EXISTS = "SELECT 1 FROM cluster.feeds WHERE id = $1"
-SET_TARIFF = "SELECT cluster.set_tariff($1, $2, $3, $4::time[], $5::float8[])"
+SET_TARIFF = "SELECT cluster.set_tariff($1, $2, $3, $4::time[], $5::float8[], $6, $7)"
 TARIFFS_OF_FEED = """
-SELECT medium, lower(validity) AS valid_from, upper(validity) AS valid_to,
+SELECT medium, lower(validity) AS valid_from, upper(validity) AS valid_to, area, factor,
        to_char(starts, 'HH24:MI') AS starts, to_char(ends, 'HH24:MI') AS ends, price
   FROM cluster.tariffs t JOIN cluster.tariff_bands b ON b.tariff_id = t.id
  WHERE t.feed_id = $1
  ORDER BY medium, lower(validity) NULLS FIRST, starts"""
+SET_PRICES = "SELECT cluster.set_prices($1, $2::tstzrange[], $3::float8[])"
+AREA_EXISTS = "SELECT 1 FROM cluster.price_areas WHERE area = $1"
+PRICES_OF_AREA = """
+SELECT lower(slot) AS start, upper(slot) AS "end", price
+  FROM cluster.prices
+ WHERE area = $1 AND slot && tstzrange($2, $3, '[)')
+ ORDER BY lower(slot)"""
 REPROCESS = "SELECT cluster.engine_reprocess($1, $2, $3)"
 
 TARIFF_MEDIA = ("power", "gas", "water", "export")
@@ -46,10 +54,23 @@ class Band(msgspec.Struct):
     """Per kWh (power) or m³ (gas, water), in the cost streams' currency."""
 
 
+class SlotPrice(msgspec.Struct):
+    start: str
+    """Inclusive."""
+    end: str
+    """Exclusive."""
+    price: float
+    """Per kWh in the cost streams' currency."""
+
+
 class Tariff(msgspec.Struct):
     medium: str
     valid_from: str | None
     valid_to: str | None
+    area: str | None
+    """A dynamic tariff's price area (null: the bands alone)."""
+    factor: float
+    """Price = factor x the area's price + the band's price."""
     bands: list[Band]
 
 
@@ -63,7 +84,13 @@ def _price(text: str) -> float:
     return price
 
 
-def _bands(price: str | None, bands: tuple[str, ...], none: bool) -> list[tuple[time, float]]:
+def _bands(
+    price: str | None, bands: tuple[str, ...], none: bool, area: str | None
+) -> list[tuple[time, float]]:
+    if none and area is not None:
+        raise InvalidInput("--none sets no tariff: it takes no --area")
+    if area is not None and price is None and not bands:
+        return [(time(0, 0), 0.0)]  # the area's prices alone
     if sum((price is not None, bool(bands), none)) != 1:
         raise InvalidInput("give exactly one of --price, --band (repeatable) or --none")
     if none:
@@ -83,13 +110,14 @@ def _bands(price: str | None, bands: tuple[str, ...], none: bool) -> list[tuple[
 
 
 async def _tariffs(conn: asyncpg.Connection, feed_id: int) -> list[Tariff]:
-    grouped: dict[tuple[str, datetime | None, datetime | None], list[Band]] = defaultdict(list)
+    Period = tuple[str, datetime | None, datetime | None, str | None, float]
+    grouped: dict[Period, list[Band]] = defaultdict(list)
     for row in await conn.fetch(TARIFFS_OF_FEED, feed_id):
-        key = (row["medium"], row["valid_from"], row["valid_to"])
+        key = (row["medium"], row["valid_from"], row["valid_to"], row["area"], row["factor"])
         grouped[key].append(Band(row["starts"], row["ends"], row["price"]))
     return [
-        Tariff(medium, _iso(valid_from), _iso(valid_to), bands)
-        for (medium, valid_from, valid_to), bands in grouped.items()
+        Tariff(medium, _iso(valid_from), _iso(valid_to), area, factor, bands)
+        for (medium, valid_from, valid_to, area, factor), bands in grouped.items()
     ]
 
 
@@ -120,6 +148,12 @@ def tariffs() -> None:
     "bands wrap around midnight.",
 )
 @click.option("--none", "none", is_flag=True, help="No tariff from the instant on.")
+@click.option(
+    "--area",
+    help="Follow this price area's prices (admin prices import): price = factor x area price "
+    "+ band price; without --price or --band the bands are 0.",
+)
+@click.option("--factor", help="What the area's price is multiplied by (VAT: 1.19); default 1.")
 @click.pass_obj
 def set_tariff(
     settings: Settings,
@@ -129,19 +163,29 @@ def set_tariff(
     price: str | None,
     bands: tuple[str, ...],
     none: bool,
+    area: str | None,
+    factor: str | None,
 ) -> None:
     """Set the feed's tariff for a medium from an instant on; prints the feed's tariffs."""
+    if factor is not None and area is None:
+        raise InvalidInput("--factor multiplies an area's prices: give --area too")
     fid, instant, parsed = (
         parse_id(feed_id, "feed"),
         parse_instant(since),
-        _bands(price, bands, none),
+        _bands(price, bands, none, area),
     )
+    multiplier = 1.0 if factor is None else _price(factor)
 
     async def work(conn: asyncpg.Connection) -> list[Tariff]:
         await _require_feed(conn, fid, feed_id)
         starts = [start for start, _ in parsed] if parsed else None
         prices = [value for _, value in parsed] if parsed else None
-        await conn.execute(SET_TARIFF, fid, medium, instant, starts, prices)
+        try:
+            await conn.execute(SET_TARIFF, fid, medium, instant, starts, prices, area, multiplier)
+        except asyncpg.NoDataFoundError:  # the feed was checked above: it is the area
+            raise NotFound(
+                f"price area {area!r} has no prices: import them first (admin prices import)"
+            ) from None
         return await _tariffs(conn, fid)
 
     emit(run_in_transaction(settings.database, work))
@@ -235,4 +279,95 @@ def compact_now(settings: Settings, older_than: int | None) -> None:
     emit(Compacted(older_than_days=days, **msgspec.structs.asdict(result)))
 
 
-GROUPS: list[click.Command] = [tariffs, reprocess, compact_now]
+@click.group("prices", cls=CommandGroup)
+def prices() -> None:
+    """Market prices of a price area per slot, which dynamic tariffs follow."""
+
+
+@prices.command("import")
+@click.argument("area")
+@click.option(
+    "--file",
+    "path",
+    required=True,
+    type=click.Path(dir_okay=False, allow_dash=True),
+    help="CSV of start,price rows (ISO 8601 times with offsets); - for stdin.",
+)
+@click.option(
+    "--per",
+    type=click.Choice(list(PER)),
+    default="kWh",
+    show_default=True,
+    help="What the file's prices are per (MWh: divided by 1000).",
+)
+@click.option(
+    "--slot-minutes",
+    type=click.IntRange(min=1),
+    help="The last slot's length; default the gap between the two rows before it.",
+)
+@click.pass_obj
+def import_prices(
+    settings: Settings, area: str, path: str, per: str, slot_minutes: int | None
+) -> None:
+    """Set an area's prices from a file, all or nothing; prints what changed."""
+    checked_text(area, "area")
+    slots = parse_csv(_read(path), per=per, slot_minutes=slot_minutes)
+
+    async def work(conn: asyncpg.Connection) -> dict[str, object]:
+        ranges = [asyncpg.Range(s.start, s.end) for s in slots]
+        try:
+            changed = await conn.fetchval(SET_PRICES, area, ranges, [s.price for s in slots])
+        except asyncpg.IntegrityConstraintViolationError as e:
+            if e.table_name == "price_areas":
+                raise InvalidInput(
+                    f"price area {area!r}: a name is letters, digits, _ . - "
+                    "(at most 32, starting with a letter or digit)"
+                ) from None
+            raise InvalidInput(f"price area {area!r}: prices refused: {e}") from None
+        except asyncpg.DataError as e:
+            raise InvalidInput(f"price area {area!r}: prices refused: {e}") from None
+        return {
+            "area": area,
+            "slots": len(slots),
+            "changed": changed,
+            "from": slots[0].start.isoformat(),
+            "to": slots[-1].end.isoformat(),
+        }
+
+    emit(run_in_transaction(settings.database, work))
+
+
+@prices.command("list")
+@click.argument("area")
+@click.option("--from", "since", required=True, help="ISO 8601 instant (inclusive).")
+@click.option("--to", "until", required=True, help="ISO 8601 instant (exclusive).")
+@click.pass_obj
+def list_prices(settings: Settings, area: str, since: str, until: str) -> None:
+    """List the area's slots overlapping [--from, --to), in order."""
+    checked_text(area, "area")
+    start, end = parse_instant(since), parse_instant(until)
+    if start >= end:
+        raise InvalidInput("--from must be before --to")
+
+    async def work(conn: asyncpg.Connection) -> list[SlotPrice]:
+        if await conn.fetchval(AREA_EXISTS, area) is None:
+            raise NotFound(f"no price area {area!r}")
+        rows = await conn.fetch(PRICES_OF_AREA, area, start, end)
+        return [SlotPrice(r["start"].isoformat(), r["end"].isoformat(), r["price"]) for r in rows]
+
+    emit(run_in_transaction(settings.database, work))
+
+
+def _read(path: str) -> str:
+    try:
+        with click.open_file(path, "rb") as file:
+            data: bytes = file.read()
+    except OSError as e:
+        raise InvalidInput(f"{path}: {e.strerror or e}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InvalidInput(f"{path}: not UTF-8 text (byte {e.start})") from None
+
+
+GROUPS: list[click.Command] = [tariffs, prices, reprocess, compact_now]
