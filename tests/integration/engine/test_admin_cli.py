@@ -65,12 +65,16 @@ async def test_tariffs_are_set_flat_or_by_time_of_use_from_an_instant_and_listed
             "medium": "gas",
             "valid_from": "2025-12-31T23:00:00+00:00",
             "valid_to": None,
+            "area": None,
+            "factor": 1.0,
             "bands": [{"starts": "00:00", "ends": "24:00", "price": 1.25}],
         },
         {
             "medium": "power",
             "valid_from": "2026-01-01T00:00:00+00:00",
             "valid_to": None,
+            "area": None,
+            "factor": 1.0,
             "bands": [
                 {"starts": "00:00", "ends": "06:00", "price": 0.10},
                 {"starts": "06:00", "ends": "22:00", "price": 0.30},

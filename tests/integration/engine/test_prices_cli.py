@@ -1,0 +1,256 @@
+"""`energy-platform admin prices import/list` and tariffs that follow an area's prices."""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from tests.support.admin import admin_process as admin
+from tests.support.admin import answer
+from tests.support.engine import NewFeed, process
+
+BERLIN = ZoneInfo("Europe/Berlin")
+QUARTER = timedelta(minutes=15)
+DAY = datetime(2026, 1, 15, tzinfo=UTC)
+_areas = itertools.count(1)
+
+WriteFile = Callable[..., str]
+
+
+@pytest.fixture
+def area() -> str:
+    """An area of the test's own (the session database is shared by the tests of a worker)."""
+    return f"T{os.getpid()}-{next(_areas)}"
+
+
+@pytest.fixture
+def write(tmp_path: Path) -> WriteFile:
+    names = itertools.count(1)
+
+    def write(*lines: str) -> str:
+        path = tmp_path / f"prices-{next(names)}.csv"
+        path.write_text("".join(f"{line}\n" for line in lines))
+        return str(path)
+
+    return write
+
+
+def quarter_hours(start: datetime, end: datetime) -> list[datetime]:
+    return [start + QUARTER * i for i in range(int((end - start) / QUARTER))]
+
+
+def rows(starts: list[datetime], price: Callable[[int], float]) -> list[str]:
+    return [f"{t.isoformat()},{price(i)!r}" for i, t in enumerate(starts)]
+
+
+def listed(database_url: str, area: str, since: str, until: str) -> Any:
+    return answer(admin(database_url, "prices", "list", area, "--from", since, "--to", until))
+
+
+def test_a_day_of_quarter_hours_is_imported_and_listed_back(
+    database_url: str, area: str, write: WriteFile
+) -> None:
+    starts = quarter_hours(DAY, DAY + timedelta(days=1))
+    file = write("start,price", *rows(starts, lambda i: i / 100))
+
+    imported = answer(admin(database_url, "prices", "import", area, "--file", file))
+    day = listed(database_url, area, "2026-01-15T00:00:00Z", "2026-01-16T00:00:00Z")
+    # [00:20, 00:40) overlaps the slots starting 00:15 and 00:30.
+    part = listed(database_url, area, "2026-01-15T00:20:00Z", "2026-01-15T00:40:00Z")
+
+    assert imported == {
+        "area": area,
+        "slots": 96,
+        "changed": 96,
+        "from": "2026-01-15T00:00:00+00:00",
+        "to": "2026-01-16T00:00:00+00:00",
+    }
+    assert len(day) == 96
+    assert day[0] == {
+        "start": "2026-01-15T00:00:00+00:00",
+        "end": "2026-01-15T00:15:00+00:00",
+        "price": 0.0,
+    }
+    # The last slot is as long as the spacing before it: 23:45 to 24:00.
+    assert day[-1] == {
+        "start": "2026-01-15T23:45:00+00:00",
+        "end": "2026-01-16T00:00:00+00:00",
+        "price": 0.95,
+    }
+    assert [s["price"] for s in day] == [i / 100 for i in range(96)]
+    assert [s["start"] for s in part] == ["2026-01-15T00:15:00+00:00", "2026-01-15T00:30:00+00:00"]
+
+
+@pytest.mark.parametrize(
+    ("date", "slots"),
+    [
+        # 02:00 CET becomes 03:00 CEST: a local day of 23 h, 23 x 4 = 92 quarter hours.
+        ("2026-03-29", 92),
+        # 03:00 CEST becomes 02:00 CET: 02:00 to 03:00 happens twice, 25 x 4 = 100.
+        ("2026-10-25", 100),
+    ],
+)
+def test_a_daylight_saving_day_written_in_local_times_has_its_quarter_hours(
+    database_url: str, area: str, write: WriteFile, date: str, slots: int
+) -> None:
+    midnight = datetime.fromisoformat(date).replace(tzinfo=BERLIN)
+    starts = quarter_hours(midnight.astimezone(UTC), (midnight + timedelta(days=1)).astimezone(UTC))
+    local = [t.astimezone(BERLIN) for t in starts]  # written as +01:00 and +02:00
+    file = write(*rows(local, lambda i: 0.1))
+
+    imported = answer(admin(database_url, "prices", "import", area, "--file", file))
+    day = listed(database_url, area, local[0].isoformat(), f"{date}T23:59:59+01:00")
+
+    assert imported["slots"] == slots
+    assert len(day) == slots
+    assert imported["from"] == midnight.astimezone(UTC).isoformat()
+    assert day[-1]["end"] == (midnight + timedelta(days=1)).astimezone(UTC).isoformat()
+
+
+def test_prices_per_mwh_are_stored_per_kwh(database_url: str, area: str, write: WriteFile) -> None:
+    file = write("2026-01-15T00:00:00Z,85.5", "2026-01-15T01:00:00Z,-12")
+
+    answer(admin(database_url, "prices", "import", area, "--file", file, "--per", "MWh"))
+
+    # 85.5 / 1000 and -12 / 1000 per kWh; the last slot is an hour long, as the one before.
+    assert listed(database_url, area, "2026-01-15T00:00:00Z", "2026-01-16T00:00:00Z") == [
+        {"start": "2026-01-15T00:00:00+00:00", "end": "2026-01-15T01:00:00+00:00", "price": 0.0855},
+        {"start": "2026-01-15T01:00:00+00:00", "end": "2026-01-15T02:00:00+00:00", "price": -0.012},
+    ]
+
+
+def test_importing_the_same_file_again_changes_nothing_and_a_new_price_one_slot(
+    database_url: str, area: str, write: WriteFile
+) -> None:
+    starts = quarter_hours(DAY, DAY + timedelta(hours=2))
+    first = write(*rows(starts, lambda i: 0.2))
+    corrected = write(*rows(starts, lambda i: 0.3 if i == 5 else 0.2))
+
+    once = answer(admin(database_url, "prices", "import", area, "--file", first))
+    again = answer(admin(database_url, "prices", "import", area, "--file", first))
+    changed = answer(admin(database_url, "prices", "import", area, "--file", corrected))
+
+    assert (once["changed"], again["changed"], changed["changed"]) == (8, 0, 1)
+    prices = listed(database_url, area, "2026-01-15T00:00:00Z", "2026-01-15T02:00:00Z")
+    assert prices[5] == {
+        "start": "2026-01-15T01:15:00+00:00",
+        "end": "2026-01-15T01:30:00+00:00",
+        "price": 0.3,
+    }
+
+
+GOOD = ["2026-01-15T00:00:00Z,9", "2026-01-15T00:15:00Z,9"]
+
+
+@pytest.mark.parametrize(
+    ("lines", "message"),
+    [
+        ([*GOOD, "2026-01-15T00:30:00Z,nine"], "line 3: 'nine' is not a price"),
+        ([*GOOD, "15.01.2026 00:30,9"], "line 3: '15.01.2026 00:30' is not an ISO 8601 time"),
+        ([*GOOD, "2026-01-15T00:30:00,9"], "line 3: '2026-01-15T00:30:00' has no UTC offset"),
+        ([*GOOD, "2026-01-15T00:30:00Z,NaN"], "line 3: 'NaN' is not a finite price"),
+        ([*GOOD, "2026-01-15T00:30:00Z,inf"], "line 3: 'inf' is not a finite price"),
+        # Back to a slot already in the file: it would overlap the first.
+        ([*GOOD, "2026-01-15T00:05:00Z,9"], "line 3: 2026-01-15T00:05:00Z is not after"),
+        ([*GOOD, "2026-01-15T00:31:00Z,9"], "line 2: its slot is 960 s long, not a multiple"),
+        (GOOD[:1], "line 1: a single row says nothing of its slot's length"),
+    ],
+)
+def test_a_bad_file_is_refused_whole_with_its_line_and_nothing_changes(
+    database_url: str, area: str, write: WriteFile, lines: list[str], message: str
+) -> None:
+    starts = quarter_hours(DAY, DAY + timedelta(hours=1))
+    answer(admin(database_url, "prices", "import", area, "--file", write(*rows(starts, float))))
+    before = listed(database_url, area, "2026-01-15T00:00:00Z", "2026-01-16T00:00:00Z")
+
+    # The file's first rows are valid and would change two stored prices (0 and 1 to 9).
+    refused = admin(database_url, "prices", "import", area, "--file", write(*lines))
+
+    assert refused.returncode == 1
+    assert message in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
+    assert listed(database_url, area, "2026-01-15T00:00:00Z", "2026-01-16T00:00:00Z") == before
+
+
+def test_what_the_database_refuses_is_reported_with_the_area(
+    database_url: str, write: WriteFile
+) -> None:
+    refused = admin(database_url, "prices", "import", "no area", "--file", write(*GOOD))
+    missing = admin(
+        database_url, "prices", "list", "NOWHERE", "--from", "2026-01-01", "--to", "2027-01-01"
+    )
+    unreadable = admin(database_url, "prices", "import", "X", "--file", "/nonexistent.csv")
+
+    assert refused.returncode == 1
+    assert "price area 'no area': a name is letters, digits" in refused.stderr
+    assert missing.returncode == 1
+    assert "no price area 'NOWHERE'" in missing.stderr
+    assert unreadable.returncode == 1
+    assert "/nonexistent.csv: No such file or directory" in unreadable.stderr
+
+
+async def test_a_tariff_on_an_area_prices_buckets_by_its_slots_and_a_corrected_price_reprices(
+    new_feed: NewFeed, database_url: str, area: str, write: WriteFile
+) -> None:
+    feed = await new_feed("UTC")
+    fid = str(feed.id)
+    clamp = await feed.raw_stream(channel=1, medium=1)
+    t = int(DAY.timestamp())
+    await feed.ingest(clamp, [(t + s, 1000.0) for s in range(0, 91, 5)])
+    first = write("2026-01-15T00:00:00Z,0.20", "2026-01-15T00:15:00Z,0.20")
+    corrected = write("2026-01-15T00:00:00Z,0.40", "2026-01-15T00:15:00Z,0.20")
+
+    on_area = ("tariffs", "set", fid, "--medium", "power", "--from", "2026-01-01T00:00:00Z")
+    no_prices = admin(database_url, *on_area, "--area", area)
+    answer(admin(database_url, "prices", "import", area, "--file", first))
+    tariffs = answer(
+        admin(database_url, *on_area, "--area", area, "--factor", "1.19", "--price", "0.05")
+    )
+    await process(feed.db)
+    priced = await feed.points("Electricity cost, channel 1")
+    answer(admin(database_url, "prices", "import", area, "--file", corrected))
+    await process(feed.db)
+    repriced = await feed.points("Electricity cost, channel 1")
+
+    assert no_prices.returncode == 1
+    assert f"price area {area!r} has no prices" in no_prices.stderr
+    assert tariffs == [
+        {
+            "medium": "power",
+            "valid_from": "2026-01-01T00:00:00+00:00",
+            "valid_to": None,
+            "area": area,
+            "factor": 1.19,
+            "bands": [{"starts": "00:00", "ends": "24:00", "price": 0.05}],
+        }
+    ]
+    # 1000 W for 90 s = 25 Wh = 0.025 kWh, at 1.19 x 0.20 + 0.05 = 0.288, then at
+    # 1.19 x 0.40 + 0.05 = 0.526.
+    assert priced == {t: pytest.approx(0.025 * 0.288)}
+    assert repriced == {t: pytest.approx(0.025 * 0.526)}
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--factor", "2"), "--factor multiplies an area's prices: give --area too"),
+        (("--area", "X", "--none"), "--none sets no tariff: it takes no --area"),
+        (("--area", "X", "--factor", "inf"), "not a finite price"),
+    ],
+)
+async def test_area_options_of_a_tariff_are_checked(
+    new_feed: NewFeed, database_url: str, args: tuple[str, ...], message: str
+) -> None:
+    feed = await new_feed()
+    result = admin(
+        database_url, "tariffs", "set", str(feed.id), "--medium", "power", "--from", "now", *args
+    )
+    assert result.returncode == 1
+    assert message in result.stderr
