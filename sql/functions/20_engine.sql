@@ -261,7 +261,7 @@ BEGIN
     IF NOT FOUND THEN
         RAISE EXCEPTION 'feed % does not exist', p_feed_id USING ERRCODE = 'no_data_found';
     END IF;
-    IF p_area IS NOT NULL AND NOT EXISTS (SELECT FROM cluster.price_areas WHERE area = p_area) THEN
+    IF p_area IS NOT NULL AND NOT EXISTS (SELECT FROM cluster.prices WHERE area = p_area) THEN
         RAISE EXCEPTION 'price area % has no prices', p_area USING ERRCODE = 'no_data_found';
     END IF;
     IF p_starts IS NOT NULL AND (cardinality(p_starts) = 0

@@ -230,9 +230,13 @@ async def test_a_tariff_stored_before_prices_existed_keeps_its_meaning(new_feed:
 
 
 async def test_a_tariff_on_an_area_without_prices_is_refused(new_feed: NewFeed) -> None:
-    feed = await new_feed("Europe/Prague")
+    feed, empty = await new_feed("Europe/Prague"), area()
     with pytest.raises(asyncpg.NoDataFoundError, match="has no prices"):
         await dynamic(feed, area())
+    # An area made by a call that set no slot has no prices either.
+    assert await set_prices(feed.db, empty, {}) == 0
+    with pytest.raises(asyncpg.NoDataFoundError, match="has no prices"):
+        await dynamic(feed, empty)
 
 
 def at(t: int) -> datetime:
