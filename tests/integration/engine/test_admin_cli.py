@@ -97,6 +97,9 @@ async def test_tariffs_are_set_flat_or_by_time_of_use_from_an_instant_and_listed
         (("--band", "6:00=1"), "a band looks like"),
         (("--band", "06:00=1", "--band", "06:00=2"), "two bands start at 06:00"),
         (("--price", "nan"), "not a finite price"),
+        (("--factor", "2"), "--factor multiplies an area's prices: give --area too"),
+        (("--area", "X", "--none"), "--none sets no tariff: it takes no --area"),
+        (("--area", "X", "--factor", "inf"), "not a finite price"),
     ],
 )
 async def test_invalid_tariffs_are_refused_with_one_line(

@@ -235,22 +235,3 @@ async def test_a_tariff_on_an_area_prices_buckets_by_its_slots_and_a_corrected_p
     # 1.19 x 0.40 + 0.05 = 0.526.
     assert priced == {t: pytest.approx(0.025 * 0.288)}
     assert repriced == {t: pytest.approx(0.025 * 0.526)}
-
-
-@pytest.mark.parametrize(
-    ("args", "message"),
-    [
-        (("--factor", "2"), "--factor multiplies an area's prices: give --area too"),
-        (("--area", "X", "--none"), "--none sets no tariff: it takes no --area"),
-        (("--area", "X", "--factor", "inf"), "not a finite price"),
-    ],
-)
-async def test_area_options_of_a_tariff_are_checked(
-    new_feed: NewFeed, database_url: str, args: tuple[str, ...], message: str
-) -> None:
-    feed = await new_feed()
-    result = admin(
-        database_url, "tariffs", "set", str(feed.id), "--medium", "power", "--from", "now", *args
-    )
-    assert result.returncode == 1
-    assert message in result.stderr
