@@ -15,7 +15,7 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 
-from tests.support.services import free_port
+from tests.support.services import free_port, tmpfs
 
 ROOT = Path(__file__).resolve().parents[2]
 BACKUP = str(ROOT / "deploy/pgbackrest/backup.sh")
@@ -36,8 +36,7 @@ class DrillCluster:
     def __init__(self) -> None:
         # In memory where there is a tmpfs: pgBackRest syncs every file it writes (2,152 for
         # the drill's databases); on this machine's disk its restore alone took 9 s.
-        memory = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None  # noqa: S108
-        self.dir = Path(tempfile.mkdtemp(prefix="ep-drill-", dir=memory))
+        self.dir = Path(tempfile.mkdtemp(prefix="ep-drill-", dir=tmpfs()))
         self.dir.chmod(0o755)
         self.port = free_port()
         self.data = self.dir / "data"

@@ -84,6 +84,13 @@ async def running(*services: Service, ready_urls: tuple[str, ...] = ()) -> Async
 EVENTUALLY = 30.0
 
 
+def tmpfs() -> str | None:
+    """``/dev/shm`` when it is writable: a directory where an fsync costs nothing (for servers
+    a test kills, never the machine: a SIGKILLed process loses nothing a tmpfs holds); None,
+    the default temporary directory, elsewhere."""
+    return "/dev/shm" if os.access("/dev/shm", os.W_OK) else None  # noqa: S108
+
+
 async def eventually(
     check: Callable[[], Awaitable[bool] | bool], within: float = EVENTUALLY, every: float = 0.1
 ) -> None:

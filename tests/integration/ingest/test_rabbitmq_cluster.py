@@ -45,7 +45,7 @@ async def test_a_homebase_publishing_while_the_queue_leader_is_sigkilled_loses_n
     db: asyncpg.Connection,
     record_property: pytest.RecordProperty,
 ) -> None:
-    cluster = RabbitCluster(3)
+    cluster = RabbitCluster(3, in_memory=True)
     await asyncio.to_thread(cluster.__enter__)
     try:
         record_property("cluster_started_seconds", round(cluster.started_in, 1))
@@ -88,7 +88,10 @@ async def test_a_homebase_publishing_while_the_queue_leader_is_sigkilled_loses_n
                 # Generous bounds: each ends as soon as its event comes, and a loaded machine
                 # slows the new leader's election and the redeliveries that follow it.
                 publisher = asyncio.create_task(publish_all())
-                await eventually(lambda: acknowledged >= BATCHES // 4, within=120)
+                try:
+                    await eventually(lambda: acknowledged >= BATCHES // 4, within=120)
+                except TimeoutError:
+                    pytest.fail(f"{acknowledged} of {BATCHES} batches acknowledged in 120 s")
                 c.kill()
                 killed_at = acknowledged
                 began = time.monotonic()
