@@ -83,6 +83,8 @@ BENCHMARKS = [
         quick=("--runs", "1", "--medium", "register"),
         full=("--runs", "1", "--medium", "register"),
     ),
+    # 1,000 feeds on one area: a day's new prices against computing the day from scratch.
+    Benchmark("benchmarks.reprice", "engine", 240, quick=("--runs", "1")),
     # Real time: 10,000 streams every 5 s; one bucket (quick) or eight (full) after a warm-up.
     Benchmark("benchmarks.engine_freshness", "engine", 360),
     # 200 (full: 1,000) customers x 10 homebases after an outage; then 10,000 customers x 1.
