@@ -113,9 +113,9 @@ def parse() -> argparse.Namespace:
     return args
 
 
-async def seed_feeds(url: str, feeds: int, medium: int) -> None:
-    """``feeds`` feeds of one user, with a raw stream of ``medium`` on each of
-    CHANNELS_PER_FEED channels."""
+async def seed_feeds(url: str, feeds: int, medium: int, channels: int = CHANNELS_PER_FEED) -> None:
+    """``feeds`` feeds of one user, with a raw stream of ``medium`` on each of ``channels``
+    channels."""
     conn = await asyncpg.connect(url)
     try:
         owner = await seeding.add_user(conn, "bench")
@@ -123,7 +123,7 @@ async def seed_feeds(url: str, feeds: int, medium: int) -> None:
             feed = await seeding.add_feed(
                 conn, owner.id, f"{n:016X}", title=f"Bench {n}", start=YEAR[0], end=YEAR[1]
             )
-            await seeding.raw_streams(conn, feed, range(1, CHANNELS_PER_FEED + 1), medium)
+            await seeding.raw_streams(conn, feed, range(1, channels + 1), medium)
     finally:
         await conn.close()
 

@@ -25,14 +25,16 @@ from datetime import UTC, datetime, timedelta
 import asyncpg
 import psycopg
 
-from benchmarks.engine_throughput import QUEUE_DIRTY, QUEUES_EMPTY, SEED_POINTS
+from benchmarks.engine_throughput import (
+    QUEUE_DIRTY,
+    SEED_POINTS,
+    seed_feeds,
+    work_until_empty,
+)
 from benchmarks.support import bench_database, figure, report
-from energy_platform import seeding
 from energy_platform.core.settings import EngineSettings
-from energy_platform.engine.service import drain
 
 DAY = datetime(2026, 1, 5, tzinfo=UTC)  # a bucket start, long closed
-YEAR = (datetime(2026, 1, 1, tzinfo=UTC), datetime(2027, 1, 1, tzinfo=UTC))
 AREA = "BENCH-1"
 GOAL = 1.5
 ROW = "reprice: one day of new prices, 1,000 feeds on the area"
@@ -71,14 +73,9 @@ def quarter_hours(seed: int) -> tuple[list[asyncpg.Range[datetime]], list[float]
 
 async def seed(url: str, args: argparse.Namespace) -> int:
     """Feeds with a clamp each, a day of points, the area's prices and the tariffs."""
+    await seed_feeds(url, args.feeds, 1, channels=1)
     conn = await asyncpg.connect(url)
     try:
-        owner = await seeding.add_user(conn, "bench")
-        for n in range(1, args.feeds + 1):
-            feed = await seeding.add_feed(
-                conn, owner.id, f"{n:016X}", title=f"Bench {n}", start=YEAR[0], end=YEAR[1]
-            )
-            await seeding.raw_stream(conn, feed, 1, 1)
         await conn.execute(SET_PRICES, AREA, *quarter_hours(1))
         await conn.execute(TARIFFS, AREA)
         row = await conn.fetchrow("SELECT min(id), max(id) FROM cluster.streams WHERE type = 'raw'")
@@ -103,13 +100,6 @@ async def seed(url: str, args: argparse.Namespace) -> int:
     return points
 
 
-async def until_empty(conn: asyncpg.Connection, engine: EngineSettings) -> None:
-    while True:
-        await drain(conn, engine)
-        if await conn.fetchval(QUEUES_EMPTY):
-            return
-
-
 async def rounds(url: str, args: argparse.Namespace) -> tuple[list[float], list[float]]:
     engine = EngineSettings(rollup_delay=0)
     scratch: list[float] = []
@@ -122,12 +112,12 @@ async def rounds(url: str, args: argparse.Namespace) -> tuple[list[float], list[
             end = DAY + timedelta(days=1) - interval
             await conn.execute(QUEUE_DIRTY, DAY, interval, end, 24)
             started = time.perf_counter()
-            await until_empty(conn, engine)
+            await work_until_empty(conn, engine)
             from_scratch = time.perf_counter() - started
             before = await conn.fetchrow(COSTS)
             started = time.perf_counter()
             changed = await conn.fetchval(SET_PRICES, AREA, *quarter_hours(100 + n))
-            await until_empty(conn, engine)
+            await work_until_empty(conn, engine)
             repriced = time.perf_counter() - started
             after = await conn.fetchrow(COSTS)
             assert changed == 96, changed

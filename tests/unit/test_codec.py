@@ -13,6 +13,7 @@ from energy_platform.core.codec.format_v4 import (
     decode_batch,
     decode_coap,
 )
+from energy_platform.devices.simulator import RAW_POINTS_PER_TIME, SimulatedHomebase
 
 SN = "0123456789ABCDEF"
 SECRET = bytes(range(256))
@@ -186,3 +187,9 @@ def test_a_coap_record_carries_obis_codes_only() -> None:
         decode_coap(msgspec.json.encode({"f": 4, "t": t, "d": 9}), now)
     with pytest.raises(RecordError):
         decode_coap(msgspec.json.encode({"f": 4, "t": t, "d": 9, "o": {}}), now)
+
+
+def test_the_simulators_raw_points_per_time_are_what_its_records_decode_to() -> None:
+    records = SimulatedHomebase(SN, SECRET, seed=1).records(NOW)
+    readings = decode_batch(msgspec.json.encode(records), NOW)
+    assert sum(len(r.values) for r in readings if r.source is None) == RAW_POINTS_PER_TIME

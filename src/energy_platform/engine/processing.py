@@ -326,7 +326,7 @@ WITH work AS (
            ps.tariff AS stream_tariff, coalesce(ps.idx, 0) AS idx,
            coalesce(ps.tariff, 0) AS tariff, ps.combined, ps.quantity, c.medium, k.kfrom, k.kto,
            sp.kfirst, sp.klast, w.window
-      FROM (SELECT feed_id, channel, tstzrange(min(wfrom), max(wto)) AS window
+      FROM (SELECT feed_id, channel, range_agg(tstzrange(wfrom, wto)) AS window
               FROM work GROUP BY feed_id, channel) w
       JOIN cluster.streams ps
         ON ps.feed_id = w.feed_id AND ps.channel = w.channel AND ps.type = 'processed'
@@ -349,9 +349,10 @@ WITH work AS (
            NULL::text AS timezone, 0::float8 AS market
       FROM targets c WHERE c.quantity IN ('consumption', 'export', 'mean')
     UNION ALL
-    -- A dynamic tariff's period is cut at its area's slots in the window (a bucket in no slot
-    -- has no price yet, and no cost point): market is factor x the slot's price, added to the
-    -- band's price per bucket below.
+    -- A dynamic tariff's period is cut at its area's slots in the channel's work periods (a
+    -- bucket in no slot has no price yet, and no cost point): market is factor x the slot's
+    -- price, added to the band's price per bucket below. The periods' multirange, not their
+    -- hull: yesterday's late points beside live ones would have joined a day of slots.
     SELECT c.feed_id, c.channel, c.quantity, c.idx, c.tariff, c.combined, cs.id, c.medium,
            greatest(c.kfrom, k.kfrom), least(c.kto, k.kto), c.kfirst, c.klast, tr.id,
            z.timezone, m.market

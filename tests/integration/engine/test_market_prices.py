@@ -23,6 +23,10 @@ def area() -> str:
     return f"T-{secrets.token_hex(4)}"
 
 
+def at(t: int) -> datetime:
+    return datetime.fromtimestamp(t, UTC)
+
+
 def slot(start: int, seconds: int = QUARTER) -> asyncpg.Range:
     return asyncpg.Range(
         datetime.fromtimestamp(start, UTC), datetime.fromtimestamp(start + seconds, UTC)
@@ -237,10 +241,6 @@ async def test_a_tariff_on_an_area_without_prices_is_refused(new_feed: NewFeed) 
     assert await set_prices(feed.db, empty, {}) == 0
     with pytest.raises(asyncpg.NoDataFoundError, match="has no prices"):
         await dynamic(feed, empty)
-
-
-def at(t: int) -> datetime:
-    return datetime.fromtimestamp(t, UTC)
 
 
 async def test_export_earns_a_credit_of_its_own_apart_from_the_cost(new_feed: NewFeed) -> None:
