@@ -176,7 +176,8 @@ COMMENT ON FUNCTION cluster.engine_reprocess(bigint, timestamptz, timestamptz) I
 -- statement, so concurrent changes of one feed or stream serialise on its row lock. The engine
 -- recomputes exactly the period whose medium changes (a new title or unit changes no value).
 CREATE OR REPLACE FUNCTION cluster.set_stream_config(
-    p_stream_id bigint, p_from timestamptz, p_title text, p_medium text, p_unit text
+    p_stream_id bigint, p_from timestamptz, p_title text, p_medium text, p_unit text,
+    p_submeter boolean DEFAULT false
 ) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
     v_from timestamptz := nullif(p_from, '-infinity');  -- -infinity or NULL: from the start
@@ -201,12 +202,12 @@ BEGIN
        AND (v_from IS NULL OR (NOT lower_inf(validity) AND lower(validity) >= v_from));
     UPDATE cluster.stream_configs SET validity = tstzrange(lower(validity), v_from, '[)')
      WHERE stream_id = p_stream_id AND v_from IS NOT NULL AND validity @> v_from;
-    INSERT INTO cluster.stream_configs (stream_id, title, medium, unit, validity)
-    VALUES (p_stream_id, p_title, p_medium, p_unit, tstzrange(v_from, NULL, '[)'));
+    INSERT INTO cluster.stream_configs (stream_id, title, medium, unit, submeter, validity)
+    VALUES (p_stream_id, p_title, p_medium, p_unit, p_submeter, tstzrange(v_from, NULL, '[)'));
     PERFORM cluster.engine_invalidate(v_feed_id, v_channel, v_changed);
 END $$;
-COMMENT ON FUNCTION cluster.set_stream_config(bigint, timestamptz, text, text, text) IS
-    'Make (title, medium, unit) the processed stream''s configuration from p_from on; the engine recomputes the period whose medium changed.';
+COMMENT ON FUNCTION cluster.set_stream_config(bigint, timestamptz, text, text, text, boolean) IS
+    'Make (title, medium, unit, sub-meter or not) the processed stream''s configuration from p_from on; the engine recomputes the period whose medium changed (a bill reads the sub-meter flag when asked).';
 
 -- The same for a feed; the engine recomputes where the time zone changes: time-of-use tariffs
 -- are read in the feed's local time.
@@ -251,7 +252,8 @@ COMMENT ON FUNCTION cluster.set_feed_config(bigint, timestamptz, text, text) IS
 -- band's price applies, so bands wrap around midnight.
 CREATE OR REPLACE FUNCTION cluster.set_tariff(
     p_feed_id bigint, p_medium text, p_from timestamptz, p_starts time[], p_prices double precision[],
-    p_area text DEFAULT NULL, p_factor double precision DEFAULT 1
+    p_area text DEFAULT NULL, p_factor double precision DEFAULT 1,
+    p_standing double precision DEFAULT 0
 ) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
     v_from timestamptz := nullif(p_from, '-infinity');
@@ -276,9 +278,9 @@ BEGIN
     UPDATE cluster.tariffs SET validity = tstzrange(lower(validity), v_from, '[)')
      WHERE feed_id = p_feed_id AND medium = p_medium AND v_from IS NOT NULL AND validity @> v_from;
     IF p_starts IS NOT NULL THEN
-        INSERT INTO cluster.tariffs (feed_id, medium, validity, area, factor)
+        INSERT INTO cluster.tariffs (feed_id, medium, validity, area, factor, standing)
         VALUES (p_feed_id, p_medium, tstzrange(v_from, NULL, '[)'), p_area,
-                CASE WHEN p_area IS NULL THEN 1 ELSE p_factor END)
+                CASE WHEN p_area IS NULL THEN 1 ELSE p_factor END, p_standing)
         RETURNING id INTO v_tariff_id;
         INSERT INTO cluster.tariff_bands (tariff_id, starts, ends, price)
         WITH b AS (
@@ -295,8 +297,8 @@ BEGIN
     END IF;
     PERFORM cluster.engine_invalidate_feed(p_feed_id, tstzmultirange(tstzrange(v_from, NULL, '[)')));
 END $$;
-COMMENT ON FUNCTION cluster.set_tariff(bigint, text, timestamptz, time[], double precision[], text, double precision) IS
-    'Make the bands (local start times and prices) the feed''s tariff for the medium from p_from on (none when p_starts is NULL), plus p_factor times the prices of area p_area when given; the engine recomputes the cost from p_from.';
+COMMENT ON FUNCTION cluster.set_tariff(bigint, text, timestamptz, time[], double precision[], text, double precision, double precision) IS
+    'Make the bands (local start times and prices) the feed''s tariff for the medium from p_from on (none when p_starts is NULL), plus p_factor times the prices of area p_area when given, and p_standing charged per local day; the engine recomputes the cost from p_from.';
 
 -- Prices of an area's slots: every stored slot that overlaps a given one goes, the given ones
 -- come (the area is made on its first prices). The buckets whose price changed (a new, changed

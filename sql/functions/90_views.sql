@@ -64,9 +64,9 @@ COMMENT ON VIEW cluster.readings IS 'All points of all types in one view; medium
 
 CREATE VIEW cluster.tariff_prices AS
 SELECT t.feed_id, t.medium, lower(t.validity) AS valid_from, upper(t.validity) AS valid_to,
-       b.starts, b.ends, b.price, t.area, t.factor
+       b.starts, b.ends, b.price, t.area, t.factor, t.standing
   FROM cluster.tariffs t JOIN cluster.tariff_bands b ON b.tariff_id = t.id;
-COMMENT ON VIEW cluster.tariff_prices IS 'Every tariff band with its feed, medium and validity period (valid_to null: current); a dynamic tariff''s bucket costs factor x its area''s price (cluster.prices) + the band''s price.';
+COMMENT ON VIEW cluster.tariff_prices IS 'Every tariff band with its feed, medium and validity period (valid_to null: current); a dynamic tariff''s bucket costs factor x its area''s price (cluster.prices) + the band''s price. standing: the period''s charge per local day (the same on each of its bands'' rows).';
 
 -- When a homebase (or CoAP device) last sent data here. Boots and configuration requests are
 -- provisioning's, in provisioning's database: a cluster reads nothing there (docs/scaling.md),

@@ -274,6 +274,14 @@ async def test_a_generated_client_of_each_service_calls_it(
         assert isinstance(days, list)
         assert all(len(day) == 2 for day in days)  # [day start, mean]
 
+        # The feed's bill of a month, read into the generated model.
+        bill_module = importlib.import_module("api_client.api.bills.feeds_feed_id_bill_bill")
+        bill = await bill_module.asyncio(
+            known["feed_id"], client=user, from_="2026-01-01", to="2026-01-31"
+        )
+        assert (bill.feed, bill.from_, bill.to) == (known["feed_id"], "2026-01-01", "2026-01-31")
+        assert (bill.complete, bill.lines, bill.submeters) == (True, [], [])
+
         # Provisioning, as a cluster: the homebases paired to it.
         paired = importlib.import_module(
             "provisioning_client.api.clusters.api_cluster_homebases_paired"

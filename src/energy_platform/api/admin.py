@@ -58,9 +58,9 @@ STREAM_BY_ID = """
 SELECT id, type, channel, device, medium, idx, tariff, combined, quantity
   FROM cluster.streams
  WHERE id = $1"""
-SET_STREAM_CONFIG = "SELECT cluster.set_stream_config($1, $2, $3, $4, $5)"
+SET_STREAM_CONFIG = "SELECT cluster.set_stream_config($1, $2, $3, $4, $5, $6)"
 STREAM_CONFIG_AT = """
-SELECT title, medium, unit FROM cluster.stream_configs
+SELECT title, medium, unit, submeter FROM cluster.stream_configs
  WHERE stream_id = $1 AND validity @> $2::timestamptz"""
 
 MEDIA = ("power", "gas", "water", "temperature", "none")
@@ -263,6 +263,12 @@ def list_streams(settings: Settings, feed_id: str) -> None:
 @click.option("--title", help="Default: the title valid at that instant.")
 @click.option("--medium", type=click.Choice(MEDIA), help="'none': not processed from then on.")
 @click.option("--unit", help="Default: the unit valid at that instant.")
+@click.option(
+    "--submeter/--no-submeter",
+    default=None,
+    help="A consumption stream metering part of another (a heat pump behind the main meter): "
+    "bills list it apart, not in the total. Default: as at that instant.",
+)
 @click.pass_obj
 def configure_stream(
     settings: Settings,
@@ -271,6 +277,7 @@ def configure_stream(
     title: str | None,
     medium: str | None,
     unit: str | None,
+    submeter: bool | None,
 ) -> None:
     """Set a processed stream's configuration from an instant on; prints the stream."""
     instant, sid = parse_instant(since), parse_id(stream_id, "stream")
@@ -281,6 +288,11 @@ def configure_stream(
         stream = await conn.fetchrow(STREAM_BY_ID, sid)
         if stream is None or stream["type"] != "processed":
             raise NotFound(f"no processed stream {stream_id!r}")
+        if submeter and stream["quantity"] != "consumption":
+            raise InvalidInput(
+                f"stream {stream_id} is a {stream['quantity']} stream: only a consumption "
+                "stream can be a sub-meter"
+            )
         before = await conn.fetchrow(STREAM_CONFIG_AT, sid, instant)
         new_title = title or (before and before["title"])
         new_unit = unit if unit is not None else (before and before["unit"])
@@ -290,7 +302,10 @@ def configure_stream(
             new_medium = None if medium == "none" else medium
         if not new_title or new_unit is None:
             raise InvalidInput("no configuration at that instant: give --title and --unit")
-        await conn.execute(SET_STREAM_CONFIG, sid, instant, new_title, new_medium, new_unit)
+        new_submeter = submeter if submeter is not None else bool(before and before["submeter"])
+        await conn.execute(
+            SET_STREAM_CONFIG, sid, instant, new_title, new_medium, new_unit, new_submeter
+        )
         return (await render_streams(conn, [stream]))[0]
 
     emit(run_in_transaction(settings.database, work))

@@ -2,6 +2,7 @@ from collections.abc import Sequence
 
 from litestar import Litestar
 
+from energy_platform.api.bills import bill_routes
 from energy_platform.api.dashboard.routes import dashboard_routes
 from energy_platform.api.feeds import FeedsController
 from energy_platform.core.gauges import Watch
@@ -18,9 +19,14 @@ def create_app(settings: Settings, watches: Sequence[Watch] = ()) -> Litestar:
     return build_app(
         name="api",
         title="Energy platform data API",
-        description="Feeds, streams, stream data and notifications.",
+        description="Feeds, streams, stream data, bills and notifications.",
         settings=settings,
-        route_handlers=[FeedsController, NotificationsController, *dashboard_routes()],
+        route_handlers=[
+            FeedsController,
+            bill_routes(settings.engine.currency),
+            NotificationsController,
+            *dashboard_routes(),
+        ],
         authenticating={"caller": bearer("A user token (`admin users add`).")},
         # Every query here is one self-contained statement (or transaction) by key: one plan
         # fits all calls, and a connection needs no reset between requests.

@@ -61,7 +61,7 @@ class FeedsController(Controller):
 
     @get("/feeds/{feed_id:str}", summary="One feed")
     async def feed(self, feed_id: FromPath[str], caller: Authenticated, reads: Reads) -> Feed:
-        row = await _visible_feed(reads, feed_id, caller)
+        row = await visible_feed(reads, feed_id, caller)
         return (await render_feeds(reads, [row]))[0]
 
     @get("/feeds/{feed_id:str}/streams", summary="A feed's streams, filtered")
@@ -79,7 +79,7 @@ class FeedsController(Controller):
     ) -> list[Stream]:
         # Two independent rules (points at or after from; points at or before to): a `from`
         # after `to` asks for streams with data on both sides, not for nothing.
-        feed = await _visible_feed(reads, feed_id, caller)
+        feed = await visible_feed(reads, feed_id, caller)
         rows = await reads.fetch(
             queries.STREAMS_OF_FEED, feed["id"], types, channels, data_time_from, data_time_to
         )
@@ -154,7 +154,7 @@ def _check_order(start: int | None, end: int | None, start_name: str, end_name: 
         raise InvalidInput(f"{start_name} ({start}) is after {end_name} ({end})", field=start_name)
 
 
-async def _visible_feed(
+async def visible_feed(
     pool: asyncpg.Pool, feed_id: FromPath[str], caller: Authenticated
 ) -> asyncpg.Record:
     row = await pool.fetchrow(

@@ -41,7 +41,7 @@ SELECT s.id, s.type, s.channel, s.device, s.medium, s.idx, s.tariff, s.combined,
 
 STREAM_CONFIGS = """
 SELECT stream_id, title, medium, unit, nullif(lower(validity), '-infinity') AS valid_from,
-       nullif(upper(validity), 'infinity') AS valid_to
+       nullif(upper(validity), 'infinity') AS valid_to, submeter
   FROM cluster.stream_configs
  WHERE stream_id = ANY($1::bigint[])
  ORDER BY stream_id, lower(validity) NULLS FIRST"""
@@ -164,3 +164,14 @@ SELECT EXISTS (SELECT FROM caller) AS caller_known,
                    '[' || coalesce(string_agg(cluster.json_point(ts, value), ',' ORDER BY ts), '')
                    || ']', 'UTF8')
           FROM newest) AS body"""
+
+# The bill (api/bills.py): its local dates, and its lines and sub-meters as of now(), read in
+# one snapshot (sql/functions/95_bills.sql).
+BILL_DAYS = """
+SELECT (array_agg(timezone ORDER BY day))[1] AS timezone, count(*) AS days,
+       count(*) FILTER (WHERE finish <= now()) AS over
+  FROM cluster.bill_days($1, $2, $3)"""
+
+FEED_BILL = """
+SELECT medium, stream_id, title, quantity, unit, amount, standing, settled, unpriced
+  FROM cluster.feed_bill($1, $2, $3, now())"""

@@ -18,6 +18,11 @@ TARIFF = msgspec.Meta(
     description="Present only for a tariff register's stream (OBIS 1-0:1.8.n or 2.8.n): n."
 )
 
+SUBMETER = msgspec.Meta(
+    description="A consumption stream that meters part of another (a heat pump behind the main"
+    " meter): a bill lists it apart and does not add it to the total."
+)
+
 
 class Subscription(msgspec.Struct):
     from_: str = msgspec.field(name="from")
@@ -43,6 +48,7 @@ class StreamConfig(msgspec.Struct):
     unit: str
     valid_from: str | None
     valid_to: str | None
+    submeter: Annotated[bool, SUBMETER] = False
 
 
 class RawStream(msgspec.Struct, omit_defaults=True):
@@ -74,3 +80,52 @@ class SystemStream(msgspec.Struct):
 
 
 Stream = RawStream | ProcessedStream | SystemStream
+
+
+BillMedium = Literal["power", "gas", "water", "export"]
+
+
+class BillLine(msgspec.Struct, omit_defaults=True):
+    """One medium of a bill: what was used (or fed in) and what it costs (or earns)."""
+
+    medium: BillMedium
+    quantity: float
+    """kWh for power and export, m³ for gas and water."""
+    unit: Literal["kWh", "m³"]
+    standing: float
+    """Daily charges: each day of the range that has begun, once."""
+    total: float
+    """energy + standing, or standing - credit for export."""
+    energy: float | msgspec.UnsetType = msgspec.UNSET
+    """What the consumption costs (every medium but export)."""
+    credit: float | msgspec.UnsetType = msgspec.UNSET
+    """What the export earns (export only)."""
+
+
+class Submeter(msgspec.Struct):
+    """A stream marked as a sub-meter: part of a line's consumption, shown apart."""
+
+    stream: str
+    title: str
+    medium: Literal["power", "gas", "water"]
+    quantity: float
+    unit: Literal["kWh", "m³"]
+    energy: float
+
+
+class Bill(msgspec.Struct):
+    """A feed's bill over local dates, both inclusive (docs/data-api.md#the-bill)."""
+
+    feed: str
+    from_: str = msgspec.field(name="from")
+    to: str
+    timezone: str
+    currency: str
+    complete: bool
+    """False while the range holds a day not yet over or a bucket without a price."""
+    total: float
+    projected_total: float | None
+    """The total of the days already over, scaled to the range's days; null once the range is
+    over, or before its first day is."""
+    lines: list[BillLine]
+    submeters: list[Submeter]

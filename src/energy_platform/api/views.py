@@ -56,7 +56,12 @@ async def render_streams(db: Queryable, rows: Iterable[asyncpg.Record]) -> list[
         for c in await db.fetch(queries.STREAM_CONFIGS, processed):
             configs[c["stream_id"]].append(
                 StreamConfig(
-                    c["title"], c["medium"], c["unit"], iso(c["valid_from"]), iso(c["valid_to"])
+                    c["title"],
+                    c["medium"],
+                    c["unit"],
+                    iso(c["valid_from"]),
+                    iso(c["valid_to"]),
+                    c["submeter"],
                 )
             )
     return [_stream(r, configs[r["id"]]) for r in rows]

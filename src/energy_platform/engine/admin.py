@@ -25,10 +25,10 @@ from energy_platform.engine.compaction import CompactionResult, compact
 from energy_platform.engine.prices import PER, parse_csv
 
 FEED_EXISTS = "SELECT 1 FROM cluster.feeds WHERE id = $1"
-SET_TARIFF = "SELECT cluster.set_tariff($1, $2, $3, $4::time[], $5::float8[], $6, $7)"
+SET_TARIFF = "SELECT cluster.set_tariff($1, $2, $3, $4::time[], $5::float8[], $6, $7, $8)"
 TARIFFS_OF_FEED = """
 SELECT medium, lower(validity) AS valid_from, upper(validity) AS valid_to, area, factor,
-       to_char(starts, 'HH24:MI') AS starts, to_char(ends, 'HH24:MI') AS ends, price
+       standing, to_char(starts, 'HH24:MI') AS starts, to_char(ends, 'HH24:MI') AS ends, price
   FROM cluster.tariffs t JOIN cluster.tariff_bands b ON b.tariff_id = t.id
  WHERE t.feed_id = $1
  ORDER BY medium, lower(validity) NULLS FIRST, starts"""
@@ -71,6 +71,8 @@ class Tariff(msgspec.Struct):
     """A dynamic tariff's price area (null: the bands alone)."""
     factor: float
     """Price = factor x the area's price + the band's price."""
+    standing: float
+    """Charged once per local day whose start lies in the period (0: none)."""
     bands: list[Band]
 
 
@@ -110,14 +112,21 @@ def _bands(
 
 
 async def _tariffs(conn: asyncpg.Connection, feed_id: int) -> list[Tariff]:
-    Period = tuple[str, datetime | None, datetime | None, str | None, float]
+    Period = tuple[str, datetime | None, datetime | None, str | None, float, float]
     grouped: dict[Period, list[Band]] = defaultdict(list)
     for row in await conn.fetch(TARIFFS_OF_FEED, feed_id):
-        key = (row["medium"], row["valid_from"], row["valid_to"], row["area"], row["factor"])
+        key = (
+            row["medium"],
+            row["valid_from"],
+            row["valid_to"],
+            row["area"],
+            row["factor"],
+            row["standing"],
+        )
         grouped[key].append(Band(row["starts"], row["ends"], row["price"]))
     return [
-        Tariff(medium, _iso(valid_from), _iso(valid_to), area, factor, bands)
-        for (medium, valid_from, valid_to, area, factor), bands in grouped.items()
+        Tariff(medium, _iso(valid_from), _iso(valid_to), area, factor, standing, bands)
+        for (medium, valid_from, valid_to, area, factor, standing), bands in grouped.items()
     ]
 
 
@@ -154,6 +163,11 @@ def tariffs() -> None:
     "+ band price; without --price or --band the bands are 0.",
 )
 @click.option("--factor", help="What the area's price is multiplied by (VAT: 1.19); default 1.")
+@click.option(
+    "--standing",
+    help="A fixed charge per local day of the feed's time zone (a 23- or 25-hour day counts "
+    "once), in the cost streams' currency; default 0.",
+)
 @click.pass_obj
 def set_tariff(
     settings: Settings,
@@ -165,23 +179,29 @@ def set_tariff(
     none: bool,
     area: str | None,
     factor: str | None,
+    standing: str | None,
 ) -> None:
     """Set the feed's tariff for a medium from an instant on; prints the feed's tariffs."""
     if factor is not None and area is None:
         raise InvalidInput("--factor multiplies an area's prices: give --area too")
+    if standing is not None and none:
+        raise InvalidInput("--none sets no tariff: it takes no --standing")
     fid, instant, parsed = (
         parse_id(feed_id, "feed"),
         parse_instant(since),
         _bands(price, bands, none, area),
     )
     multiplier = 1.0 if factor is None else _price(factor)
+    daily = 0.0 if standing is None else _price(standing)
 
     async def work(conn: asyncpg.Connection) -> list[Tariff]:
         await _require_feed(conn, fid, feed_id)
         starts = [start for start, _ in parsed] if parsed else None
         prices = [value for _, value in parsed] if parsed else None
         try:
-            await conn.execute(SET_TARIFF, fid, medium, instant, starts, prices, area, multiplier)
+            await conn.execute(
+                SET_TARIFF, fid, medium, instant, starts, prices, area, multiplier, daily
+            )
         except asyncpg.NoDataFoundError:  # the feed was checked above: it is the area
             raise NotFound(
                 f"price area {area!r} has no prices: import them first (admin prices import)"

@@ -134,6 +134,28 @@ def test_a_stream_configured_with_medium_none_is_unprocessed_from_then_on(
     ]
 
 
+def test_a_stream_marked_as_a_sub_meter_stays_one_until_unmarked(
+    world: World, database_url: str
+) -> None:
+    # energy1 is this test's alone in the module's world (its other tests change "energy").
+    configure = ("streams", "configure", world.streams["energy1"], "--from")
+    ok(admin(database_url, *configure, "2026-09-01T00:00:00Z", "--submeter"))
+    # A later change of title keeps the flag; --no-submeter clears it from its instant on.
+    ok(admin(database_url, *configure, "2026-10-01T00:00:00Z", "--title", "Heat pump"))
+    stream = ok(admin(database_url, *configure, "2026-11-01T00:00:00Z", "--no-submeter"))
+    assert [(c["title"], c["submeter"], c["valid_to"]) for c in stream["configs"]] == [
+        ("Energy", False, "2026-03-01T00:00:00+00:00"),
+        ("Off", False, "2026-09-01T00:00:00+00:00"),
+        ("Off", True, "2026-10-01T00:00:00+00:00"),
+        ("Heat pump", True, "2026-11-01T00:00:00+00:00"),
+        ("Heat pump", False, None),
+    ]
+    export = admin(database_url, "streams", "configure", world.streams["export"], "--from",
+                   "now", "--submeter")  # fmt: skip
+    assert export.returncode == 1
+    assert "only a consumption stream can be a sub-meter" in export.stderr
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

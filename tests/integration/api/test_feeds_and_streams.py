@@ -67,6 +67,7 @@ async def test_streams_carry_exactly_their_types_fields(world: World) -> None:
                 "unit": "kWh",
                 "valid_from": None,
                 "valid_to": None,
+                "submeter": False,
             }
         ],
     }
@@ -90,6 +91,7 @@ async def test_streams_carry_exactly_their_types_fields(world: World) -> None:
                 "unit": "Wh",
                 "valid_from": None,
                 "valid_to": None,
+                "submeter": False,
             }
         ],
         "tariff": 2,

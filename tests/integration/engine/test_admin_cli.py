@@ -26,6 +26,8 @@ async def test_tariffs_are_set_flat_or_by_time_of_use_from_an_instant_and_listed
             "2026-01-01T00:00:00+01:00",
             "--price",
             "1.25",
+            "--standing",
+            "0.35",
         )
     )
     tariffs = answer(
@@ -67,6 +69,7 @@ async def test_tariffs_are_set_flat_or_by_time_of_use_from_an_instant_and_listed
             "valid_to": None,
             "area": None,
             "factor": 1.0,
+            "standing": 0.35,
             "bands": [{"starts": "00:00", "ends": "24:00", "price": 1.25}],
         },
         {
@@ -75,6 +78,7 @@ async def test_tariffs_are_set_flat_or_by_time_of_use_from_an_instant_and_listed
             "valid_to": None,
             "area": None,
             "factor": 1.0,
+            "standing": 0.0,
             "bands": [
                 {"starts": "00:00", "ends": "06:00", "price": 0.10},
                 {"starts": "06:00", "ends": "22:00", "price": 0.30},
@@ -100,6 +104,8 @@ async def test_tariffs_are_set_flat_or_by_time_of_use_from_an_instant_and_listed
         (("--factor", "2"), "--factor multiplies an area's prices: give --area too"),
         (("--area", "X", "--none"), "--none sets no tariff: it takes no --area"),
         (("--area", "X", "--factor", "inf"), "not a finite price"),
+        (("--none", "--standing", "1"), "--none sets no tariff: it takes no --standing"),
+        (("--price", "1", "--standing", "x"), "'x' is not a price"),
     ],
 )
 async def test_invalid_tariffs_are_refused_with_one_line(

@@ -228,6 +228,7 @@ async def test_a_tariff_on_an_area_prices_buckets_by_its_slots_and_a_corrected_p
             "valid_to": None,
             "area": area,
             "factor": 1.19,
+            "standing": 0.0,
             "bands": [{"starts": "00:00", "ends": "24:00", "price": 0.05}],
         }
     ]

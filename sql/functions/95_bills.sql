@@ -1,0 +1,137 @@
+-- A feed's bill over local dates (docs/data-api.md#the-bill), read from the daily rollups (real
+-- time, as the data API's `resolution=day` reads them) and the tariff periods: a year's bill
+-- reads a few hundred rows per stream, never a point. Re-applied by every `migrate`, after the
+-- views it reads (cluster.channel_totals).
+
+-- A feed's local midnight of a date: the date's start in the feed's time zone valid then.
+CREATE OR REPLACE FUNCTION cluster.local_midnight(p_feed_id bigint, p_day date)
+RETURNS TABLE (start timestamptz, timezone text) LANGUAGE sql STABLE AS $$
+    SELECT p_day::timestamp AT TIME ZONE z.tz, z.tz
+      FROM (SELECT coalesce(
+                (SELECT c.timezone FROM cluster.feed_configs c
+                  WHERE c.feed_id = p_feed_id
+                    AND c.validity @> (p_day::timestamp AT TIME ZONE c.timezone)
+                  ORDER BY lower(c.validity) DESC LIMIT 1),
+                'UTC') AS tz) z
+$$;
+COMMENT ON FUNCTION cluster.local_midnight(bigint, date) IS
+    'The instant a local date starts for a feed (midnight in its time zone valid then; UTC without one), and that zone.';
+
+-- The local dates [p_from, p_to] of a feed, each with the instants it starts and ends (a DST day
+-- lasts 23 or 25 hours).
+CREATE OR REPLACE FUNCTION cluster.bill_days(p_feed_id bigint, p_from date, p_to date)
+RETURNS TABLE (day date, start timestamptz, finish timestamptz, timezone text)
+LANGUAGE sql STABLE AS $$
+    SELECT g.d::date, s.start, e.start, s.timezone
+      FROM generate_series(p_from::timestamp, p_to::timestamp, interval '1 day') g (d)
+     CROSS JOIN LATERAL cluster.local_midnight(p_feed_id, g.d::date) s
+     CROSS JOIN LATERAL cluster.local_midnight(p_feed_id, g.d::date + 1) e
+$$;
+COMMENT ON FUNCTION cluster.bill_days(bigint, date, date) IS
+    'A feed''s local dates from p_from to p_to (both inclusive) with the instants each starts and ends, and its zone.';
+
+-- The bill's lines (stream_id null: one per medium of consumption, and `export`) and its
+-- sub-meters (stream_id set), over the local dates [p_from, p_to] as of p_now:
+-- * quantity: the days' consumption (export) of the feed's channel totals, in kWh for power and
+--   export, m³ for gas and water; a stream counts under the medium configured at a day's start,
+--   and not at all on a day it is configured as a sub-meter (then it is listed apart);
+-- * amount: their cost streams' (credit streams') days, as the data API's days give them;
+-- * standing: each day that has begun is charged the standing charge of the tariff period of
+--   the line's medium that holds the day's start, once;
+-- * settled: what the days already over come to (amount, negative for export, plus standing):
+--   the base of the projection;
+-- * unpriced: some day had a dynamic tariff and a consumption bucket without a cost point (a
+--   slot whose price has not arrived).
+-- A medium with a tariff in the range but nothing measured has its line, with its charges.
+CREATE OR REPLACE FUNCTION cluster.feed_bill(
+    p_feed_id bigint, p_from date, p_to date, p_now timestamptz
+) RETURNS TABLE (medium text, stream_id bigint, title text, quantity double precision, unit text,
+                 amount double precision, standing double precision, settled double precision,
+                 unpriced boolean)
+LANGUAGE sql STABLE AS $$
+WITH days AS MATERIALIZED (
+    SELECT * FROM cluster.bill_days(p_feed_id, p_from, p_to)
+), metered AS MATERIALIZED (
+    -- Channel totals and sub-meters, each with the stream of its money beside it.
+    SELECT s.id, s.quantity, t.stream_id IS NOT NULL AS is_total, m.id AS money_id
+      FROM cluster.streams s
+      LEFT JOIN cluster.channel_totals t ON t.stream_id = s.id
+      LEFT JOIN cluster.streams m
+        ON m.feed_id = s.feed_id AND m.type = 'processed' AND m.channel = s.channel
+       AND m.idx IS NOT DISTINCT FROM s.idx AND m.tariff IS NOT DISTINCT FROM s.tariff
+       AND m.combined = s.combined
+       AND m.quantity = CASE s.quantity WHEN 'export' THEN 'credit' ELSE 'cost' END
+     WHERE s.feed_id = p_feed_id AND s.type = 'processed'
+       AND s.quantity IN ('consumption', 'export')
+       AND (t.stream_id IS NOT NULL OR EXISTS (
+                SELECT FROM cluster.stream_configs c WHERE c.stream_id = s.id AND c.submeter))
+), rolled AS MATERIALIZED (
+    -- A day of margin either side: a day's start is looked up by its date below.
+    SELECT x.id AS stream_id, r.day, r.total, r.points
+      FROM (SELECT id FROM metered
+            UNION SELECT money_id FROM metered WHERE money_id IS NOT NULL) x
+     CROSS JOIN LATERAL cluster.realtime_days(
+               x.id, (SELECT min(start) FROM days) - interval '1 day',
+               (SELECT max(start) FROM days) + interval '1 day') r
+     WHERE r.day BETWEEN p_from AND p_to
+), daily AS MATERIALIZED (
+    SELECT x.id, x.is_total, c.submeter, d.day, d.start, d.finish,
+           CASE x.quantity WHEN 'export' THEN 'export' ELSE c.medium END AS line,
+           q.total AS quantity, coalesce(m.total, 0) AS amount,
+           coalesce(m.points, 0) < q.points AS short
+      FROM metered x
+      JOIN rolled q ON q.stream_id = x.id
+      JOIN days d ON d.day = q.day
+      JOIN cluster.stream_configs c ON c.stream_id = x.id AND c.validity @> d.start
+      LEFT JOIN rolled m ON m.stream_id = x.money_id AND m.day = q.day
+     WHERE c.medium IN ('power', 'gas', 'water')
+), measured AS (
+    SELECT g.line, g.day, sum(g.quantity) AS quantity, sum(g.amount) AS amount,
+           bool_or(g.short AND EXISTS (
+               SELECT FROM cluster.tariffs t
+                WHERE t.feed_id = p_feed_id AND t.medium = g.line AND t.area IS NOT NULL
+                  AND t.validity && tstzrange(g.start, g.finish))) AS unpriced
+      FROM daily g
+     WHERE g.is_total AND NOT g.submeter
+     GROUP BY g.line, g.day
+), charged AS (
+    SELECT t.medium AS line, d.day, t.standing
+      FROM days d
+      JOIN cluster.tariffs t ON t.feed_id = p_feed_id AND t.validity @> d.start
+     WHERE d.start <= p_now
+), tariffed AS (
+    SELECT DISTINCT t.medium AS line
+      FROM cluster.tariffs t
+     WHERE t.feed_id = p_feed_id
+       AND t.validity && tstzrange((SELECT min(start) FROM days), (SELECT max(finish) FROM days))
+), per_day AS (
+    SELECT coalesce(m.line, c.line) AS line, coalesce(m.day, c.day) AS day,
+           coalesce(m.quantity, 0) AS quantity, coalesce(m.amount, 0) AS amount,
+           coalesce(c.standing, 0) AS standing, coalesce(m.unpriced, false) AS unpriced
+      FROM measured m
+      FULL JOIN charged c ON c.line = m.line AND c.day = m.day
+    UNION ALL
+    SELECT t.line, NULL, 0, 0, 0, false FROM tariffed t
+)
+SELECT p.line, NULL::bigint, NULL::text,
+       sum(p.quantity) / CASE WHEN p.line IN ('power', 'export') THEN 1000 ELSE 1 END,
+       CASE WHEN p.line IN ('power', 'export') THEN 'kWh' ELSE 'm³' END,
+       sum(p.amount), sum(p.standing),
+       coalesce(sum(p.standing + CASE p.line WHEN 'export' THEN -p.amount ELSE p.amount END)
+                    FILTER (WHERE d.finish <= p_now), 0),
+       bool_or(p.unpriced)
+  FROM per_day p
+  LEFT JOIN days d ON d.day = p.day
+ GROUP BY p.line
+UNION ALL
+SELECT g.line, g.id, (SELECT c.title FROM cluster.stream_configs c
+                       WHERE c.stream_id = g.id AND c.validity @> max(g.start)),
+       sum(g.quantity) / CASE WHEN g.line IN ('power', 'export') THEN 1000 ELSE 1 END,
+       CASE WHEN g.line IN ('power', 'export') THEN 'kWh' ELSE 'm³' END,
+       sum(g.amount), 0, NULL, false
+  FROM daily g
+ WHERE g.submeter
+ GROUP BY g.line, g.id
+$$;
+COMMENT ON FUNCTION cluster.feed_bill(bigint, date, date, timestamptz) IS
+    'A feed''s bill over its local dates [p_from, p_to] as of p_now: a row per medium (stream_id null: quantity in kWh or m³, energy cost or export credit, standing charges, what the days already over settled, whether a price is missing) and per sub-meter (stream_id set). docs/data-api.md#the-bill.';

@@ -1,0 +1,157 @@
+"""``GET /feeds/{feed_id}/bill``: what a feed's household pays over local dates, per medium,
+with export credit, daily charges, sub-meters apart and a projection (docs/data-api.md#the-bill).
+
+The numbers come from ``cluster.feed_bill`` (sql/functions/95_bills.sql), which reads the daily
+rollups: the bill of a range equals its cost streams' ``resolution=day`` buckets plus the
+charges, and a year's bill reads a few hundred rows per stream.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date
+from typing import Annotated
+
+import asyncpg
+from litestar import Controller, Router, get
+from litestar.di import NamedDependency, Provide
+from litestar.params import FromPath, QueryParameter
+
+from energy_platform.api import queries
+from energy_platform.api.feeds import visible_feed
+from energy_platform.api.schemas import Bill, BillLine, Submeter
+from energy_platform.core.errors import InvalidInput
+from energy_platform.core.http.database import Reads
+from energy_platform.users.auth import Caller, authenticate
+
+MAX_DAYS = 366
+LOCAL_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+DATE_DOC = "A local date in the feed's time zone, YYYY-MM-DD; from and to are both inclusive."
+
+
+def parse_local_date(value: str, name: str) -> date:
+    """A ``YYYY-MM-DD`` calendar date, else 400 naming the parameter."""
+    try:
+        if LOCAL_DATE.match(value):
+            return date.fromisoformat(value)
+    except ValueError:
+        pass
+    raise InvalidInput(f"{name}: {value[:40]!r} is not a date (YYYY-MM-DD)", field=name)
+
+
+def date_range(start: str, end: str) -> tuple[date, date]:
+    """The inclusive range [start, end]: in order and at most MAX_DAYS days, else 400."""
+    first, last = parse_local_date(start, "from"), parse_local_date(end, "to")
+    if first > last:
+        raise InvalidInput(f"from ({first}) is after to ({last})", field="from")
+    if (last - first).days + 1 > MAX_DAYS:
+        raise InvalidInput(f"a bill covers at most {MAX_DAYS} days", field="to")
+    return first, last
+
+
+class BillController(Controller):
+    dependencies = {"caller": Provide(authenticate)}  # noqa: RUF012 - Litestar's own convention
+    tags = ["bills"]  # noqa: RUF012
+
+    @get(
+        "/feeds/{feed_id:str}/bill",
+        summary="A feed's bill over local dates: per medium, export credit, daily charges",
+    )
+    async def bill(
+        self,
+        feed_id: FromPath[str],
+        caller: NamedDependency[Caller],
+        reads: Reads,
+        currency: NamedDependency[str],
+        start: Annotated[str, QueryParameter(name="from", description=DATE_DOC, max_length=10)],
+        end: Annotated[str, QueryParameter(name="to", description=DATE_DOC, max_length=10)],
+    ) -> Bill:
+        first, last = date_range(start, end)
+        feed = await visible_feed(reads, feed_id, caller)
+        # One snapshot for the days and the lines: a day ending between two statements would
+        # otherwise count as open in one and over in the other.
+        async with (
+            reads.acquire() as conn,
+            conn.transaction(isolation="repeatable_read", readonly=True),
+        ):
+            days = await conn.fetchrow(queries.BILL_DAYS, feed["id"], first, last)
+            rows = await conn.fetch(queries.FEED_BILL, feed["id"], first, last)
+        assert days is not None  # noqa: S101 - aggregates answer one row
+        return render_bill(str(feed["id"]), first, last, currency, days, rows)
+
+
+def render_bill(
+    feed: str,
+    first: date,
+    last: date,
+    currency: str,
+    days: asyncpg.Record,
+    rows: list[asyncpg.Record],
+) -> Bill:
+    """The answer from ``BILL_DAYS``' one row and ``cluster.feed_bill``'s rows."""
+    lines: list[BillLine] = []
+    submeters: list[Submeter] = []
+    settled = 0.0
+    unpriced = False
+    for row in rows:
+        if row["stream_id"] is not None:
+            submeters.append(
+                Submeter(
+                    str(row["stream_id"]),
+                    row["title"],
+                    row["medium"],
+                    row["quantity"],
+                    row["unit"],
+                    row["amount"],
+                )
+            )
+            continue
+        settled += row["settled"]
+        unpriced = unpriced or row["unpriced"]
+        if row["medium"] == "export":
+            line = BillLine(
+                "export",
+                row["quantity"],
+                row["unit"],
+                row["standing"],
+                row["standing"] - row["amount"],
+                credit=row["amount"],
+            )
+        else:
+            line = BillLine(
+                row["medium"],
+                row["quantity"],
+                row["unit"],
+                row["standing"],
+                row["amount"] + row["standing"],
+                energy=row["amount"],
+            )
+        lines.append(line)
+    lines.sort(key=lambda line: MEDIA_ORDER.index(line.medium))
+    submeters.sort(key=lambda meter: int(meter.stream))
+    over, count = days["over"], days["days"]
+    return Bill(
+        feed=feed,
+        from_=first.isoformat(),
+        to=last.isoformat(),
+        timezone=days["timezone"],
+        currency=currency,
+        complete=over == count and not unpriced,
+        total=sum(line.total for line in lines),
+        # Only while the range runs, and only from days already over.
+        projected_total=settled / over * count if 0 < over < count else None,
+        lines=lines,
+        submeters=submeters,
+    )
+
+
+MEDIA_ORDER = ("power", "gas", "water", "export")
+
+
+def bill_routes(currency: str) -> Router:
+    """The bill's routes for the data API's app; ``currency`` names what its money is in."""
+    return Router(
+        path="/",
+        route_handlers=[BillController],
+        dependencies={"currency": Provide(lambda: currency, sync_to_thread=False)},
+    )

@@ -1,0 +1,322 @@
+"""The bill: per medium what was used and what it cost over local dates, export credit apart,
+daily charges once per local day, sub-meters listed but not added, read through the data API
+the way a dashboard asks for it."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+import asyncpg
+import httpx
+import pytest
+
+from tests.support.data import T0
+from tests.support.engine import Feed, NewFeed, api_buckets, process
+
+DAY = 86_400
+HOUR = 3600
+# Local midnights in Prague: 2026-01-01T00:00+01:00 is T0 - 3600.
+JAN_1 = T0 - HOUR
+
+
+def at(t: int) -> datetime:
+    return datetime.fromtimestamp(t, UTC)
+
+
+async def power(feed: Feed, channel: int, watts: float, start: int, end: int) -> None:
+    """``watts`` on ``channel`` from ``start`` to ``end``: watts / 40 Wh in each bucket."""
+    clamp = await feed.raw_stream(channel=channel, medium=1)
+    await feed.ingest(clamp, [(t, watts) for t in range(start, end + 1, 30)])
+
+
+async def flat(
+    feed: Feed, medium: str, price: float, standing: float = 0.0, since: str = ""
+) -> None:
+    await feed.db.execute(
+        "SELECT cluster.set_tariff($1, $2, $3, ARRAY['00:00'::time], ARRAY[$4::float8],"
+        " NULL, 1, $5)",
+        feed.id,
+        medium,
+        datetime.fromisoformat(since) if since else None,
+        price,
+        standing,
+    )
+
+
+async def bill(api: httpx.AsyncClient, feed: Feed, start: str, end: str) -> dict[str, Any]:
+    answer = await api.get(
+        f"/feeds/{feed.id}/bill",
+        params={"from": start, "to": end},
+        headers={"Authorization": f"Bearer {feed.owner_token}"},
+    )
+    assert answer.status_code == 200, answer.text
+    result: dict[str, Any] = answer.json()
+    return result
+
+
+def line(answer: dict[str, Any], medium: str) -> dict[str, Any]:
+    (found,) = [x for x in answer["lines"] if x["medium"] == medium]
+    return found
+
+
+async def day_sum(api: httpx.AsyncClient, feed: Feed, title: str, start: int, end: int) -> float:
+    """The sum of a stream's `resolution=day` buckets starting in [start, end]."""
+    days = await api_buckets(
+        api, feed, await feed.stream_id(title), "day", time_from=start, time_to=end
+    )
+    return sum(value for _, value in days)
+
+
+async def test_a_months_bill_is_its_cost_days_plus_its_daily_charges(
+    new_feed: NewFeed, api: httpx.AsyncClient
+) -> None:
+    feed = await new_feed("Europe/Prague")
+    await flat(feed, "power", 0.30, standing=0.45)
+    await power(feed, 1, 1000.0, JAN_1 + 5 * HOUR, JAN_1 + 3 * DAY)
+    await process(feed.db)
+
+    answer = await bill(api, feed, "2026-01-01", "2026-01-31")
+
+    cost = await day_sum(api, feed, "Electricity cost, channel 1", JAN_1, JAN_1 + 30 * DAY)
+    used = await day_sum(api, feed, "Electricity, channel 1", JAN_1, JAN_1 + 30 * DAY)
+    assert cost == pytest.approx(0.30 * used / 1000)
+    assert used == pytest.approx(1000.0 * (3 * 24 - 5))  # Wh: 1 kW for 67 hours
+    assert answer == {
+        "feed": str(feed.id),
+        "from": "2026-01-01",
+        "to": "2026-01-31",
+        "timezone": "Europe/Prague",
+        "currency": "EUR",
+        "complete": True,
+        "total": pytest.approx(cost + 31 * 0.45),
+        "projected_total": None,
+        "lines": [
+            {
+                "medium": "power",
+                "quantity": pytest.approx(used / 1000),
+                "unit": "kWh",
+                "energy": pytest.approx(cost),
+                "standing": pytest.approx(31 * 0.45),
+                "total": pytest.approx(cost + 31 * 0.45),
+            }
+        ],
+        "submeters": [],
+    }
+    # A day's bill is that day's bucket.
+    second = await bill(api, feed, "2026-01-02", "2026-01-02")
+    assert line(second, "power")["quantity"] == pytest.approx(24.0)
+    assert line(second, "power")["energy"] == pytest.approx(24 * 0.30)
+
+
+async def test_standing_charges_count_each_local_day_once_across_a_dst_change(
+    new_feed: NewFeed, api: httpx.AsyncClient
+) -> None:
+    feed = await new_feed("Europe/Prague")
+    await flat(feed, "gas", 1.5, standing=1.0)
+    # From local midnight of the 15th; a change at noon counts from the next day on.
+    await flat(feed, "gas", 1.5, standing=2.0, since="2026-03-15T00:00:00+01:00")
+    await flat(feed, "gas", 1.5, standing=3.0, since="2026-03-29T12:00:00+02:00")
+
+    answer = await bill(api, feed, "2026-03-01", "2026-03-31")
+
+    # 29 March has 23 hours and counts once: 14 x 1 + 15 x 2 + 2 x 3.
+    assert answer["complete"] is True
+    assert answer["lines"] == [
+        {
+            "medium": "gas",
+            "quantity": 0.0,
+            "unit": "m³",
+            "energy": 0.0,
+            "standing": pytest.approx(50.0),
+            "total": pytest.approx(50.0),
+        }
+    ]
+    assert answer["total"] == pytest.approx(50.0)
+    # October's 25-hour day too: 31 days at 3.
+    assert (await bill(api, feed, "2026-10-01", "2026-10-31"))["total"] == pytest.approx(93.0)
+
+
+async def test_export_credit_is_billed_apart_from_the_import(
+    new_feed: NewFeed, api: httpx.AsyncClient
+) -> None:
+    feed = await new_feed("Europe/Prague")
+    taken = await feed.raw_stream(channel=1, medium=12, device=7)
+    fed_in = await feed.raw_stream(channel=1, medium=13, device=7)
+    times = range(JAN_1 + DAY, JAN_1 + DAY + 6 * HOUR + 1, 30)
+    await feed.ingest(taken, [(t, 1000.0) for t in times])  # 6 kWh
+    await feed.ingest(fed_in, [(t, 2000.0) for t in times])  # 12 kWh
+    await flat(feed, "power", 0.30, standing=0.50)
+    await flat(feed, "export", 0.08)
+    await process(feed.db)
+
+    answer = await bill(api, feed, "2026-01-02", "2026-01-02")
+
+    assert line(answer, "power") == {
+        "medium": "power",
+        "quantity": pytest.approx(6.0),
+        "unit": "kWh",
+        "energy": pytest.approx(1.8),
+        "standing": pytest.approx(0.5),
+        "total": pytest.approx(2.3),
+    }
+    assert line(answer, "export") == {
+        "medium": "export",
+        "quantity": pytest.approx(12.0),
+        "unit": "kWh",
+        "credit": pytest.approx(0.96),
+        "standing": 0.0,
+        "total": pytest.approx(-0.96),
+    }
+    assert [x["medium"] for x in answer["lines"]] == ["power", "export"]
+    assert answer["total"] == pytest.approx(2.3 - 0.96)
+
+
+async def test_sub_meters_are_listed_but_not_added_to_the_total(
+    new_feed: NewFeed, api: httpx.AsyncClient
+) -> None:
+    feed = await new_feed("Europe/Prague")
+    await flat(feed, "power", 0.25)
+    start = JAN_1 + DAY
+    await power(feed, 1, 2000.0, start, start + 2 * HOUR)  # the main meter: 4 kWh
+    await power(feed, 2, 500.0, start, start + 2 * HOUR)  # the heat pump behind it: 1 kWh
+    await process(feed.db)
+    heat_pump = await feed.stream_id("Electricity, channel 2")
+    await feed.db.execute(
+        "SELECT cluster.set_stream_config($1, '-infinity', 'Heat pump', 'power', 'Wh', true)",
+        heat_pump,
+    )
+    await process(feed.db)
+
+    answer = await bill(api, feed, "2026-01-02", "2026-01-02")
+
+    assert answer["lines"] == [
+        {
+            "medium": "power",
+            "quantity": pytest.approx(4.0),
+            "unit": "kWh",
+            "energy": pytest.approx(1.0),
+            "standing": 0.0,
+            "total": pytest.approx(1.0),
+        }
+    ]
+    assert answer["submeters"] == [
+        {
+            "stream": str(heat_pump),
+            "title": "Heat pump",
+            "medium": "power",
+            "quantity": pytest.approx(1.0),
+            "unit": "kWh",
+            "energy": pytest.approx(0.25),
+        }
+    ]
+    assert answer["total"] == pytest.approx(1.0)
+
+
+async def test_a_running_month_is_incomplete_and_projected_from_its_days_over(
+    new_feed: NewFeed, api: httpx.AsyncClient
+) -> None:
+    feed = await new_feed("UTC")
+    today: date = await feed.db.fetchval("SELECT (now() AT TIME ZONE 'UTC')::date")
+    midnight = int(datetime(today.year, today.month, today.day, tzinfo=UTC).timestamp())
+    await flat(feed, "power", 0.5, standing=1.0)
+    await power(feed, 1, 1000.0, midnight - 2 * DAY, midnight - DAY)  # 24 kWh on the first day
+    await process(feed.db)
+    first, last = today - timedelta(days=2), today + timedelta(days=2)
+
+    answer = await bill(api, feed, first.isoformat(), last.isoformat())
+
+    # Three days have begun (their charges are in); two are over: 12 + 2 x 1 over two days,
+    # scaled to five.
+    assert answer["complete"] is False
+    assert line(answer, "power")["energy"] == pytest.approx(12.0)
+    assert answer["total"] == pytest.approx(12.0 + 3 * 1.0)
+    assert answer["projected_total"] == pytest.approx((12.0 + 2.0) / 2 * 5)
+
+
+async def test_a_day_with_a_missing_market_price_keeps_the_bill_incomplete(
+    new_feed: NewFeed, api: httpx.AsyncClient
+) -> None:
+    feed, area = await new_feed("Europe/Prague"), f"B-{id(api) % 100_000}-{T0}"
+    start = JAN_1 + DAY
+    slots = [(start + 900 * q, start + 900 * (q + 1)) for q in range(96)]
+    ranges = [asyncpg.Range(at(a), at(b)) for a, b in slots]
+    await feed.db.execute(
+        "SELECT cluster.set_prices($1, $2::tstzrange[], $3::float8[])",
+        area,
+        ranges[:4],
+        [0.1] * 4,
+    )
+    await feed.db.execute(
+        "SELECT cluster.set_tariff($1, 'power', '-infinity', ARRAY['00:00'::time], ARRAY[0.0],"
+        " $2, 1.0)",
+        feed.id,
+        area,
+    )
+    await power(feed, 1, 1000.0, start, start + 2 * HOUR)
+    await process(feed.db)
+
+    before = await bill(api, feed, "2026-01-02", "2026-01-02")
+    assert before["complete"] is False
+    assert line(before, "power")["energy"] == pytest.approx(0.1)  # the first hour's kWh
+
+    await feed.db.execute(
+        "SELECT cluster.set_prices($1, $2::tstzrange[], $3::float8[])",
+        area,
+        ranges[4:],
+        [0.2] * 92,
+    )
+    await process(feed.db)
+
+    after = await bill(api, feed, "2026-01-02", "2026-01-02")
+    assert after["complete"] is True
+    assert line(after, "power")["energy"] == pytest.approx(0.1 + 0.2)
+
+
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [
+        ({"from": "2026-01-01"}, "to"),
+        ({"from": "2026-01-01", "to": "2026-13-01"}, "to"),
+        ({"from": "2026-02-30", "to": "2026-03-01"}, "from"),
+        ({"from": "20260101", "to": "2026-01-02"}, "from"),
+        ({"from": "2026-01-05", "to": "2026-01-04"}, "from"),
+        ({"from": "2025-01-01", "to": "2026-01-02"}, "to"),
+    ],
+)
+async def test_each_bad_parameter_is_a_400_problem(
+    new_feed: NewFeed, api: httpx.AsyncClient, params: dict[str, str], field: str
+) -> None:
+    feed = await new_feed("Europe/Prague")
+    answer = await api.get(
+        f"/feeds/{feed.id}/bill",
+        params=params,
+        headers={"Authorization": f"Bearer {feed.owner_token}"},
+    )
+    assert answer.status_code == 400, answer.text
+    assert answer.headers["content-type"].startswith("application/problem+json")
+    assert field in answer.text
+
+
+async def test_another_users_feed_is_a_404_and_a_year_is_allowed(
+    new_feed: NewFeed, api: httpx.AsyncClient
+) -> None:
+    mine, theirs = await new_feed("Europe/Prague"), await new_feed("Europe/Prague")
+    await flat(theirs, "power", 0.3, standing=1.0)
+    for feed_id in (str(theirs.id), "999999999999", "x"):
+        answer = await api.get(
+            f"/feeds/{feed_id}/bill",
+            params={"from": "2026-01-01", "to": "2026-01-31"},
+            headers={"Authorization": f"Bearer {mine.owner_token}"},
+        )
+        assert answer.status_code == 404, answer.text
+    unknown = await api.get(
+        f"/feeds/{mine.id}/bill",
+        params={"from": "2026-01-01", "to": "2026-01-31"},
+        headers={"Authorization": "Bearer nobody"},
+    )
+    assert unknown.status_code == 401
+    # 366 days: the longest range (a leap year).
+    year = await bill(api, mine, "2026-01-01", "2027-01-01")
+    assert year["lines"] == []
+    assert year["total"] == 0.0
