@@ -22,7 +22,7 @@ from energy_platform.core.errors import InvalidInput, NotFound
 from energy_platform.core.inputs import checked_text, parse_id
 from energy_platform.core.settings import CompactionSettings, Settings
 from energy_platform.engine.compaction import CompactionResult, compact
-from energy_platform.engine.prices import PER, parse_csv
+from energy_platform.engine.prices import FORMATS, MAX_FILE_BYTES, PER, parse_prices
 
 FEED_EXISTS = "SELECT 1 FROM cluster.feeds WHERE id = $1"
 SET_TARIFF = "SELECT cluster.set_tariff($1, $2, $3, $4::time[], $5::float8[], $6, $7, $8)"
@@ -311,27 +311,46 @@ def prices() -> None:
     "path",
     required=True,
     type=click.Path(dir_okay=False, allow_dash=True),
-    help="CSV of start,price rows (ISO 8601 times with offsets); - for stdin.",
+    help="CSV of start,price rows (ISO 8601 times with offsets) or an ENTSO-E day-ahead price "
+    "document (XML, A44); - for stdin; at most 10 MB.",
+)
+@click.option(
+    "--format",
+    "kind",
+    type=click.Choice(FORMATS),
+    default="auto",
+    show_default=True,
+    help="auto: ENTSO-E when the file starts with <, else CSV.",
 )
 @click.option(
     "--per",
     type=click.Choice(list(PER)),
-    default="kWh",
-    show_default=True,
-    help="What the file's prices are per (MWh: divided by 1000).",
+    help="What a CSV's prices are per (default kWh; MWh: divided by 1000). An ENTSO-E "
+    "document's are per MWh, divided by 1000 without it; --per kWh is refused for one.",
 )
 @click.option(
     "--slot-minutes",
     type=click.IntRange(min=1),
-    help="The last slot's length; default the gap between the two rows before it.",
+    help="A CSV's last slot length; default the gap between the two rows before it.",
 )
 @click.pass_obj
 def import_prices(
-    settings: Settings, area: str, path: str, per: str, slot_minutes: int | None
+    settings: Settings,
+    area: str,
+    path: str,
+    kind: str,
+    per: str | None,
+    slot_minutes: int | None,
 ) -> None:
     """Set an area's prices from a file, all or nothing; prints what changed."""
     checked_text(area, "area")
-    slots = parse_csv(_read(path), per=per, slot_minutes=slot_minutes)
+    slots = parse_prices(
+        _read(path),
+        kind=kind,
+        per=per,
+        slot_minutes=slot_minutes,
+        currency=settings.engine.currency,
+    )
 
     async def work(conn: asyncpg.Connection) -> dict[str, object]:
         ranges = [asyncpg.Range(s.start, s.end) for s in slots]
@@ -381,9 +400,13 @@ def list_prices(settings: Settings, area: str, since: str, until: str) -> None:
 def _read(path: str) -> str:
     try:
         with click.open_file(path, "rb") as file:
-            data: bytes = file.read()
+            # One byte past the limit tells a file at the limit from a larger one, without
+            # reading all of a larger one.
+            data: bytes = file.read(MAX_FILE_BYTES + 1)
     except OSError as e:
         raise InvalidInput(f"{path}: {e.strerror or e}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise InvalidInput(f"{path}: over {MAX_FILE_BYTES:,} bytes, the limit of a price file")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:

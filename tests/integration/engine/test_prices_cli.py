@@ -1,4 +1,5 @@
-"""`energy-platform admin prices import/list` and tariffs that follow an area's prices."""
+"""`energy-platform admin prices import/list` (CSV and ENTSO-E documents) and tariffs that follow
+an area's prices."""
 
 from __future__ import annotations
 
@@ -12,9 +13,11 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from energy_platform.engine.prices import parse_prices
 from tests.support.admin import admin_process as admin
 from tests.support.admin import answer
 from tests.support.engine import NewFeed, process
+from tests.support.entsoe import SAMPLE_DE_LU_2025_10_01, Period, Series, document
 
 BERLIN = ZoneInfo("Europe/Berlin")
 QUARTER = timedelta(minutes=15)
@@ -173,6 +176,83 @@ def test_a_bad_file_is_refused_whole_with_its_line_and_nothing_changes(
     # The file's first rows are valid and would change two stored prices (0 and 1 to 9).
     refused = admin(database_url, "prices", "import", area, "--file", write(*lines))
 
+    assert refused.returncode == 1
+    assert message in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
+    assert listed(database_url, area, "2026-01-15T00:00:00Z", "2026-01-16T00:00:00Z") == before
+
+
+def test_an_entsoe_document_is_imported_and_listed_back(database_url: str, area: str) -> None:
+    sample = str(SAMPLE_DE_LU_2025_10_01)
+
+    imported = answer(admin(database_url, "prices", "import", area, "--file", sample))
+    # The Berlin day: 2025-10-01T00:00+02:00 to 2025-10-02T00:00+02:00.
+    day = listed(database_url, area, "2025-09-30T22:00:00Z", "2025-10-01T22:00:00Z")
+
+    assert imported == {
+        "area": area,
+        "slots": 96,
+        "changed": 96,
+        "from": "2025-09-30T22:00:00+00:00",
+        "to": "2025-10-01T22:00:00+00:00",
+    }
+    assert day[0] == {
+        "start": "2025-09-30T22:00:00+00:00",
+        "end": "2025-09-30T22:15:00+00:00",
+        "price": 84.66 / 1000,
+    }
+    # Positions 6 and 7 are left out of the document (curve type A03): position 5's price.
+    assert [s["price"] for s in day[4:7]] == [86.08 / 1000] * 3
+    assert day[-1] == {
+        "start": "2025-10-01T21:45:00+00:00",
+        "end": "2025-10-01T22:00:00+00:00",
+        "price": 86.61 / 1000,  # position 96, left out too: 95's
+    }
+    assert day == [
+        {"start": s.start.isoformat(), "end": s.end.isoformat(), "price": s.price}
+        for s in parse_prices(SAMPLE_DE_LU_2025_10_01.read_text())
+    ]
+
+
+@pytest.mark.parametrize(
+    ("options", "content", "message"),
+    [
+        (
+            (),
+            document(
+                Series([Period(DAY, DAY + timedelta(days=1), "PT60M", [(1, "9")])], sequence=1),
+                Series([Period(DAY, DAY + timedelta(days=1), "PT15M", [(1, "8")])], sequence=2),
+            ),
+            "TimeSeries 2 > Period 1, position 1: its slot 2026-01-15T00:00:00+00:00 to "
+            "2026-01-15T00:15:00+00:00 overlaps that of TimeSeries 1 > Period 1, position 1",
+        ),
+        (
+            ("--per", "kWh"),
+            document(Series([Period(DAY, DAY + QUARTER, "PT15M", [(1, "9")])])),
+            "--per kWh: an ENTSO-E document's prices are per MWh",
+        ),
+        # A row of 23 bytes and 9,999,978 blanks: 10,000,001 bytes, one over the limit.
+        ((), "2026-01-15T00:00:00Z,9\n" + " " * 9_999_978, "over 10,000,000 bytes"),
+    ],
+)
+def test_a_bad_document_or_too_large_a_file_is_refused_whole_and_nothing_changes(
+    database_url: str,
+    area: str,
+    tmp_path: Path,
+    options: tuple[str, ...],
+    content: str,
+    message: str,
+) -> None:
+    starts = quarter_hours(DAY, DAY + timedelta(hours=1))
+    file = tmp_path / "day-ahead.xml"
+    file.write_text(document(Series([Period(DAY, DAY + timedelta(hours=1), "PT15M", [(1, "1")])])))
+    answer(admin(database_url, "prices", "import", area, "--file", str(file)))
+    before = listed(database_url, area, "2026-01-15T00:00:00Z", "2026-01-16T00:00:00Z")
+    file.write_text(content)
+
+    refused = admin(database_url, "prices", "import", area, "--file", str(file), *options)
+
+    assert len(before) == len(starts)
     assert refused.returncode == 1
     assert message in refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1
