@@ -135,3 +135,35 @@ SELECT g.line, g.id, (SELECT c.title FROM cluster.stream_configs c
 $$;
 COMMENT ON FUNCTION cluster.feed_bill(bigint, date, date, timestamptz) IS
     'A feed''s bill over its local dates [p_from, p_to] as of p_now: a row per medium (stream_id null: quantity in kWh or m³, energy cost or export credit, standing charges, what the days already over settled, whether a price is missing) and per sub-meter (stream_id set). docs/data-api.md#the-bill.';
+
+-- What a feed pays (earns, for export) per kWh or m³ over its local dates [p_from, p_to]: a row
+-- per stretch of one price, in time order. A fixed tariff's stretches are its bands each day; a
+-- dynamic tariff's are its bands cut at its area's slots, priced factor x slot price + band
+-- price, and a slot without a price is a gap. Times without a tariff are gaps too. What the
+-- page draws as today's and tomorrow's price curve.
+CREATE OR REPLACE FUNCTION cluster.feed_prices(
+    p_feed_id bigint, p_medium text, p_from date, p_to date
+) RETURNS TABLE (start timestamptz, finish timestamptz, price double precision)
+LANGUAGE sql STABLE AS $$
+WITH pieces AS (
+    SELECT t.area, t.factor, b.price,
+           tstzrange((d.day + b.starts) AT TIME ZONE d.timezone,
+                     (d.day + b.ends) AT TIME ZONE d.timezone, '[)')
+               * tstzrange(d.start, d.finish, '[)') * t.validity AS span
+      FROM cluster.bill_days(p_feed_id, p_from, p_to) d
+      JOIN cluster.tariffs t
+        ON t.feed_id = p_feed_id AND t.medium = p_medium
+       AND t.validity && tstzrange(d.start, d.finish, '[)')
+      JOIN cluster.tariff_bands b ON b.tariff_id = t.id
+), priced AS (
+    SELECT p.span, p.price FROM pieces p WHERE p.area IS NULL
+    UNION ALL
+    SELECT p.span * s.slot, p.factor * s.price + p.price
+      FROM pieces p
+      JOIN cluster.prices s ON s.area = p.area AND s.slot && p.span
+     WHERE p.area IS NOT NULL
+)
+SELECT lower(span), upper(span), price FROM priced WHERE NOT isempty(span) ORDER BY lower(span)
+$$;
+COMMENT ON FUNCTION cluster.feed_prices(bigint, text, date, date) IS
+    'A feed''s price per kWh or m³ of a medium (export: earned) over its local dates [p_from, p_to]: [start, finish) stretches of one price each, in order; gaps where no tariff or no market price holds.';

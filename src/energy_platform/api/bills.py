@@ -1,5 +1,6 @@
 """``GET /feeds/{feed_id}/bill``: what a feed's household pays over local dates, per medium,
-with export credit, daily charges, sub-meters apart and a projection (docs/data-api.md#the-bill).
+with export credit, daily charges, sub-meters apart and a projection (docs/data-api.md#the-bill);
+``GET /feeds/{feed_id}/prices``: the price per unit it pays meanwhile.
 
 The numbers come from ``cluster.feed_bill`` (sql/functions/95_bills.sql), which reads the daily
 rollups: the bill of a range equals its cost streams' ``resolution=day`` buckets plus the
@@ -19,12 +20,20 @@ from litestar.params import FromPath, QueryParameter
 
 from energy_platform.api import queries
 from energy_platform.api.feeds import visible_feed
-from energy_platform.api.schemas import Bill, BillLine, Submeter
+from energy_platform.api.schemas import (
+    Bill,
+    BillLine,
+    BillMedium,
+    FeedPrices,
+    PriceStretch,
+    Submeter,
+)
 from energy_platform.core.errors import InvalidInput
 from energy_platform.core.http.database import Reads
 from energy_platform.users.auth import Caller, authenticate
 
 MAX_DAYS = 366
+MAX_PRICE_DAYS = 31
 LOCAL_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 DATE_DOC = "A local date in the feed's time zone, YYYY-MM-DD; from and to are both inclusive."
 
@@ -39,13 +48,13 @@ def parse_local_date(value: str, name: str) -> date:
     raise InvalidInput(f"{name}: {value[:40]!r} is not a date (YYYY-MM-DD)", field=name)
 
 
-def date_range(start: str, end: str) -> tuple[date, date]:
-    """The inclusive range [start, end]: in order and at most MAX_DAYS days, else 400."""
+def date_range(start: str, end: str, most: int = MAX_DAYS) -> tuple[date, date]:
+    """The inclusive range [start, end]: in order and at most ``most`` days, else 400."""
     first, last = parse_local_date(start, "from"), parse_local_date(end, "to")
     if first > last:
         raise InvalidInput(f"from ({first}) is after to ({last})", field="from")
-    if (last - first).days + 1 > MAX_DAYS:
-        raise InvalidInput(f"a bill covers at most {MAX_DAYS} days", field="to")
+    if (last - first).days + 1 > most:
+        raise InvalidInput(f"at most {most} days: from {first} to {last} is more", field="to")
     return first, last
 
 
@@ -78,6 +87,45 @@ class BillController(Controller):
             rows = await conn.fetch(queries.FEED_BILL, feed["id"], first, last)
         assert days is not None  # noqa: S101 - aggregates answer one row
         return render_bill(str(feed["id"]), first, last, currency, days, rows)
+
+    @get(
+        "/feeds/{feed_id:str}/prices",
+        summary="What a feed pays per kWh or m³ over local dates: its tariff's price curve",
+    )
+    async def prices(
+        self,
+        feed_id: FromPath[str],
+        caller: NamedDependency[Caller],
+        reads: Reads,
+        currency: NamedDependency[str],
+        start: Annotated[str, QueryParameter(name="from", description=DATE_DOC, max_length=10)],
+        end: Annotated[str, QueryParameter(name="to", description=DATE_DOC, max_length=10)],
+        medium: Annotated[
+            BillMedium,
+            QueryParameter(description="The tariff's medium; export: what feeding in earns."),
+        ] = "power",
+    ) -> FeedPrices:
+        first, last = date_range(start, end, MAX_PRICE_DAYS)
+        feed = await visible_feed(reads, feed_id, caller)
+        async with (
+            reads.acquire() as conn,
+            conn.transaction(isolation="repeatable_read", readonly=True),
+        ):
+            days = await conn.fetchrow(queries.BILL_DAYS, feed["id"], first, last)
+            rows = await conn.fetch(queries.FEED_PRICES, feed["id"], medium, first, last)
+        assert days is not None  # noqa: S101 - aggregates answer one row
+        return FeedPrices(
+            feed=str(feed["id"]),
+            medium=medium,
+            from_=first.isoformat(),
+            to=last.isoformat(),
+            timezone=days["timezone"],
+            currency=currency,
+            prices=[
+                PriceStretch(int(r["start"].timestamp()), int(r["finish"].timestamp()), r["price"])
+                for r in rows
+            ],
+        )
 
 
 def render_bill(

@@ -175,3 +175,6 @@ SELECT (array_agg(timezone ORDER BY day))[1] AS timezone, count(*) AS days,
 FEED_BILL = """
 SELECT medium, stream_id, title, quantity, unit, amount, standing, settled, unpriced
   FROM cluster.feed_bill($1, $2, $3, now())"""
+
+FEED_PRICES = """
+SELECT start, finish, price FROM cluster.feed_prices($1, $2, $3, $4)"""

@@ -129,3 +129,27 @@ class Bill(msgspec.Struct):
     over, or before its first day is."""
     lines: list[BillLine]
     submeters: list[Submeter]
+
+
+class PriceStretch(msgspec.Struct):
+    """A stretch of time at one price."""
+
+    start: int
+    """Unix seconds (inclusive)."""
+    end: int
+    """Unix seconds (exclusive)."""
+    price: float
+    """Per kWh (power, export) or m³ (gas, water) in the currency."""
+
+
+class FeedPrices(msgspec.Struct):
+    """What a feed pays per unit of a medium (earns, for export) over local dates."""
+
+    feed: str
+    medium: BillMedium
+    from_: str = msgspec.field(name="from")
+    to: str
+    timezone: str
+    currency: str
+    prices: list[PriceStretch]
+    """In time order; a gap is time without a tariff or without a market price yet."""

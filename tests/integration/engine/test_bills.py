@@ -4,6 +4,7 @@ the way a dashboard asks for it."""
 
 from __future__ import annotations
 
+import secrets
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
@@ -237,7 +238,7 @@ async def test_a_running_month_is_incomplete_and_projected_from_its_days_over(
 async def test_a_day_with_a_missing_market_price_keeps_the_bill_incomplete(
     new_feed: NewFeed, api: httpx.AsyncClient
 ) -> None:
-    feed, area = await new_feed("Europe/Prague"), f"B-{id(api) % 100_000}-{T0}"
+    feed, area = await new_feed("Europe/Prague"), f"B-{secrets.token_hex(4)}"
     start = JAN_1 + DAY
     slots = [(start + 900 * q, start + 900 * (q + 1)) for q in range(96)]
     ranges = [asyncpg.Range(at(a), at(b)) for a, b in slots]
@@ -288,14 +289,35 @@ async def test_each_bad_parameter_is_a_400_problem(
     new_feed: NewFeed, api: httpx.AsyncClient, params: dict[str, str], field: str
 ) -> None:
     feed = await new_feed("Europe/Prague")
-    answer = await api.get(
-        f"/feeds/{feed.id}/bill",
-        params=params,
-        headers={"Authorization": f"Bearer {feed.owner_token}"},
+    for path in ("bill", "prices"):
+        answer = await api.get(
+            f"/feeds/{feed.id}/{path}",
+            params=params,
+            headers={"Authorization": f"Bearer {feed.owner_token}"},
+        )
+        assert answer.status_code == 400, answer.text
+        assert answer.headers["content-type"].startswith("application/problem+json")
+        assert field in answer.text
+
+
+async def test_the_price_curve_takes_a_month_at_most_and_a_tariffs_medium(
+    new_feed: NewFeed, api: httpx.AsyncClient
+) -> None:
+    feed = await new_feed("Europe/Prague")
+    auth = {"Authorization": f"Bearer {feed.owner_token}"}
+    month = {"from": "2026-01-01", "to": "2026-01-31"}
+    assert (await api.get(f"/feeds/{feed.id}/prices", params=month, headers=auth)).json()[
+        "prices"
+    ] == []
+    longer = await api.get(
+        f"/feeds/{feed.id}/prices", params={**month, "to": "2026-02-01"}, headers=auth
     )
-    assert answer.status_code == 400, answer.text
-    assert answer.headers["content-type"].startswith("application/problem+json")
-    assert field in answer.text
+    assert longer.status_code == 400, longer.text
+    assert "at most 31 days" in longer.text
+    temperature = await api.get(
+        f"/feeds/{feed.id}/prices", params={**month, "medium": "temperature"}, headers=auth
+    )
+    assert temperature.status_code == 400, temperature.text
 
 
 async def test_another_users_feed_is_a_404_and_a_year_is_allowed(
@@ -320,3 +342,63 @@ async def test_another_users_feed_is_a_404_and_a_year_is_allowed(
     year = await bill(api, mine, "2026-01-01", "2027-01-01")
     assert year["lines"] == []
     assert year["total"] == 0.0
+
+
+async def prices(
+    api: httpx.AsyncClient, feed: Feed, start: str, end: str, medium: str = "power"
+) -> list[tuple[int, int, float]]:
+    answer = await api.get(
+        f"/feeds/{feed.id}/prices",
+        params={"from": start, "to": end, "medium": medium},
+        headers={"Authorization": f"Bearer {feed.owner_token}"},
+    )
+    assert answer.status_code == 200, answer.text
+    return [(p["start"], p["end"], p["price"]) for p in answer.json()["prices"]]
+
+
+async def test_a_time_of_use_tariff_answers_its_bands_as_local_stretches(
+    new_feed: NewFeed, api: httpx.AsyncClient
+) -> None:
+    feed = await new_feed("Europe/Prague")
+    await feed.db.execute(
+        "SELECT cluster.set_tariff($1, 'power', '-infinity', ARRAY['06:00'::time, '22:00'],"
+        " ARRAY[0.30, 0.10])",
+        feed.id,
+    )
+    day = JAN_1 + DAY  # 2 January, local midnight
+
+    assert await prices(api, feed, "2026-01-02", "2026-01-02") == [
+        (day, day + 6 * HOUR, pytest.approx(0.10)),
+        (day + 6 * HOUR, day + 22 * HOUR, pytest.approx(0.30)),
+        (day + 22 * HOUR, day + DAY, pytest.approx(0.10)),
+    ]
+    assert await prices(api, feed, "2026-01-02", "2026-01-02", "gas") == []
+
+
+async def test_a_dynamic_tariff_answers_each_quarter_hour_of_a_dst_day_and_gaps_where_unpriced(
+    new_feed: NewFeed, api: httpx.AsyncClient
+) -> None:
+    feed, area = await new_feed("Europe/Prague"), f"P-{secrets.token_hex(4)}"
+    # 29 March 2026 in Prague lasts 23 hours: 92 quarter hours, priced 0.01 x their number.
+    start = int(datetime.fromisoformat("2026-03-29T00:00:00+01:00").timestamp())
+    quarters = [(start + 900 * q, start + 900 * (q + 1)) for q in range(92)]
+    await feed.db.execute(
+        "SELECT cluster.set_prices($1, $2::tstzrange[], $3::float8[])",
+        area,
+        [asyncpg.Range(at(a), at(b)) for a, b in quarters],
+        [0.01 * q for q in range(92)],
+    )
+    await feed.db.execute(
+        "SELECT cluster.set_tariff($1, 'power', '-infinity', ARRAY['00:00'::time], ARRAY[0.05],"
+        " $2, 2.0)",
+        feed.id,
+        area,
+    )
+
+    curve = await prices(api, feed, "2026-03-29", "2026-03-30")
+
+    # The 30th has no prices yet: a gap, not a price of 0.
+    assert curve == [
+        (a, b, pytest.approx(2 * 0.01 * q + 0.05)) for q, (a, b) in enumerate(quarters)
+    ]
+    assert quarters[-1][1] - quarters[0][0] == 23 * HOUR
