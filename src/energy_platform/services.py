@@ -58,7 +58,7 @@ BUILDERS: dict[str, Callable[[Settings, CoapSite], list[Service]]] = {
     "engine": lambda s, _: [
         EngineService(s.database, s.engine),
         notification_rules(s.database, s.rules),
-        retention(s.database, s.retention),
+        retention(s.database, s.retention, s.corrections.days),
         compaction(s.database, s.compaction),
         *account_reconciliation(s),
     ],

@@ -15,8 +15,8 @@ import energy_platform
 ROOT = Path(energy_platform.__file__).parent
 
 # Each top-level part of the package and the parts it may import. `core` is the floor; the
-# domains stand on it (devices, api and forwarder on the cluster's pairing too; notifications
-# and api on the users who call them); the process entry points (services, cli) assemble
+# domains stand on it (devices, api and forwarder on the cluster's pairing too; notifications,
+# history and api on the users who call them); the process entry points (services, cli) assemble
 # everything.
 DOMAINS = {
     "engine",
@@ -26,6 +26,7 @@ DOMAINS = {
     "notifications",
     "devices",
     "api",
+    "history",
     "forwarder",
 }
 ALLOWED: dict[str, set[str]] = {
@@ -36,7 +37,9 @@ ALLOWED: dict[str, set[str]] = {
     "users": {"core"},
     "notifications": {"core", "users"},
     "devices": {"core", "pairing"},
-    "api": {"core", "pairing", "users", "notifications"},
+    "api": {"core", "pairing", "users", "notifications", "history"},
+    # A stream made by an import is the row a device's first batch makes (ingest's statement).
+    "history": {"core", "users", "devices"},
     "forwarder": {"core", "pairing"},
     "services": {"core", *DOMAINS},
     "cli": {"core", "services", *DOMAINS},

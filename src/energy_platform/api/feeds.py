@@ -20,6 +20,7 @@ from energy_platform.core.http.bearer import bearer_digest, unknown_token
 from energy_platform.core.http.database import Reads
 from energy_platform.core.http.openapi import authenticates_as
 from energy_platform.core.inputs import MAX_REPEATED, Channels, parse_id
+from energy_platform.history.http import StreamWrites
 from energy_platform.users.auth import Caller, authenticate, visible_user
 
 # Unix seconds of 0001-01-01 and 9999-12-31T23:59:59Z: what a timestamp can hold.
@@ -47,7 +48,7 @@ RESOLUTION_DOC = (
 )
 
 
-class FeedsController(Controller):
+class FeedsController(StreamWrites, Controller):
     dependencies = {"caller": Provide(authenticate)}  # noqa: RUF012 - Litestar's own convention
     tags = ["feeds and streams"]  # noqa: RUF012
 

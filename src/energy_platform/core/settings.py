@@ -349,6 +349,18 @@ class RetentionSettings(Section, frozen=True, kw_only=True):
             raise ValueError("EP_RETENTION_*_DAYS must be >= 0, INTERVAL > 0 and BATCH >= 1")
 
 
+class CorrectionsSettings(Section, frozen=True, kw_only=True):
+    """The audit trail of imports and repairs (cluster.corrections)."""
+
+    days: int = 30
+    """Days a replaced or removed point's old value is kept, and can be put back (0: for
+    ever). Removed by the engine's retention rounds (``EP_RETENTION_INTERVAL``)."""
+
+    def __post_init__(self) -> None:
+        if self.days < 0:
+            raise ValueError("EP_CORRECTIONS_DAYS must be >= 0")
+
+
 class LogSettings(Section, frozen=True, kw_only=True):
     format: Literal["auto", "json", "console"] = "auto"
     """``auto``: console on a TTY, JSON lines otherwise."""
@@ -370,6 +382,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     forwarder: ForwarderSettings = msgspec.field(default_factory=ForwarderSettings)
     retention: RetentionSettings = msgspec.field(default_factory=RetentionSettings)
     compaction: CompactionSettings = msgspec.field(default_factory=CompactionSettings)
+    corrections: CorrectionsSettings = msgspec.field(default_factory=CorrectionsSettings)
     shutdown_timeout: float = 10.0
     """Seconds a service may take to stop before its tasks are cancelled."""
 

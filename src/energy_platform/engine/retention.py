@@ -5,7 +5,8 @@ Points of raw, processed and system streams go a whole chunk at a time in the ro
 so nothing younger is ever touched) and a stream-day at a time in the compact tier. Forwarder
 points go row by row, and only those every customer they belong to has had delivered (the
 customer's storage cursor, ``delivery_state.seen``, covers them); a point stored while its
-homebase was registered to nobody was never deliverable. The delivery log goes by attempt time.
+homebase was registered to nobody was never deliverable. The delivery log goes by attempt time,
+the audit of corrections (``EP_CORRECTIONS_DAYS``) by when they were made.
 """
 
 from __future__ import annotations
@@ -58,10 +59,15 @@ WITH doomed AS (
 DELETE FROM forwarder.points p USING doomed d WHERE p.stream_id = d.stream_id AND p.ts = d.ts"""
 DELETE_DELIVERY_LOG = """
 DELETE FROM forwarder.delivery_log WHERE attempted_at < now() - make_interval(days => $1)"""
+DELETE_CORRECTIONS = """
+DELETE FROM cluster.corrections WHERE made_at < now() - make_interval(days => $1)"""
 
 
-async def enforce(pool: asyncpg.Pool, settings: RetentionSettings) -> dict[str, int]:
-    """One round over every kind with an age: what each removed (chunks or rows)."""
+async def enforce(
+    pool: asyncpg.Pool, settings: RetentionSettings, corrections_days: int = 0
+) -> dict[str, int]:
+    """One round over every kind with an age: what each removed (chunks or rows).
+    ``corrections_days``: ``EP_CORRECTIONS_DAYS`` (0: kept for ever)."""
     removed: dict[str, int] = {}
     for kind, days, statement in (
         ("raw", settings.raw_days, DROP_RAW),
@@ -81,6 +87,8 @@ async def enforce(pool: asyncpg.Pool, settings: RetentionSettings) -> dict[str, 
         removed["forwarder_points"] = await _batches(
             pool, DELETE_FORWARDER_POINTS, settings.batch, settings.forwarder_points_days
         )
+    if corrections_days:
+        removed["corrections"] = _rows(await pool.execute(DELETE_CORRECTIONS, corrections_days))
     for kind, count in removed.items():
         REMOVED.labels(kind).inc(count)
     return removed
@@ -103,10 +111,12 @@ def _rows(status: str) -> int:
     return int(status.rsplit(" ", 1)[-1])
 
 
-def retention(database: DatabaseSettings, settings: RetentionSettings) -> Periodic:
+def retention(
+    database: DatabaseSettings, settings: RetentionSettings, corrections_days: int = 0
+) -> Periodic:
     """The engine's retention loop (a background service)."""
 
     async def work(pool: asyncpg.Pool, _: asyncio.Event) -> dict[str, int]:
-        return await enforce(pool, settings)
+        return await enforce(pool, settings, corrections_days)
 
     return Periodic("retention", database, settings.interval, work)

@@ -10,6 +10,7 @@ every operation in one place, from what the operation has:
 - a dependency that authenticates (``authenticating`` of ``build_app``): its statuses (401,
   403), and its security scheme (so that API explorers offer to send the credential);
 - anything a handler raises on its own: ``opt=problems(409, 429)`` on its decorator;
+- a body a handler reads itself: ``opt=request_body(...)`` documents it (and its 400, 413);
 - a handler that authenticates inside its own query (one round trip) instead of through the
   dependency: ``opt=authenticates_as("caller")`` gives it that dependency's statuses and scheme.
 
@@ -41,6 +42,7 @@ from litestar.openapi.spec import (
     OpenAPIType,
     Operation,
     Reference,
+    RequestBody,
     Schema,
     SecurityRequirement,
     SecurityScheme,
@@ -49,6 +51,8 @@ from litestar.routes import HTTPRoute
 
 from energy_platform.core.http.problems import PROBLEM_JSON
 
+BODY_OPT = "request_body"
+"""Key of a handler's ``opt`` describing a body it reads itself (``await request.body()``)."""
 PROBLEMS_OPT = "problems"
 """Key of a handler's ``opt`` naming the error statuses its own body can answer."""
 AUTHENTICATES_OPT = "authenticates_as"
@@ -59,6 +63,13 @@ BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 def problems(*statuses: int) -> dict[str, tuple[int, ...]]:
     """A handler's ``opt`` naming the error statuses its own body answers (409, 429, 503...)."""
     return {PROBLEMS_OPT: statuses}
+
+
+def request_body(description: str, media: Mapping[str, Schema]) -> dict[str, RequestBody]:
+    """A handler's ``opt`` documenting the body it reads and parses itself, by media type:
+    Litestar documents only a body it decodes."""
+    content = {name: OpenAPIMediaType(schema=schema) for name, schema in media.items()}
+    return {BODY_OPT: RequestBody(content=content, description=description, required=True)}
 
 
 def authenticates_as(*dependencies: str) -> dict[str, tuple[str, ...]]:
@@ -127,6 +138,8 @@ def document_problems(app: Litestar, authenticating: Mapping[str, Authentication
                 if operation is None:
                     continue
                 _optional_parameters_without_null(operation)
+                if BODY_OPT in handler.opt:
+                    operation.request_body = handler.opt[BODY_OPT]
                 used = _authentications(handler, authenticating)
                 if used:
                     requirements: list[SecurityRequirement] = [{name: []} for name in used]

@@ -1,0 +1,1 @@
+"""A raw stream's history from outside a device: imports, repairs, and their audit trail."""

@@ -1,0 +1,201 @@
+"""Admin commands: a history file into a raw stream (``import``), and the audit trail of
+corrections (``corrections list``, ``corrections undo``)."""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+from collections.abc import Iterator
+from itertools import islice
+from pathlib import Path
+
+import asyncpg
+import click
+import msgspec
+
+from energy_platform.core.console import CommandGroup, emit, run_in_transaction
+from energy_platform.core.errors import Conflict, InvalidInput, NotFound
+from energy_platform.core.inputs import INT4_MAX, parse_id
+from energy_platform.core.settings import Settings
+from energy_platform.devices.ingest.store import cluster_streams
+from energy_platform.history import queries
+from energy_platform.history.points import MAX_POINTS, Points, from_csv
+
+IMPORT_TARGET = """
+SELECT f.id, EXISTS (SELECT FROM forwarder.registrations r WHERE r.homebase_sn = f.homebase_sn)
+       AS forwarded
+  FROM cluster.feeds f WHERE f.id = $1"""
+Natural = click.IntRange(0, INT4_MAX)
+
+
+class Imported(msgspec.Struct):
+    feed: str
+    stream: str
+    inserted: int
+    replaced: int
+    unchanged: int
+    corrections: list[str]
+    """The corrections that hold the replaced points' old values (``corrections undo``)."""
+
+
+class Correction(msgspec.Struct):
+    id: str
+    stream: str
+    actor: str
+    made_at: str
+    time_from: str
+    time_to: str
+    replaced: int
+    removed: int
+    added: int
+    """Points put back where there were none (by an undo)."""
+
+
+def operator() -> str:
+    """Who a correction from the command line is recorded as."""
+    try:
+        return f"admin ({getpass.getuser()})"
+    except (KeyError, OSError):  # no login name (a container without a passwd entry)
+        return "admin"
+
+
+def _chunks(path: Path) -> Iterator[tuple[str, int]]:
+    """The file's lines MAX_POINTS at a time, with the number of each chunk's first line."""
+    with path.open(encoding="utf-8", newline="") as file:
+        first = 1
+        while lines := list(islice(file, MAX_POINTS)):
+            yield "".join(lines), first
+            first += len(lines)
+
+
+def _parsed(path: Path) -> Iterator[Points]:
+    try:
+        for text, first in _chunks(path):
+            yield from_csv(text, first_line=first, limit=None)
+    except UnicodeDecodeError as e:
+        raise InvalidInput(f"{path}: not UTF-8 text (byte {e.start} of a chunk)") from None
+    except OSError as e:
+        raise InvalidInput(f"{path}: {e.strerror or e}") from None
+
+
+@click.command("import")
+@click.argument("feed_id")
+@click.option("--channel", type=Natural, required=True)
+@click.option("--device", type=Natural, required=True)
+@click.option("--medium", type=Natural, required=True, help="Medium ID (docs/devices.md).")
+@click.option("--index", "idx", type=Natural, help="For phases 1..3 or a tariff register's n.")
+@click.option(
+    "--file",
+    "path",
+    required=True,
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    help="CSV of time,value lines (Unix seconds or ISO 8601 with an offset), any size.",
+)
+@click.pass_obj
+def import_history(
+    settings: Settings,
+    feed_id: str,
+    channel: int,
+    device: int,
+    medium: int,
+    idx: int | None,
+    path: Path,
+) -> None:
+    """Add a history file's points to the feed's raw stream of this channel, device, medium and
+    index (made when missing), as late data enters; a point at a time the stream holds replaces
+    it. The whole file is read once first: a bad line anywhere changes nothing."""
+    fid = parse_id(feed_id, "feed")
+    for _ in _parsed(path):  # every line checked before anything is written
+        pass
+
+    async def work() -> Imported:
+        conn = await asyncpg.connect(settings.database.url)
+        try:
+            feed = await conn.fetchrow(IMPORT_TARGET, fid)
+            if feed is None:
+                raise NotFound(f"no feed {feed_id!r}")
+            if feed["forwarded"]:
+                raise Conflict(
+                    f"feed {fid}'s homebase is registered with the forwarder: its data goes to "
+                    "the customer, not to the feed (import once the registration ends)"
+                )
+            key = (fid, "raw", channel, device, medium, idx, None)
+            async with conn.transaction():
+                stream = (await cluster_streams(conn, [key]))[key]
+            totals = Imported(str(fid), str(stream), 0, 0, 0, [])
+            # A chunk a transaction: a file of any size, in steps the engine takes as late data.
+            for points in _parsed(path):
+                if not points.times:
+                    continue
+                async with conn.transaction():
+                    row = await conn.fetchrow(
+                        queries.WRITE_POINTS, stream, points.times, points.values, operator()
+                    )
+                assert row is not None  # noqa: S101 - the function answers one row
+                totals.inserted += row["inserted"]
+                totals.replaced += row["replaced"]
+                totals.unchanged += row["unchanged"]
+                if row["correction"] is not None:
+                    totals.corrections.append(str(row["correction"]))
+            return totals
+        finally:
+            await conn.close()
+
+    emit(asyncio.run(work()))
+
+
+@click.group("corrections", cls=CommandGroup)
+def corrections() -> None:
+    """Raw points replaced or removed by imports and repairs, kept EP_CORRECTIONS_DAYS."""
+
+
+@corrections.command("list")
+@click.argument("feed_id")
+@click.pass_obj
+def list_corrections(settings: Settings, feed_id: str) -> None:
+    """The feed's corrections, newest first."""
+    fid = parse_id(feed_id, "feed")
+
+    async def work(conn: asyncpg.Connection) -> list[Correction]:
+        if await conn.fetchval(queries.CORRECTED_FEED, fid) is None:
+            raise NotFound(f"no feed {feed_id!r}")
+        return [
+            Correction(
+                str(r["correction"]),
+                str(r["stream_id"]),
+                r["actor"],
+                r["made_at"].isoformat(),
+                r["time_from"].isoformat(),
+                r["time_to"].isoformat(),
+                r["replaced"],
+                r["removed"],
+                r["added"],
+            )
+            for r in await conn.fetch(queries.CORRECTIONS_OF_FEED, fid)
+        ]
+
+    emit(run_in_transaction(settings.database, work))
+
+
+@corrections.command("undo")
+@click.argument("correction_id")
+@click.pass_obj
+def undo(settings: Settings, correction_id: str) -> None:
+    """Put back the values a correction replaced or removed (itself a new correction)."""
+    number = parse_id(correction_id, "correction")
+
+    async def work(conn: asyncpg.Connection) -> dict[str, object]:
+        try:
+            row = await conn.fetchrow(queries.UNDO, number, operator())
+        except asyncpg.NoDataFoundError:
+            raise NotFound(f"no correction {correction_id!r}") from None
+        except asyncpg.ObjectNotInPrerequisiteStateError as e:
+            raise Conflict(str(e)) from None
+        assert row is not None  # noqa: S101 - the function answers one row
+        correction = None if row["correction"] is None else str(row["correction"])
+        return {"undone": str(number), "restored": row["restored"], "correction": correction}
+
+    emit(run_in_transaction(settings.database, work))
+
+
+GROUPS: list[click.Command] = [import_history, corrections]

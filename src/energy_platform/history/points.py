@@ -1,0 +1,112 @@
+"""Points sent to a raw stream from outside a device: a JSON array ``[[t, v], ...]`` or CSV
+``time,value`` lines. A time is Unix seconds (a fraction allowed, to the microsecond) or, in
+CSV, ISO 8601 with a UTC offset (what other systems export); a value is a finite number.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime, timedelta
+from typing import Annotated
+
+import msgspec
+
+from energy_platform.core.errors import InvalidInput, PayloadTooLarge
+
+MAX_POINTS = 100_000
+"""Points one request may carry (the issue's limit; a file through the CLI has none)."""
+MAX_BODY_BYTES = MAX_POINTS * 64
+"""Bytes a request body may have: 100,000 points with long times and values fit."""
+# What a timestamptz can hold, in Unix seconds: 0001-01-01 to 9999-12-31T23:59:59Z.
+EARLIEST = -62_135_596_800
+LATEST = 253_402_300_799
+UNIX_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+Seconds = Annotated[float, msgspec.Meta(ge=EARLIEST, le=LATEST)]
+_points = msgspec.json.Decoder(list[tuple[Seconds, float]])
+
+
+class Points(msgspec.Struct, frozen=True):
+    times: list[datetime]
+    values: list[float]
+
+
+def from_json(body: bytes) -> Points:
+    """A JSON body of ``[unix seconds, value]`` pairs; 400 naming the fault, 413 past the limit."""
+    try:
+        pairs = _points.decode(body)
+    except msgspec.ValidationError as e:
+        raise InvalidInput(f"points: {e}") from None
+    except msgspec.DecodeError as e:
+        raise InvalidInput(f"not JSON: {e}") from None
+    _within_limit(len(pairs))
+    times, values = [], []
+    for n, (seconds, value) in enumerate(pairs):
+        times.append(instant(seconds))
+        values.append(_finite(value, f"point {n}"))
+    return Points(times, values)
+
+
+def from_csv(text: str, *, first_line: int = 1, limit: int | None = MAX_POINTS) -> Points:
+    """CSV ``time,value`` lines (a header line ``time,value`` first is skipped, blank lines
+    too); 400 with the line number of the first bad one. ``first_line`` numbers a chunk of a
+    longer file; ``limit`` None: any number of lines (the admin command's chunks)."""
+    times, values = [], []
+    for number, line in enumerate(text.splitlines(), start=first_line):
+        cells = line.strip()
+        if not cells or (number == 1 and cells.replace(" ", "").lower() == "time,value"):
+            continue
+        parts = cells.split(",")
+        if len(parts) != 2:
+            raise InvalidInput(f"line {number}: expected time,value, got {cells[:80]!r}")
+        times.append(_csv_time(parts[0].strip(), number))
+        try:
+            value = float(parts[1])
+        except ValueError:
+            raise InvalidInput(
+                f"line {number}: {parts[1].strip()[:40]!r} is not a number"
+            ) from None
+        values.append(_finite(value, f"line {number}"))
+        if limit is not None and len(times) > limit:
+            _within_limit(len(times), limit)
+    return Points(times, values)
+
+
+def _csv_time(text: str, number: int) -> datetime:
+    try:
+        seconds = float(text)
+    except ValueError:
+        pass
+    else:
+        if not EARLIEST <= seconds <= LATEST:
+            raise InvalidInput(f"line {number}: {text[:40]!r} is outside the years 1 to 9999")
+        return instant(seconds)
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        raise InvalidInput(
+            f"line {number}: {text[:40]!r} is neither Unix seconds nor an ISO 8601 time"
+        ) from None
+    if parsed.utcoffset() is None:
+        # A local time alone is ambiguous the night the clocks go back.
+        raise InvalidInput(f"line {number}: {text[:40]!r} has no UTC offset (add Z or +01:00)")
+    try:
+        return parsed.astimezone(UTC)
+    except OverflowError:
+        raise InvalidInput(f"line {number}: {text[:40]!r} is outside the years 1 to 9999") from None
+
+
+def instant(seconds: float) -> datetime:
+    """Whole microseconds, as a timestamptz holds them (the range was checked)."""
+    return UNIX_EPOCH + timedelta(microseconds=round(seconds * 1_000_000))
+
+
+def _finite(value: float, where: str) -> float:
+    if not math.isfinite(value):
+        raise InvalidInput(f"{where}: {value} is not a finite number")
+    return value
+
+
+def _within_limit(count: int, limit: int = MAX_POINTS) -> None:
+    if count > limit:
+        raise PayloadTooLarge(f"at most {limit:,} points a request: split the import")
