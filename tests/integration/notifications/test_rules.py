@@ -15,6 +15,7 @@ import psycopg
 from energy_platform.core.background import sleep_unless_stopped
 from energy_platform.core.coap import JSON
 from energy_platform.core.codec.format_v4 import HomebaseRecord
+from energy_platform.core.db.locks import LockKey
 from energy_platform.devices.simulator import SimulatedHomebase, data_topic, homebase_client
 from energy_platform.seeding import processed_stream
 from tests.support.admin import run_admin_async
@@ -280,14 +281,30 @@ async def test_a_changed_subscription_end_re_arms_its_notice(
     assert in_days(2)[:10] in (await notices())[0]["content"]
 
 
+@asynccontextmanager
+async def between_rounds(conn: asyncpg.Connection) -> AsyncIterator[None]:
+    """A transaction of ``conn`` that no round of the rules overlaps: every round sees all of
+    what it writes or none of it.
+
+    In a plain transaction, a round under way or starting meanwhile judges a new feed's
+    yesterday empty and commits that verdict after the transaction's DELETE has looked: the
+    verdict stays, and the day is never judged again. Likewise a round that sees a later power
+    change committed moves the rule's position past one the transaction has not committed yet.
+    The rules' own lock waits for a round under way to commit, and rounds skip while it is
+    held, as they do while another engine holds it."""
+    async with conn.transaction():
+        await conn.execute("SELECT pg_advisory_xact_lock($1)", LockKey.NOTIFICATION_RULES)
+        yield
+
+
 async def used_yesterday(
     conn: asyncpg.Connection, feed_id: int, wh: float, *, combined_too: bool = False
 ) -> None:
     """A UTC feed's power stream: ``wh`` over yesterday's 960 buckets, 20 kWh on each of the 28
     days before. With ``combined_too`` the channel also has a combined stream of the same energy
     (a meter's total register beside its tariff registers): the channel's total, counted once.
-    Any verdict already taken on its yesterday is deleted (in the caller's transaction, so that
-    the rules see all of it or none of it)."""
+    Any verdict already taken on its yesterday is deleted (in the caller's
+    :func:`between_rounds`, so that the rules see all of it or none of it)."""
     await conn.execute("DELETE FROM cluster.daily_consumption WHERE feed_id = $1", feed_id)
     streams = [await processed_stream(conn, feed_id, 1, title="Power", unit="kWh")]
     if combined_too:
@@ -354,9 +371,9 @@ async def test_no_rule_speaks_of_a_feed_while_it_is_registered_with_the_forwarde
             ends,
         )
         homebases[title] = (sn, int(feed["id"]))
-    # One transaction, so that every round of the rules sees all of it or none of it (a verdict
+    # Between rounds, so that every round of the rules sees all of it or none of it (a verdict
     # on yesterday's consumption taken before it is taken back with it).
-    async with db.transaction():
+    async with between_rounds(db):
         for sn, feed_id in homebases.values():
             await db.execute(
                 "INSERT INTO cluster.homebase_presence (homebase_sn, online, last_data_at)"
@@ -408,9 +425,9 @@ async def test_a_day_over_twice_its_28_day_median_is_unusual(
         )
         feed = await add_feed(platform, sn, title=label, timezone="UTC")
         feeds[label] = (int(feed["id"]), yesterday_wh)
-    # One transaction: the rules (running meanwhile) see the whole history or none of it; a
-    # verdict they already took on the new feeds' empty yesterday is taken back with it.
-    async with db.transaction():
+    # Between rounds: the rules see the whole history or none of it; a verdict they already took
+    # on the new feeds' empty yesterday is taken back with it.
+    async with between_rounds(db):
         for label, (feed_id, yesterday_wh) in feeds.items():
             await used_yesterday(db, feed_id, yesterday_wh, combined_too=label == "Usual")
 
