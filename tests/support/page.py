@@ -1,14 +1,28 @@
 """What the data API page's tests see: the demo user's world (seeded by
-tests/integration/api/dashboard/conftest.py) and its time span."""
+tests/integration/api/dashboard/conftest.py) and its time span; and how a test waits for the
+page in the browser."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
 
 import httpx
+from selenium.common.exceptions import TimeoutException
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.support.wait import WebDriverWait
 
 WEEK = 7 * 86_400
 ZONE = "Europe/Prague"
+WAIT = 30  # seconds; a week of points over a shared 2-core machine
+# UTC+14 all year: its date differs from UTC's for 14 hours of every day, so a page that took
+# today or this month from UTC (or from the browser's zone) would show the wrong ones.
+MONEY_ZONE = "Pacific/Kiritimati"
+STANDING = 0.45  # a day, in the engine's currency
+PRICE_PER_KWH = 0.30  # what the seeded cost points charge, and the fixed tariff's price
 
 
 @dataclass
@@ -26,3 +40,58 @@ class PageWorld:
         return httpx.AsyncClient(
             base_url=self.url, headers={"Authorization": f"Bearer {self.token}"}
         )
+
+
+def wait_until(driver: WebDriver, script: str, what: str) -> Any:
+    """Polls a JavaScript expression until it is truthy; its value."""
+    try:
+        return WebDriverWait(driver, WAIT, poll_frequency=0.05).until(
+            lambda d: d.execute_script(f"return {script}")
+        )
+    except TimeoutException:
+        shown = driver.execute_script(
+            "return [document.querySelector('#error')?.textContent,"
+            " document.querySelector('#sign-in-error')?.textContent,"
+            " document.querySelector('#chart-status')?.textContent]"
+        )
+        logs = [entry["message"] for entry in driver.get_log("browser")]
+        raise AssertionError(
+            f"page never showed {what}; it shows {shown}; console: {logs}"
+        ) from None
+
+
+def sign_in(driver: WebDriver, url: str, user: str, token: str, feed: str) -> None:
+    """Signs in on the page at ``url`` and waits for the button of ``feed``."""
+    driver.get(url + "/")
+    driver.find_element(By.ID, "user-id").send_keys(user)
+    driver.find_element(By.ID, "token").send_keys(token)
+    driver.find_element(By.CSS_SELECTOR, "#sign-in button[type=submit]").click()
+    wait_until(driver, f"document.querySelector('[data-feed=\"{feed}\"]')", "the feed")
+
+
+@dataclass
+class MoneyWorld:
+    """A user with three feeds for the money panels: ``dynamic`` (a market tariff with a daily
+    charge and consumption since its month began), ``fixed`` (one price) and ``none`` (no
+    tariff); the price area the dynamic tariff follows."""
+
+    url: str
+    user: str
+    token: str
+    feeds: dict[str, str]
+    zones: dict[str, str]
+    area: str
+    seeded_at: int
+    """When the consumption and the prices were seeded: their dates are this instant's."""
+
+    def client(self) -> httpx.AsyncClient:
+        return httpx.AsyncClient(
+            base_url=self.url, headers={"Authorization": f"Bearer {self.token}"}
+        )
+
+
+def local_midnight(zone: str, t: int, days: int = 0) -> int:
+    """The start of the local date ``days`` after the one holding ``t`` in ``zone``."""
+    tz = ZoneInfo(zone)
+    date = datetime.fromtimestamp(t, tz).date() + timedelta(days=days)
+    return int(datetime(date.year, date.month, date.day, tzinfo=tz).timestamp())

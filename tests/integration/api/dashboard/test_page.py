@@ -16,38 +16,17 @@ from zoneinfo import ZoneInfo
 
 import psycopg
 import pytest
-from selenium.common.exceptions import TimeoutException
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.select import Select
-from selenium.webdriver.support.wait import WebDriverWait
 
 from tests.support.browser import chromium
-from tests.support.page import WEEK, ZONE, PageWorld
+from tests.support.page import WEEK, ZONE, PageWorld, sign_in, wait_until
 
 ROOT = Path(__file__).resolve().parents[4]
 # Where the screenshot goes: .local/ (not committed); docs/images/dashboard.png is a copy.
 SCREENSHOTS = Path(os.environ.get("EP_SCREENSHOT_DIR", ROOT / ".local" / "screenshots"))
-WAIT = 30  # seconds; a week of points over a shared 2-core machine
-
-
-def wait_until(driver: WebDriver, script: str, what: str) -> Any:
-    """Polls a JavaScript expression until it is truthy; its value."""
-    try:
-        return WebDriverWait(driver, WAIT, poll_frequency=0.05).until(
-            lambda d: d.execute_script(f"return {script}")
-        )
-    except TimeoutException:
-        shown = driver.execute_script(
-            "return [document.querySelector('#error')?.textContent,"
-            " document.querySelector('#sign-in-error')?.textContent,"
-            " document.querySelector('#chart-status')?.textContent]"
-        )
-        logs = [entry["message"] for entry in driver.get_log("browser")]
-        raise AssertionError(
-            f"page never showed {what}; it shows {shown}; console: {logs}"
-        ) from None
 
 
 def chart_of(driver: WebDriver, streams: list[str]) -> dict[str, Any]:
@@ -63,11 +42,7 @@ def chart_of(driver: WebDriver, streams: list[str]) -> dict[str, Any]:
 
 
 def sign_in_and_open_feed(driver: WebDriver, world: PageWorld) -> None:
-    driver.get(world.url + "/")
-    driver.find_element(By.ID, "user-id").send_keys(world.user)
-    driver.find_element(By.ID, "token").send_keys(world.token)
-    driver.find_element(By.CSS_SELECTOR, "#sign-in button[type=submit]").click()
-    wait_until(driver, f"document.querySelector('[data-feed=\"{world.feed}\"]')", "the feed")
+    sign_in(driver, world.url, world.user, world.token, world.feed)
     driver.find_element(By.CSS_SELECTOR, f'[data-feed="{world.feed}"]').click()
 
 

@@ -1,6 +1,7 @@
 """The page's time-zone arithmetic (static/js/time.js, series.js) run in the browser and checked
-against Python's zoneinfo: offsets around every 2026 transition, typed wall times, and local days
-of 23 and 25 hours summed whole."""
+against Python's zoneinfo: offsets around every 2026 transition, typed wall times, local days
+of 23 and 25 hours summed whole, and the local dates, months and midnights the money panels
+ask for."""
 
 from __future__ import annotations
 
@@ -97,3 +98,61 @@ async def test_offsets_wall_times_and_local_days_follow_the_zone(page_world: Pag
     midnights = [int(datetime(2026, m, d, tzinfo=prague).timestamp()) for m, d in days]
     assert seen["days"]["times"] == midnights
     assert seen["days"]["values"] == [24, 23, 24, 1, 24, 25, 23]
+
+
+DATES = """
+const [instants, shifts, months, midnights, done] = arguments;
+import('/static/js/time.js').then((time) => done({
+  dates: instants.map(([zone, t]) => time.localDate(zone, t)),
+  shifted: shifts.map(([date, days]) => time.addDays(date, days)),
+  months: months.map((date) => time.monthOf(date)),
+  midnights: midnights.map(([zone, date]) => time.midnight(zone, date)),
+})).catch((error) => done(String(error)));
+"""
+
+
+def browse_dates(url: str, *cases: list[Any]) -> Any:
+    with chromium() as driver:
+        driver.get(url + "/")
+        return driver.execute_async_script(DATES, *cases)
+
+
+async def test_local_dates_months_and_midnights_follow_the_zone(page_world: PageWorld) -> None:
+    # A second either side of local midnight in zones far from UTC, and of New Year.
+    instants = [
+        (zone, int(datetime(2026, 12, 31, tzinfo=ZoneInfo(zone)).timestamp()) + delta)
+        for zone in ("Pacific/Kiritimati", "Pacific/Pago_Pago", "Asia/Kolkata", "UTC")
+        for delta in (-1, 0, 86_400 - 1, 86_400)
+    ]
+    shifts = [("2026-12-31", 1), ("2028-02-28", 1), ("2026-03-01", -1), ("2026-10-25", 2)]
+    months = ["2028-02-10", "2026-02-28", "2026-12-01", "2026-04-30"]
+    # Santiago's clocks skip its midnight of 6 September 2026: that day starts at 01:00 -03.
+    midnights = [
+        ("America/Santiago", "2026-09-06"),
+        ("America/Santiago", "2026-09-07"),
+        ("Europe/Prague", "2026-10-25"),
+        ("Pacific/Kiritimati", "2026-11-01"),
+    ]
+
+    seen = await asyncio.to_thread(
+        browse_dates, page_world.url, instants, shifts, months, midnights
+    )
+
+    assert not isinstance(seen, str), seen
+    assert seen["dates"] == [
+        datetime.fromtimestamp(t, ZoneInfo(zone)).date().isoformat() for zone, t in instants
+    ]
+    assert seen["shifted"] == ["2027-01-01", "2028-02-29", "2026-02-28", "2026-10-27"]
+    assert seen["months"] == [
+        {"first": "2028-02-01", "last": "2028-02-29"},
+        {"first": "2026-02-01", "last": "2026-02-28"},
+        {"first": "2026-12-01", "last": "2026-12-31"},
+        {"first": "2026-04-01", "last": "2026-04-30"},
+    ]
+    # zoneinfo reads a skipped wall time with the offset before the change (PEP 495, fold=0):
+    # 00:00 -04 is the instant of 01:00 -03, the day's first.
+    assert seen["midnights"] == [
+        int(datetime.fromisoformat(date).replace(tzinfo=ZoneInfo(zone)).timestamp())
+        for zone, date in midnights
+    ]
+    assert seen["midnights"][0] == 1_788_667_200

@@ -42,6 +42,14 @@ export class Api {
   notifications(userId) { return this.request('GET', `/users/${enc(userId)}/notifications`); }
   notificationCount(userId) { return this.request('GET', `/users/${enc(userId)}/notification_count`); }
 
+  /** What a feed's household pays over local dates [from, to] (YYYY-MM-DD, both inclusive). */
+  bill(feedId, from, to) { return this.request('GET', `/feeds/${enc(feedId)}/bill`, { params: { from, to } }); }
+
+  /** The feed's price per unit of `medium` over local dates [from, to]: stretches of one price. */
+  prices(feedId, from, to, medium = 'power') {
+    return this.request('GET', `/feeds/${enc(feedId)}/prices`, { params: { from, to, medium } });
+  }
+
   /** PATCH one notification with {read?, archived?}; the updated notification. */
   setNotification(userId, id, flags) {
     return this.request('PATCH', `/users/${enc(userId)}/notifications/${enc(id)}`, { body: flags });

@@ -1,7 +1,9 @@
 // The page: sign in with a token, a user's feeds, a feed's streams by channel, charts of the
-// chosen streams over a range, and the notifications. Only the public data API is used.
+// chosen streams over a range, the feed's bill and prices, and the notifications. Only the
+// public data API is used.
 
 import { Api, ApiError } from './api.js';
+import { clearMoney, resizeMoney, showMoney } from './bill.js';
 import { drawChart } from './chart.js';
 import { renderNotifications } from './notifications.js';
 import { bucketed, bucketFor, negated, withGaps } from './series.js';
@@ -19,8 +21,9 @@ const state = {
   range: null, loaded: null, plot: null, chartRun: 0, notifications: [], opening: null,
   pinned: null, // a resolution the view fixes: 'month' in the Year view, 'day' in a month of it
 };
-// What the last chart took, for people and for the page's tests (read with execute_script).
-window.dashboard = { last: null };
+// What the last chart took, for people and for the page's tests (read with execute_script);
+// `money`: the bill and prices the money panels show.
+window.dashboard = { last: null, money: null };
 
 // --- credentials: in this browser only (sessionStorage, or localStorage when remembered) ------
 
@@ -53,6 +56,7 @@ function signOut(message = '') {
   forget();
   location.hash = '';
   state.plot?.destroy();
+  clearMoney();
   Object.assign(state, { api: null, userId: null, feeds: [], feed: null, plot: null, opening: null });
   $('#app').hidden = true;
   $('#sign-out').hidden = true;
@@ -122,7 +126,12 @@ async function openFeed(feed) {
   if (first) state.selected.add(first.id);
   renderStreams();
   setRange('day');
-  await chart();
+  await Promise.all([chart(), money()]);
+}
+
+async function money() {
+  const shown = await showMoney(state.api, state.feed, state.zone);
+  if (shown) window.dashboard.money = shown;
 }
 
 function renderStreams() {
@@ -377,7 +386,10 @@ $('#all-read').addEventListener('click', () => guarded(async () => {
   await loadNotifications();
 }));
 $('#show-archived').addEventListener('change', () => guarded(loadNotifications));
-window.addEventListener('resize', () => state.plot?.setSize({ width: $('#chart').clientWidth, height: 360 }));
+window.addEventListener('resize', () => {
+  state.plot?.setSize({ width: $('#chart').clientWidth, height: 360 });
+  resizeMoney();
+});
 
 const saved = storedCredentials();
 if (saved) {

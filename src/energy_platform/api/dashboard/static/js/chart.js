@@ -8,12 +8,15 @@ import uPlot from '../vendor/uplot/uPlot.esm.js';
 const COLOURS = ['#2563eb', '#dc2626', '#16a34a', '#9333ea', '#ea580c', '#0891b2', '#4b5563'];
 
 /**
- * Draws `series` ([{label, unit, bars, money, times, values}]) over `range` ([from, to], Unix seconds)
- * into `element`, times shown in `zone`. Resolves once the first frame is on the canvas, with
- * the chart and the time it took. `onZoom(min, max)` follows the user's zooms; `onPick(t)`, when
- * given, gets the time under a click that is not a drag.
+ * Draws `series` ([{label, unit, bars, steps, money, times, values}]) over `range` ([from, to],
+ * Unix seconds) into `element`, times shown in `zone`. Resolves once the first frame is on the
+ * canvas, with the chart and the time it took. `onZoom(min, max)` follows the user's zooms;
+ * `onPick(t)`, when given, gets the time under a click that is not a drag. A series with `steps`
+ * holds each value until the next time (a price); `now`, when given, is marked by a line.
  */
-export function drawChart(element, series, { range, zone, width, onZoom, onPick, started = performance.now() }) {
+export function drawChart(element, series, {
+  range, zone, width, height = 360, now, onZoom, onPick, started = performance.now(),
+}) {
   let done = false; // the first frame is drawn
   const tables = series.map((s) => [s.times, s.values]);
   const data = tables.length === 1 ? tables[0] : uPlot.join(tables);
@@ -24,11 +27,12 @@ export function drawChart(element, series, { range, zone, width, onZoom, onPick,
   const left = keys.find((k) => !k.startsWith('money')) ?? keys[0];
   const right = keys.find((k) => k !== left && k.startsWith('money')) ?? keys.find((k) => k !== left);
   const bars = uPlot.paths.bars({ size: [0.85, 80], align: 1 });
+  const steps = uPlot.paths.stepped({ align: 1 });
   const below = shareBelow(series, keyOf);
 
   const options = {
     width,
-    height: 360,
+    height,
     tzDate: (t) => uPlot.tzDate(new Date(t * 1000), zone),
     cursor: { drag: { x: true, y: false } },
     // uPlot fits the x axis to the data (and to a day around a single point); the range asked
@@ -42,7 +46,7 @@ export function drawChart(element, series, { range, zone, width, onZoom, onPick,
         stroke: COLOURS[i % COLOURS.length],
         fill: s.bars ? `${COLOURS[i % COLOURS.length]}55` : undefined,
         width: s.bars ? 0 : 1.25,
-        paths: s.bars ? bars : undefined,
+        paths: (s.bars && bars) || (s.steps && steps) || undefined,
         points: { show: false },
       })),
     ],
@@ -53,7 +57,7 @@ export function drawChart(element, series, { range, zone, width, onZoom, onPick,
       })),
     ],
     hooks: { setScale: [(u, key) => { if (done && key === 'x' && onZoom) onZoom(u.scales.x.min, u.scales.x.max); }] },
-    plugins: [wheelZoom(range), ...(onPick ? [clickPick(onPick)] : [])],
+    plugins: [wheelZoom(range), ...(onPick ? [clickPick(onPick)] : []), ...(now ? [marker(now)] : [])],
   };
   for (const key of keys) {
     options.scales[key] = {
@@ -139,6 +143,29 @@ function wheelZoom([lo, hi], factor = 0.75) {
           if (newMax - newMin >= hi - lo) [newMin, newMax] = [lo, hi];
           u.setScale('x', { min: Math.max(lo, newMin), max: Math.min(hi, newMax) });
         }, { passive: false });
+      },
+    },
+  };
+}
+
+/** A dashed vertical line at time `t` (now), over the series. */
+function marker(t) {
+  return {
+    hooks: {
+      draw: (u) => {
+        const x = Math.round(u.valToPos(t, 'x', true));
+        const { top, left, width, height } = u.bbox;
+        if (x < left || x > left + width) return;
+        const { ctx } = u;
+        ctx.save();
+        ctx.strokeStyle = '#b42318';
+        ctx.lineWidth = 1;
+        ctx.setLineDash([4, 4]);
+        ctx.beginPath();
+        ctx.moveTo(x, top);
+        ctx.lineTo(x, top + height);
+        ctx.stroke();
+        ctx.restore();
       },
     },
   };

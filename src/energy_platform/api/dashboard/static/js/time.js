@@ -46,9 +46,14 @@ export function wallToUnix(zone, text) {
   const m = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2}))?$/.exec(text);
   if (!m) return null;
   const wall = Date.UTC(+m[1], +m[2] - 1, +m[3], +m[4], +m[5], +(m[6] ?? 0)) / 1000;
-  let t = wall - offsetAt(zone, wall);
-  t = wall - offsetAt(zone, t);
-  return t;
+  // The offsets a day either side bracket the instant (no offset exceeds 14 hours). Each that
+  // reads back as itself gives the wall time; none does for a skipped time. Iterating from the
+  // wall time's own offset instead lands before the gap in zones west of UTC (Santiago's
+  // skipped midnight became 23:00 of the day before).
+  const before = offsetAt(zone, wall - 86_400);
+  const after = offsetAt(zone, wall + 86_400);
+  const valid = [before, after].map((o) => wall - o).filter((t) => wall - offsetAt(zone, t) === t);
+  return valid.length ? Math.max(...valid) : wall - before;
 }
 
 /** Unix seconds -> `YYYY-MM-DDTHH:MM:SS` wall time in `zone`, for datetime-local inputs. */
@@ -59,4 +64,30 @@ export function unixToWall(zone, t) {
 /** A readable local time in `zone`. */
 export function formatTime(zone, iso) {
   return new Date(iso).toLocaleString('en-GB', { timeZone: zone, dateStyle: 'medium', timeStyle: 'short' });
+}
+
+// Local dates are `YYYY-MM-DD` strings, as the bill and price endpoints take them; calendar
+// arithmetic on them runs in UTC, where every day has 24 hours.
+
+/** The date in `zone` at Unix time `t`. */
+export function localDate(zone, t) {
+  return unixToWall(zone, t).slice(0, 10);
+}
+
+/** `date` moved by `days` calendar days. */
+export function addDays(date, days) {
+  const [y, m, d] = date.split('-').map(Number);
+  return new Date(Date.UTC(y, m - 1, d + days)).toISOString().slice(0, 10);
+}
+
+/** The first and last date of the calendar month that holds `date`. */
+export function monthOf(date) {
+  const [y, m] = date.split('-').map(Number);
+  const days = new Date(Date.UTC(y, m, 0)).getUTCDate(); // day 0 of the next month: this one's last
+  return { first: `${date.slice(0, 7)}-01`, last: `${date.slice(0, 7)}-${String(days).padStart(2, '0')}` };
+}
+
+/** The instant `date` starts in `zone` (a midnight the clocks skip: the day's first instant). */
+export function midnight(zone, date) {
+  return wallToUnix(zone, `${date}T00:00:00`);
 }
