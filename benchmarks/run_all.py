@@ -51,6 +51,8 @@ class Benchmark(msgspec.Struct, frozen=True):
 BENCHMARKS = [
     Benchmark("benchmarks.data_api", "data API", 150, quick=("--runs", "1")),
     Benchmark("benchmarks.year_view", "data API", 180, quick=("--runs", "2")),
+    # History in: 100,000-point JSON imports over HTTP beside COPY of as many rows.
+    Benchmark("benchmarks.import_history", "data API", 90, quick=("--runs", "2")),
     Benchmark("benchmarks.compact_tier", "storage", 70, quick=("--runs", "2")),
     # 5 feeds x 2 streams x 60 days compacted (a point every 30 s at quick size); loading and
     # compacting them took 22 s alone and 48 s right after the storage benchmark.

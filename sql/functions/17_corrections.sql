@@ -15,6 +15,9 @@ CREATE OR REPLACE FUNCTION cluster.write_points(
 LANGUAGE plpgsql AS $$
 DECLARE
     v_correction bigint;
+    v_first timestamptz;
+    v_last timestamptz;
+    v_added bigint;
 BEGIN
     IF cardinality(p_ts) IS DISTINCT FROM cardinality(p_values) THEN
         RAISE EXCEPTION 'one value per time' USING ERRCODE = 'invalid_parameter_value';
@@ -25,36 +28,62 @@ BEGIN
     END IF;
     PERFORM cluster.thaw_days(array_agg(p_stream_id), array_agg(x.day))
        FROM (SELECT DISTINCT (t AT TIME ZONE 'UTC')::date AS day FROM unnest(p_ts) t) x;
+    SELECT min(t), max(t) INTO v_first, v_last FROM unnest(p_ts) t;
+    IF NOT EXISTS (SELECT FROM cluster.raw_points p
+                    WHERE p.stream_id = p_stream_id AND p.ts BETWEEN v_first AND v_last) THEN
+        -- History into a stretch the stream has nothing in (the usual import): every point is
+        -- new, and goes in without a conflict check. A device's point arriving there meanwhile
+        -- is a unique violation: then the way below, which compares.
+        BEGIN
+            INSERT INTO cluster.raw_points (stream_id, ts, value)
+            SELECT DISTINCT ON (g.ts) p_stream_id, g.ts, g.value
+              FROM unnest(p_ts, p_values) WITH ORDINALITY AS g (ts, value, n)
+             ORDER BY g.ts, g.n DESC;
+            GET DIAGNOSTICS v_added = ROW_COUNT;
+            INSERT INTO cluster.dirty_ranges (stream_id, ts_from, ts_to)
+            SELECT p_stream_id, min(t), max(t) FROM unnest(p_ts) t
+             GROUP BY (t AT TIME ZONE 'UTC')::date;
+            RETURN QUERY SELECT v_added, 0::bigint, 0::bigint, NULL::bigint;
+            RETURN;
+        EXCEPTION WHEN unique_violation THEN
+            NULL;
+        END;
+    END IF;
     v_correction := nextval('cluster.correction_numbers');
     RETURN QUERY
     WITH given AS (
         SELECT DISTINCT ON (g.ts) g.ts, g.value
           FROM unnest(p_ts, p_values) WITH ORDINALITY AS g (ts, value, n)
          ORDER BY g.ts, g.n DESC
-    ), before AS (
-        SELECT p.ts, p.value
-          FROM cluster.raw_points p JOIN given g ON g.ts = p.ts
-         WHERE p.stream_id = p_stream_id
-    ), written AS (
+    ), added AS (
+        -- A history is mostly new times: they go in without looking anything up first.
         INSERT INTO cluster.raw_points AS r (stream_id, ts, value)
         SELECT p_stream_id, g.ts, g.value FROM given g
-        ON CONFLICT (stream_id, ts) DO UPDATE SET value = EXCLUDED.value
-         WHERE r.value IS DISTINCT FROM EXCLUDED.value
-        RETURNING r.ts, r.value
+        ON CONFLICT (stream_id, ts) DO NOTHING
+        RETURNING r.ts
+    ), held AS (
+        SELECT g.ts, g.value FROM given g WHERE NOT EXISTS (SELECT FROM added a WHERE a.ts = g.ts)
+    ), changed AS (
+        -- o is the row as the statement found it: its value is the one replaced.
+        UPDATE cluster.raw_points r SET value = h.value
+          FROM held h
+          JOIN cluster.raw_points o ON o.stream_id = p_stream_id AND o.ts = h.ts
+         WHERE r.stream_id = p_stream_id AND r.ts = h.ts AND r.value IS DISTINCT FROM h.value
+        RETURNING r.ts, o.value AS old_value, h.value AS new_value
     ), audited AS (
         INSERT INTO cluster.corrections (correction, stream_id, ts, old_value, new_value, actor)
-        SELECT v_correction, p_stream_id, b.ts, b.value, w.value, p_actor
-          FROM written w JOIN before b ON b.ts = w.ts
+        SELECT v_correction, p_stream_id, c.ts, c.old_value, c.new_value, p_actor FROM changed c
         RETURNING 1
     ), queued AS (
         INSERT INTO cluster.dirty_ranges (stream_id, ts_from, ts_to)
-        SELECT p_stream_id, min(w.ts), max(w.ts) FROM written w
+        SELECT p_stream_id, min(w.ts), max(w.ts)
+          FROM (SELECT ts FROM added UNION ALL SELECT ts FROM changed) w
          GROUP BY (w.ts AT TIME ZONE 'UTC')::date
         RETURNING 1
     )
-    SELECT (SELECT count(*) FROM written) - (SELECT count(*) FROM audited),
-           (SELECT count(*) FROM audited),
-           (SELECT count(*) FROM given) - (SELECT count(*) FROM written),
+    SELECT (SELECT count(*) FROM added), (SELECT count(*) FROM audited),
+           (SELECT count(*) FROM given) - (SELECT count(*) FROM added)
+               - (SELECT count(*) FROM audited),
            CASE WHEN EXISTS (SELECT FROM audited) THEN v_correction END
       FROM (SELECT count(*) FROM queued) q;
 END $$;

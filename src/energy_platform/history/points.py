@@ -21,13 +21,16 @@ MAX_BODY_BYTES = MAX_POINTS * 64
 EARLIEST = -62_135_596_800
 LATEST = 253_402_300_799
 UNIX_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+MICROSECOND = timedelta(microseconds=1)
 
 Seconds = Annotated[float, msgspec.Meta(ge=EARLIEST, le=LATEST)]
 _points = msgspec.json.Decoder(list[tuple[Seconds, float]])
 
 
 class Points(msgspec.Struct, frozen=True):
-    times: list[datetime]
+    times: list[int]
+    """Microseconds since the Unix epoch: whole microseconds, as a timestamptz holds them
+    (``history/queries.py`` turns them into instants exactly, in the database)."""
     values: list[float]
 
 
@@ -40,10 +43,8 @@ def from_json(body: bytes) -> Points:
     except msgspec.DecodeError as e:
         raise InvalidInput(f"not JSON: {e}") from None
     _within_limit(len(pairs))
-    times, values = [], []
-    for n, (seconds, value) in enumerate(pairs):
-        times.append(instant(seconds))
-        values.append(_finite(value, f"point {n}"))
+    times = [round(seconds * 1_000_000) for seconds, _ in pairs]
+    values = [_finite(value, f"point {n}") for n, (_, value) in enumerate(pairs)]
     return Points(times, values)
 
 
@@ -72,7 +73,7 @@ def from_csv(text: str, *, first_line: int = 1, limit: int | None = MAX_POINTS) 
     return Points(times, values)
 
 
-def _csv_time(text: str, number: int) -> datetime:
+def _csv_time(text: str, number: int) -> int:
     try:
         seconds = float(text)
     except ValueError:
@@ -80,7 +81,7 @@ def _csv_time(text: str, number: int) -> datetime:
     else:
         if not EARLIEST <= seconds <= LATEST:
             raise InvalidInput(f"line {number}: {text[:40]!r} is outside the years 1 to 9999")
-        return instant(seconds)
+        return round(seconds * 1_000_000)
     try:
         parsed = datetime.fromisoformat(text)
     except ValueError:
@@ -91,13 +92,14 @@ def _csv_time(text: str, number: int) -> datetime:
         # A local time alone is ambiguous the night the clocks go back.
         raise InvalidInput(f"line {number}: {text[:40]!r} has no UTC offset (add Z or +01:00)")
     try:
-        return parsed.astimezone(UTC)
+        parsed = parsed.astimezone(UTC)
     except OverflowError:
         raise InvalidInput(f"line {number}: {text[:40]!r} is outside the years 1 to 9999") from None
+    return (parsed - UNIX_EPOCH) // MICROSECOND
 
 
 def instant(seconds: float) -> datetime:
-    """Whole microseconds, as a timestamptz holds them (the range was checked)."""
+    """Unix seconds (in range) as an instant, to the microsecond."""
     return UNIX_EPOCH + timedelta(microseconds=round(seconds * 1_000_000))
 
 

@@ -9,9 +9,16 @@ SELECT s.type
   JOIN cluster.user_feeds($3, $4) f ON f.id = s.feed_id
  WHERE s.id = $1 AND s.feed_id = $2"""
 
+# $2: microseconds since the Unix epoch (history/points.py), made instants exactly: whole
+# seconds (exact in float8 for any timestamptz) plus the microseconds.
 WRITE_POINTS = """
 SELECT inserted, replaced, unchanged, correction
-  FROM cluster.write_points($1, $2::timestamptz[], $3::float8[], $4)"""
+  FROM cluster.write_points(
+           $1,
+           ARRAY(SELECT to_timestamp(div(u.m, 1000000)::float8)
+                        + mod(u.m, 1000000) * interval '1 microsecond'
+                   FROM unnest($2::int8[]) WITH ORDINALITY AS u (m, n) ORDER BY u.n),
+           $3::float8[], $4)"""
 
 DELETE_POINTS = """
 SELECT deleted, correction FROM cluster.delete_points($1, $2, $3, $4)"""

@@ -4,6 +4,7 @@ totals follow), and every replaced or removed point is in the audit trail until 
 
 from __future__ import annotations
 
+import asyncio
 import json
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,6 +19,7 @@ from tests.support.admin import admin_process as admin
 from tests.support.admin import answer
 from tests.support.data import T0
 from tests.support.engine import Feed, NewFeed, api_buckets, process
+from tests.support.services import eventually
 
 DAY = 86_400
 JAN_2 = T0 + DAY  # 2026-01-02T00:00Z, a UTC day of its own (Europe/Prague: 01:00 local)
@@ -295,3 +297,46 @@ async def test_the_example_history_of_the_operations_guide_imports_as_it_says(
     assert (done["inserted"], done["replaced"], done["unchanged"]) == (37, 0, 0)
     again = answer(admin(database_url, *args, "--file", str(example)))
     assert (again["inserted"], again["unchanged"], again["stream"]) == (0, 37, done["stream"])
+
+
+async def test_an_import_meeting_a_devices_point_written_meanwhile_compares_it(
+    new_feed: NewFeed, database_url: str
+) -> None:
+    feed = await new_feed("UTC")
+    stream = await clamp(feed)
+    device = await asyncpg.connect(database_url)
+    importer = await asyncpg.connect(database_url)
+    try:
+        # The device's point is written but not committed when the import looks.
+        writing = device.transaction()
+        await writing.start()
+        await device.execute(
+            "INSERT INTO cluster.raw_points VALUES ($1, to_timestamp($2), 7)", stream, JAN_2
+        )
+        pid = importer.get_server_pid()
+        importing = asyncio.create_task(
+            importer.fetchrow(
+                "SELECT * FROM cluster.write_points($1, ARRAY[to_timestamp($2), to_timestamp($3)],"
+                " ARRAY[8.0, 9.0], 'test')",
+                stream,
+                JAN_2,
+                JAN_2 + 60,
+            )
+        )
+        await eventually(
+            lambda: feed.db.fetchval(
+                "SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = $1", pid
+            )
+        )
+        await writing.commit()
+        row = await importing
+    finally:
+        await device.close()
+        await importer.close()
+
+    assert row is not None
+    assert (row["inserted"], row["replaced"], row["unchanged"]) == (1, 1, 0)
+    values = await feed.db.fetch(
+        "SELECT value FROM cluster.raw_points WHERE stream_id = $1 ORDER BY ts", stream
+    )
+    assert [r["value"] for r in values] == [8.0, 9.0]
