@@ -7,6 +7,17 @@
 -- its stream's row (FOR NO KEY UPDATE: ingest's inserts are not blocked), so that corrections of
 -- one stream are recorded in the order they happened.
 
+-- Microseconds since the Unix epoch as instants, exactly: whole seconds (exact in float8 for
+-- any timestamptz) plus the rest. How imports pass times (cheaper to send than timestamps).
+CREATE OR REPLACE FUNCTION cluster.unix_instants(p_micros bigint[]) RETURNS timestamptz[]
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
+    SELECT ARRAY(SELECT to_timestamp(div(u.m, 1000000)::float8)
+                        + mod(u.m, 1000000) * interval '1 microsecond'
+                   FROM unnest(p_micros) WITH ORDINALITY AS u (m, n) ORDER BY u.n)
+$$;
+COMMENT ON FUNCTION cluster.unix_instants(bigint[]) IS
+    'Microseconds since 1970-01-01T00:00Z as timestamptz, exactly, in order.';
+
 -- A stream's raw points at the given times take the given values (the last of several values
 -- for one time wins): new times are inserted, others replaced where the value differs.
 CREATE OR REPLACE FUNCTION cluster.write_points(

@@ -37,7 +37,7 @@ ALL_FEEDS_QUERIES = {
     "DELETE_FEED": "admin feeds delete",
     "FEED_EXISTS": "admin tariffs and reprocess name a feed",
     "CORRECTED_FEED": "admin corrections list names a feed",
-    "IMPORT_TARGET": "admin import names a feed, and refuses a forwarded homebase's",
+    "IMPORT_TARGET": "admin import names a feed; a forwarded homebase's history goes on",
     # Ingest: this very lookup is what sends a registered homebase's data to the forwarder.
     "ROUTE": "where a homebase's data goes: its feed or the forwarder",
     # Pairing: a homebase stays paired while a feed or a registration holds it.

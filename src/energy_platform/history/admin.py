@@ -13,17 +13,19 @@ import asyncpg
 import click
 import msgspec
 
+from energy_platform.core.codec.format_v4 import Series
 from energy_platform.core.console import CommandGroup, emit, run_in_transaction
 from energy_platform.core.errors import Conflict, InvalidInput, NotFound
 from energy_platform.core.inputs import INT4_MAX, parse_id
 from energy_platform.core.settings import Settings
-from energy_platform.devices.ingest.store import cluster_streams
+from energy_platform.devices.ingest.store import cluster_streams, forwarder_key, forwarder_streams
 from energy_platform.history import queries
 from energy_platform.history.points import MAX_POINTS, Points, from_csv
 
 IMPORT_TARGET = """
-SELECT f.id, EXISTS (SELECT FROM forwarder.registrations r WHERE r.homebase_sn = f.homebase_sn)
-       AS forwarded
+SELECT f.id, f.homebase_sn,
+       EXISTS (SELECT FROM forwarder.registrations r WHERE r.homebase_sn = f.homebase_sn)
+           AS forwarded
   FROM cluster.feeds f WHERE f.id = $1"""
 Natural = click.IntRange(0, INT4_MAX)
 
@@ -31,6 +33,9 @@ Natural = click.IntRange(0, INT4_MAX)
 class Imported(msgspec.Struct):
     feed: str
     stream: str
+    """The raw stream; while the homebase is registered with the forwarder, its forwarder
+    stream (the points go to the customer, as the device's live data does)."""
+    forwarded: bool
     inserted: int
     replaced: int
     unchanged: int
@@ -103,10 +108,14 @@ def import_history(
 ) -> None:
     """Add a history file's points to the feed's raw stream of this channel, device, medium and
     index (made when missing), as late data enters; a point at a time the stream holds replaces
-    it. The whole file is read once first: a bad line anywhere changes nothing."""
+    it. While the homebase is registered with the forwarder the points go to the forwarder, as
+    its live data does (new times only). The whole file is read once first: a bad line anywhere
+    changes nothing."""
     fid = parse_id(feed_id, "feed")
     for _ in _parsed(path):  # every line checked before anything is written
         pass
+
+    series = Series(channel, device, medium, idx, None, None)
 
     async def work() -> Imported:
         conn = await asyncpg.connect(settings.database.url)
@@ -115,14 +124,11 @@ def import_history(
             if feed is None:
                 raise NotFound(f"no feed {feed_id!r}")
             if feed["forwarded"]:
-                raise Conflict(
-                    f"feed {fid}'s homebase is registered with the forwarder: its data goes to "
-                    "the customer, not to the feed (import once the registration ends)"
-                )
+                return await _forward(conn, fid, feed["homebase_sn"], series, path)
             key = (fid, "raw", channel, device, medium, idx, None)
             async with conn.transaction():
                 stream = (await cluster_streams(conn, [key]))[key]
-            totals = Imported(str(fid), str(stream), 0, 0, 0, [])
+            totals = Imported(str(fid), str(stream), False, 0, 0, 0, [])
             # A chunk a transaction: a file of any size, in steps the engine takes as late data.
             for points in _parsed(path):
                 if not points.times:
@@ -142,6 +148,25 @@ def import_history(
             await conn.close()
 
     emit(asyncio.run(work()))
+
+
+async def _forward(
+    conn: asyncpg.Connection, feed: int, sn: str, series: Series, path: Path
+) -> Imported:
+    """A registered homebase's history into its forwarder stream, new times only."""
+    key = forwarder_key(sn, series)
+    async with conn.transaction():
+        stream = (await forwarder_streams(conn, [key]))[key]
+    totals = Imported(str(feed), str(stream), True, 0, 0, 0, [])
+    for points in _parsed(path):
+        if points.times:
+            async with conn.transaction():
+                added = await conn.fetchval(
+                    queries.FORWARD_POINTS, stream, points.times, points.values
+                )
+            totals.inserted += added
+            totals.unchanged += len(set(points.times)) - added
+    return totals
 
 
 @click.group("corrections", cls=CommandGroup)

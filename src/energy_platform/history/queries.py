@@ -9,16 +9,21 @@ SELECT s.type
   JOIN cluster.user_feeds($3, $4) f ON f.id = s.feed_id
  WHERE s.id = $1 AND s.feed_id = $2"""
 
-# $2: microseconds since the Unix epoch (history/points.py), made instants exactly: whole
-# seconds (exact in float8 for any timestamptz) plus the microseconds.
+# $2: microseconds since the Unix epoch (history/points.py), instants in the database.
 WRITE_POINTS = """
 SELECT inserted, replaced, unchanged, correction
-  FROM cluster.write_points(
-           $1,
-           ARRAY(SELECT to_timestamp(div(u.m, 1000000)::float8)
-                        + mod(u.m, 1000000) * interval '1 microsecond'
-                   FROM unnest($2::int8[]) WITH ORDINALITY AS u (m, n) ORDER BY u.n),
-           $3::float8[], $4)"""
+  FROM cluster.write_points($1, cluster.unix_instants($2::int8[]), $3::float8[], $4)"""
+
+# A registered homebase's history goes where its live data goes, to the forwarder, as ingest
+# stores it there: new times only (a point a customer may have had already stays as it was),
+# in storage order (stored_by), so that each customer's next deliveries carry it.
+FORWARD_POINTS = """
+WITH added AS (
+    INSERT INTO forwarder.points (stream_id, ts, value)
+    SELECT $1, t, v FROM unnest(cluster.unix_instants($2::int8[]), $3::float8[]) AS u (t, v)
+    ON CONFLICT DO NOTHING
+    RETURNING 1)
+SELECT count(*) FROM added"""
 
 DELETE_POINTS = """
 SELECT deleted, correction FROM cluster.delete_points($1, $2, $3, $4)"""

@@ -222,6 +222,11 @@ async def cluster_streams(conn: Connection, keys: list[ClusterKey]) -> dict[Clus
     return await _ids(conn, keys, CLUSTER_STREAMS_UPSERT, CLUSTER_STREAM_IDS)
 
 
+async def forwarder_streams(conn: Connection, keys: list[ForwarderKey]) -> dict[ForwarderKey, int]:
+    """The same for the forwarder's streams of registered homebases (``forwarder_key``)."""
+    return await _ids(conn, keys, FORWARDER_STREAMS_UPSERT, FORWARDER_STREAM_IDS)
+
+
 async def _ids(conn: Connection, keys: list[K], upsert: str, select: str) -> dict[K, int]:
     if not keys:
         return {}
