@@ -1,4 +1,6 @@
 import re
+import shutil
+from datetime import UTC, datetime
 from pathlib import Path
 
 import psycopg
@@ -13,6 +15,7 @@ from energy_platform.core.db.migrations import (
     migrate,
 )
 from energy_platform.core.paths import migrations_dir
+from energy_platform.core.tokens import token_digest
 
 
 def write(directory: Path, name: str, text: str) -> Path:
@@ -206,3 +209,51 @@ def test_no_later_migration_defines_a_function_or_view() -> None:
     for migration in later:
         code = sqlparse.format(migration.path.read_text(), strip_comments=True)
         assert not CREATES.search(code), f"{migration.filename}: move it to sql/functions/"
+
+
+def test_0021_makes_each_users_token_their_write_token_default(
+    empty_database_url: str, tmp_path: Path
+) -> None:
+    # The schema as it was before 0021, with users as they held one token each.
+    older = tmp_path / "sql"
+    older.mkdir()
+    for migration in discover(migrations_dir()):
+        if migration.version < 21:
+            shutil.copy(migration.path, older / migration.filename)
+    migrate(empty_database_url, older)
+    with psycopg.connect(empty_database_url) as conn:
+        users = {
+            name: conn.execute(
+                "INSERT INTO cluster.users (name, token_sha256, is_admin, created_at)"
+                " VALUES (%s, %s, %s, '2026-01-02T03:04:05Z') RETURNING id",
+                (name, token_digest(f"{name}-token"), name == "root"),
+            ).fetchone()[0]  # type: ignore[index]
+            for name in ("alice", "root")
+        }
+
+    # The current sql/: 0021 onwards and the definitions of today.
+    assert [m.version for m in migrate(empty_database_url, migrations_dir())][:1] == [21]
+    with psycopg.connect(empty_database_url) as conn:
+        tokens = conn.execute(
+            "SELECT user_id, name, scope, token_sha256, created_at, last_used_at"
+            " FROM cluster.user_tokens ORDER BY user_id"
+        ).fetchall()
+        callers = [
+            conn.execute(
+                "SELECT user_id, is_admin, scope FROM cluster.token_caller(%s)",
+                (token_digest(f"{name}-token"),),
+            ).fetchall()
+            for name in ("alice", "root")
+        ]
+        column = conn.execute(
+            "SELECT 1 FROM information_schema.columns"
+            " WHERE table_schema = 'cluster' AND table_name = 'users'"
+            " AND column_name = 'token_sha256'"
+        ).fetchone()
+    moved = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    assert tokens == [
+        (users["alice"], "default", "write", token_digest("alice-token"), moved, None),
+        (users["root"], "default", "write", token_digest("root-token"), moved, None),
+    ]
+    assert callers == [[(users["alice"], False, "write")], [(users["root"], True, "write")]]
+    assert column is None  # one place holds digests: cluster.user_tokens

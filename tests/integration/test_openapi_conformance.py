@@ -5,7 +5,8 @@ Every answer must be documented (status, media type, schema) and none may be a 5
 services run for real on free loopback ports; the fuzzer sends real credentials so that it gets
 past authentication into the handlers. POST /config of the forwarder is left out: it configures
 a delivery destination, and a test never configures one off loopback (hand-written tests in
-tests/integration/forwarder cover it).
+tests/integration/forwarder cover it). The data API's fuzzer may make and revoke tokens of its
+user, but never the one it sends: a request cannot revoke its own token (409).
 """
 
 from __future__ import annotations
@@ -130,6 +131,8 @@ def credentials(fuzz_settings: Settings) -> Iterator[Credentials]:
         "stream_id": str(stream),
         "notification_id": str(notification[0]),
         "sn": sn,
+        # The fuzzer's own token: a DELETE of it is refused (409), so it cannot lock itself out.
+        "name": "default",
     }
     yield Credentials(user_token, customer_token, cluster_secret, customer[0], known)
     with psycopg.connect(database_url) as conn:
@@ -217,11 +220,16 @@ async def test_every_answer_of_every_service_is_documented_and_none_is_a_5xx(
             "SELECT count(*) FROM forwarder.configs WHERE customer_id = %s",
             (credentials.customer_id,),
         ).fetchone()
+        own = conn.execute(
+            "SELECT scope FROM cluster.user_tokens WHERE token_sha256 = %s",
+            (token_digest(credentials.user_token),),
+        ).fetchone()
     assert configured == (0,)  # the fuzzer never set a delivery destination
     for name, (code, output) in zip(urls, results, strict=True):
         (tmp_path / f"{name}.txt").write_text(output)
         failures = output[output.find("FAILURES") :]
         assert code == 0, f"{name}:\n{failures[:12_000]}"
+    assert own == ("write",)  # nor revoked the token it fuzzed with
 
 
 GENERATOR = Path(sys.executable).with_name("openapi-python-client")

@@ -49,9 +49,17 @@ def test_data_api_operations_list_what_they_answer() -> None:
                 assert {"401", "404"} <= set(operation["responses"]), (method, path)
     data_path = "/feeds/{feed_id}/streams/{stream_id}/data"
     assert answers(doc, "get", data_path) == {"200", "400", "401", "404"}
+    # Writing needs a write token: 403 for a read one.
     assert answers(doc, "patch", "/users/{user_id}/notifications") == {
-        "205", "400", "401", "404", "413",
+        "205", "400", "401", "403", "404", "413",
     }  # fmt: skip
+    tokens = "/users/{user_id}/tokens"
+    assert answers(doc, "get", tokens) == {"200", "401", "403", "404"}
+    # A body Litestar decodes (``data``) is a body too: 400 and 413.
+    assert answers(doc, "post", tokens) == {"201", "400", "401", "403", "404", "409", "413"}
+    assert answers(doc, "delete", tokens + "/{name}") == {"204", "401", "403", "404", "409"}
+    # Reads stay open to read tokens.
+    assert "403" not in set(answers(doc, "get", "/users/{user_id}/notifications"))
     assert answers(doc, "get", "/readyz") == {"200", "503"}
     assert doc["components"]["securitySchemes"]["caller"] == {
         "type": "http",

@@ -10,10 +10,13 @@ from energy_platform.core.http.application import build_app
 from energy_platform.core.http.openapi import bearer
 from energy_platform.core.settings import Settings
 from energy_platform.notifications.http import NotificationsController
+from energy_platform.users.http import TokensController
+from energy_platform.users.usage import recording_token_uses
 
 
 def create_app(settings: Settings, watches: Sequence[Watch] = ()) -> Litestar:
-    """The data API app: feeds, streams, stream data and notifications; its page at ``/``.
+    """The data API app: feeds, streams, stream data, notifications and the users' tokens; its
+    page at ``/``.
     ``watches``: the cluster's gauges its ``/metrics`` adds (services.py passes the engine's
     and ingest's: the data API is the cluster's always-running HTTP service)."""
     return build_app(
@@ -25,9 +28,11 @@ def create_app(settings: Settings, watches: Sequence[Watch] = ()) -> Litestar:
             FeedsController,
             bill_routes(settings.engine.currency),
             NotificationsController,
+            TokensController,
             *dashboard_routes(),
         ],
         authenticating={"caller": bearer("A user token (`admin users add`).")},
+        lifespan=[recording_token_uses],
         # Every query here is one self-contained statement (or transaction) by key: one plan
         # fits all calls, and a connection needs no reset between requests.
         stateless_queries=True,

@@ -17,11 +17,12 @@ from energy_platform.api.schemas import Feed, Stream, StreamType
 from energy_platform.api.views import render_feeds, render_streams
 from energy_platform.core.errors import InvalidInput, NotFound
 from energy_platform.core.http.bearer import bearer_digest, unknown_token
-from energy_platform.core.http.database import Reads
+from energy_platform.core.http.database import Database, Reads
 from energy_platform.core.http.openapi import authenticates_as
 from energy_platform.core.inputs import MAX_REPEATED, Channels, parse_id
 from energy_platform.history.http import StreamWrites
 from energy_platform.users.auth import Caller, authenticate, visible_user
+from energy_platform.users.usage import token_used
 
 # Unix seconds of 0001-01-01 and 9999-12-31T23:59:59Z: what a timestamp can hold.
 EARLIEST = -62_135_596_800
@@ -108,14 +109,16 @@ class FeedsController(StreamWrites, Controller):
         stream_id: FromPath[str],
         request: Request[object, object, State],
         reads: Reads,
+        pool: Database,
         time_from: UnixTime = None,
         time_to: UnixTime = None,
         limit: Annotated[int, QueryParameter(ge=1, le=MAX_POINTS)] = 100,
         resolution: Annotated[Resolution | None, QueryParameter(description=RESOLUTION_DOC)] = None,
     ) -> Response[list[tuple[int, float]]]:
         # One round trip: the caller, the stream's visibility and the body, built by PostgreSQL.
+        digest = bearer_digest(request)
         window = (
-            bearer_digest(request),
+            digest,
             _id_or_none(feed_id, "feed"),
             _id_or_none(stream_id, "stream"),
             EARLIEST if time_from is None else time_from,
@@ -131,6 +134,7 @@ class FeedsController(StreamWrites, Controller):
         assert row is not None  # noqa: S101 - a query of subselects answers exactly one row
         if not row["caller_known"]:
             raise unknown_token()
+        token_used(request, pool, digest)
         _check_order(time_from, time_to, "time_from", "time_to")
         if not row["visible"]:
             raise NotFound(f"no stream {stream_id!r} in feed {feed_id!r}")

@@ -54,7 +54,7 @@ SELECT stream_id, title, medium, unit, nullif(lower(validity), '-infinity') AS v
 # the reading early. An unknown caller or invisible stream gets `[]`.
 STREAM_DATA = """
 WITH caller AS (
-    SELECT id, is_admin FROM cluster.users WHERE token_sha256 = $1),
+    SELECT user_id AS id, is_admin FROM cluster.token_caller($1)),
 stream AS (
     SELECT s.type
       FROM caller c
@@ -106,7 +106,7 @@ SELECT EXISTS (SELECT FROM caller) AS caller_known,
 # starts at local midnight of the first, in the zone of its first day.
 STREAM_BUCKETS = """
 WITH caller AS (
-    SELECT id, is_admin FROM cluster.users WHERE token_sha256 = $1),
+    SELECT user_id AS id, is_admin FROM cluster.token_caller($1)),
 stream AS (
     SELECT s.type, s.feed_id
       FROM caller c

@@ -62,6 +62,13 @@ class Forbidden(PlatformError):
     title = "Forbidden"
 
 
+class ReadOnlyToken(Forbidden):
+    """A known token whose scope is ``read`` sent with a request that would change something."""
+
+    slug = "read-only-token"
+    title = "Read-only token"
+
+
 class NotFound(PlatformError):
     status = 404
     coap_code = (4, 4)

@@ -41,6 +41,11 @@ PLAIN_TEXT = r"^[^\x00-\x1f\x7f-\x9f]*$"
 """The same rule as a JSON-schema pattern, for msgspec struct fields."""
 Title = Annotated[str, msgspec.Meta(min_length=1, max_length=TITLE_LENGTH, pattern=PLAIN_TEXT)]
 
+SLUG_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+"""A name that is also a path segment and a shell word (a token's name): no escaping anywhere."""
+_SLUG = re.compile(SLUG_PATTERN.removeprefix("^").removesuffix("$"))
+Slug = Annotated[str, msgspec.Meta(min_length=1, max_length=64, pattern=SLUG_PATTERN)]
+
 
 def checked_text(value: str, field: str, *, max_length: int = TITLE_LENGTH) -> str:
     """``value`` if it is plain text of at most ``max_length`` characters, else 400."""
@@ -48,6 +53,17 @@ def checked_text(value: str, field: str, *, max_length: int = TITLE_LENGTH) -> s
         raise InvalidInput(f"{field}: at most {max_length} characters", field=field)
     if CONTROL_CHARACTER.search(value):
         raise InvalidInput(f"{field}: control characters are not allowed", field=field)
+    return value
+
+
+def checked_slug(value: str, field: str) -> str:
+    """``value`` if it is a :data:`Slug`, else 400. Whole-string match: a JSON-schema pattern's
+    ``$`` (msgspec's check) also passes a name that ends in a newline."""
+    if not _SLUG.fullmatch(value):
+        raise InvalidInput(
+            f"{field}: 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit",
+            field=field,
+        )
     return value
 
 

@@ -2,7 +2,7 @@
 
 ``since`` (ISO 8601; without a UTC offset it is UTC) keeps notifications created at or after
 it; the bulk PATCH changes every notification that the same query (``since``, repeated ``id``)
-selects.
+selects. The PATCHes need a write token (``require_write``: 403 for a read token).
 """
 
 from __future__ import annotations
@@ -20,8 +20,9 @@ from litestar.status_codes import HTTP_205_RESET_CONTENT
 
 from energy_platform.core.errors import InvalidInput, NotFound
 from energy_platform.core.http.database import Database, Reads
+from energy_platform.core.http.openapi import problems
 from energy_platform.core.inputs import MAX_REPEATED, Ids, parse_id, parse_instant
-from energy_platform.users.auth import Caller, authenticate, visible_user
+from energy_platform.users.auth import Caller, authenticate, require_write, visible_user
 
 COLUMNS = """
 SELECT n.id, n.title, n.content, coalesce(fc.title, '') AS feed_title, n.created_at, n.read,
@@ -128,6 +129,7 @@ class NotificationsController(Controller):
         "/notifications",
         status_code=HTTP_205_RESET_CONTENT,
         summary="Set read/archived of every notification the query (since, id) selects",
+        opt=problems(403),
     )
     async def update_selection(
         self,
@@ -138,6 +140,7 @@ class NotificationsController(Controller):
         since: Since = None,
         ids: Annotated[Ids | None, QueryParameter(name="id", max_items=MAX_REPEATED)] = None,
     ) -> Response[bytes]:
+        require_write(caller)
         owner = await visible_user(pool, user_id, caller)
         start = _since(since)
         read, archived = await _flags_of(request)
@@ -156,7 +159,11 @@ class NotificationsController(Controller):
         owner = await visible_user(reads, user_id, caller)
         return await _one(reads, owner, notification_id)
 
-    @patch("/notifications/{notification_id:str}", summary="Set read/archived; the updated object")
+    @patch(
+        "/notifications/{notification_id:str}",
+        summary="Set read/archived; the updated object",
+        opt=problems(403),
+    )
     async def update_one(
         self,
         user_id: FromPath[str],
@@ -165,6 +172,7 @@ class NotificationsController(Controller):
         pool: Database,
         request: Request[object, object, State],
     ) -> Notification:
+        require_write(caller)
         owner = await visible_user(pool, user_id, caller)
         read, archived = await _flags_of(request)
         number = parse_id(notification_id, "notification")

@@ -175,7 +175,7 @@ async def test_a_revoked_token_and_a_removed_feed_stop_working_at_once(
             still_there = await http.get(kept, headers=carol)
             with psycopg.connect(database_url) as conn:
                 conn.execute(
-                    "UPDATE cluster.users SET token_sha256 = %s WHERE id = %s",
+                    "UPDATE cluster.user_tokens SET token_sha256 = %s WHERE user_id = %s",
                     (token_digest("carol-new-token"), user),
                 )
             revoked = await http.get(kept, headers=carol)

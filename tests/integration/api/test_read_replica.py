@@ -113,3 +113,52 @@ async def test_the_api_reads_from_the_replica_and_writes_to_the_primary(
     print(f"replica replay lag after an insert: {lag * 1000:.1f} ms")
     assert paused["total"] == 1
     assert resumed["total"] == 2
+
+
+async def test_tokens_are_used_through_the_replica_and_their_last_use_written_to_the_primary(
+    settings: Settings, database_url: str, replica_url: str
+) -> None:
+    user = await run_admin_async(settings, "users", "add", f"replica-tokens-{time.time_ns()}")
+    s = msgspec.structs.replace(
+        settings, database=msgspec.structs.replace(settings.database, read_url=replica_url)
+    )
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    primary = await asyncpg.connect(database_url)
+    replica = await asyncpg.connect(replica_url)
+    try:
+        service = HttpService("api", data_app.create_app(s), "127.0.0.1", port)
+        auth = {"Authorization": f"Bearer {user['token']}"}
+        async with (
+            running(service, ready_urls=(base + "/healthz",)),
+            httpx.AsyncClient(base_url=base, headers=auth) as http,
+        ):
+            # Made on the primary; it authenticates once the replica has replayed it.
+            made = {}
+            for name in ("wall", "graph"):
+                answer = await http.post(
+                    f"/users/{user['id']}/tokens", json={"name": name, "scope": "read"}
+                )
+                assert answer.status_code == 201, answer.text
+                made[name] = {"Authorization": f"Bearer {answer.json()['token']}"}
+            await replay_lag(primary, replica)
+            feeds = await http.get(f"/users/{user['id']}/feeds", headers=made["wall"])
+            # The data endpoint's own statement knows the caller (the stream is nobody's: 404).
+            data = await http.get("/feeds/1/streams/1/data", headers=made["graph"])
+
+            async def both_used() -> bool:
+                return bool(
+                    await primary.fetchval(
+                        "SELECT count(last_used_at) = 2 FROM cluster.user_tokens"
+                        " WHERE user_id = $1 AND name IN ('wall', 'graph')",
+                        int(user["id"]),
+                    )
+                )
+
+            # A hot standby refuses every write: the times can only have come from the primary.
+            await eventually(both_used, within=120)
+    finally:
+        await primary.close()
+        await replica.close()
+    assert feeds.status_code == 200
+    assert data.status_code == 404

@@ -2,6 +2,7 @@
 
 from typing import Any
 
+import httpx
 import psycopg
 import pytest
 
@@ -264,3 +265,25 @@ async def test_another_users_notifications_are_404(world: World, seeded: list[st
         untouched = (await http.get(base(world, "bob") + f"/notifications/{bobs}")).json()
     assert [r.status_code for r in responses] == [404] * 5
     assert untouched["read"] is False
+
+
+async def test_a_read_token_lists_notifications_but_patches_none(
+    world: World, seeded: list[str]
+) -> None:
+    async with world.client("alice") as http:
+        made = await http.post(
+            base(world) + "/tokens", json={"name": f"wall-{seeded[0]}", "scope": "read"}
+        )
+    reader = {"Authorization": f"Bearer {made.json()['token']}"}
+    before = await state(world)
+    async with httpx.AsyncClient(base_url=world.url, headers=reader) as http:
+        listed = await http.get(base(world) + "/notifications")
+        one = await http.patch(base(world) + f"/notifications/{seeded[0]}", json={"read": True})
+        bulk = await http.patch(base(world) + "/notifications", json={"archived": True})
+    assert listed.status_code == 200
+    assert len(listed.json()) == 4
+    for refused in (one, bulk):
+        assert refused.status_code == 403
+        assert refused.headers["content-type"] == "application/problem+json"
+        assert refused.json()["type"] == "urn:energy-platform:problem:read-only-token"
+    assert await state(world) == before

@@ -4,7 +4,8 @@ Litestar documents what a handler returns; the errors come from the platform's e
 from Litestar's own checks, which it does not know about. ``document_problems`` adds them to
 every operation in one place, from what the operation has:
 
-- query parameters or a request body: 400 (and 413 for a body over the size limit);
+- query parameters or a request body (``request`` or ``data``): 400 (and 413 for a body over
+  the size limit);
 - path parameters: 404 (an id or serial number that names nothing), and 400 where a path
   parameter has a format of its own (declared, see below);
 - a dependency that authenticates (``authenticating`` of ``build_app``): its statuses (401,
@@ -219,7 +220,9 @@ def _statuses(handler: HTTPRouteHandler, method: str, operation: Operation) -> s
         statuses.add(400)
     if "path" in places:
         statuses.add(404)
-    if method in BODY_METHODS and "request" in handler.parsed_fn_signature.parameters:
+    # A body is read either raw (``request``) or decoded by Litestar into ``data``.
+    reads_body = {"request", "data"} & handler.parsed_fn_signature.parameters.keys()
+    if method in BODY_METHODS and reads_body:
         statuses.update((400, 413))
     return statuses
 
