@@ -2,7 +2,8 @@
 and a range of it removed (a spike), the way late data enters (docs/data-api.md#history-in).
 
 Only raw streams are written: processed points are the engine's, system points a device's
-(409). Every replaced or removed point is recorded in ``cluster.corrections`` with who did it.
+(409); only with a write token (403). Every replaced or removed point is recorded in
+``cluster.corrections`` with who did it.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from energy_platform.history.points import (
     from_json,
     instant,
 )
-from energy_platform.users.auth import Caller
+from energy_platform.users.auth import Caller, require_write
 
 UnixTime = Annotated[int, QueryParameter(ge=EARLIEST, le=LATEST)]
 POINTS_BODY = request_body(
@@ -77,7 +78,7 @@ class StreamWrites:
         status_code=200,
         summary="Add or replace a raw stream's points (history, a corrected reading)",
         request_max_body_size=MAX_BODY_BYTES,
-        opt={**problems(409), **POINTS_BODY},
+        opt={**problems(403, 409), **POINTS_BODY},
     )
     async def add(
         self,
@@ -87,10 +88,11 @@ class StreamWrites:
         caller: NamedDependency[Caller],
         pool: Database,
     ) -> Written:
+        require_write(caller)
         stream = await _raw_stream(pool, feed_id, stream_id, caller)
         points = _points(request.content_type[0], await request.body())
         row = await pool.fetchrow(
-            queries.WRITE_POINTS, stream, points.times, points.values, actor(caller)
+            queries.WRITE_POINTS, stream, points.times, points.values, await actor(pool, caller)
         )
         assert row is not None  # noqa: S101 - the function answers one row
         return Written(row["inserted"], row["replaced"], row["unchanged"])
@@ -99,7 +101,7 @@ class StreamWrites:
         "/feeds/{feed_id:str}/streams/{stream_id:str}/data",
         status_code=200,
         summary="Remove a raw stream's points between two times (both inclusive)",
-        opt=problems(409),
+        opt=problems(403, 409),
     )
     async def remove(
         self,
@@ -110,21 +112,27 @@ class StreamWrites:
         time_from: UnixTime,
         time_to: UnixTime,
     ) -> Deleted:
+        require_write(caller)
         if time_from > time_to:
             raise InvalidInput(
                 f"time_from ({time_from}) is after time_to ({time_to})", field="time_from"
             )
         stream = await _raw_stream(pool, feed_id, stream_id, caller)
         row = await pool.fetchrow(
-            queries.DELETE_POINTS, stream, instant(time_from), instant(time_to), actor(caller)
+            queries.DELETE_POINTS,
+            stream,
+            instant(time_from),
+            instant(time_to),
+            await actor(pool, caller),
         )
         assert row is not None  # noqa: S101 - the function answers one row
         return Deleted(row["deleted"])
 
 
-def actor(caller: Caller) -> str:
-    """Who a correction is recorded as."""
-    return f"user {caller.user_id}"
+async def actor(pool: asyncpg.Pool, caller: Caller) -> str:
+    """Who a correction is recorded as: the user, and the name of the token they sent."""
+    name = await pool.fetchval(queries.ACTOR_NAME, caller.digest)
+    return f"user {caller.user_id}" if name is None else f"user {caller.user_id} ({name})"
 
 
 def _points(content_type: str, body: bytes) -> Points:

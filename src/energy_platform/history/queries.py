@@ -45,3 +45,5 @@ SELECT c.correction, c.stream_id, min(c.actor) AS actor, min(c.made_at) AS made_
 
 # The operator names any feed, a forwarded homebase's too (admin corrections list).
 CORRECTED_FEED = "SELECT 1 FROM cluster.feeds WHERE id = $1"
+
+ACTOR_NAME = "SELECT name FROM cluster.user_tokens WHERE token_sha256 = $1"

@@ -188,6 +188,8 @@ WRITES = [
     # Whoever's: the answer depends on the token alone, so it tells nothing about other ids.
     ("PATCH", "/users/{bob}/notifications", {"read": True}),
     ("DELETE", "/users/987654321/tokens/default", None),
+    ("POST", "/feeds/{home}/streams/{phase1}/data", [[1767225600, 1.0]]),
+    ("DELETE", "/feeds/{home}/streams/{phase1}/data?time_from=0&time_to=1767225600", None),
 ]
 
 
@@ -197,7 +199,12 @@ async def test_a_read_token_gets_403_on_every_writing_request(
 ) -> None:
     reader = await make(world, "read")
     before = await scopes(world)
-    url = path.format(alice=world.users["alice"], bob=world.users["bob"])
+    url = path.format(
+        alice=world.users["alice"],
+        bob=world.users["bob"],
+        home=world.feeds["home"],
+        phase1=world.streams["phase1"],
+    )
     async with httpx.AsyncClient(base_url=world.url, headers=bearer(reader["token"])) as http:
         answer = await http.request(method, url, json=body)
     assert answer.status_code == 403, answer.text
