@@ -36,6 +36,8 @@ MAX_DAYS = 366
 MAX_PRICE_DAYS = 31
 LOCAL_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 DATE_DOC = "A local date in the feed's time zone, YYYY-MM-DD; from and to are both inclusive."
+FromDate = Annotated[str, QueryParameter(name="from", description=DATE_DOC, max_length=10)]
+ToDate = Annotated[str, QueryParameter(name="to", description=DATE_DOC, max_length=10)]
 
 
 def parse_local_date(value: str, name: str) -> date:
@@ -72,8 +74,8 @@ class BillController(Controller):
         caller: NamedDependency[Caller],
         reads: Reads,
         currency: NamedDependency[str],
-        start: Annotated[str, QueryParameter(name="from", description=DATE_DOC, max_length=10)],
-        end: Annotated[str, QueryParameter(name="to", description=DATE_DOC, max_length=10)],
+        start: FromDate,
+        end: ToDate,
     ) -> Bill:
         first, last = date_range(start, end)
         feed = await visible_feed(reads, feed_id, caller)
@@ -98,8 +100,8 @@ class BillController(Controller):
         caller: NamedDependency[Caller],
         reads: Reads,
         currency: NamedDependency[str],
-        start: Annotated[str, QueryParameter(name="from", description=DATE_DOC, max_length=10)],
-        end: Annotated[str, QueryParameter(name="to", description=DATE_DOC, max_length=10)],
+        start: FromDate,
+        end: ToDate,
         medium: Annotated[
             BillMedium,
             QueryParameter(description="The tariff's medium; export: what feeding in earns."),
