@@ -53,6 +53,8 @@ BENCHMARKS = [
     Benchmark("benchmarks.year_view", "data API", 180, quick=("--runs", "2")),
     # History in: 100,000-point JSON imports over HTTP beside COPY of as many rows.
     Benchmark("benchmarks.import_history", "data API", 90, quick=("--runs", "2")),
+    # A household's bill of a year beside its year view, among 200 (full: 1,000) other feeds.
+    Benchmark("benchmarks.bill", "data API", 300, quick=("--runs", "2", "--requests", "300")),
     Benchmark("benchmarks.compact_tier", "storage", 70, quick=("--runs", "2")),
     # 5 feeds x 2 streams x 60 days compacted (a point every 30 s at quick size); loading and
     # compacting them took 22 s alone and 48 s right after the storage benchmark.

@@ -53,23 +53,40 @@ async def seed(url: str) -> tuple[int, list[int]]:
             await seeding.processed_stream(conn, feed, i, title="Electricity")
             for i in range(1, STREAMS + 1)
         ]
-        await conn.execute(
-            "INSERT INTO cluster.processed_points (stream_id, ts, value)"
-            " SELECT s, to_timestamp($1::bigint + 90 * i), round((random() * 50)::numeric, 3)"
-            "   FROM unnest($2::bigint[]) s, generate_series(0, $3) i",
-            YEAR_FROM,
-            streams,
-            BUCKETS - 1,
-        )
-        await conn.execute(
-            "INSERT INTO cluster.rollup_work (stream_id, span)"
-            " SELECT s, tstzrange(NULL, NULL) FROM unnest($1::bigint[]) s",
-            streams,
-        )
+        await year_of_points(conn, streams)
         await conn.execute("ANALYZE")
     finally:
         await conn.close()
     return feed, streams
+
+
+def year_paths(feed: int, streams: list[int]) -> list[str]:
+    """The year view's requests: each stream's 365 local days, ``resolution=day``."""
+    year = f"resolution=day&time_from={YEAR_FROM}&time_to={YEAR_TO - 1}&limit=366"
+    return [f"/feeds/{feed}/streams/{s}/data?{year}" for s in streams]
+
+
+async def year_of_points(conn: asyncpg.Connection, streams: list[int]) -> None:
+    """A year of 90 s points (0 to 50 Wh each) on each of ``streams``, their whole span queued
+    for the engine's rollups (:func:`build_rollups` builds them)."""
+    await conn.execute(
+        "INSERT INTO cluster.processed_points (stream_id, ts, value)"
+        " SELECT s, to_timestamp($1::bigint + 90 * i), round((random() * 50)::numeric, 3)"
+        "   FROM unnest($2::bigint[]) s, generate_series(0, $3) i",
+        YEAR_FROM,
+        streams,
+        BUCKETS - 1,
+    )
+    await queue_rollups(conn, streams)
+
+
+async def queue_rollups(conn: asyncpg.Connection, streams: list[int]) -> None:
+    """All of ``streams``' hours and days queued for the engine, as new points queue theirs."""
+    await conn.execute(
+        "INSERT INTO cluster.rollup_work (stream_id, span)"
+        " SELECT s, tstzrange(NULL, NULL) FROM unnest($1::bigint[]) s",
+        streams,
+    )
 
 
 async def build_rollups(url: str) -> float:
@@ -103,8 +120,7 @@ def main(runs: int) -> None:
         servers = start_servers(url, port, HttpSettings().server)
         try:
             base = f"http://127.0.0.1:{port}"
-            year = f"resolution=day&time_from={YEAR_FROM}&time_to={YEAR_TO - 1}&limit=366"
-            paths = [f"/feeds/{feed}/streams/{s}/data?{year}" for s in streams]
+            paths = year_paths(feed, streams)
             days = httpx.get(base + paths[0], headers={"Authorization": f"Bearer {TOKEN}"}).json()
             assert len(days) == 365, f"a year has 365 local days, got {len(days)}"
             rounds = 10 * runs
