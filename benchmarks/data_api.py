@@ -257,8 +257,13 @@ class Load(msgspec.Struct):
     idle: list[float] = msgspec.field(default_factory=list)
     idle_p50: list[float] = msgspec.field(default_factory=list)
     idle_p99: list[float] = msgspec.field(default_factory=list)
+    few_p50: list[float] = msgspec.field(default_factory=list)
     few_p99: list[float] = msgspec.field(default_factory=list)
     idle_few_p99: list[float] = msgspec.field(default_factory=list)
+    few_gc: list[float] = msgspec.field(default_factory=list)
+    """The server's longest garbage-collection pause during each 10-connection run (ms)."""
+    few_server_p99: list[float] = msgspec.field(default_factory=list)
+    """The same runs' p99 by the server's own clock (ms)."""
 
     def measure(self, base: str, script: str, seconds: int, *, few: bool) -> None:
         """One run of the endpoint and the idle handler at 50 connections (and at 10)."""
@@ -271,7 +276,13 @@ class Load(msgspec.Struct):
         self.idle_p50.append(median)
         self.idle_p99.append(tail)
         if few:
-            self.few_p99.append(wrk(base + "/", script, seconds, FEW_CONNECTIONS)[2])
+            httpx.get(base + "/bench/gc")  # pauses and times from here on
+            httpx.get(base + "/bench/latency")
+            _, median, tail = wrk(base + "/", script, seconds, FEW_CONNECTIONS)
+            self.few_gc.append(httpx.get(base + "/bench/gc").json()["longest_ms"])
+            self.few_server_p99.append(httpx.get(base + "/bench/latency").json()["p99_ms"])
+            self.few_p50.append(median)
+            self.few_p99.append(tail)
             self.idle_few_p99.append(wrk(base + "/bench/idle", None, seconds, FEW_CONNECTIONS)[2])
 
 
@@ -391,6 +402,20 @@ def main(full: bool, runs: int, server_name: str) -> None:
                 one.idle_few_p99,
                 goal="<= 20 ms",
                 goal_met=few <= 20,
+            ),
+            figure(
+                f"data endpoint p99 latency, {FEW_CONNECTIONS} connections, server's own time",
+                "ms",
+                one.few_server_p99,
+                "as wrk reports it ms",
+                one.few_p99,
+            ),
+            figure(
+                f"API process's longest GC pause, {FEW_CONNECTIONS} connections",
+                "ms",
+                one.few_gc,
+                f"data endpoint p50 latency, {FEW_CONNECTIONS} connections ms",
+                one.few_p50,
             ),
             figure(
                 "dashboard: 10 x 1 week of 90 s points",

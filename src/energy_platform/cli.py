@@ -71,12 +71,13 @@ def migrate(settings: Settings) -> None:
 def serve(settings: Settings, names: tuple[str, ...]) -> None:
     """Run SERVICE... in one process (``all``: every one; a cluster without provisioning is
     ``api ingest engine forwarder``) until SIGTERM or Ctrl-C."""
-    from energy_platform.core.lifecycle import run_services
+    from energy_platform.core.lifecycle import freeze_startup_objects, run_services
     from energy_platform.core.logs import bind_service
     from energy_platform.services import build_services
 
     chosen = "all" if "all" in names else list(dict.fromkeys(names))
     services = build_services(chosen, settings)
+    freeze_startup_objects()
     # Outside every service's task too: what asyncio reports when it collects an unretrieved
     # future runs in no task's context, and such a line would otherwise name no service.
     bind_service("platform")

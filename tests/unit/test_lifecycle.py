@@ -1,6 +1,8 @@
 import asyncio
 import os
 import signal
+import subprocess
+import sys
 
 import pytest
 from prometheus_client import REGISTRY
@@ -98,3 +100,29 @@ async def test_a_configuration_error_stops_the_process_with_its_message() -> Non
         await asyncio.wait_for(run_services([polite, Misconfigured()], shutdown_timeout=5), 60)
     assert error.group_contains(ConfigurationError, match="EP_MQTT_URL")
     assert polite.stopped
+
+
+# In an interpreter of its own: gc.freeze() is for the whole process, and would change how this
+# test process collects from then on.
+FREEZE_PROBE = """
+import gc, weakref
+from energy_platform.core.lifecycle import freeze_startup_objects
+
+class Node:
+    pass
+
+gc.disable()  # only the function's own collection may find the cycle
+cycle = Node()
+cycle.me = cycle
+collected = weakref.ref(cycle)
+del cycle
+built = [Node() for _ in range(10_000)]
+freeze_startup_objects()
+assert collected() is None, "a cycle left over from startup is collected, not frozen"
+assert gc.get_freeze_count() > len(built)
+assert len(gc.get_objects()) < 1_000, "what startup built is walked by no later collection"
+"""
+
+
+def test_startup_objects_stay_out_of_later_collections_and_startup_garbage_is_collected() -> None:
+    subprocess.run([sys.executable, "-c", FREEZE_PROBE], check=True, timeout=60)

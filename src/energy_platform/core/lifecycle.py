@@ -13,6 +13,7 @@ restart can heal, stops the process.
 from __future__ import annotations
 
 import asyncio
+import gc
 import signal
 from collections.abc import Sequence
 from typing import Protocol
@@ -36,6 +37,22 @@ class Service(Protocol):
 
     async def run(self, stop: asyncio.Event) -> None:
         """Serve until ``stop`` is set, then release everything and return."""
+
+
+def freeze_startup_objects() -> None:
+    """Keep what the process has built so far (modules, apps, routes: 83,400 objects in
+    ``serve api``) out of every later garbage collection. Call it once, after building the
+    services and before serving them.
+
+    A full collection traverses every tracked object, and requests leave enough survivors for
+    one about every 5 s at 50 connections: each stopped the data API's event loop for 24-184 ms
+    on the shared 2-core machine, and every request in flight waited with it (docs/data-api.md,
+    the tail at 10 connections). With these objects frozen a full collection took 2-4 ms, at
+    most 14 ms. Garbage that exists now is collected first; a frozen object is still freed when
+    its last reference goes, only a cycle of frozen objects would stay.
+    """
+    gc.collect()
+    gc.freeze()
 
 
 async def run_services(services: Sequence[Service], *, shutdown_timeout: float) -> None:
