@@ -87,8 +87,8 @@ COMMENT ON FUNCTION cluster.csv_point(timestamptz, double precision) IS
 -- offset (2026-10-25T02:30:00+01:00), in double quotes: the export quotes its text and leaves
 -- its numbers bare. Local to the session's TimeZone, which the export sets to the feed's zone
 -- of each configuration period: the offset comes with the time (both 02:00 of an autumn night
--- stay apart) and no zone is looked up per point. to_json costs two thirds of to_char's
--- 'YYYY-MM-DD"T"HH24:MI:SSTZH:TZM' and a tenth of the whole line (measured).
+-- stay apart) and no zone is looked up per point. to_json takes three fifths of the time of
+-- to_char(ts, 'YYYY-MM-DD"T"HH24:MI:SSTZH:TZM'): the export's lines a tenth less (measured).
 CREATE OR REPLACE FUNCTION cluster.csv_times(ts timestamptz) RETURNS text
 LANGUAGE sql STABLE PARALLEL SAFE
 RETURN extract(epoch FROM ts)::bigint || ',' || to_json(ts)::text;

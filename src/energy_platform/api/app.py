@@ -4,7 +4,7 @@ from litestar import Litestar
 
 from energy_platform.api.bills import bill_routes
 from energy_platform.api.dashboard.routes import dashboard_routes
-from energy_platform.api.export import ExportController
+from energy_platform.api.export import export_routes
 from energy_platform.api.feeds import FeedsController
 from energy_platform.core.gauges import Watch
 from energy_platform.core.http.application import build_app
@@ -27,7 +27,7 @@ def create_app(settings: Settings, watches: Sequence[Watch] = ()) -> Litestar:
         settings=settings,
         route_handlers=[
             FeedsController,
-            ExportController,
+            export_routes(settings.database.pool_max),
             bill_routes(settings.engine.currency),
             NotificationsController,
             TokensController,

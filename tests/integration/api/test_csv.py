@@ -3,16 +3,19 @@ columns, quoting, empty cells, errors and a download abandoned halfway."""
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import io
 from collections.abc import AsyncIterator
 
 import asyncpg
 import httpx
+import msgspec
 import pytest
 
 from energy_platform import seeding
-from tests.support.data import T0, World
+from energy_platform.core.settings import Settings
+from tests.support.data import T0, World, data_api
 from tests.support.services import eventually
 
 
@@ -22,6 +25,10 @@ def data_path(world: World, stream: str) -> str:
 
 def export_path(world: World, feed: str = "home") -> str:
     return f"/feeds/{world.feeds[feed]}/export"
+
+
+def alice_headers(world: World) -> dict[str, str]:
+    return {"Authorization": f"Bearer {world.tokens['alice']}"}
 
 
 def rows_of(answer: httpx.Response) -> list[list[str]]:
@@ -190,13 +197,23 @@ async def test_without_streams_the_export_has_every_processed_stream_by_id(world
     assert all(r[2:] == ["0.025", "", "", ""] for r in rows)
 
 
-async def test_an_export_per_day_averages_raw_points_like_the_data_endpoint(
-    world: World, db: asyncpg.Connection
+@pytest.mark.parametrize(
+    ("resolution", "start", "local"),
+    [
+        # The local hour from 01:00 CET (00:00Z), and the local day from midnight CET (23:00Z).
+        ("hour", T0, "2026-01-01T01:00:00+01:00"),
+        ("day", T0 - 3600, "2026-01-01T00:00:00+01:00"),
+        ("month", T0 - 3600, "2026-01-01T00:00:00+01:00"),
+    ],
+)
+async def test_an_export_per_bucket_averages_raw_points_like_the_data_endpoint(
+    world: World, db: asyncpg.Connection, resolution: str, start: int, local: str
 ) -> None:
     s = world.streams
     raw = [int(s["phase1"]), int(s["gas"])]
-    # The world's points were written without the engine: queued, their days are answered in
-    # real time from the points (docs/engine.md#real-time-rollups), by both endpoints alike.
+    # The world's points were written without the engine: queued, their buckets are answered
+    # in real time from the points (docs/engine.md#real-time-rollups), by both endpoints alike,
+    # over the whole of time when no range is given.
     await db.execute(
         "INSERT INTO cluster.rollup_work (stream_id, span)"
         " SELECT s, tstzrange(NULL, NULL) FROM unnest($1::bigint[]) s",
@@ -206,15 +223,14 @@ async def test_an_export_per_day_averages_raw_points_like_the_data_endpoint(
         async with world.client("alice") as http:
             answer = await http.get(
                 export_path(world),
-                params=[("resolution", "day"), ("stream", s["phase1"]), ("stream", s["gas"])],
+                params=[("resolution", resolution), ("stream", s["phase1"]), ("stream", s["gas"])],
             )
-            phase1 = await http.get(data_path(world, "phase1"), params={"resolution": "day"})
+            phase1 = await http.get(data_path(world, "phase1"), params={"resolution": resolution})
     finally:
         await db.execute("DELETE FROM cluster.rollup_work WHERE stream_id = ANY($1::bigint[])", raw)
-    rows = rows_of(answer)[1:]
-    # The local day from midnight CET (23:00Z): (0 + ... + 299) / 300 = 149.5; gas's one point.
-    assert phase1.json() == [[T0 - 3600, 149.5]]
-    assert rows == [[str(T0 - 3600), "2026-01-01T00:00:00+01:00", "149.5", "1234.5"]]
+    # (0 + ... + 299) / 300 = 149.5 in one bucket; gas's one point beside it.
+    assert phase1.json() == [[start, 149.5]]
+    assert rows_of(answer)[1:] == [[str(start), local, "149.5", "1234.5"]]
 
 
 async def test_an_admin_exports_any_feed(world: World) -> None:
@@ -317,6 +333,51 @@ async def test_an_export_abandoned_halfway_gives_its_connection_back(
             whole = await http.get(export_path(world), params={"stream": stream}, timeout=60)
         assert whole.status_code == 200
         assert whole.content.count(b"\r\n") == 1 + 86_400
+    finally:
+        await db.execute("DELETE FROM cluster.raw_points WHERE stream_id = $1", stream)
+        await db.execute("DELETE FROM cluster.streams WHERE id = $1", stream)
+
+
+async def test_exports_past_half_the_pool_wait_their_turn_as_429(
+    world: World, db: asyncpg.Connection, settings: Settings
+) -> None:
+    # A pool of 2: one export at a time. Two weeks of 5 s points (some 11 MB of CSV) are more
+    # than the sockets between a server and a client that stopped reading can hold.
+    small = msgspec.structs.replace(
+        settings, database=msgspec.structs.replace(settings.database, pool_max=2)
+    )
+    stream = await seeding.raw_stream(db, int(world.feeds["home"]), 9, 1, device=10)
+    await db.execute(
+        "INSERT INTO cluster.raw_points SELECT $1, to_timestamp($2::bigint + 5 * i), i"
+        " FROM generate_series(0, 241919) i",
+        stream,
+        T0,
+    )
+    path = f"{export_path(world)}?stream={stream}"
+    try:
+        async with data_api(small) as url:
+            port = int(url.rsplit(":", 1)[1])
+            # A client that asks and then reads nothing: its export stays open.
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(
+                f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                f"Authorization: Bearer {world.tokens['alice']}\r\n\r\n".encode()
+            )
+            await writer.drain()
+            assert (await reader.readline()).startswith(b"HTTP/1.1 200")
+            async with httpx.AsyncClient(base_url=url, headers=alice_headers(world)) as http:
+                refused = await http.get(path)
+                assert refused.status_code == 429
+                assert refused.headers["content-type"] == "application/problem+json"
+                # The stalled client goes: its slot comes back.
+                writer.close()
+                await writer.wait_closed()
+
+                async def served() -> bool:
+                    answer = await http.get(path, params={"time_to": T0 + 10})
+                    return answer.status_code == 200
+
+                await eventually(served)
     finally:
         await db.execute("DELETE FROM cluster.raw_points WHERE stream_id = $1", stream)
         await db.execute("DELETE FROM cluster.streams WHERE id = $1", stream)

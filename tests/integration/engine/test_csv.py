@@ -8,10 +8,12 @@ import io
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
+import asyncpg
 import httpx
 import msgspec
 import pytest
 
+from energy_platform.api import export as csv_export
 from tests.support.engine import Feed, NewFeed, process
 
 PRAGUE = ZoneInfo("Europe/Prague")
@@ -248,3 +250,40 @@ async def test_local_times_follow_the_feeds_zone_from_the_instant_it_changes(
         [str(t0 + 120), "2026-07-01T06:02:00-04:00", "22.5"],
         [str(t0 + 180), "2026-07-01T06:03:00-04:00", "23.5"],
     ]
+
+
+@pytest.mark.parametrize("resolution", ["hour", "day", "month"])
+async def test_an_export_of_all_time_answers_buckets_the_engine_has_not_rolled_up(
+    new_feed: NewFeed, api: httpx.AsyncClient, resolution: str
+) -> None:
+    feed = await new_feed("Europe/Prague")
+    clamp = await feed.raw_stream(channel=1, medium=1)
+    t0 = unix("2026-02-10T10:00:00")
+    await feed.ingest(clamp, [(t0 + 60 * i, 1000.0 + i) for i in range(150)])
+    # The whole stream queued for the engine (as a changed time zone queues it): its buckets
+    # come from its points, over a range from year 1 to 9999 when the request names none.
+    await feed.db.execute(
+        "INSERT INTO cluster.rollup_work (stream_id, span) VALUES ($1, tstzrange(NULL, NULL))",
+        clamp,
+    )
+    rows = (await export(api, feed, [clamp], resolution))[1:]
+    expected = await json_answer(api, feed, clamp, resolution)
+    assert expected  # answered from the queue: the engine never ran
+    assert rows == [
+        [str(int(t)), datetime.fromtimestamp(t, PRAGUE).isoformat(), number(v)] for t, v in expected
+    ]
+
+
+@pytest.mark.parametrize(
+    ("statement", "streams"),
+    [(csv_export.EXPORT_STREAM_POINTS, 1), (csv_export.EXPORT_POINTS, [1, 2])],
+)
+async def test_an_export_hands_out_each_day_before_it_reads_the_next(
+    db: asyncpg.Connection, statement: str, streams: object
+) -> None:
+    # The plan's top is the walk of the days: no sort or aggregate over the whole range sits
+    # above it, which would read a year before the first line left the database.
+    prepared = await db.prepare(statement)
+    extra = () if streams == 1 else (2,)
+    plan = await prepared.explain(streams, AUTUMN[0], AUTUMN[1], None, None, *extra)
+    assert plan[0]["Plan"]["Node Type"] == "Nested Loop", plan
