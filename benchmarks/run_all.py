@@ -55,6 +55,9 @@ BENCHMARKS = [
     Benchmark("benchmarks.import_history", "data API", 90, quick=("--runs", "2")),
     # A household's bill of a year beside its year view, among 200 (full: 1,000) other feeds.
     Benchmark("benchmarks.bill", "data API", 300, quick=("--runs", "2", "--requests", "300")),
+    # One stream's year of 5 s points (6.3 M) as CSV over HTTP beside COPY, and the API's RSS;
+    # about 25 s a run plus 10 s of setup on a quiet machine.
+    Benchmark("benchmarks.csv_export", "data API", 150, quick=("--runs", "2")),
     Benchmark("benchmarks.compact_tier", "storage", 70, quick=("--runs", "2")),
     # 5 feeds x 2 streams x 60 days compacted (a point every 30 s at quick size); loading and
     # compacting them took 22 s alone and 48 s right after the storage benchmark.

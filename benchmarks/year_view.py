@@ -126,7 +126,7 @@ def main(runs: int) -> None:
             rounds = 10 * runs
             api = asyncio.run(timed_requests(base, paths, rounds))
             calls: list[tuple[object, ...]] = [
-                (digest, feed, s, YEAR_FROM, YEAR_TO - 1, 366, "day", BUCKET_REACH["day"])
+                (digest, feed, s, YEAR_FROM, YEAR_TO - 1, 366, "day", BUCKET_REACH["day"], False)
                 for s in streams
             ]
             direct = asyncio.run(timed_queries(url, queries.STREAM_BUCKETS, calls, rounds))

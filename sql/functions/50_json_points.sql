@@ -1,4 +1,4 @@
--- Stream data leaves PostgreSQL as ready JSON (see the comment below).
+-- Stream data leaves PostgreSQL as ready JSON or CSV (see the comment below).
 -- Re-applied by every `migrate`, after the numbered migrations: the one current definition.
 
 -- Stream data leaves PostgreSQL as ready JSON: the data API sends the body as the database built
@@ -73,3 +73,35 @@ LANGUAGE sql STABLE PARALLEL SAFE
 RETURN '[' || extract(epoch FROM ts)::bigint || ',' || cluster.json_number(v) || ']';
 COMMENT ON FUNCTION cluster.json_point(timestamptz, double precision) IS
     'JSON text of one point of the data API, [unix seconds,value].';
+
+-- One line of a CSV data answer, `unix seconds,value` and CRLF (RFC 4180): the same two
+-- numbers as cluster.json_point writes, so a CSV answer equals the JSON one value for value.
+CREATE OR REPLACE FUNCTION cluster.csv_point(ts timestamptz, v double precision) RETURNS text
+LANGUAGE sql STABLE PARALLEL SAFE
+RETURN extract(epoch FROM ts)::bigint || ',' || cluster.json_number(v) || E'\r\n';
+COMMENT ON FUNCTION cluster.csv_point(timestamptz, double precision) IS
+    'CSV line of one point of the data API, unix seconds,value and CRLF: the numbers of cluster.json_point.';
+
+-- The first two cells of a line of a feed export (api/export.py): unix seconds as the data
+-- answers write them, then the local time as JSON writes a timestamp, ISO 8601 with its UTC
+-- offset (2026-10-25T02:30:00+01:00), in double quotes: the export quotes its text and leaves
+-- its numbers bare. Local to the session's TimeZone, which the export sets to the feed's zone
+-- of each configuration period: the offset comes with the time (both 02:00 of an autumn night
+-- stay apart) and no zone is looked up per point. to_json takes three fifths of the time of
+-- to_char(ts, 'YYYY-MM-DD"T"HH24:MI:SSTZH:TZM'): the export's lines a tenth less (measured).
+CREATE OR REPLACE FUNCTION cluster.csv_times(ts timestamptz) RETURNS text
+LANGUAGE sql STABLE PARALLEL SAFE
+RETURN extract(epoch FROM ts)::bigint || ',' || to_json(ts)::text;
+COMMENT ON FUNCTION cluster.csv_times(timestamptz) IS
+    'time,"local_time" cells of a feed export line: unix seconds, quoted local ISO 8601 time with offset in the session TimeZone.';
+
+-- The value cells of a line of a feed export with several columns: the number of column k at
+-- its place, empty where the line's time has no point of that column. ks and nums pair up
+-- (aggregated from the same rows), in any order.
+CREATE OR REPLACE FUNCTION cluster.csv_cells(ks bigint[], nums text[], columns integer)
+RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN array_to_string(ARRAY(SELECT nums[array_position(ks, k)]
+                               FROM generate_series(1::bigint, columns) AS k ORDER BY k),
+                       ',', '');
+COMMENT ON FUNCTION cluster.csv_cells(bigint[], text[], integer) IS
+    'CSV value cells of a feed export line: nums[i] in column ks[i] of 1..columns, empty cells elsewhere.';

@@ -4,6 +4,7 @@ from litestar import Litestar
 
 from energy_platform.api.bills import bill_routes
 from energy_platform.api.dashboard.routes import dashboard_routes
+from energy_platform.api.export import export_routes
 from energy_platform.api.feeds import FeedsController
 from energy_platform.core.gauges import Watch
 from energy_platform.core.http.application import build_app
@@ -22,10 +23,11 @@ def create_app(settings: Settings, watches: Sequence[Watch] = ()) -> Litestar:
     return build_app(
         name="api",
         title="Energy platform data API",
-        description="Feeds, streams, stream data, bills and notifications.",
+        description="Feeds, streams, stream data and CSV exports, bills and notifications.",
         settings=settings,
         route_handlers=[
             FeedsController,
+            export_routes(settings.database.pool_max),
             bill_routes(settings.engine.currency),
             NotificationsController,
             TokensController,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 import asyncpg
 import msgspec
@@ -18,7 +18,7 @@ from energy_platform.api.views import render_feeds, render_streams
 from energy_platform.core.errors import InvalidInput, NotFound
 from energy_platform.core.http.bearer import bearer_digest, unknown_token
 from energy_platform.core.http.database import Database, Reads
-from energy_platform.core.http.openapi import authenticates_as
+from energy_platform.core.http.openapi import authenticates_as, text_answer
 from energy_platform.core.inputs import MAX_REPEATED, Channels, parse_id
 from energy_platform.history.http import StreamWrites
 from energy_platform.users.auth import Caller, authenticate, visible_user
@@ -46,6 +46,11 @@ RESOLUTION_DOC = (
     " select buckets whose start lies between them; `limit` keeps the newest. Processed"
     " energy, volume and cost are summed; temperature, raw and system streams are averaged"
     " (the mean of the points in the bucket)."
+)
+CSV = "text/csv"
+DATA_CSV_DOC = (
+    "With `Accept: text/csv`: a header line `time,value`, then a line per point or bucket (Unix"
+    " seconds, the value written as in JSON), CRLF line ends."
 )
 
 
@@ -101,7 +106,7 @@ class FeedsController(StreamWrites, Controller):
     @get(
         "/feeds/{feed_id:str}/streams/{stream_id:str}/data",
         summary="A stream's points [unix time, value], oldest first; the newest `limit` match",
-        opt=authenticates_as("caller"),
+        opt={**authenticates_as("caller"), **text_answer(CSV, DATA_CSV_DOC)},
     )
     async def data(
         self,
@@ -125,11 +130,12 @@ class FeedsController(StreamWrites, Controller):
             LATEST if time_to is None else time_to,
             limit,
         )
+        csv = wants_csv(request)
         if resolution is None:
-            row = await reads.fetchrow(queries.STREAM_DATA, *window)
+            row = await reads.fetchrow(queries.STREAM_DATA, *window, csv)
         else:
             row = await reads.fetchrow(
-                queries.STREAM_BUCKETS, *window, resolution, BUCKET_REACH[resolution]
+                queries.STREAM_BUCKETS, *window, resolution, BUCKET_REACH[resolution], csv
             )
         assert row is not None  # noqa: S101 - a query of subselects answers exactly one row
         if not row["caller_known"]:
@@ -138,12 +144,19 @@ class FeedsController(StreamWrites, Controller):
         _check_order(time_from, time_to, "time_from", "time_to")
         if not row["visible"]:
             raise NotFound(f"no stream {stream_id!r} in feed {feed_id!r}")
-        return ready_json(row["body"])
+        # One URL, two representations: caches must key on Accept.
+        return Response(
+            row["body"], media_type=CSV if csv else MediaType.JSON, headers={"Vary": "Accept"}
+        )
 
 
-def ready_json(body: bytes) -> Response[Any]:
-    """A JSON body encoded already (by the database), sent as it is."""
-    return Response(body, media_type=MediaType.JSON)
+def wants_csv(request: Request[object, object, State]) -> bool:
+    """Whether the request's ``Accept`` names CSV and ranks it above JSON (JSON otherwise: a
+    client that names neither, or anything else, gets what it always got)."""
+    # Most requests do not mention CSV: they skip parsing the header.
+    if "csv" not in request.headers.get("accept", "").lower():
+        return False
+    return request.accept.best_match([MediaType.JSON, CSV]) == CSV
 
 
 def _id_or_none(value: str, what: str) -> int | None:

@@ -47,11 +47,13 @@ SELECT stream_id, title, medium, unit, nullif(lower(validity), '-infinity') AS v
  ORDER BY stream_id, lower(validity) NULLS FIRST"""
 
 # The stream-data endpoint in one round trip: who calls ($1, the token's SHA-256), whether they
-# may see stream $3 of feed $2, and the newest $6 points in [$4, $5] as the ready JSON body,
-# oldest first. Only the branch of the stream's own type scans (one-time filters); each scan is
-# the primary key (stream_id, ts) read backwards. The compact tier's days are read newest first
-# too (its primary key, then each day's points by their order in the arrays), so a limit stops
-# the reading early. An unknown caller or invisible stream gets `[]`.
+# may see stream $3 of feed $2, and the newest $6 points in [$4, $5] as the ready body, oldest
+# first: JSON, or CSV when $7 is true (one aggregate either way, its rows and separator chosen
+# per row, so that JSON pays nothing for CSV). Only the branch of the stream's own type scans
+# (one-time filters); each scan is the primary key (stream_id, ts) read backwards. The compact
+# tier's days are read newest first too (its primary key, then each day's points by their
+# order in the arrays), so a limit stops the reading early. An unknown caller or invisible
+# stream gets `[]`.
 STREAM_DATA = """
 WITH caller AS (
     SELECT user_id AS id, is_admin FROM cluster.token_caller($1)),
@@ -90,20 +92,22 @@ kept AS (
     SELECT ts, value FROM newest ORDER BY ts DESC LIMIT $6)
 SELECT EXISTS (SELECT FROM caller) AS caller_known,
        EXISTS (SELECT FROM stream) AS visible,
-       (SELECT convert_to(
-                   '[' || coalesce(string_agg(cluster.json_point(ts, value), ',' ORDER BY ts), '')
-                   || ']', 'UTF8')
-          FROM kept) AS body"""
+       (SELECT convert_to(CASE WHEN $7::boolean THEN E'time,value\\r\\n' || coalesce(b.text, '')
+                               ELSE '[' || coalesce(b.text, '') || ']' END, 'UTF8')
+          FROM (SELECT string_agg(CASE WHEN $7::boolean THEN cluster.csv_point(ts, value)
+                                       ELSE cluster.json_point(ts, value) END,
+                                  CASE WHEN $7::boolean THEN '' ELSE ',' END ORDER BY ts) AS text
+                  FROM kept) b) AS body"""
 
 # The same answer per local hour ($7 = 'hour') or per local day or month ($7 = 'day' |
 # 'month'), from the hourly or the daily rollups, real time: while the engine has work queued
 # for the stream, its hours and days come from cluster.realtime_hours and realtime_days
 # (sql/functions/61_realtime_rollups.sql), else straight from the rollups. The newest $6
-# buckets whose start is in
-# [$4, $5], as the ready JSON body. Rows up to $8 after $5 are read, so that the last month is
-# whole. A bucket's value is the sum of its rows (additive streams, by the configuration valid
-# at its start) or the mean of its points. Hours and days carry their own local start; a month
-# starts at local midnight of the first, in the zone of its first day.
+# buckets whose start is in [$4, $5], as the ready body (CSV when $9 is true). Rows up to $8
+# after $5 are read, so that the last month is whole. A bucket's value is the sum of its rows
+# (additive streams, by the configuration valid at its start) or the mean of its points. Hours
+# and days carry their own local start; a month starts at local midnight of the first, in the
+# zone of its first day.
 STREAM_BUCKETS = """
 WITH caller AS (
     SELECT user_id AS id, is_admin FROM cluster.token_caller($1)),
@@ -160,10 +164,12 @@ newest AS (
      ORDER BY b.start DESC LIMIT $6)
 SELECT EXISTS (SELECT FROM caller) AS caller_known,
        EXISTS (SELECT FROM stream) AS visible,
-       (SELECT convert_to(
-                   '[' || coalesce(string_agg(cluster.json_point(ts, value), ',' ORDER BY ts), '')
-                   || ']', 'UTF8')
-          FROM newest) AS body"""
+       (SELECT convert_to(CASE WHEN $9::boolean THEN E'time,value\\r\\n' || coalesce(b.text, '')
+                               ELSE '[' || coalesce(b.text, '') || ']' END, 'UTF8')
+          FROM (SELECT string_agg(CASE WHEN $9::boolean THEN cluster.csv_point(ts, value)
+                                       ELSE cluster.json_point(ts, value) END,
+                                  CASE WHEN $9::boolean THEN '' ELSE ',' END ORDER BY ts) AS text
+                  FROM newest) b) AS body"""
 
 # The bill (api/bills.py): its local dates, and its lines and sub-meters as of now(), read in
 # one snapshot (sql/functions/95_bills.sql).

@@ -13,7 +13,9 @@ every operation in one place, from what the operation has:
 - anything a handler raises on its own: ``opt=problems(409, 429)`` on its decorator;
 - a body a handler reads itself: ``opt=request_body(...)`` documents it (and its 400, 413);
 - a handler that authenticates inside its own query (one round trip) instead of through the
-  dependency: ``opt=authenticates_as("caller")`` gives it that dependency's statuses and scheme.
+  dependency: ``opt=authenticates_as("caller")`` gives it that dependency's statuses and scheme;
+- a success body sent as text of another media type (CSV), on request or always:
+  ``opt=text_answer("text/csv", description)`` documents it as a string of that type.
 
 It also writes fixed-length tuples (a data point ``[t, v]``) without ``prefixItems``: an
 array of ``anyOf`` its member types with ``minItems = maxItems``. Schemathesis (4.32) turns
@@ -58,6 +60,8 @@ PROBLEMS_OPT = "problems"
 """Key of a handler's ``opt`` naming the error statuses its own body can answer."""
 AUTHENTICATES_OPT = "authenticates_as"
 """Key of a handler's ``opt`` naming the authenticating dependency its own query stands in for."""
+TEXT_ANSWER_OPT = "text_answer"
+"""Key of a handler's ``opt`` naming a text media type its success body may come as."""
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 
 
@@ -76,6 +80,12 @@ def request_body(description: str, media: Mapping[str, Schema]) -> dict[str, Req
 def authenticates_as(*dependencies: str) -> dict[str, tuple[str, ...]]:
     """A handler's ``opt`` for one that checks the credential of ``dependencies`` itself."""
     return {AUTHENTICATES_OPT: dependencies}
+
+
+def text_answer(media_type: str, description: str) -> dict[str, tuple[str, str]]:
+    """A handler's ``opt`` for a success body that comes as text of ``media_type`` (besides, or
+    instead of, what Litestar documents from the return annotation)."""
+    return {TEXT_ANSWER_OPT: (media_type, description)}
 
 
 PROBLEM_SCHEMA = Schema(
@@ -145,6 +155,7 @@ def document_problems(app: Litestar, authenticating: Mapping[str, Authentication
                 if used:
                     requirements: list[SecurityRequirement] = [{name: []} for name in used]
                     operation.security = requirements
+                _add_text_answer(handler, operation)
                 statuses = _statuses(handler, method, operation)
                 for name in used:
                     statuses.update(authenticating[name].statuses)
@@ -185,10 +196,12 @@ def _optional_parameters_without_null(operation: Operation) -> None:
         if schema.one_of:
             kept = [o for o in schema.one_of if getattr(o, "type", None) != OpenAPIType.NULL]
             if len(kept) == 1 and isinstance(kept[0], Schema):
-                # The one remaining type, merged into the parameter's own constraints.
+                # The one remaining type, merged into the parameter's own constraints (an
+                # items schema the parameter declares itself, schema_extra, stays).
                 only = kept[0]
                 schema.one_of = None
-                schema.type, schema.items, schema.enum = only.type, only.items, only.enum
+                schema.type, schema.enum = only.type, only.enum
+                schema.items = schema.items or only.items
             else:
                 schema.one_of = kept
 
@@ -225,6 +238,21 @@ def _statuses(handler: HTTPRouteHandler, method: str, operation: Operation) -> s
     if method in BODY_METHODS and reads_body:
         statuses.update((400, 413))
     return statuses
+
+
+def _add_text_answer(handler: HTTPRouteHandler, operation: Operation) -> None:
+    """The text media type of ``text_answer`` on the operation's success responses; a schema
+    Litestar made up for it (a streamed body's, which it cannot know) gives way."""
+    if TEXT_ANSWER_OPT not in handler.opt:
+        return
+    media_type, description = handler.opt[TEXT_ANSWER_OPT]
+    for status, response in (operation.responses or {}).items():
+        if int(status) < 300 and isinstance(response, OpenAPIResponse):
+            content = response.content if response.content is not None else {}
+            content[media_type] = OpenAPIMediaType(
+                schema=Schema(type=OpenAPIType.STRING, description=description)
+            )
+            response.content = content
 
 
 def _add_problems(operation: Operation, statuses: set[int]) -> None:
