@@ -79,15 +79,7 @@ class BillController(Controller):
     ) -> Bill:
         first, last = date_range(start, end)
         feed = await visible_feed(reads, feed_id, caller)
-        # One snapshot for the days and the lines: a day ending between two statements would
-        # otherwise count as open in one and over in the other.
-        async with (
-            reads.acquire() as conn,
-            conn.transaction(isolation="repeatable_read", readonly=True),
-        ):
-            days = await conn.fetchrow(queries.BILL_DAYS, feed["id"], first, last)
-            rows = await conn.fetch(queries.FEED_BILL, feed["id"], first, last)
-        assert days is not None  # noqa: S101 - aggregates answer one row
+        days, rows = await _days_and(reads, queries.FEED_BILL, feed["id"], first, last)
         return render_bill(str(feed["id"]), first, last, currency, days, rows)
 
     @get(
@@ -109,13 +101,7 @@ class BillController(Controller):
     ) -> FeedPrices:
         first, last = date_range(start, end, MAX_PRICE_DAYS)
         feed = await visible_feed(reads, feed_id, caller)
-        async with (
-            reads.acquire() as conn,
-            conn.transaction(isolation="repeatable_read", readonly=True),
-        ):
-            days = await conn.fetchrow(queries.BILL_DAYS, feed["id"], first, last)
-            rows = await conn.fetch(queries.FEED_PRICES, feed["id"], medium, first, last)
-        assert days is not None  # noqa: S101 - aggregates answer one row
+        days, rows = await _days_and(reads, queries.FEED_PRICES, feed["id"], first, last, medium)
         return FeedPrices(
             feed=str(feed["id"]),
             medium=medium,
@@ -128,6 +114,22 @@ class BillController(Controller):
                 for r in rows
             ],
         )
+
+
+async def _days_and(
+    reads: asyncpg.Pool, query: str, feed: int, first: date, last: date, *more: object
+) -> tuple[asyncpg.Record, list[asyncpg.Record]]:
+    """``BILL_DAYS``' row and ``query``'s rows ($1 feed, $2 first, $3 last, then ``more``), in
+    one snapshot: a day ending between two statements would otherwise count as open in one
+    and over in the other."""
+    async with (
+        reads.acquire() as conn,
+        conn.transaction(isolation="repeatable_read", readonly=True),
+    ):
+        days = await conn.fetchrow(queries.BILL_DAYS, feed, first, last)
+        rows = await conn.fetch(query, feed, first, last, *more)
+    assert days is not None  # noqa: S101 - aggregates answer one row
+    return days, rows
 
 
 def render_bill(

@@ -183,4 +183,4 @@ SELECT medium, stream_id, title, quantity, unit, amount, standing, settled, unpr
   FROM cluster.feed_bill($1, $2, $3, now())"""
 
 FEED_PRICES = """
-SELECT start, finish, price FROM cluster.feed_prices($1, $2, $3, $4)"""
+SELECT start, finish, price FROM cluster.feed_prices($1, $4, $2, $3)"""
