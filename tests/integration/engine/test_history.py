@@ -194,6 +194,10 @@ async def test_only_raw_streams_take_points_and_bad_bodies_change_nothing(
         bad = await send(api, feed, stream, body, kind)
         assert bad.status_code == 400, (body, bad.text)
         assert bad.headers["content-type"].startswith("application/problem+json")
+    # An empty body is a request of no points: nothing to do, nothing refused.
+    empty = await send(api, feed, stream, b"[]", "application/json")
+    assert empty.json() == {"inserted": 0, "replaced": 0, "unchanged": 0}
+    assert (await send(api, feed, stream, b"", "text/csv")).json()["inserted"] == 0
     # Another user's stream is not there; a reversed range is a 400.
     assert (await send(api, other, stream, one, "application/json")).status_code == 404
     reversed_ = await api.delete(
