@@ -44,6 +44,7 @@ import psycopg
 
 from benchmarks.engine_throughput import CHANNELS_PER_FEED, SEED_TARIFFS, seed_feeds
 from benchmarks.support import bench_database, figure, report
+from energy_platform.core.db.live_log import LIVE_PUBLISH
 from energy_platform.devices.ingest.store import RAW_POINTS_INSERT
 
 BUCKET = 90
@@ -100,7 +101,9 @@ async def write(url: str, raw_ids: list[int], run: Run, stop: asyncio.Event) -> 
             await asyncio.sleep(max(0.0, second - time.time()))
             streams = by_phase[second % STEP]
             values = [500 + 400 * random.random() for _ in streams]
-            await conn.execute(RAW_POINTS_INSERT, streams, [second] * len(streams), values)
+            async with conn.transaction():
+                await conn.execute(RAW_POINTS_INSERT, streams, [second] * len(streams), values)
+                await conn.execute(LIVE_PUBLISH)
             run.committed[second] = time.time()
             second += 1
     finally:

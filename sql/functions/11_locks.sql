@@ -13,7 +13,8 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
            ('notification_rules', 4542573153),   -- alone: one round of the rules at a time
            ('engine_feed', 1162692948),          -- with a feed id: one worker computes a feed
            ('rollup_stream', 1380928588),        -- with a stream id: one worker per stream's rollups
-           ('compaction_stream', 1129270864)     -- with a stream id: compaction against writers
+           ('compaction_stream', 1129270864),    -- with a stream id: compaction against writers
+           ('live_log', 1279874629)              -- alone: live events numbered in commit order
 $$;
 COMMENT ON FUNCTION cluster.lock_keys() IS
     'Every advisory-lock key of the platform with its name (core/db/locks.py).';

@@ -24,6 +24,7 @@ from energy_platform.engine.service import EngineService
 from energy_platform.engine.watch import engine_queues
 from energy_platform.forwarder.delivery import DeliveryService
 from energy_platform.forwarder.http import app as forwarder
+from energy_platform.live.pruning import live_pruning
 from energy_platform.notifications.rules import notification_rules
 from energy_platform.pairing.pairings import account_reconciliation
 from energy_platform.provisioning.services import provisioning_services
@@ -60,6 +61,7 @@ BUILDERS: dict[str, Callable[[Settings, CoapSite], list[Service]]] = {
         notification_rules(s.database, s.rules),
         retention(s.database, s.retention, s.corrections.days),
         compaction(s.database, s.compaction),
+        live_pruning(s.database, s.live),
         *account_reconciliation(s),
     ],
 }

@@ -31,7 +31,7 @@ from energy_platform import seeding
 from energy_platform.api import app as data
 from energy_platform.core.console import run_in_transaction
 from energy_platform.core.http.server import HttpService
-from energy_platform.core.settings import ProvisioningSettings, Settings
+from energy_platform.core.settings import LiveSettings, ProvisioningSettings, Settings
 from energy_platform.core.tokens import new_token, token_digest
 from energy_platform.forwarder.http import app as forwarder
 from energy_platform.provisioning.crypto import cluster_secret_digest
@@ -71,8 +71,11 @@ def fuzz_config(known: dict[str, str], directory: Path) -> Path:
 
 @pytest.fixture
 def fuzz_settings(settings: Settings) -> Settings:
+    # A live stream the fuzzer opens ends within a second, as every stream ends in time.
     return msgspec.structs.replace(
-        settings, provisioning=ProvisioningSettings(secret_key=secrets.token_hex(32))
+        settings,
+        provisioning=ProvisioningSettings(secret_key=secrets.token_hex(32)),
+        live=LiveSettings(max_stream_s=0.5, keepalive_s=0.2),
     )
 
 

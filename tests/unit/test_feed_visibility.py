@@ -62,6 +62,9 @@ ALL_FEEDS_DEFINITIONS = {
     # The configuration and tariff setters behind admin commands: they lock the feed's row.
     "cluster.set_feed_config": "admin feeds configure",
     "cluster.set_tariff": "admin tariffs set",
+    # A trigger on the table, not a read of it: a feed's change wakes the live streams' check
+    # of who may follow what (which reads cluster.user_feeds).
+    "feeds_live_access": "the trigger that notifies ep_live_access",
 }
 
 
@@ -116,7 +119,7 @@ def queries_reading_feeds(root: Path = ROOT) -> list[str]:
 
 
 CREATES = re.compile(
-    r"^\s*CREATE\s+(?:OR\s+REPLACE\s+)?(?:MATERIALIZED\s+)?(?:VIEW|FUNCTION|PROCEDURE)\s+"
+    r"^\s*CREATE\s+(?:OR\s+REPLACE\s+)?(?:MATERIALIZED\s+)?(?:VIEW|FUNCTION|PROCEDURE|TRIGGER)\s+"
     r"([\w.]+)",
     re.IGNORECASE,
 )

@@ -24,6 +24,7 @@ DOMAINS = {
     "provisioning",
     "users",
     "notifications",
+    "live",
     "devices",
     "api",
     "history",
@@ -37,7 +38,8 @@ ALLOWED: dict[str, set[str]] = {
     "users": {"core"},
     "notifications": {"core", "users"},
     "devices": {"core", "pairing"},
-    "api": {"core", "pairing", "users", "notifications", "history"},
+    "live": {"core", "users"},
+    "api": {"core", "pairing", "users", "notifications", "history", "live"},
     # A stream made by an import is the row a device's first batch makes (ingest's statement).
     "history": {"core", "users", "devices"},
     "forwarder": {"core", "pairing"},

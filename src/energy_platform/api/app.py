@@ -10,6 +10,8 @@ from energy_platform.core.gauges import Watch
 from energy_platform.core.http.application import build_app
 from energy_platform.core.http.openapi import bearer
 from energy_platform.core.settings import Settings
+from energy_platform.live.http import live_routes
+from energy_platform.live.hub import LiveHub
 from energy_platform.notifications.http import NotificationsController
 from energy_platform.users.http import TokensController
 from energy_platform.users.usage import recording_token_uses
@@ -17,9 +19,10 @@ from energy_platform.users.usage import recording_token_uses
 
 def create_app(settings: Settings, watches: Sequence[Watch] = ()) -> Litestar:
     """The data API app: feeds, streams, stream data, notifications and the users' tokens; its
-    page at ``/``.
+    page at ``/``; each feed live at ``/feeds/{id}/live``, from one follower of the live log.
     ``watches``: the cluster's gauges its ``/metrics`` adds (services.py passes the engine's
     and ingest's: the data API is the cluster's always-running HTTP service)."""
+    hub = LiveHub(settings.database, settings.live)
     return build_app(
         name="api",
         title="Energy platform data API",
@@ -31,10 +34,11 @@ def create_app(settings: Settings, watches: Sequence[Watch] = ()) -> Litestar:
             bill_routes(settings.engine.currency),
             NotificationsController,
             TokensController,
+            live_routes(hub),
             *dashboard_routes(),
         ],
         authenticating={"caller": bearer("A user token (`admin users add`).")},
-        lifespan=[recording_token_uses],
+        lifespan=[recording_token_uses, lambda _: hub.following()],
         # Every query here is one self-contained statement (or transaction) by key: one plan
         # fits all calls, and a connection needs no reset between requests.
         stateless_queries=True,

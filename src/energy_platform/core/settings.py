@@ -361,6 +361,35 @@ class CorrectionsSettings(Section, frozen=True, kw_only=True):
             raise ValueError("EP_CORRECTIONS_DAYS must be >= 0")
 
 
+class LiveSettings(Section, frozen=True, kw_only=True):
+    """The data API's live streams (``GET /feeds/{id}/live``, docs/data-api.md#live)."""
+
+    replay_s: int = 900
+    """Seconds of committed events kept, so that a reconnect with ``Last-Event-ID`` misses
+    nothing; an older id gets a ``reload`` event. Pruned by the engine."""
+    keepalive_s: float = 15.0
+    """Seconds of silence after which a stream gets a comment line (proxies keep it open,
+    clients see that it is alive)."""
+    client_buffer_bytes: int = 1_048_576
+    """Bytes of events waiting for one client; a client that falls this far behind is
+    disconnected (it resumes with ``Last-Event-ID``)."""
+    max_stream_s: float = 3600.0
+    """Seconds after which a stream is ended; its client resumes with ``Last-Event-ID``
+    without a gap, behind a load balancer perhaps on another API process."""
+
+    def __post_init__(self) -> None:
+        if (
+            self.replay_s < 1
+            or self.keepalive_s <= 0
+            or self.client_buffer_bytes < 1024
+            or self.max_stream_s <= 0
+        ):
+            raise ValueError(
+                "EP_LIVE_REPLAY_S must be >= 1, EP_LIVE_KEEPALIVE_S > 0,"
+                " EP_LIVE_CLIENT_BUFFER_BYTES >= 1024 and EP_LIVE_MAX_STREAM_S > 0"
+            )
+
+
 class LogSettings(Section, frozen=True, kw_only=True):
     format: Literal["auto", "json", "console"] = "auto"
     """``auto``: console on a TTY, JSON lines otherwise."""
@@ -383,6 +412,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     retention: RetentionSettings = msgspec.field(default_factory=RetentionSettings)
     compaction: CompactionSettings = msgspec.field(default_factory=CompactionSettings)
     corrections: CorrectionsSettings = msgspec.field(default_factory=CorrectionsSettings)
+    live: LiveSettings = msgspec.field(default_factory=LiveSettings)
     shutdown_timeout: float = 10.0
     """Seconds a service may take to stop before its tasks are cancelled."""
 

@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 import asyncpg
 import msgspec
 
+from energy_platform.core.db.live_log import LIVE_PUBLISH
 from energy_platform.core.db.locks import LockKey
 from energy_platform.core.db.pool import Connection
 
@@ -407,7 +408,7 @@ WITH work AS (
     SELECT stream_id, ts, value FROM results
     ON CONFLICT (stream_id, ts) DO UPDATE SET value = EXCLUDED.value
      WHERE p.value IS DISTINCT FROM EXCLUDED.value
-    RETURNING 1
+    RETURNING p.stream_id, p.ts, p.value
 ), rolled AS (
     -- The hours of every recomputed period, changed or not: cheap, and never one missed.
     INSERT INTO cluster.rollup_work (stream_id, span)
@@ -424,11 +425,22 @@ WITH work AS (
         ON ps.feed_id = w.feed_id AND ps.channel = w.channel AND ps.type = 'processed'
      WHERE p.stream_id = ps.id AND p.ts >= w.wfrom AND p.ts < w.wto
        AND (p.stream_id, p.ts) NOT IN (SELECT stream_id, ts FROM results)
-    RETURNING 1
+    RETURNING p.stream_id, p.ts
+), live AS (
+    -- What changed becomes the streams' live events (a removed bucket's value is null; over
+    -- 1,000 buckets of a stream, about a day, a reload of their range), numbered by
+    -- LIVE_PUBLISH before the commit.
+    SELECT cluster.live_stage('buckets', array_agg(stream_id),
+                              array_agg(date_part('epoch', ts)::bigint), array_agg(value),
+                              1000) AS events
+      FROM (SELECT stream_id, ts, value FROM upserted
+            UNION ALL
+            SELECT stream_id, ts, NULL FROM stale) changed
 )
 SELECT (SELECT count(*) FROM results) AS points,
        (SELECT count(*) FROM upserted) AS written,
-       (SELECT count(*) FROM stale) AS deleted
+       (SELECT count(*) FROM stale) AS deleted,
+       (SELECT events FROM live) AS events
 """
 
 # Before COMPUTE writes into old buckets: the UTC days of the periods' processed streams that
@@ -506,6 +518,9 @@ async def process_batch(
         )
         await conn.execute(THAW, *periods)
         (row,) = await conn.fetch(COMPUTE, *periods)
+        if row["events"]:
+            # Last: its lock is held from here to the commit.
+            await conn.execute(LIVE_PUBLISH)
         computed = time.perf_counter()
     return BatchResult(
         periods=len(work),

@@ -33,6 +33,9 @@ class LockKey(IntEnum):
     # With a stream id: compaction takes it exclusively, writers into an old day share it, so
     # that a write is seen by the compaction or lands after the day was moved back.
     COMPACTION_STREAM = 1129270864
+    # Alone, from a writer's last statement to its commit: live events get their positions in
+    # commit order (cluster.live_publish, docs/data-api.md#live).
+    LIVE_LOG = 1279874629
 
     @property
     def sql_name(self) -> str:

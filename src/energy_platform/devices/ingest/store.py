@@ -11,6 +11,7 @@ import asyncpg
 import msgspec
 
 from energy_platform.core.codec.format_v4 import Series
+from energy_platform.core.db.live_log import LIVE_PUBLISH
 from energy_platform.core.db.pool import Connection
 from energy_platform.devices.ingest.drops import (
     INSERT_DEAD_LETTERS,
@@ -47,24 +48,33 @@ SELECT k.n, s.id
    AND s.medium IS NOT DISTINCT FROM k.medium AND s.idx IS NOT DISTINCT FROM k.idx
    AND s.obis IS NOT DISTINCT FROM k.obis"""
 
-# A resent point is a no-op; only points really added mark their range dirty for the engine.
+# A resent point is a no-op; only points really added mark their range dirty for the engine
+# and become live events (staged here, numbered by LIVE_PUBLISH at the end of the batch).
 RAW_POINTS_INSERT = """
 WITH added AS (
     INSERT INTO cluster.raw_points (stream_id, ts, value)
     SELECT s, to_timestamp(t), v FROM unnest($1::bigint[], $2::bigint[], $3::float8[]) AS u(s, t, v)
     ON CONFLICT DO NOTHING
-    RETURNING stream_id, ts)
-INSERT INTO cluster.dirty_ranges (stream_id, ts_from, ts_to)
-SELECT stream_id, min(ts), max(ts) FROM added GROUP BY stream_id"""
+    RETURNING stream_id, ts, value
+), dirty AS (
+    INSERT INTO cluster.dirty_ranges (stream_id, ts_from, ts_to)
+    SELECT stream_id, min(ts), max(ts) FROM added GROUP BY stream_id)
+SELECT cluster.live_stage('points', array_agg(stream_id),
+                          array_agg(date_part('epoch', ts)::bigint), array_agg(value))
+  FROM added"""
 # System points have no processing; their hours go straight to the rollup queue.
 SYSTEM_POINTS_INSERT = """
 WITH added AS (
     INSERT INTO cluster.system_points (stream_id, ts, value)
     SELECT s, to_timestamp(t), v FROM unnest($1::bigint[], $2::bigint[], $3::float8[]) AS u(s, t, v)
     ON CONFLICT DO NOTHING
-    RETURNING stream_id, ts)
-INSERT INTO cluster.rollup_work (stream_id, span)
-SELECT stream_id, tstzrange(min(ts), max(ts), '[]') FROM added GROUP BY stream_id"""
+    RETURNING stream_id, ts, value
+), rolled AS (
+    INSERT INTO cluster.rollup_work (stream_id, span)
+    SELECT stream_id, tstzrange(min(ts), max(ts), '[]') FROM added GROUP BY stream_id)
+SELECT cluster.live_stage('points', array_agg(stream_id),
+                          array_agg(date_part('epoch', ts)::bigint), array_agg(value))
+  FROM added"""
 # Late points into days the compaction took: those (stream, UTC day) pairs go back to the row
 # tier first, in the same transaction and under the compaction's lock (cluster.thaw_days skips
 # days it cannot have taken: a no-op, without a lock, for live data).
@@ -209,6 +219,9 @@ class PointStore:
                 await conn.execute(DATA_SEEN, seen)
             if dead:
                 await conn.execute(INSERT_DEAD_LETTERS, *dead_letter_columns(list(dead)))
+            if raw.streams or system.streams:
+                # Last: its lock is held from here to the commit.
+                await conn.execute(LIVE_PUBLISH)
         # Bounded memory whatever streams devices invent: past the limit, start afresh (the ids
         # are read back from the database as they are needed again).
         _remember(self._cluster_ids, new_cluster, self._max_cached)

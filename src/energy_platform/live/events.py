@@ -1,0 +1,74 @@
+"""Live events as they go on the wire: Server-Sent Events frames, each rendered once per API
+process whatever the number of clients that receive it (docs/data-api.md#live)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+import msgspec
+
+Kind = Literal["points", "buckets"]
+"""What a client may ask for with ``type``; ``reload`` is always sent."""
+KINDS: frozenset[str] = frozenset(("points", "buckets"))
+
+
+class PointsData(msgspec.Struct, frozen=True):
+    """``points`` and ``buckets``: one stream's points of one commit, oldest first. A bucket's
+    value is null when the bucket no longer has one (its points were removed)."""
+
+    stream: str
+    points: list[tuple[int, float | None]]
+
+
+class ReloadData(msgspec.Struct, frozen=True, omit_defaults=True):
+    """``reload``: read again. ``expired``: the id is older than the platform keeps (or not one
+    of its ids), read the range; ``revised``: a stream's points from ``time_from`` to
+    ``time_to`` changed too much to be sent, read that stretch."""
+
+    reason: Literal["expired", "revised"]
+    stream: str | None = None
+    time_from: int | None = None
+    time_to: int | None = None
+
+
+class Event(msgspec.Struct, frozen=True):
+    """One row of the live log, ready to send."""
+
+    pos: int
+    stream: int
+    kind: str
+    frame: bytes
+
+
+_encode = msgspec.json.Encoder().encode
+KEEPALIVE = b": keepalive\n\n"
+
+
+def frame(pos: int, kind: str, data: msgspec.Struct) -> bytes:
+    """An SSE message: its id (the log position), event name and one line of JSON."""
+    return b"id: %d\nevent: %s\ndata: %s\n\n" % (pos, kind.encode(), _encode(data))
+
+
+def position_frame(pos: int) -> bytes:
+    """An id alone: no event, but the client's last id becomes ``pos`` (where it starts)."""
+    return b"id: %d\n\n" % pos
+
+
+def reload_frame(pos: int) -> bytes:
+    """The ``reload`` of an id the log no longer reaches."""
+    return frame(pos, "reload", ReloadData(reason="expired"))
+
+
+def event_of(
+    pos: int, stream: int, kind: str, times: Sequence[int], vals: Sequence[float]
+) -> Event:
+    """The event of one log row (``cluster.live_log``)."""
+    data: msgspec.Struct
+    if kind == "reload":
+        data = ReloadData(
+            reason="revised", stream=str(stream), time_from=times[0], time_to=times[-1]
+        )
+    else:
+        data = PointsData(stream=str(stream), points=list(zip(times, vals, strict=True)))
+    return Event(pos, stream, kind, frame(pos, kind, data))

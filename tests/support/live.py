@@ -1,0 +1,191 @@
+"""A client of ``GET /feeds/{id}/live`` for tests: the events as a browser's parser reads them
+(text/event-stream), and a client that connects and then reads nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import msgspec
+
+
+@dataclass
+class SseEvent:
+    id: str | None
+    event: str
+    data: Any
+
+
+class LiveStream:
+    """An open live stream: its events in order, and the comment lines seen. Read by a task of
+    its own, so that a test may wait for an event with a timeout without breaking the read."""
+
+    def __init__(self, response: httpx.Response) -> None:
+        self.response = response
+        self.events: list[SseEvent] = []
+        self.comments = 0
+        self.last_id: str | None = None
+        self._queue: asyncio.Queue[SseEvent | None] = asyncio.Queue()
+        self._reader = asyncio.create_task(self._read())
+
+    async def _read(self) -> None:
+        name, data, seen_id = "message", [], None
+        try:
+            async for line in self.response.aiter_lines():
+                if line == "":
+                    if seen_id is not None:
+                        self.last_id = seen_id
+                    if data:
+                        event = SseEvent(seen_id, name, msgspec.json.decode("\n".join(data)))
+                        self.events.append(event)
+                        self._queue.put_nowait(event)
+                    name, data, seen_id = "message", [], None
+                    continue
+                key, _, value = line.partition(":")
+                value = value.removeprefix(" ")
+                if key == "":
+                    self.comments += 1
+                elif key == "id":
+                    seen_id = value
+                elif key == "event":
+                    name = value
+                elif key == "data":
+                    data.append(value)
+        except httpx.HTTPError:
+            pass
+        finally:
+            self._queue.put_nowait(None)
+
+    async def close(self) -> None:
+        self._reader.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._reader
+
+    async def next(self, within: float = 30.0) -> SseEvent | None:
+        """The next event (an id alone moves ``last_id`` and is no event); None at the end
+        (and ever after)."""
+        async with asyncio.timeout(within):
+            event = await self._queue.get()
+        if event is None:
+            self._queue.put_nowait(None)
+        return event
+
+    async def until(self, done: Any, within: float = 30.0) -> list[SseEvent]:
+        """Events until ``done(events so far)`` holds; fails after ``within`` seconds."""
+        got: list[SseEvent] = []
+        async with asyncio.timeout(within):
+            while not done(got):
+                event = await self.next(within)
+                assert event is not None, f"the stream ended after {got}"
+                got.append(event)
+        return got
+
+    async def ended(self, within: float = 30.0) -> list[SseEvent]:
+        """Read to the end of the stream (the server closed it); the events read on the way."""
+        got: list[SseEvent] = []
+        async with asyncio.timeout(within):
+            while (event := await self.next(within)) is not None:
+                got.append(event)
+        return got
+
+
+@asynccontextmanager
+async def live(
+    api: str, feed: str, token: str, *, last_id: str | None = None, **params: Any
+) -> AsyncIterator[LiveStream]:
+    """Follow ``feed`` live as ``token``; the response is checked to be a 200 event stream."""
+    headers = {"Authorization": f"Bearer {token}"}
+    if last_id is not None:
+        headers["Last-Event-ID"] = last_id
+    async with (
+        httpx.AsyncClient(base_url=api, timeout=httpx.Timeout(10, read=None)) as http,
+        http.stream("GET", f"/feeds/{feed}/live", params=params, headers=headers) as response,
+    ):
+        if response.status_code != 200:
+            await response.aread()
+            raise AssertionError(f"{response.status_code}: {response.text}")
+        assert response.headers["content-type"].startswith("text/event-stream")
+        stream = LiveStream(response)
+        try:
+            yield stream
+        finally:
+            await stream.close()
+
+
+def points_of(events: list[SseEvent], kind: str = "points") -> list[tuple[str, int, float]]:
+    """Every (stream, time, value) of the ``kind`` events, in the order received."""
+    return [
+        (e.data["stream"], t, v) for e in events if e.event == kind for t, v in e.data["points"]
+    ]
+
+
+class SlowClient:
+    """A client that asks for a live stream over a socket with a small receive buffer and then
+    reads nothing, until the test reads everything the server sent, to the close."""
+
+    def __init__(self, sock: socket.socket, head: bytes) -> None:
+        self._sock, self._head = sock, head
+
+    @classmethod
+    async def open(cls, port: int, feed: str, token: str) -> SlowClient:
+        """Connect and read the answer's head: from then on the server is sending events."""
+
+        def connect() -> SlowClient:
+            sock = socket.socket()
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            sock.settimeout(30)
+            sock.connect(("127.0.0.1", port))
+            sock.sendall(
+                f"GET /feeds/{feed}/live HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                f"Authorization: Bearer {token}\r\nConnection: close\r\n\r\n".encode()
+            )
+            head = b""
+            while b"\r\n\r\n" not in head:
+                chunk = sock.recv(1)
+                assert chunk, "closed before the answer's head"
+                head += chunk
+            return cls(sock, head)
+
+        return await asyncio.to_thread(connect)
+
+    async def read_to_close(self, within: float = 60.0) -> bytes:
+        """Everything until the server closes the connection (its body, de-chunked)."""
+
+        def read() -> bytes:
+            deadline = time.monotonic() + within
+            parts = []
+            try:
+                while True:
+                    self._sock.settimeout(max(0.01, deadline - time.monotonic()))
+                    chunk = self._sock.recv(65536)
+                    if not chunk:
+                        return b"".join(parts)
+                    parts.append(chunk)
+                    if time.monotonic() > deadline:
+                        raise TimeoutError("the server did not close the stream")
+            finally:
+                self._sock.close()
+
+        body = await asyncio.to_thread(read)
+        head = self._head
+        assert head.startswith(b"HTTP/1.1 200"), head
+        return _dechunked(body) if b"chunked" in head.lower() else body
+
+
+def _dechunked(body: bytes) -> bytes:
+    out, rest = [], body
+    while rest:
+        size_line, _, rest = rest.partition(b"\r\n")
+        size = int(size_line.split(b";")[0], 16)
+        if size == 0:
+            break
+        out.append(rest[:size])
+        rest = rest[size + 2 :]
+    return b"".join(out)
