@@ -113,6 +113,7 @@ def test_serve_all_runs_every_service_and_stops_cleanly_on_a_signal(
         "rules",
         "retention",
         "compaction",
+        "live-log",
     }
     assert [e for e in events if "service" not in e] == []
     assert any(e["event"] == "broker connected" and e["service"] == "ingest" for e in events)

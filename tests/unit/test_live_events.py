@@ -1,0 +1,62 @@
+"""A live client's subscription and frames (live/hub.py, live/events.py), without a server: the
+bounded buffer, the filters, and the SSE text a browser's parser reads."""
+
+from __future__ import annotations
+
+import pytest
+
+from energy_platform.live.events import event_of, position_frame, reload_frame
+from energy_platform.live.hub import Ended, Subscription
+
+
+def subscription(limit: int = 100, streams: set[int] | None = None) -> Subscription:
+    return Subscription(
+        7, b"d" * 32, None if streams is None else frozenset(streams), frozenset({"points"}), limit
+    )
+
+
+async def test_frames_wait_in_order_and_come_out_together() -> None:
+    sub = subscription()
+    sub.offer(1, b"a" * 40)
+    sub.offer(2, b"b" * 40)
+    assert await sub.take(1.0) == [(1, b"a" * 40), (2, b"b" * 40)]
+    assert await sub.take(0.01) == []  # nothing more: a keepalive is due
+
+
+async def test_a_full_buffer_ends_the_client_and_drops_what_waited() -> None:
+    sub = subscription(limit=100)
+    sub.offer(1, b"a" * 60)
+    sub.offer(2, b"b" * 60)
+    assert sub.ended == "slow"
+    with pytest.raises(Ended, match="slow"):
+        await sub.take(1.0)
+    sub.offer(3, b"c")  # ignored once ended
+    with pytest.raises(Ended):
+        await sub.take(1.0)
+
+
+async def test_an_empty_buffer_takes_one_frame_larger_than_its_bound() -> None:
+    sub = subscription(limit=100)
+    sub.offer(1, b"a" * 500)
+    assert sub.ended is None
+    assert await sub.take(1.0) == [(1, b"a" * 500)]
+
+
+def test_filters_keep_the_streams_and_types_asked_for_and_every_reload() -> None:
+    sub = subscription(streams={12})
+    assert sub.wants(event_of(1, 12, "points", [10], [1.0]))
+    assert not sub.wants(event_of(2, 13, "points", [10], [1.0]))
+    assert not sub.wants(event_of(3, 12, "buckets", [90], [1.0]))
+    assert sub.wants(event_of(4, 12, "reload", [90, 900], []))
+
+
+def test_frames_are_server_sent_events_of_one_json_line() -> None:
+    assert event_of(5, 12, "buckets", [90, 180], [25.0, None]).frame == (
+        b'id: 5\nevent: buckets\ndata: {"stream":"12","points":[[90,25.0],[180,null]]}\n\n'
+    )
+    assert event_of(6, 12, "reload", [90, 900], []).frame == (
+        b'id: 6\nevent: reload\ndata: {"reason":"revised","stream":"12","time_from":90,'
+        b'"time_to":900}\n\n'
+    )
+    assert reload_frame(9) == b'id: 9\nevent: reload\ndata: {"reason":"expired"}\n\n'
+    assert position_frame(9) == b"id: 9\n\n"
