@@ -1,8 +1,9 @@
 """The page live (issue 40): in Chromium, against the platform with ingest, it shows a value a
 homebase published over MQTT after the page opened, in the stream's row and in the chart; it
 reconnects when the server ends the stream and resumes after the last event, a point published
-while it was offline arriving once; and its Server-Sent Events parser and point merging
-(static/js/live.js, series.js) run in the browser on cases a network may produce."""
+while it was offline arriving once; it stops and says so when its token is revoked; and its
+Server-Sent Events parser and point merging (static/js/live.js, series.js) run in the browser
+on cases a network may produce."""
 
 from __future__ import annotations
 
@@ -170,6 +171,29 @@ async def test_after_the_server_ends_the_stream_the_page_resumes_after_its_last_
     assert_drawn_once(data, t2, 3456.0)
     assert after["fetchMs"] == loads["fetchMs"]  # the chart was not read again
     assert int(last_id) > int(offline_id)
+
+
+async def test_a_revoked_token_stops_the_page_and_it_says_so(
+    platform: Platform, home: Home
+) -> None:
+    async with platform.client() as http:
+        made = await http.post(
+            f"/users/{platform.user_id}/tokens", json={"name": "wall-display", "scope": "read"}
+        )
+        assert made.status_code == 201, made.text
+        wall = msgspec.structs.replace(platform, user_token=made.json()["token"])
+        async with browser() as driver:
+            await open_live(driver, wall, home)
+            revoked = await http.delete(f"/users/{platform.user_id}/tokens/wall-display")
+            assert revoked.status_code == 204
+            # The server ends the stream; the reconnection is refused: no more attempts.
+            said = await until(
+                driver,
+                "document.querySelector('#live').dataset.state === 'stopped'"
+                " && document.querySelector('#live').textContent",
+                "the page stopped",
+            )
+    assert "HTTP 401" in said
 
 
 PARSE = """
