@@ -1,5 +1,6 @@
 """A client of ``GET /feeds/{id}/live`` for tests: the events as a browser's parser reads them
-(text/event-stream), and a client that connects and then reads nothing."""
+(text/event-stream), a client that connects and then reads nothing, and a homebase that
+publishes what they follow."""
 
 from __future__ import annotations
 
@@ -7,13 +8,19 @@ import asyncio
 import contextlib
 import socket
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import asyncpg
 import httpx
 import msgspec
+
+from energy_platform.core.codec.format_v4 import HomebaseRecord
+from energy_platform.devices.simulator import SimulatedHomebase, data_topic, homebase_client
+from tests.support.platform import Platform, publish_as
+from tests.support.services import eventually
 
 
 @dataclass
@@ -189,3 +196,45 @@ def _dechunked(body: bytes) -> bytes:
         out.append(rest[:size])
         rest = rest[size + 2 :]
     return b"".join(out)
+
+
+class Home:
+    """A paired homebase with a feed, publishing as the real one does."""
+
+    def __init__(self, platform: Platform, sn: str, secret: bytes, feed: str) -> None:
+        self.platform, self.sn, self.feed = platform, sn, feed
+        self.device = SimulatedHomebase(sn, secret)
+        self.secret = secret
+
+    async def publish(self, t: int, phases: tuple[float, float, float]) -> None:
+        """One message: the three phases' power (medium 1) at ``t``."""
+        record = HomebaseRecord(4, t, 3, 1, 1, {"1": list(phases)})
+        await publish_as(self.platform, self.sn, self.secret, self.device.encrypt([record]))
+
+    async def publish_many(
+        self, times: list[int], value: Callable[[int], float], per_message: int = 10
+    ) -> None:
+        """The three phases at ``times`` (phase 1 varies), ``per_message`` times a message, on
+        one session, as fast as the broker acknowledges."""
+        records = [HomebaseRecord(4, t, 3, 1, 1, {"1": [value(t), 2.0, 3.0]}) for t in times]
+        mqtt = self.platform.settings.mqtt
+        async with homebase_client(mqtt, self.sn, self.secret, will=False) as client:
+            for n in range(0, len(records), per_message):
+                message = self.device.encrypt(records[n : n + per_message])
+                await client.publish(data_topic(self.sn, mqtt.topic_prefix), message, qos=1)
+
+
+async def stored(db: asyncpg.Connection, home: Home, t: int) -> None:
+    """Wait until ingest has stored the feed's points at ``t`` (the broker's ack comes first)."""
+
+    async def there() -> bool:
+        return bool(
+            await db.fetchval(
+                "SELECT count(*) FROM cluster.raw_points p JOIN cluster.streams s"
+                " ON s.id = p.stream_id WHERE s.feed_id = $1 AND p.ts = to_timestamp($2)",
+                int(home.feed),
+                t,
+            )
+        )
+
+    await eventually(there, within=30, every=0.05)

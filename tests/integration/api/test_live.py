@@ -16,17 +16,16 @@ import pytest
 
 from energy_platform.core.codec.format_v4 import HomebaseRecord
 from energy_platform.core.settings import LiveSettings, Settings
-from energy_platform.devices.simulator import SimulatedHomebase, data_topic, homebase_client
+from energy_platform.devices.simulator import data_topic, homebase_client
 from tests.support.admin import run_admin_async
 from tests.support.engine import process
 from tests.support.forwarder import NO_CUSTOMER
-from tests.support.live import SlowClient, SseEvent, live, points_of
+from tests.support.live import Home, SlowClient, SseEvent, live, points_of, stored
 from tests.support.platform import (
     Platform,
     paired_homebase,
     platform_in_loop,
     platform_settings,
-    publish_as,
     with_cluster,
 )
 from tests.support.services import eventually
@@ -44,32 +43,6 @@ async def platform(settings: Settings, mqtt_url: str) -> AsyncIterator[Platform]
         yield served
 
 
-class Home:
-    """A paired homebase with a feed, publishing as the real one does."""
-
-    def __init__(self, platform: Platform, sn: str, secret: bytes, feed: str) -> None:
-        self.platform, self.sn, self.feed = platform, sn, feed
-        self.device = SimulatedHomebase(sn, secret)
-        self.secret = secret
-
-    async def publish(self, t: int, phases: tuple[float, float, float]) -> None:
-        """One message: the three phases' power (medium 1) at ``t``."""
-        record = HomebaseRecord(4, t, 3, 1, 1, {"1": list(phases)})
-        await publish_as(self.platform, self.sn, self.secret, self.device.encrypt([record]))
-
-    async def publish_many(
-        self, times: list[int], value: Callable[[int], float], per_message: int = 10
-    ) -> None:
-        """The three phases at ``times`` (phase 1 varies), ``per_message`` times a message, on
-        one session, as fast as the broker acknowledges."""
-        records = [HomebaseRecord(4, t, 3, 1, 1, {"1": [value(t), 2.0, 3.0]}) for t in times]
-        mqtt = self.platform.settings.mqtt
-        async with homebase_client(mqtt, self.sn, self.secret, will=False) as client:
-            for n in range(0, len(records), per_message):
-                message = self.device.encrypt(records[n : n + per_message])
-                await client.publish(data_topic(self.sn, mqtt.topic_prefix), message, qos=1)
-
-
 @pytest.fixture
 async def home(platform: Platform) -> Home:
     sn, secret, feed = await paired_homebase(platform)
@@ -82,22 +55,6 @@ async def raw_streams(platform: Platform, feed: str) -> set[str]:
         answer = await http.get(f"/feeds/{feed}/streams", params={"type": "raw"})
     assert answer.status_code == 200, answer.text
     return {s["id"] for s in answer.json()}
-
-
-async def stored(db: asyncpg.Connection, home: Home, t: int) -> None:
-    """Wait until ingest has stored the feed's points at ``t`` (the broker's ack comes first)."""
-
-    async def there() -> bool:
-        return bool(
-            await db.fetchval(
-                "SELECT count(*) FROM cluster.raw_points p JOIN cluster.streams s"
-                " ON s.id = p.stream_id WHERE s.feed_id = $1 AND p.ts = to_timestamp($2)",
-                int(home.feed),
-                t,
-            )
-        )
-
-    await eventually(there, within=30, every=0.05)
 
 
 def covers(times: set[int], streams: int = 3) -> Callable[[list[SseEvent]], bool]:

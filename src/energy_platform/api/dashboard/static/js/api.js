@@ -20,21 +20,36 @@ export class Api {
     this.base = base;
   }
 
-  async request(method, path, { params, body } = {}) {
+  url(path, params) {
     const url = new URL(this.base + path, location.origin);
     for (const [key, value] of Object.entries(params ?? {})) {
       for (const one of [value].flat()) if (one !== undefined && one !== null) url.searchParams.append(key, one);
     }
+    return url;
+  }
+
+  async request(method, path, { params, body } = {}) {
     const headers = { Authorization: `Bearer ${this.token}`, Accept: 'application/json' };
     if (body !== undefined) headers['Content-Type'] = 'application/json';
-    const response = await fetch(url, {
+    const response = await fetch(this.url(path, params), {
       method, headers, body: body === undefined ? undefined : JSON.stringify(body),
     });
-    if (!response.ok) {
-      const problem = await response.json().catch(() => null);
-      throw new ApiError(response.status, problem);
-    }
+    if (!response.ok) throw await failure(response);
     return response.status === 205 || response.status === 204 ? null : response.json();
+  }
+
+  /**
+   * GET /feeds/{id}/live: the open answer, its body a text/event-stream for the caller to read
+   * (live.js). With `lastId` it starts after that event; `signal` ends it.
+   */
+  async live(feedId, { lastId, signal, params } = {}) {
+    const headers = { Authorization: `Bearer ${this.token}`, Accept: 'text/event-stream' };
+    if (lastId) headers['Last-Event-ID'] = lastId;
+    const response = await fetch(this.url(`/feeds/${enc(feedId)}/live`, params), {
+      headers, signal, cache: 'no-store',
+    });
+    if (!response.ok) throw await failure(response);
+    return response;
   }
 
   feeds(userId) { return this.request('GET', `/users/${enc(userId)}/feeds`); }
@@ -100,3 +115,9 @@ export class Api {
 }
 
 const enc = encodeURIComponent;
+
+/** The error of an answer that is not 2xx, from its problem JSON when it has one. */
+async function failure(response) {
+  const problem = await response.json().catch(() => null);
+  return new ApiError(response.status, problem);
+}

@@ -1,12 +1,14 @@
 // The page: sign in with a token, a user's feeds, a feed's streams by channel, charts of the
-// chosen streams over a range, the feed's bill and prices, and the notifications. Only the
-// public data API is used.
+// chosen streams over a range, the feed's bill and prices, and the notifications. The open feed
+// is followed live: each stream's newest value, and charts that grow. Only the public data API
+// is used.
 
 import { Api, ApiError } from './api.js';
-import { clearMoney, resizeMoney, showMoney } from './bill.js';
+import { clearMoney, number, resizeMoney, showMoney } from './bill.js';
 import { drawChart } from './chart.js';
+import { LiveFeed } from './live.js';
 import { renderNotifications } from './notifications.js';
-import { bucketed, bucketFor, negated, withGaps } from './series.js';
+import { bucketed, bucketFor, dropBefore, merge, negated, withGaps } from './series.js';
 import { TYPES, byChannel, currentConfig, describe, firstChoice } from './streams.js';
 import { offsetsOf, unixToWall, wallToUnix } from './time.js';
 
@@ -15,15 +17,26 @@ const SPANS = { hour: 3600, day: 86_400, week: 604_800, month: 30 * 86_400 };
 // Beyond 30 days the page asks the server for buckets (`resolution`): one request per stream.
 const LONG = SPANS.month + 3600;
 const CREDENTIALS = 'energy-platform.credentials';
+// A view that ends this close to now (seconds) follows the live points: it keeps its span and
+// moves on with them. One that ends earlier stays where it is.
+const FOLLOW_SLACK = 120;
+// Live points are drawn at most this often (ms): a batch of many streams is one redraw.
+const REDRAW_MS = 250;
 
 const state = {
   api: null, userId: null, feeds: [], feed: null, zone: 'UTC', streams: [], selected: new Set(),
   range: null, loaded: null, plot: null, chartRun: 0, notifications: [], opening: null,
   pinned: null, // a resolution the view fixes: 'month' in the Year view, 'day' in a month of it
+  live: null, // the open feed's LiveFeed
+  now: new Map(), // stream id -> [t, v]: its newest point or bucket, as the page last heard
+  charted: null, // what the chart shows: its streams, their points as loaded and grown, its range
+  backlog: null, // live points that came while the chart was loading: merged once it has loaded
+  asked: new Set(), // streams the live events named that the page read the stream list for
+  redraw: null, // the pending redraw of live points
 };
 // What the last chart took, for people and for the page's tests (read with execute_script);
-// `money`: the bill and prices the money panels show.
-window.dashboard = { last: null, money: null };
+// `money`: the bill and prices the money panels show; `live`: the LiveFeed of the open feed.
+window.dashboard = { last: null, money: null, live: null };
 
 // --- credentials: in this browser only (sessionStorage, or localStorage when remembered) ------
 
@@ -55,9 +68,12 @@ async function signIn(userId, token, remember) {
 function signOut(message = '') {
   forget();
   location.hash = '';
+  stopLive();
   state.plot?.destroy();
   clearMoney();
-  Object.assign(state, { api: null, userId: null, feeds: [], feed: null, plot: null, opening: null });
+  Object.assign(state, {
+    api: null, userId: null, feeds: [], feed: null, plot: null, opening: null, charted: null, backlog: null,
+  });
   $('#app').hidden = true;
   $('#sign-out').hidden = true;
   $('#who').textContent = '';
@@ -116,7 +132,10 @@ async function openFeed(feed) {
   }
   if (state.opening !== feed.id) return; // another feed was chosen meanwhile
   const config = feed.configs.at(-1);
-  Object.assign(state, { feed, streams, zone: config?.timezone || 'UTC', selected: new Set() });
+  stopLive();
+  Object.assign(state, {
+    feed, streams, zone: config?.timezone || 'UTC', selected: new Set(), now: new Map(), asked: new Set(),
+  });
   for (const b of document.querySelectorAll('[data-feed]')) b.classList.toggle('active', b.dataset.feed === feed.id);
   $('#feed-title').textContent = feedTitle(feed);
   $('#feed-details').textContent = `feed ${feed.id} · time zone ${state.zone} · subscription `
@@ -126,6 +145,7 @@ async function openFeed(feed) {
   if (first) state.selected.add(first.id);
   renderStreams();
   setRange('day');
+  startLive(feed);
   await Promise.all([chart(), money()]);
 }
 
@@ -172,7 +192,8 @@ function streamRow(stream) {
     for (const box of document.querySelectorAll('#streams input[data-stream]')) box.checked = box.dataset.stream === stream.id;
     guarded(chart);
   });
-  const cells = [document.createElement('td'), document.createElement('td'), document.createElement('td')];
+  const cells = [document.createElement('td'), document.createElement('td'), document.createElement('td'),
+    document.createElement('td')];
   cells[0].className = 'pick';
   cells[0].append(pick);
   const config = currentConfig(stream);
@@ -180,10 +201,25 @@ function streamRow(stream) {
     className: 'muted', textContent: [d.unit, d.detail].filter(Boolean).join(' · '),
   }));
   if (config) cells[1].title = `current configuration: ${JSON.stringify(config)}`;
-  cells[2].className = 'id';
-  cells[2].textContent = `#${stream.id}`;
+  cells[2].className = 'now';
+  cells[2].dataset.stream = stream.id;
+  showNow(cells[2], stream);
+  cells[3].className = 'id';
+  cells[3].textContent = `#${stream.id}`;
   row.append(...cells);
   return row;
+}
+
+/** A stream's newest value into its cell: for power, what the household uses right now. */
+function showNow(cell, stream) {
+  const newest = state.now.get(stream.id);
+  if (!newest) return;
+  const [t, v] = newest;
+  const { unit } = describe(stream);
+  const digits = Math.abs(v) >= 100 ? 0 : Math.abs(v) >= 10 ? 1 : 2;
+  cell.textContent = v === null ? '–' : `${number(v, digits)}${unit ? ` ${unit}` : ''}`;
+  const at = unixToWall(state.zone, t).replace('T', ' ');
+  cell.title = stream.type === 'processed' ? `the 90 s from ${at}` : `at ${at}`;
 }
 
 // --- range, zoom and pan ----------------------------------------------------------------------
@@ -263,47 +299,89 @@ async function chart() {
   const { from, to } = state.range;
   if (!streams.length) {
     state.plot?.destroy();
-    state.plot = null;
+    Object.assign(state, { plot: null, charted: null, backlog: null });
     element.replaceChildren();
     element.dataset.state = 'empty';
     status.textContent = 'Tick streams to chart them.';
     return;
   }
+  // The load reads a snapshot taken at some point after now: live points that come meanwhile
+  // are kept and merged into it (merging is by time, so those already in it change nothing).
+  state.backlog ??= [];
   element.dataset.state = 'loading';
   status.textContent = 'Loading…';
   const fetchStart = performance.now();
   const resolution = resolutionFor($('#bucket').value, from, to);
-  const loaded = await Promise.all(streams.map((s) => (resolution
-    ? state.api.buckets(state.feed.id, s.id, from, to, resolution)
-    : state.api.points(state.feed.id, s.id, from, to))));
+  let loaded;
+  try {
+    loaded = await Promise.all(streams.map((s) => (resolution
+      ? state.api.buckets(state.feed.id, s.id, from, to, resolution)
+      : state.api.points(state.feed.id, s.id, from, to))));
+  } catch (error) {
+    if (run === state.chartRun) state.backlog = null;
+    throw error;
+  }
   const fetchMs = performance.now() - fetchStart;
   if (run !== state.chartRun) return; // a newer request replaced this one
-  const points = loaded.map((l) => l.times.length);
-  const shapeStart = performance.now();
-  const bucket = resolution ? 0 : bucketFor($('#bucket').value, from, to);
-  const offsetOf = offsetsOf(state.zone);
-  const series = streams.map((stream, i) => {
-    const d = describe(stream);
-    const { times, values } = loaded[i];
-    let shaped = { times, values };
-    if (resolution) shaped = { times, values }; // the server's buckets, as they are
-    else if (stream.type === 'processed' && bucket > 90) shaped = bucketed(times, values, bucket, offsetOf, d.sum);
-    else if (!d.bars) shaped = withGaps(times, values);
-    if (d.below) shaped = negated(shaped);
-    const label = `${d.title} #${stream.id}${d.below ? ', below 0' : ''}`;
-    return { label, unit: d.unit, bars: d.bars, money: d.money, ...shaped };
-  });
+  const charted = {
+    streams, from, to, resolution, fetchMs,
+    bucket: resolution ? 0 : bucketFor($('#bucket').value, from, to),
+    points: loaded.map((l) => l.times.length),
+    requests: loaded.reduce((n, l) => n + l.requests, 0),
+    sources: loaded.map(({ times, values }) => ({ times, values })),
+    // The server's hour, day and month buckets are not grown from 90 s ones: those views only
+    // read again when told to (reload).
+    follow: !resolution && to >= Date.now() / 1000 - FOLLOW_SLACK,
+  };
   state.plot?.destroy();
-  state.plot = null;
-  state.loaded = { from, to };
-  if (!points.some(Boolean)) {
+  Object.assign(state, { plot: null, charted, loaded: { from, to } });
+  const backlog = state.backlog;
+  state.backlog = null;
+  for (const [stream, points] of backlog) grow(stream, points);
+  charted.grown = false; // drawn below as they are now
+  if (charted.follow) {
+    charted.streams.forEach((stream, i) => {
+      const { times, values } = charted.sources[i];
+      if (times.length) noteNow(stream.id, [[times.at(-1), values.at(-1)]]);
+    });
+  }
+  await draw(charted, run);
+}
+
+/** The points of `charted` as the chart draws them: summed, with gaps, negated. */
+function shaped(charted) {
+  const offsetOf = offsetsOf(state.zone);
+  const { resolution, bucket } = charted;
+  return charted.streams.map((stream, i) => {
+    const d = describe(stream);
+    const { times, values } = charted.sources[i];
+    let drawn = { times, values };
+    if (resolution) drawn = { times, values }; // the server's buckets, as they are
+    else if (stream.type === 'processed' && bucket > 90) drawn = bucketed(times, values, bucket, offsetOf, d.sum);
+    else if (!d.bars) drawn = withGaps(times, values);
+    // Live points are merged into the sources in place: the chart's data is its own, changed
+    // only by update().
+    if (drawn.times === times) drawn = { times: times.slice(), values: values.slice() };
+    if (d.below) drawn = negated(drawn);
+    const label = `${d.title} #${stream.id}${d.below ? ', below 0' : ''}`;
+    return { label, unit: d.unit, bars: d.bars, money: d.money, ...drawn };
+  });
+}
+
+async function draw(charted, run) {
+  const element = $('#chart');
+  const status = $('#chart-status');
+  const { streams, from, to, points, fetchMs, resolution, bucket, requests } = charted;
+  if (!charted.sources.some((s) => s.times.length)) {
     element.replaceChildren();
     element.dataset.state = 'no-data';
     status.textContent = 'No points in this range.';
     window.dashboard.last = { streams: streams.map((s) => s.id), range: [from, to], points, fetchMs, resolution };
     return;
   }
-  const drawn = await drawChart(element, series, {
+  charted.drawing = true;
+  const shapeStart = performance.now();
+  const drawn = await drawChart(element, shaped(charted), {
     range: [from, to],
     zone: state.zone,
     width: element.clientWidth || 800,
@@ -311,10 +389,11 @@ async function chart() {
     onZoom: (min, max) => showRange(min, max),
     onPick: pickMonth,
   });
+  charted.drawing = false;
   if (run !== state.chartRun) { drawn.plot.destroy(); return; }
   state.plot = drawn.plot;
+  charted.update = drawn.update;
   window.dashboard.plot = drawn.plot;
-  const requests = loaded.reduce((n, l) => n + l.requests, 0);
   window.dashboard.last = {
     streams: streams.map((s) => s.id), range: [from, to], points, drawnPoints: drawn.points, requests,
     fetchMs, prepareMs: drawn.prepareMs, drawMs: drawn.drawMs, bucket, resolution,
@@ -326,7 +405,140 @@ async function chart() {
     + `${requests} request(s), fetched in ${Math.round(fetchMs)} ms, drawn in ${Math.round(drawn.drawMs)} ms`
     + (bucket > 90 ? `; processed summed per ${bucket === 3600 ? 'hour' : 'day'}` : '')
     + (resolution ? '; energy and cost summed, the rest averaged' : '')
+    + (charted.follow ? '; live' : '')
     + (state.pinned === 'month' ? '. Click a month for its days.' : '. Drag to zoom, wheel zooms, double-click resets, ◀ ▶ pan.');
+  if (charted.grown) scheduleRedraw(); // live points that came while it was drawn
+}
+
+// --- live ---------------------------------------------------------------------------------------
+
+function startLive(feed) {
+  const live = new LiveFeed(state.api, feed.id, { onEvent: onLive, onStatus: showLive });
+  state.live = live.start();
+  window.dashboard.live = live;
+}
+
+function stopLive() {
+  state.live?.stop();
+  state.live = null;
+  clearTimeout(state.redraw);
+  state.redraw = null;
+  $('#live').hidden = true;
+}
+
+const LIVE_TEXT = {
+  connecting: () => 'connecting…',
+  live: () => '● live',
+  reconnecting: (reason) => `reconnecting… (${reason})`,
+  stopped: (reason) => `not live: ${reason}`,
+};
+
+/** The connection's state beside the feed's title: a wall display never goes stale unsaid. */
+function showLive({ state: now, reason }) {
+  const element = $('#live');
+  element.hidden = false;
+  element.dataset.state = now;
+  element.textContent = LIVE_TEXT[now](reason);
+  element.title = `${now} since ${new Date().toLocaleTimeString()}${reason ? `: ${reason}` : ''}`;
+}
+
+/** One live event: `points` and `buckets` grow the chart and the newest values, `reload` reads again. */
+function onLive({ event, data }) {
+  const body = JSON.parse(data);
+  if (event === 'reload') { reload(body); return; }
+  if (event !== 'points' && event !== 'buckets') return;
+  const { stream, points } = body;
+  noteNow(stream, points);
+  if (!state.streams.some((s) => s.id === stream)) { discover(stream); return; }
+  if (state.backlog) state.backlog.push([stream, points]);
+  else if (grow(stream, points)) scheduleRedraw();
+}
+
+/** The newest of `points`, if newer than what the stream's cell shows (a revision is older). */
+function noteNow(streamId, points) {
+  let newest = null;
+  for (const point of points) if (!newest || point[0] >= newest[0]) newest = point;
+  const known = state.now.get(streamId);
+  if (!newest || (known && known[0] > newest[0])) return;
+  state.now.set(streamId, newest);
+  const cell = document.querySelector(`#streams td.now[data-stream="${streamId}"]`);
+  const stream = state.streams.find((s) => s.id === streamId);
+  if (cell && stream) showNow(cell, stream);
+}
+
+/**
+ * Live points into the charted stream's points. A view that follows now moves on to keep its
+ * span (older points leave it); a past view takes only points within it (revised buckets).
+ * Whether the chart changed.
+ */
+function grow(streamId, points) {
+  const charted = state.charted;
+  const i = charted?.streams.findIndex((s) => s.id === streamId) ?? -1;
+  if (i < 0 || charted.resolution) return false;
+  if (charted.follow) {
+    let newest = Math.floor(Date.now() / 1000);
+    for (const [t] of points) newest = Math.max(newest, t);
+    if (newest > charted.to) {
+      charted.from += newest - charted.to;
+      charted.to = newest;
+      for (const { times, values } of charted.sources) dropBefore(times, values, charted.from);
+      state.range = { from: charted.from, to: charted.to };
+      state.loaded = { ...state.range };
+    }
+  }
+  const inside = points.filter(([t]) => t >= charted.from && t <= charted.to);
+  const { times, values } = charted.sources[i];
+  charted.grown = merge(times, values, inside) || charted.grown;
+  return charted.grown;
+}
+
+function scheduleRedraw() {
+  state.redraw ??= setTimeout(() => {
+    state.redraw = null;
+    const charted = state.charted;
+    if (!charted?.grown || charted.drawing || state.backlog) return; // a load or a draw takes them
+    charted.grown = false;
+    if (!charted.update) { guarded(() => draw(charted, state.chartRun)); return; } // the first points
+    const drawnPoints = charted.update(shaped(charted), [charted.from, charted.to]);
+    Object.assign(window.dashboard.last, { range: [charted.from, charted.to], drawnPoints });
+  }, REDRAW_MS);
+}
+
+/**
+ * `reload`: the live log could not say what changed. `expired` (the page was away longer than
+ * the server keeps events): the whole view is read again; `revised`: so is a view that charts
+ * the stream over its stretch. A view that follows now is read up to now.
+ */
+function reload({ reason, stream, time_from: from, time_to: to }) {
+  const charted = state.charted;
+  if (!charted) return;
+  if (reason === 'revised'
+    && (!charted.streams.some((s) => s.id === stream) || to < charted.from || from > charted.to)) return;
+  if (charted.follow) {
+    const end = Math.max(charted.to, Math.floor(Date.now() / 1000));
+    state.range = { from: end - (charted.to - charted.from), to: end };
+    showRange(state.range.from, state.range.to);
+  }
+  guarded(chart);
+}
+
+/** A stream the page has not listed (the homebase began to send it): the list is read again. */
+async function discover(streamId) {
+  if (state.asked.has(streamId)) return;
+  state.asked.add(streamId);
+  const feed = state.feed;
+  await guarded(async () => {
+    const streams = await state.api.streams(feed.id);
+    if (state.feed !== feed) return;
+    state.streams = streams;
+    $('#chart-tools').hidden = !streams.length;
+    if (!state.selected.size) {
+      const first = firstChoice(streams);
+      if (first) state.selected.add(first.id);
+    }
+    renderStreams();
+    await chart();
+  });
 }
 
 // --- notifications ----------------------------------------------------------------------------

@@ -13,13 +13,14 @@ const COLOURS = ['#2563eb', '#dc2626', '#16a34a', '#9333ea', '#ea580c', '#0891b2
  * canvas, with the chart and the time it took. `onZoom(min, max)` follows the user's zooms;
  * `onPick(t)`, when given, gets the time under a click that is not a drag. A series with `steps`
  * holds each value until the next time (a price); `now`, when given, is marked by a line.
+ * `update(series, range)`, also resolved, puts new data of the same series into the chart (live
+ * points): the time axis shows the new range unless the user has zoomed in.
  */
 export function drawChart(element, series, {
   range, zone, width, height = 360, now, onZoom, onPick, started = performance.now(),
 }) {
   let done = false; // the first frame is drawn
-  const tables = series.map((s) => [s.times, s.values]);
-  const data = tables.length === 1 ? tables[0] : uPlot.join(tables);
+  const shown = { range }; // what the time axis shows when not zoomed in; moved by update()
   // A scale's key names its unit, so that money never shares one with energy.
   const keyOf = (s) => `${s.money ? 'money' : 'unit'} ${s.unit}`;
   const unitOf = (key) => key.slice(key.indexOf(' ') + 1);
@@ -37,7 +38,7 @@ export function drawChart(element, series, {
     cursor: { drag: { x: true, y: false } },
     // uPlot fits the x axis to the data (and to a day around a single point); the range asked
     // for is shown instead, so a day with one hour of data looks like one. Zooms pass through.
-    scales: { x: { time: true, range: (u, min, max) => (isDataExtent(u, min, max) ? range : [min, max]) } },
+    scales: { x: { time: true, range: (u, min, max) => (isDataExtent(u, min, max) ? shown.range : [min, max]) } },
     series: [
       { label: 'time' },
       ...series.map((s, i) => ({
@@ -57,7 +58,7 @@ export function drawChart(element, series, {
       })),
     ],
     hooks: { setScale: [(u, key) => { if (done && key === 'x' && onZoom) onZoom(u.scales.x.min, u.scales.x.max); }] },
-    plugins: [wheelZoom(range), ...(onPick ? [clickPick(onPick)] : []), ...(now ? [marker(now)] : [])],
+    plugins: [wheelZoom(shown), ...(onPick ? [clickPick(onPick)] : []), ...(now ? [marker(now)] : [])],
   };
   for (const key of keys) {
     options.scales[key] = {
@@ -71,16 +72,32 @@ export function drawChart(element, series, {
 
   const prepared = performance.now();
   return new Promise((resolve) => {
+    let plot;
+    const update = (newSeries, newRange) => {
+      const { min, max } = plot.scales.x;
+      const zoomed = min > shown.range[0] || max < shown.range[1];
+      shown.range = newRange;
+      plot.setData(joined(newSeries), !zoomed);
+      return pointsOf(plot);
+    };
     options.hooks.draw = [(u) => {
       if (done) return;
       done = true;
       u.ctx.getImageData(0, 0, 1, 1); // waits until the canvas really holds the frame
       const drawn = performance.now();
-      resolve({ plot: u, prepareMs: prepared - started, drawMs: drawn - prepared, points: pointsOf(u) });
+      resolve({
+        plot: u, prepareMs: prepared - started, drawMs: drawn - prepared, points: pointsOf(u), update,
+      });
     }];
     element.replaceChildren();
-    new uPlot(options, data, element);
+    plot = new uPlot(options, joined(series), element);
   });
+}
+
+/** The series' tables on one time axis, as uPlot takes them. */
+function joined(series) {
+  const tables = series.map((s) => [s.times, s.values]);
+  return tables.length === 1 ? tables[0] : uPlot.join(tables);
 }
 
 /**
@@ -129,13 +146,14 @@ function pointsOf(u) {
 }
 
 /** The mouse wheel zooms the time axis around the cursor, within the loaded range. */
-function wheelZoom([lo, hi], factor = 0.75) {
+function wheelZoom(shown, factor = 0.75) {
   return {
     hooks: {
       ready: (u) => {
         u.over.addEventListener('wheel', (event) => {
           event.preventDefault();
           const { min, max } = u.scales.x;
+          const [lo, hi] = shown.range;
           const at = u.posToVal(event.offsetX, 'x');
           const scaleBy = event.deltaY < 0 ? factor : 1 / factor;
           let newMin = at - (at - min) * scaleBy;

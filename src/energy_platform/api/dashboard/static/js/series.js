@@ -1,4 +1,5 @@
-// Point arrays prepared for the chart: longer buckets for processed streams, gaps made visible.
+// Point arrays prepared for the chart: longer buckets for processed streams, gaps made visible,
+// live points merged in.
 
 /**
  * Points summed (or averaged) into buckets of `size` seconds of local time: `offsetOf(t)` gives
@@ -61,4 +62,43 @@ export function bucketFor(choice, from, to) {
 /** Values drawn below the axis (energy fed in, money earned): each negated, gaps kept. */
 export function negated({ times, values }) {
   return { times, values: values.map((v) => (v == null ? v : -v)) };
+}
+
+/**
+ * Live points (`[[t, v], ...]`, as GET /feeds/{id}/live sends them) merged into `times` and
+ * `values` (oldest first) in place, by time: a time already there takes the new value (a revised
+ * bucket), a null value removes it (the bucket has none any more), a new time goes where it
+ * belongs, so a point sent twice (a replay) is still drawn once. Whether anything changed.
+ */
+export function merge(times, values, points) {
+  let changed = false;
+  for (const [t, v] of points) {
+    let i = times.length;
+    if (i && times[i - 1] >= t) i = firstAtOrAfter(times, t);
+    if (times[i] === t) {
+      if (v === null) { times.splice(i, 1); values.splice(i, 1); changed = true; }
+      else if (values[i] !== v) { values[i] = v; changed = true; }
+    } else if (v !== null) {
+      times.splice(i, 0, t);
+      values.splice(i, 0, v);
+      changed = true;
+    }
+  }
+  return changed;
+}
+
+/** Points before `from` dropped, in place (a view that follows now keeps its span). */
+export function dropBefore(times, values, from) {
+  const n = firstAtOrAfter(times, from);
+  if (n) { times.splice(0, n); values.splice(0, n); }
+}
+
+function firstAtOrAfter(times, t) {
+  let lo = 0;
+  let hi = times.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (times[mid] < t) lo = mid + 1; else hi = mid;
+  }
+  return lo;
 }
