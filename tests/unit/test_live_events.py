@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from energy_platform.live.events import event_of, position_frame, reload_frame
-from energy_platform.live.hub import Ended, Subscription
+from energy_platform.core.errors import TooManyRequests
+from energy_platform.core.settings import DatabaseSettings, LiveSettings
+from energy_platform.live.events import KINDS, event_of, position_frame, reload_frame
+from energy_platform.live.hub import Ended, LiveHub, Subscription
 
 
 def subscription(limit: int = 100, streams: set[int] | None = None) -> Subscription:
@@ -60,3 +62,17 @@ def test_frames_are_server_sent_events_of_one_json_line() -> None:
     )
     assert reload_frame(9) == b'id: 9\nevent: reload\ndata: {"reason":"expired"}\n\n'
     assert position_frame(9) == b"id: 9\n\n"
+
+
+def test_a_token_holds_at_most_its_share_of_streams() -> None:
+    hub = LiveHub(DatabaseSettings(), LiveSettings(streams_per_token=2))
+    first = hub.subscribe(7, b"a" * 32, None, KINDS)
+    hub.subscribe(8, b"a" * 32, None, KINDS)
+    with pytest.raises(TooManyRequests):
+        hub.subscribe(9, b"a" * 32, None, KINDS)
+    hub.subscribe(9, b"b" * 32, None, KINDS)  # another token's are its own
+    hub.unsubscribe(first)
+    hub.unsubscribe(first)  # twice (a finished body, then its finalizer): once counted
+    hub.subscribe(9, b"a" * 32, None, KINDS)
+    with pytest.raises(TooManyRequests):
+        hub.subscribe(10, b"a" * 32, None, KINDS)

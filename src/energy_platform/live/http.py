@@ -23,7 +23,7 @@ from litestar.response import Stream
 
 from energy_platform.core.errors import InvalidInput, NotFound
 from energy_platform.core.http.database import Database, Reads
-from energy_platform.core.http.openapi import text_answer
+from energy_platform.core.http.openapi import problems, text_answer
 from energy_platform.core.inputs import INT8_MAX, MAX_REPEATED, Ids, parse_id
 from energy_platform.live import log as statements
 from energy_platform.live.events import (
@@ -48,7 +48,8 @@ LIVE_DOC = (
     " `Last-Event-ID` to resume without a gap. A comment line comes after every"
     " EP_LIVE_KEEPALIVE_S (15) seconds of silence. The stream ends when the token is revoked,"
     " the feed goes, the client reads too slowly, or after EP_LIVE_MAX_STREAM_S (an hour);"
-    " reconnect with `Last-Event-ID`."
+    " reconnect with `Last-Event-ID`. 429: the token already holds EP_LIVE_STREAMS_PER_TOKEN"
+    " (20) streams on this API process."
 )
 Kinds = Annotated[list[Kind], msgspec.Meta(max_length=MAX_REPEATED)]
 LastEventId = Annotated[
@@ -79,7 +80,7 @@ class LiveController(Controller):
         summary="A feed's points and buckets as they are committed (Server-Sent Events)",
         media_type=EVENT_STREAM,
         response_description="The live stream, open until the client leaves",
-        opt=text_answer(EVENT_STREAM, LIVE_DOC),
+        opt={**text_answer(EVENT_STREAM, LIVE_DOC), **problems(429)},
     )
     async def live(
         self,

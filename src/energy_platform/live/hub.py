@@ -19,6 +19,7 @@ import structlog
 from prometheus_client import Counter, Gauge
 
 from energy_platform.core.background import Backoff, sleep_unless_stopped
+from energy_platform.core.errors import TooManyRequests
 from energy_platform.core.faults import is_outside_fault, world_faults_logged
 from energy_platform.core.settings import DatabaseSettings, LiveSettings
 from energy_platform.live import log as statements
@@ -115,6 +116,7 @@ class LiveHub:
         self.settings = live
         self._database = database
         self._feeds: dict[int, set[Subscription]] = {}
+        self._per_token: dict[bytes, int] = {}
         self._position: int | None = None
         self._wake = asyncio.Event()
         self._access = asyncio.Event()
@@ -123,7 +125,14 @@ class LiveHub:
         self, feed: int, digest: bytes, streams: Iterable[int] | None, kinds: Iterable[str]
     ) -> Subscription:
         """A client's subscription to ``feed``: it receives every event committed from now on
-        that it wants, until :meth:`unsubscribe`."""
+        that it wants, until :meth:`unsubscribe`. 429 when the token holds as many streams
+        here as it may (``EP_LIVE_STREAMS_PER_TOKEN``)."""
+        if self._per_token.get(digest, 0) >= self.settings.streams_per_token:
+            raise TooManyRequests(
+                f"this token already follows {self.settings.streams_per_token} live streams"
+                " here; close one first"
+            )
+        self._per_token[digest] = self._per_token.get(digest, 0) + 1
         sub = Subscription(
             feed,
             digest,
@@ -143,6 +152,9 @@ class LiveHub:
             CLIENTS.dec()
             if not subs:
                 del self._feeds[sub.feed]
+            held = self._per_token.pop(sub.digest) - 1
+            if held:
+                self._per_token[sub.digest] = held
 
     @asynccontextmanager
     async def following(self) -> AsyncIterator[None]:
