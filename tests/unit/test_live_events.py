@@ -13,7 +13,12 @@ from energy_platform.live.hub import Ended, LiveHub, Subscription
 
 def subscription(limit: int = 100, streams: set[int] | None = None) -> Subscription:
     return Subscription(
-        7, b"d" * 32, None if streams is None else frozenset(streams), frozenset({"points"}), limit
+        7,
+        1,
+        b"d" * 32,
+        None if streams is None else frozenset(streams),
+        frozenset({"points"}),
+        limit,
     )
 
 
@@ -64,15 +69,15 @@ def test_frames_are_server_sent_events_of_one_json_line() -> None:
     assert position_frame(9) == b"id: 9\n\n"
 
 
-def test_a_token_holds_at_most_its_share_of_streams() -> None:
-    hub = LiveHub(DatabaseSettings(), LiveSettings(streams_per_token=2))
-    first = hub.subscribe(7, b"a" * 32, None, KINDS)
-    hub.subscribe(8, b"a" * 32, None, KINDS)
+def test_a_user_holds_at_most_their_share_of_streams() -> None:
+    hub = LiveHub(DatabaseSettings(), LiveSettings(streams_per_user=2))
+    first = hub.subscribe(7, (1, b"a" * 32), None, KINDS)
+    hub.subscribe(8, (1, b"b" * 32), None, KINDS)  # another token of theirs counts too
     with pytest.raises(TooManyRequests):
-        hub.subscribe(9, b"a" * 32, None, KINDS)
-    hub.subscribe(9, b"b" * 32, None, KINDS)  # another token's are its own
+        hub.subscribe(9, (1, b"a" * 32), None, KINDS)
+    hub.subscribe(9, (2, b"c" * 32), None, KINDS)  # another user's are their own
     hub.unsubscribe(first)
     hub.unsubscribe(first)  # twice (a finished body, then its finalizer): once counted
-    hub.subscribe(9, b"a" * 32, None, KINDS)
+    hub.subscribe(9, (1, b"a" * 32), None, KINDS)
     with pytest.raises(TooManyRequests):
-        hub.subscribe(10, b"a" * 32, None, KINDS)
+        hub.subscribe(10, (1, b"a" * 32), None, KINDS)

@@ -376,8 +376,8 @@ class LiveSettings(Section, frozen=True, kw_only=True):
     max_stream_s: float = 3600.0
     """Seconds after which a stream is ended; its client resumes with ``Last-Event-ID``
     without a gap, behind a load balancer perhaps on another API process."""
-    streams_per_token: int = 20
-    """Live streams one token may hold open at once in one API process; more get 429 (a
+    streams_per_user: int = 20
+    """Live streams one user may hold open at once in one API process; more get 429 (a
     runaway script cannot take every connection the process has)."""
 
     def __post_init__(self) -> None:
@@ -386,12 +386,12 @@ class LiveSettings(Section, frozen=True, kw_only=True):
             or self.keepalive_s <= 0
             or self.client_buffer_bytes < 1024
             or self.max_stream_s <= 0
-            or self.streams_per_token < 1
+            or self.streams_per_user < 1
         ):
             raise ValueError(
                 "EP_LIVE_REPLAY_S must be >= 1, EP_LIVE_KEEPALIVE_S > 0,"
                 " EP_LIVE_CLIENT_BUFFER_BYTES >= 1024, EP_LIVE_MAX_STREAM_S > 0 and"
-                " EP_LIVE_STREAMS_PER_TOKEN >= 1"
+                " EP_LIVE_STREAMS_PER_USER >= 1"
             )
 
 

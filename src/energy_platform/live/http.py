@@ -48,7 +48,7 @@ LIVE_DOC = (
     " `Last-Event-ID` to resume without a gap. A comment line comes after every"
     " EP_LIVE_KEEPALIVE_S (15) seconds of silence. The stream ends when the token is revoked,"
     " the feed goes, the client reads too slowly, or after EP_LIVE_MAX_STREAM_S (an hour);"
-    " reconnect with `Last-Event-ID`. 429: the token already holds EP_LIVE_STREAMS_PER_TOKEN"
+    " reconnect with `Last-Event-ID`. 429: the user already holds EP_LIVE_STREAMS_PER_USER"
     " (20) streams on this API process."
 )
 Kinds = Annotated[list[Kind], msgspec.Meta(max_length=MAX_REPEATED)]
@@ -119,7 +119,7 @@ class LiveController(Controller):
             raise NotFound(f"no feed {feed_id!r}")
         if row["foreign_stream"] is not None:
             raise NotFound(f"no stream {str(row['foreign_stream'])!r} in feed {feed_id!r}")
-        sub = hub.subscribe(feed, caller.digest, streams, kinds or KINDS)
+        sub = hub.subscribe(feed, (caller.user_id, caller.digest), streams, kinds or KINDS)
         body = _events(hub, pool, sub, after)
         # A body never started (its client gone before the first byte) runs no finally: its
         # subscription goes when it is collected.

@@ -52,12 +52,13 @@ class Subscription:
     def __init__(
         self,
         feed: int,
+        user: int,
         digest: bytes,
         streams: frozenset[int] | None,
         kinds: frozenset[str],
         limit: int,
     ) -> None:
-        self.feed, self.digest = feed, digest
+        self.feed, self.user, self.digest = feed, user, digest
         self._streams, self._kinds, self._limit = streams, kinds, limit
         self._frames: deque[tuple[int, bytes]] = deque()
         self._bytes = 0
@@ -116,25 +117,32 @@ class LiveHub:
         self.settings = live
         self._database = database
         self._feeds: dict[int, set[Subscription]] = {}
-        self._per_token: dict[bytes, int] = {}
+        self._per_user: dict[int, int] = {}
         self._position: int | None = None
         self._wake = asyncio.Event()
         self._access = asyncio.Event()
 
     def subscribe(
-        self, feed: int, digest: bytes, streams: Iterable[int] | None, kinds: Iterable[str]
+        self,
+        feed: int,
+        caller: tuple[int, bytes],
+        streams: Iterable[int] | None,
+        kinds: Iterable[str],
     ) -> Subscription:
         """A client's subscription to ``feed``: it receives every event committed from now on
-        that it wants, until :meth:`unsubscribe`. 429 when the token holds as many streams
-        here as it may (``EP_LIVE_STREAMS_PER_TOKEN``)."""
-        if self._per_token.get(digest, 0) >= self.settings.streams_per_token:
+        that it wants, until :meth:`unsubscribe`. ``caller``: the user and the SHA-256 of the
+        token (checked again when access may have changed). 429 when the user holds as many
+        streams here as they may (``EP_LIVE_STREAMS_PER_USER``)."""
+        user, digest = caller
+        if self._per_user.get(user, 0) >= self.settings.streams_per_user:
             raise TooManyRequests(
-                f"this token already follows {self.settings.streams_per_token} live streams"
+                f"this user already follows {self.settings.streams_per_user} live streams"
                 " here; close one first"
             )
-        self._per_token[digest] = self._per_token.get(digest, 0) + 1
+        self._per_user[user] = self._per_user.get(user, 0) + 1
         sub = Subscription(
             feed,
+            user,
             digest,
             None if streams is None else frozenset(streams),
             frozenset(kinds),
@@ -152,9 +160,9 @@ class LiveHub:
             CLIENTS.dec()
             if not subs:
                 del self._feeds[sub.feed]
-            held = self._per_token.pop(sub.digest) - 1
+            held = self._per_user.pop(sub.user) - 1
             if held:
-                self._per_token[sub.digest] = held
+                self._per_user[sub.user] = held
 
     @asynccontextmanager
     async def following(self) -> AsyncIterator[None]:
