@@ -34,6 +34,7 @@ PAGE = 2_000
 POLL = 5.0
 """Seconds between reads when no notification came (a lost one costs at most this)."""
 ACCESS_EVERY = 60.0
+APPLICATION_NAME = "energy-platform live follower"
 """Seconds between checks of who may follow what, notified or not."""
 
 
@@ -199,7 +200,10 @@ class LiveHub:
         while not stop.is_set():
             try:
                 conn = await asyncpg.connect(
-                    self._database.url, timeout=self._database.connect_timeout
+                    self._database.url,
+                    timeout=self._database.connect_timeout,
+                    # How an operator tells it in pg_stat_activity (and a test kills it).
+                    server_settings={"application_name": APPLICATION_NAME},
                 )
             except Exception as e:
                 if not is_outside_fault(e):

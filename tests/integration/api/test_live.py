@@ -17,6 +17,7 @@ import pytest
 from energy_platform.core.codec.format_v4 import HomebaseRecord
 from energy_platform.core.settings import LiveSettings, Settings
 from energy_platform.devices.simulator import data_topic, homebase_client
+from energy_platform.live.hub import APPLICATION_NAME
 from tests.support.admin import run_admin_async
 from tests.support.engine import process
 from tests.support.forwarder import NO_CUSTOMER
@@ -189,6 +190,23 @@ async def test_an_id_older_than_the_log_keeps_gets_reload(
         event = await stream.next()
         assert event is not None
         assert event.event == "reload"
+
+
+async def test_a_lost_database_connection_loses_no_event(
+    platform: Platform, home: Home, db: asyncpg.Connection
+) -> None:
+    t = int(time.time()) - 60
+    async with live(platform.api, home.feed, platform.user_token) as stream:
+        # The follower's connection is killed; a point is committed while it comes back.
+        killed = await db.fetchval(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+            " WHERE application_name = $1 AND datname = current_database()",
+            APPLICATION_NAME,
+        )
+        assert killed >= 1
+        await home.publish(t, (7.0, 2.0, 3.0))
+        events = await stream.until(covers({t}))
+    assert sorted(v for _, _, v in points_of(events)) == [2.0, 3.0, 7.0]
 
 
 async def test_a_slow_client_is_dropped_while_a_fast_one_keeps_receiving(
