@@ -4,10 +4,13 @@ bounded buffer, the filters, and the SSE text a browser's parser reads."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from energy_platform.core.errors import TooManyRequests
+from energy_platform.core.errors import InvalidInput, TooManyRequests
 from energy_platform.core.settings import DatabaseSettings, LiveSettings
 from energy_platform.live.events import KINDS, event_of, position_frame, reload_frame
+from energy_platform.live.http import parse_event_id
 from energy_platform.live.hub import Ended, LiveHub, Subscription
 
 
@@ -81,3 +84,13 @@ def test_a_user_holds_at_most_their_share_of_streams() -> None:
     hub.subscribe(9, (1, b"a" * 32), None, KINDS)
     with pytest.raises(TooManyRequests):
         hub.subscribe(10, (1, b"a" * 32), None, KINDS)
+
+
+@given(st.text(max_size=30))
+def test_any_last_event_id_is_a_position_or_a_400(value: str) -> None:
+    try:
+        position = parse_event_id(value)
+    except InvalidInput:
+        assert not (value.isascii() and value.isdigit() and int(value) <= 2**63 - 1)
+        return
+    assert position is None if value == "" else position == int(value)

@@ -110,7 +110,7 @@ class LiveController(Controller):
             ),
         ] = None,
     ) -> Stream:
-        after = _event_id(last_event_id)
+        after = parse_event_id(last_event_id)
         feed = parse_id(feed_id, "feed")
         row = await reads.fetchrow(
             statements.VISIBLE_FEED, feed, caller.user_id, caller.is_admin, streams or []
@@ -132,7 +132,7 @@ class LiveController(Controller):
         )
 
 
-def _event_id(value: str | None) -> int | None:
+def parse_event_id(value: str | None) -> int | None:
     """``Last-Event-ID`` as a position; 400 unless it is one of this API's ids."""
     if value is None or value == "":
         return None
