@@ -24,6 +24,7 @@ from energy_platform.core.settings import (
     Settings,
 )
 from energy_platform.seeding import create_empty_database, drop_database
+from tests.support import xdist_groups
 from tests.support.data import World, data_api, seed
 from tests.support.databases import create_session_database, database_server
 from tests.support.platform import (
@@ -169,13 +170,8 @@ async def world(world_data: World, settings: Settings) -> AsyncIterator[World]:
         yield world_data
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """With pytest-xdist (``--dist loadgroup``, scripts/test.sh): a module's tests stay on one
-    worker, so its module fixtures are made once; and every test on the session's RabbitMQ
-    node goes to one worker, so one node is started (it takes seconds of CPU), not one a
-    worker."""
-    for item in items:
-        names = getattr(item, "fixturenames", ())
-        on_rabbitmq = "rabbitmq" in names or "rabbit_platform" in names or "[rabbitmq" in item.name
-        group = "rabbitmq" if on_rabbitmq else item.nodeid.split("::")[0]
-        item.add_marker(pytest.mark.xdist_group(group))
+def pytest_configure(config: pytest.Config) -> None:
+    """With pytest-xdist (``--dist loadgroup``, scripts/test.sh): a module's tests on one
+    worker, and the tests on the session's RabbitMQ node on one (tests/support/xdist_groups.py)."""
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(xdist_groups.Groups(), "ep-xdist-groups")

@@ -13,9 +13,10 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from energy_platform.core.settings import Settings
 from energy_platform.engine.prices import parse_prices
 from tests.support.admin import admin_process as admin
-from tests.support.admin import answer
+from tests.support.admin import answer, run_admin
 from tests.support.engine import NewFeed, process
 from tests.support.entsoe import SAMPLE_DE_LU_2025_10_01, Period, Series, document
 
@@ -55,6 +56,16 @@ def rows(starts: list[datetime], price: Callable[[int], float]) -> list[str]:
 
 def listed(database_url: str, area: str, since: str, until: str) -> Any:
     return answer(admin(database_url, "prices", "list", area, "--from", since, "--to", until))
+
+
+def stored(settings: Settings, area: str) -> Any:
+    """The area's prices of DAY as ``prices list`` answers them, run in this process: for the
+    tests of a refused import, which runs in a process of its own (its exit status, its stderr),
+    as do the imports and lists of the tests above."""
+    return run_admin(
+        settings, "prices", "list", area, "--from", "2026-01-15T00:00:00Z", "--to",
+        "2026-01-16T00:00:00Z",
+    )  # fmt: skip
 
 
 def test_a_day_of_quarter_hours_is_imported_and_listed_back(
@@ -167,11 +178,16 @@ GOOD = ["2026-01-15T00:00:00Z,9", "2026-01-15T00:15:00Z,9"]
     ],
 )
 def test_a_bad_file_is_refused_whole_with_its_line_and_nothing_changes(
-    database_url: str, area: str, write: WriteFile, lines: list[str], message: str
+    settings: Settings,
+    database_url: str,
+    area: str,
+    write: WriteFile,
+    lines: list[str],
+    message: str,
 ) -> None:
     starts = quarter_hours(DAY, DAY + timedelta(hours=1))
-    answer(admin(database_url, "prices", "import", area, "--file", write(*rows(starts, float))))
-    before = listed(database_url, area, "2026-01-15T00:00:00Z", "2026-01-16T00:00:00Z")
+    run_admin(settings, "prices", "import", area, "--file", write(*rows(starts, float)))
+    before = stored(settings, area)
 
     # The file's first rows are valid and would change two stored prices (0 and 1 to 9).
     refused = admin(database_url, "prices", "import", area, "--file", write(*lines))
@@ -179,7 +195,7 @@ def test_a_bad_file_is_refused_whole_with_its_line_and_nothing_changes(
     assert refused.returncode == 1
     assert message in refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1
-    assert listed(database_url, area, "2026-01-15T00:00:00Z", "2026-01-16T00:00:00Z") == before
+    assert stored(settings, area) == before
 
 
 def test_an_entsoe_document_is_imported_and_listed_back(database_url: str, area: str) -> None:
@@ -236,6 +252,7 @@ def test_an_entsoe_document_is_imported_and_listed_back(database_url: str, area:
     ],
 )
 def test_a_bad_document_or_too_large_a_file_is_refused_whole_and_nothing_changes(
+    settings: Settings,
     database_url: str,
     area: str,
     tmp_path: Path,
@@ -246,8 +263,8 @@ def test_a_bad_document_or_too_large_a_file_is_refused_whole_and_nothing_changes
     starts = quarter_hours(DAY, DAY + timedelta(hours=1))
     file = tmp_path / "day-ahead.xml"
     file.write_text(document(Series([Period(DAY, DAY + timedelta(hours=1), "PT15M", [(1, "1")])])))
-    answer(admin(database_url, "prices", "import", area, "--file", str(file)))
-    before = listed(database_url, area, "2026-01-15T00:00:00Z", "2026-01-16T00:00:00Z")
+    run_admin(settings, "prices", "import", area, "--file", str(file))
+    before = stored(settings, area)
     file.write_text(content)
 
     refused = admin(database_url, "prices", "import", area, "--file", str(file), *options)
@@ -256,7 +273,7 @@ def test_a_bad_document_or_too_large_a_file_is_refused_whole_and_nothing_changes
     assert refused.returncode == 1
     assert message in refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1
-    assert listed(database_url, area, "2026-01-15T00:00:00Z", "2026-01-16T00:00:00Z") == before
+    assert stored(settings, area) == before
 
 
 def test_what_the_database_refuses_is_reported_with_the_area(
