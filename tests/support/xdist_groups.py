@@ -90,7 +90,9 @@ class Groups:
         recorded: dict[str, float] = {}
         if RECORDED.exists():
             recorded = json.loads(RECORDED.read_text())
-        cached: dict[str, float] = config.cache.get(_CACHE_KEY, {}) if config.cache else {}
+        # No cache with -p no:cacheprovider: the recorded seconds alone.
+        cache = getattr(config, "cache", None)
+        cached: dict[str, float] = cache.get(_CACHE_KEY, {}) if cache else {}
         return {**recorded, **cached}
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -106,12 +108,12 @@ class Groups:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """On the controller: the seconds of each group all of whose tests ran, kept in
         pytest's cache for the next run's order."""
-        config = session.config
-        if not self.finished or config.cache is None:
+        cache = getattr(session.config, "cache", None)
+        if not self.finished or cache is None:
             return
         sizes = Counter(self.groups().values())
         whole = {g: round(s, 1) for g, s in self.seconds.items() if self.finished[g] == sizes[g]}
-        config.cache.set(_CACHE_KEY, {**config.cache.get(_CACHE_KEY, {}), **whole})
+        cache.set(_CACHE_KEY, {**cache.get(_CACHE_KEY, {}), **whole})
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         if self.directory is not None:
