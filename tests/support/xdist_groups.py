@@ -39,9 +39,20 @@ RECORDED = Path(__file__).with_name("group-seconds.json")
 UNKNOWN_TEST_SECONDS = 1.0
 
 
+# Modules that start RabbitMQ nodes of their own: with the session's node's tests, one at a
+# time on one worker. Started together with it, four Erlang VMs booted at once on 2 cores,
+# and the three-node cluster's homebase once got no publish acknowledged in 120 s.
+OWN_RABBITMQ_NODES = ("tests/integration/ingest/test_rabbitmq_cluster.py",)
+
+
 def group_of(item: pytest.Item) -> str:
     names = getattr(item, "fixturenames", ())
-    on_rabbitmq = "rabbitmq" in names or "rabbit_platform" in names or "[rabbitmq" in item.name
+    on_rabbitmq = (
+        "rabbitmq" in names
+        or "rabbit_platform" in names
+        or "[rabbitmq" in item.name
+        or item.nodeid.split("::")[0] in OWN_RABBITMQ_NODES
+    )
     return "rabbitmq" if on_rabbitmq else item.nodeid.split("::")[0]
 
 
