@@ -428,8 +428,8 @@ WITH work AS (
     RETURNING p.stream_id, p.ts
 ), live AS (
     -- What changed becomes the streams' live events (a removed bucket's value is null; over
-    -- 1,000 buckets of a stream, about a day, a reload of their range), numbered by
-    -- LIVE_PUBLISH before the commit.
+    -- 1,000 buckets of a stream, rare with periods of at most max_span, a reload of their
+    -- range), numbered by LIVE_PUBLISH before the commit.
     SELECT cluster.live_stage('buckets', array_agg(stream_id),
                               array_agg(date_part('epoch', ts)::bigint), array_agg(value),
                               1000) AS events

@@ -14,13 +14,11 @@ from __future__ import annotations
 import asyncio
 
 import asyncpg
-import structlog
 
-from energy_platform.core.background import Backoff, sleep_unless_stopped
-from energy_platform.core.faults import is_outside_fault, world_faults_logged
+from energy_platform.core.background import sleep_unless_stopped
+from energy_platform.core.db.listening import listening
 from energy_platform.core.settings import DatabaseSettings
 
-log = structlog.get_logger()
 CHANNEL = "ep_engine_work"
 
 
@@ -43,27 +41,10 @@ class Wakeups:
 
     async def listen(self, settings: DatabaseSettings, stop: asyncio.Event) -> None:
         """LISTEN until ``stop``; reconnect with backoff when the connection is lost."""
-        backoff = Backoff(base=0.5, cap=30.0)
-        while not stop.is_set():
-            lost = asyncio.Event()
-            try:
-                conn = await asyncpg.connect(settings.url, timeout=settings.connect_timeout)
-            except Exception as e:
-                if not is_outside_fault(e):
-                    raise
-                log.warning("engine wake-up: cannot listen", error=f"{type(e).__name__}: {e}")
-                await sleep_unless_stopped(stop, backoff.next_delay())
-                continue
-            try:
-                with world_faults_logged("engine wake-up: listening failed"):
-                    conn.add_termination_listener(lambda _, lost=lost: lost.set())
-                    await conn.add_listener(CHANNEL, self.wake_all)
-                    backoff.reset()
-                    self.wake_all()  # whatever was committed while nobody listened
-                    while not (stop.is_set() or lost.is_set()):
-                        await sleep_unless_stopped(stop, 3600.0, lost)
-            finally:
-                if not conn.is_closed():
-                    await conn.close(timeout=5)
-            if not stop.is_set():
-                await sleep_unless_stopped(stop, backoff.next_delay())
+
+        async def session(_: asyncpg.Connection, lost: asyncio.Event) -> None:
+            self.wake_all()  # whatever was committed while nobody listened
+            while not (stop.is_set() or lost.is_set()):
+                await sleep_unless_stopped(stop, 3600.0, lost)
+
+        await listening(settings, {CHANNEL: self.wake_all}, stop, session, who="engine wake-up")

@@ -19,8 +19,8 @@ import structlog
 from prometheus_client import Counter, Gauge
 
 from energy_platform.core.background import Backoff, sleep_unless_stopped
+from energy_platform.core.db.listening import listening
 from energy_platform.core.errors import TooManyRequests
-from energy_platform.core.faults import is_outside_fault, world_faults_logged
 from energy_platform.core.settings import DatabaseSettings, LiveSettings
 from energy_platform.live import log as statements
 from energy_platform.live.events import Event, event_of, reload_frame
@@ -149,9 +149,10 @@ class LiveHub:
             frozenset(kinds),
             self.settings.client_buffer_bytes,
         )
+        # No read now: what came before is the replay's (http.py), what comes after arrives
+        # with the next commit's notification.
         self._feeds.setdefault(feed, set()).add(sub)
         CLIENTS.inc()
-        self._wake.set()
         return sub
 
     def unsubscribe(self, sub: Subscription) -> None:
@@ -196,35 +197,13 @@ class LiveHub:
 
     async def follow(self, stop: asyncio.Event) -> None:
         """Follow the log until ``stop``; reconnect with backoff when the connection is lost."""
-        backoff = Backoff(base=0.5, cap=10.0)
-        while not stop.is_set():
-            try:
-                conn = await asyncpg.connect(
-                    self._database.url,
-                    timeout=self._database.connect_timeout,
-                    # How an operator tells it in pg_stat_activity (and a test kills it).
-                    server_settings={"application_name": APPLICATION_NAME},
-                )
-            except Exception as e:
-                if not is_outside_fault(e):
-                    raise
-                log.warning("live: cannot follow the log", error=f"{type(e).__name__}: {e}")
-                await sleep_unless_stopped(stop, backoff.next_delay())
-                continue
-            try:
-                with world_faults_logged("live: following the log failed"):
-                    lost = asyncio.Event()
-                    conn.add_termination_listener(lambda _, lost=lost: lost.set())
-                    await conn.add_listener("ep_live", self._notified)
-                    await conn.add_listener("ep_live_access", self._access_changed)
-                    backoff.reset()
-                    await self._resume(conn)
-                    await self._loop(conn, stop, lost)
-            finally:
-                if not conn.is_closed():
-                    await conn.close(timeout=5)
-            if not stop.is_set():
-                await sleep_unless_stopped(stop, backoff.next_delay())
+
+        async def session(conn: asyncpg.Connection, lost: asyncio.Event) -> None:
+            await self._resume(conn)
+            await self._loop(conn, stop, lost)
+
+        channels = {"ep_live": self._notified, "ep_live_access": self._access_changed}
+        await listening(self._database, channels, stop, session, who=APPLICATION_NAME, cap=10.0)
 
     async def _resume(self, conn: asyncpg.Connection) -> None:
         """Start at the log's end; after an outage longer than the log keeps, every client
