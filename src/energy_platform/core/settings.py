@@ -350,11 +350,11 @@ class RetentionSettings(Section, frozen=True, kw_only=True):
 
 
 class CorrectionsSettings(Section, frozen=True, kw_only=True):
-    """The audit trail of imports and repairs (cluster.corrections)."""
+    """The corrections of imports, repairs and undos (cluster.correction_log)."""
 
     days: int = 30
-    """Days a replaced or removed point's old value is kept, and can be put back (0: for
-    ever). Removed by the engine's retention rounds (``EP_RETENTION_INTERVAL``)."""
+    """Days a correction (what it added, replaced and removed) is kept, and can be undone (0:
+    for ever). Removed by the engine's retention rounds (``EP_RETENTION_INTERVAL``)."""
 
     def __post_init__(self) -> None:
         if self.days < 0:

@@ -59,8 +59,9 @@ WITH doomed AS (
 DELETE FROM forwarder.points p USING doomed d WHERE p.stream_id = d.stream_id AND p.ts = d.ts"""
 DELETE_DELIVERY_LOG = """
 DELETE FROM forwarder.delivery_log WHERE attempted_at < now() - make_interval(days => $1)"""
+# A correction's points (cluster.correction_points) go with its log row (ON DELETE CASCADE).
 DELETE_CORRECTIONS = """
-DELETE FROM cluster.corrections WHERE made_at < now() - make_interval(days => $1)"""
+DELETE FROM cluster.correction_log WHERE made_at < now() - make_interval(days => $1)"""
 
 
 async def enforce(

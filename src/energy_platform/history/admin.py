@@ -3,7 +3,6 @@ corrections (``corrections list``, ``corrections undo``)."""
 
 from __future__ import annotations
 
-import asyncio
 import getpass
 from collections.abc import Iterator
 from itertools import islice
@@ -15,11 +14,13 @@ import msgspec
 
 from energy_platform.core.codec.format_v4 import Series
 from energy_platform.core.console import CommandGroup, emit, run_in_transaction
-from energy_platform.core.errors import Conflict, InvalidInput, NotFound
+from energy_platform.core.errors import InvalidInput, NotFound
 from energy_platform.core.inputs import INT4_MAX, parse_id
 from energy_platform.core.settings import Settings
 from energy_platform.devices.ingest.store import cluster_streams, forwarder_key, forwarder_streams
 from energy_platform.history import queries
+from energy_platform.history.corrections import Undone
+from energy_platform.history.corrections import undo as undo_correction
 from energy_platform.history.points import MAX_POINTS, Points, from_csv
 
 IMPORT_TARGET = """
@@ -39,8 +40,9 @@ class Imported(msgspec.Struct):
     inserted: int
     replaced: int
     unchanged: int
-    corrections: list[str]
-    """The corrections that hold the replaced points' old values (``corrections undo``)."""
+    correction: str | None
+    """The one correction of the whole file (``corrections undo`` takes it back); null when
+    nothing changed (the file sent again) and for forwarded points."""
 
 
 class Correction(msgspec.Struct):
@@ -50,10 +52,12 @@ class Correction(msgspec.Struct):
     made_at: str
     time_from: str
     time_to: str
+    added: int
+    """Points written where there were none."""
     replaced: int
     removed: int
-    added: int
-    """Points put back where there were none (by an undo)."""
+    undoes: str | None
+    """For an undo: the correction it undid."""
 
 
 def operator() -> str:
@@ -109,45 +113,39 @@ def import_history(
     """Add a history file's points to the feed's raw stream of this channel, device, medium and
     index (made when missing), as late data enters; a point at a time the stream holds replaces
     it. While the homebase is registered with the forwarder the points go to the forwarder, as
-    its live data does (new times only). The whole file is read once first: a bad line anywhere
-    changes nothing."""
+    its live data does (new times only). The whole file is one transaction and one correction:
+    a bad line anywhere changes nothing, and the file sent again changes nothing."""
     fid = parse_id(feed_id, "feed")
-    for _ in _parsed(path):  # every line checked before anything is written
-        pass
-
     series = Series(channel, device, medium, idx, None, None)
+    who = operator()
 
-    async def work() -> Imported:
-        conn = await asyncpg.connect(settings.database.url)
-        try:
-            feed = await conn.fetchrow(IMPORT_TARGET, fid)
-            if feed is None:
-                raise NotFound(f"no feed {feed_id!r}")
-            if feed["forwarded"]:
-                return await _forward(conn, fid, feed["homebase_sn"], series, path)
-            key = (fid, "raw", channel, device, medium, idx, None)
-            async with conn.transaction():
-                stream = (await cluster_streams(conn, [key]))[key]
-            totals = Imported(str(fid), str(stream), False, 0, 0, 0, [])
-            # A chunk a transaction: a file of any size, in steps the engine takes as late data.
-            for points in _parsed(path):
-                if not points.times:
-                    continue
-                async with conn.transaction():
-                    row = await conn.fetchrow(
-                        queries.WRITE_POINTS, stream, points.times, points.values, operator()
-                    )
-                assert row is not None  # noqa: S101 - the function answers one row
-                totals.inserted += row["inserted"]
-                totals.replaced += row["replaced"]
-                totals.unchanged += row["unchanged"]
-                if row["correction"] is not None:
-                    totals.corrections.append(str(row["correction"]))
-            return totals
-        finally:
-            await conn.close()
+    async def work(conn: asyncpg.Connection) -> Imported:
+        feed = await conn.fetchrow(IMPORT_TARGET, fid)
+        if feed is None:
+            raise NotFound(f"no feed {feed_id!r}")
+        if feed["forwarded"]:
+            return await _forward(conn, fid, feed["homebase_sn"], series, path)
+        key = (fid, "raw", channel, device, medium, idx, None)
+        stream = (await cluster_streams(conn, [key]))[key]
+        totals = Imported(str(fid), str(stream), False, 0, 0, 0, None)
+        # A chunk a call, every call adding to one correction: a file of any size, memory
+        # bounded by the chunk, and the engine sees it all or nothing at the commit.
+        correction = await conn.fetchval(queries.NEW_CORRECTION)
+        for points in _parsed(path):
+            if not points.times:
+                continue
+            row = await conn.fetchrow(
+                queries.WRITE_POINTS, stream, points.times, points.values, who, correction
+            )
+            assert row is not None  # noqa: S101 - the function answers one row
+            totals.inserted += row["inserted"]
+            totals.replaced += row["replaced"]
+            totals.unchanged += row["unchanged"]
+            if row["correction"] is not None:
+                totals.correction = str(row["correction"])
+        return totals
 
-    emit(asyncio.run(work()))
+    emit(run_in_transaction(settings.database, work))
 
 
 async def _forward(
@@ -155,15 +153,11 @@ async def _forward(
 ) -> Imported:
     """A registered homebase's history into its forwarder stream, new times only."""
     key = forwarder_key(sn, series)
-    async with conn.transaction():
-        stream = (await forwarder_streams(conn, [key]))[key]
-    totals = Imported(str(feed), str(stream), True, 0, 0, 0, [])
+    stream = (await forwarder_streams(conn, [key]))[key]
+    totals = Imported(str(feed), str(stream), True, 0, 0, 0, None)
     for points in _parsed(path):
         if points.times:
-            async with conn.transaction():
-                added = await conn.fetchval(
-                    queries.FORWARD_POINTS, stream, points.times, points.values
-                )
+            added = await conn.fetchval(queries.FORWARD_POINTS, stream, points.times, points.values)
             totals.inserted += added
             totals.unchanged += len(set(points.times)) - added
     return totals
@@ -171,7 +165,7 @@ async def _forward(
 
 @click.group("corrections", cls=CommandGroup)
 def corrections() -> None:
-    """Raw points replaced or removed by imports and repairs, kept EP_CORRECTIONS_DAYS."""
+    """Imports, removals and undos of raw points, kept EP_CORRECTIONS_DAYS."""
 
 
 @corrections.command("list")
@@ -192,9 +186,10 @@ def list_corrections(settings: Settings, feed_id: str) -> None:
                 r["made_at"].isoformat(),
                 r["time_from"].isoformat(),
                 r["time_to"].isoformat(),
+                r["added"],
                 r["replaced"],
                 r["removed"],
-                r["added"],
+                None if r["undoes"] is None else str(r["undoes"]),
             )
             for r in await conn.fetch(queries.CORRECTIONS_OF_FEED, fid)
         ]
@@ -205,20 +200,13 @@ def list_corrections(settings: Settings, feed_id: str) -> None:
 @corrections.command("undo")
 @click.argument("correction_id")
 @click.pass_obj
-def undo(settings: Settings, correction_id: str) -> None:
-    """Put back the values a correction replaced or removed (itself a new correction)."""
+def undo_command(settings: Settings, correction_id: str) -> None:
+    """Put back the state before a correction, if each of its points still holds what it left
+    (else refused, naming them, and nothing changes); the undo is a correction of its own."""
     number = parse_id(correction_id, "correction")
 
-    async def work(conn: asyncpg.Connection) -> dict[str, object]:
-        try:
-            row = await conn.fetchrow(queries.UNDO, number, operator())
-        except asyncpg.NoDataFoundError:
-            raise NotFound(f"no correction {correction_id!r}") from None
-        except asyncpg.ObjectNotInPrerequisiteStateError as e:
-            raise Conflict(str(e)) from None
-        assert row is not None  # noqa: S101 - the function answers one row
-        correction = None if row["correction"] is None else str(row["correction"])
-        return {"undone": str(number), "restored": row["restored"], "correction": correction}
+    async def work(conn: asyncpg.Connection) -> Undone:
+        return await undo_correction(conn, number, operator())
 
     emit(run_in_transaction(settings.database, work))
 

@@ -2,8 +2,9 @@
 and a range of it removed (a spike), the way late data enters (docs/data-api.md#history-in).
 
 Only raw streams are written: processed points are the engine's, system points a device's
-(409); only with a write token (403). Every replaced or removed point is recorded in
-``cluster.corrections`` with who did it.
+(409); only with a write token (403). Every request that changes a point is one correction,
+which ``POST /feeds/{feed_id}/corrections/{correction_id}/undo`` takes back
+(docs/data-api.md#undo).
 """
 
 from __future__ import annotations
@@ -15,14 +16,16 @@ import msgspec
 from litestar import Request, delete, post
 from litestar.datastructures import State
 from litestar.di import NamedDependency
+from litestar.exceptions.http_exceptions import RequestEntityTooLarge
 from litestar.openapi.spec import OpenAPIType, Schema
 from litestar.params import FromPath, QueryParameter
 
-from energy_platform.core.errors import Conflict, InvalidInput, NotFound
+from energy_platform.core.errors import Conflict, InvalidInput, NotFound, PayloadTooLarge
 from energy_platform.core.http.database import Database
 from energy_platform.core.http.openapi import problems, request_body
 from energy_platform.core.inputs import parse_id
 from energy_platform.history import queries
+from energy_platform.history.corrections import Undone, undo
 from energy_platform.history.points import (
     EARLIEST,
     LATEST,
@@ -36,6 +39,10 @@ from energy_platform.history.points import (
 from energy_platform.users.auth import Caller, require_write
 
 UnixTime = Annotated[int, QueryParameter(ge=EARLIEST, le=LATEST)]
+MAX_REMOVED_POINTS = 1_000_000
+"""Points one removal may take: its correction keeps them all for EP_CORRECTIONS_DAYS."""
+MAX_REMOVED_DAYS = 366
+"""Days one removal may span (the range is checked before anything is read)."""
 POINTS_BODY = request_body(
     f"At most {MAX_POINTS:,} points: JSON [[unix seconds, value], ...] or CSV time,value lines"
     " (Content-Type text/csv; a time is Unix seconds or ISO 8601 with an offset).",
@@ -62,10 +69,15 @@ class Written(msgspec.Struct):
     """Points whose value changed (the old one is in the audit trail)."""
     unchanged: int
     """Points the stream already held with that value."""
+    correction: str | None
+    """The correction that records what this request added and replaced (undo takes it
+    back); null when nothing changed."""
 
 
 class Deleted(msgspec.Struct):
     deleted: int
+    correction: str | None
+    """The correction that records the removed points; null when there were none."""
 
 
 class StreamWrites:
@@ -90,18 +102,33 @@ class StreamWrites:
     ) -> Written:
         require_write(caller)
         stream = await _raw_stream(pool, feed_id, stream_id, caller)
-        points = _points(request.content_type[0], await request.body())
+        try:
+            body = await request.body()
+        except RequestEntityTooLarge:
+            raise PayloadTooLarge(
+                f"a body of at most {MAX_BODY_BYTES:,} bytes and {MAX_POINTS:,} points:"
+                " split the import"
+            ) from None
+        points = _points(request.content_type[0], body)
         row = await pool.fetchrow(
-            queries.WRITE_POINTS, stream, points.times, points.values, await actor(pool, caller)
+            queries.WRITE_POINTS,
+            stream,
+            points.times,
+            points.values,
+            await actor(pool, caller),
+            None,
         )
         assert row is not None  # noqa: S101 - the function answers one row
-        return Written(row["inserted"], row["replaced"], row["unchanged"])
+        return Written(row["inserted"], row["replaced"], row["unchanged"], _id(row))
 
     @delete(
         "/feeds/{feed_id:str}/streams/{stream_id:str}/data",
         status_code=200,
-        summary="Remove a raw stream's points between two times (both inclusive)",
-        opt=problems(403, 409),
+        summary=(
+            f"Remove a raw stream's points between two times (both inclusive; at most"
+            f" {MAX_REMOVED_DAYS} days and {MAX_REMOVED_POINTS:,} points)"
+        ),
+        opt=problems(403, 409, 413),
     )
     async def remove(
         self,
@@ -117,22 +144,59 @@ class StreamWrites:
             raise InvalidInput(
                 f"time_from ({time_from}) is after time_to ({time_to})", field="time_from"
             )
+        if time_to - time_from > MAX_REMOVED_DAYS * 86_400:
+            raise PayloadTooLarge(
+                f"at most {MAX_REMOVED_DAYS} days a removal: remove the range in parts"
+            )
         stream = await _raw_stream(pool, feed_id, stream_id, caller)
-        row = await pool.fetchrow(
-            queries.DELETE_POINTS,
-            stream,
-            instant(time_from),
-            instant(time_to),
-            await actor(pool, caller),
-        )
+        try:
+            row = await pool.fetchrow(
+                queries.DELETE_POINTS,
+                stream,
+                instant(time_from),
+                instant(time_to),
+                await actor(pool, caller),
+                MAX_REMOVED_POINTS,
+            )
+        except asyncpg.ProgramLimitExceededError as e:
+            raise PayloadTooLarge(str(e)) from None
         assert row is not None  # noqa: S101 - the function answers one row
-        return Deleted(row["deleted"])
+        return Deleted(row["deleted"], _id(row))
+
+    @post(
+        "/feeds/{feed_id:str}/corrections/{correction_id:str}/undo",
+        status_code=200,
+        summary=(
+            "Undo a correction (an import, a removal, an undo): its points get back what they"
+            " held before it, if each still holds what it left (else 409, nothing changed)"
+        ),
+        opt=problems(403, 409),
+    )
+    async def undo_correction(
+        self,
+        feed_id: FromPath[str],
+        correction_id: FromPath[str],
+        caller: NamedDependency[Caller],
+        pool: Database,
+    ) -> Undone:
+        require_write(caller)
+        feed, number = parse_id(feed_id, "feed"), parse_id(correction_id, "correction")
+        seen = await pool.fetchval(
+            queries.VISIBLE_CORRECTION, number, feed, caller.user_id, caller.is_admin
+        )
+        if seen is None:
+            raise NotFound(f"no correction {correction_id!r} in feed {feed_id!r}")
+        return await undo(pool, number, await actor(pool, caller))
 
 
 async def actor(pool: asyncpg.Pool, caller: Caller) -> str:
     """Who a correction is recorded as: the user, and the name of the token they sent."""
     name = await pool.fetchval(queries.ACTOR_NAME, caller.digest)
     return f"user {caller.user_id}" if name is None else f"user {caller.user_id} ({name})"
+
+
+def _id(row: asyncpg.Record) -> str | None:
+    return None if row["correction"] is None else str(row["correction"])
 
 
 def _points(content_type: str, body: bytes) -> Points:

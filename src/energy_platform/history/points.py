@@ -5,6 +5,7 @@ CSV, ISO 8601 with a UTC offset (what other systems export); a value is a finite
 
 from __future__ import annotations
 
+import io
 import math
 from datetime import UTC, datetime, timedelta
 from typing import Annotated
@@ -16,7 +17,8 @@ from energy_platform.core.errors import InvalidInput, PayloadTooLarge
 MAX_POINTS = 100_000
 """Points one request may carry (the issue's limit; a file through the CLI has none)."""
 MAX_BODY_BYTES = MAX_POINTS * 64
-"""Bytes a request body may have: 100,000 points with long times and values fit."""
+"""Bytes a request body may have: 100,000 points with long times and values fit. Short ones
+fit many more (``[0,0],`` is 6 bytes), so the points are counted before they are decoded."""
 # What a timestamptz can hold, in Unix seconds: 0001-01-01 to 9999-12-31T23:59:59Z.
 EARLIEST = -62_135_596_800
 LATEST = 253_402_300_799
@@ -35,7 +37,11 @@ class Points(msgspec.Struct, frozen=True):
 
 
 def from_json(body: bytes) -> Points:
-    """A JSON body of ``[unix seconds, value]`` pairs; 400 naming the fault, 413 past the limit."""
+    """A JSON body of ``[unix seconds, value]`` pairs; 400 naming the fault, 413 past the limit.
+
+    The brackets are counted first (one a pair, one around them; a byte scan): a body of more
+    pairs than the limit is refused before the decoder builds them (about 110 bytes each)."""
+    _within_limit(body.count(b"[") - 1)
     try:
         pairs = _points.decode(body)
     except msgspec.ValidationError as e:
@@ -53,7 +59,10 @@ def from_csv(text: str, *, first_line: int = 1, limit: int | None = MAX_POINTS) 
     too); 400 with the line number of the first bad one. ``first_line`` numbers a chunk of a
     longer file; ``limit`` None: any number of lines (the admin command's chunks)."""
     times, values = [], []
-    for number, line in enumerate(text.splitlines(), start=first_line):
+    # Line by line (newline="": the line ends the admin command's file reading sees), never all
+    # lines at once: a body of short lines is refused at the limit, not after splitting it.
+    lines = io.StringIO(text, newline="")
+    for number, line in enumerate(lines, start=first_line):
         cells = line.strip()
         if not cells or (number == 1 and cells.replace(" ", "").lower() == "time,value"):
             continue

@@ -10,9 +10,12 @@ SELECT s.type
  WHERE s.id = $1 AND s.feed_id = $2"""
 
 # $2: microseconds since the Unix epoch (history/points.py), instants in the database.
+# $5: the correction to add to (an admin import's next chunk), or null: a new one.
 WRITE_POINTS = """
 SELECT inserted, replaced, unchanged, correction
-  FROM cluster.write_points($1, cluster.unix_instants($2::int8[]), $3::float8[], $4)"""
+  FROM cluster.write_points($1, cluster.unix_instants($2::int8[]), $3::float8[], $4, $5)"""
+
+NEW_CORRECTION = "SELECT nextval('cluster.correction_numbers')"
 
 # A registered homebase's history goes where its live data goes, to the forwarder, as ingest
 # stores it there: new times only (a point a customer may have had already stays as it was),
@@ -25,23 +28,28 @@ WITH added AS (
     RETURNING 1)
 SELECT count(*) FROM added"""
 
+# $5: the most points one removal may take (history/http.py, MAX_REMOVED).
 DELETE_POINTS = """
-SELECT deleted, correction FROM cluster.delete_points($1, $2, $3, $4)"""
+SELECT deleted, correction FROM cluster.delete_points($1, $2, $3, $4, $5)"""
 
 UNDO = "SELECT restored, correction FROM cluster.undo_correction($1, $2)"
 
-# A feed's corrections, newest first: one row each, with its stream, extent and counts.
+# A feed's corrections, newest first.
 CORRECTIONS_OF_FEED = """
-SELECT c.correction, c.stream_id, min(c.actor) AS actor, min(c.made_at) AS made_at,
-       min(c.ts) AS time_from, max(c.ts) AS time_to,
-       count(*) FILTER (WHERE c.old_value IS NOT NULL AND c.new_value IS NOT NULL) AS replaced,
-       count(*) FILTER (WHERE c.new_value IS NULL) AS removed,
-       count(*) FILTER (WHERE c.old_value IS NULL) AS added
-  FROM cluster.corrections c
-  JOIN cluster.streams s ON s.id = c.stream_id
+SELECT l.correction, l.stream_id, l.undoes, l.actor, l.made_at, l.time_from, l.time_to,
+       l.added, l.replaced, l.removed
+  FROM cluster.correction_log l
+  JOIN cluster.streams s ON s.id = l.stream_id
  WHERE s.feed_id = $1
- GROUP BY c.correction, c.stream_id
- ORDER BY c.correction DESC"""
+ ORDER BY l.correction DESC"""
+
+# Correction $1 when it is of feed $2 and the caller ($3, $4: user, admin) sees that feed.
+VISIBLE_CORRECTION = """
+SELECT l.correction
+  FROM cluster.correction_log l
+  JOIN cluster.streams s ON s.id = l.stream_id
+  JOIN cluster.user_feeds($3, $4) f ON f.id = s.feed_id
+ WHERE l.correction = $1 AND s.feed_id = $2"""
 
 # The operator names any feed, a forwarded homebase's too (admin corrections list).
 CORRECTED_FEED = "SELECT 1 FROM cluster.feeds WHERE id = $1"

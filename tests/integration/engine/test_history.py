@@ -5,7 +5,6 @@ totals follow), and every replaced or removed point is in the audit trail until 
 from __future__ import annotations
 
 import asyncio
-import json
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -19,16 +18,13 @@ from tests.support.admin import admin_process as admin
 from tests.support.admin import answer
 from tests.support.data import T0
 from tests.support.engine import Feed, NewFeed, api_buckets, process
+from tests.support.history import auth, points_json, send
 from tests.support.services import eventually
 
 DAY = 86_400
 JAN_2 = T0 + DAY  # 2026-01-02T00:00Z, a UTC day of its own (Europe/Prague: 01:00 local)
 POWER = "Electricity, channel 1"
 COST = "Electricity cost, channel 1"
-
-
-def auth(feed: Feed) -> dict[str, str]:
-    return {"Authorization": f"Bearer {feed.owner_token}"}
 
 
 async def clamp(feed: Feed) -> int:
@@ -38,20 +34,6 @@ async def clamp(feed: Feed) -> int:
         feed.id,
     )
     return stream
-
-
-async def send(
-    api: httpx.AsyncClient, feed: Feed, stream: int, body: bytes, content_type: str
-) -> httpx.Response:
-    return await api.post(
-        f"/feeds/{feed.id}/streams/{stream}/data",
-        content=body,
-        headers={**auth(feed), "Content-Type": content_type},
-    )
-
-
-def points_json(points: list[tuple[float, float]]) -> bytes:
-    return json.dumps(points).encode()
 
 
 async def day_total(api: httpx.AsyncClient, feed: Feed, title: str, day_start: int) -> float:
@@ -70,17 +52,27 @@ async def test_history_sent_over_http_becomes_processed_points_costs_and_day_tot
 
     first = await send(api, feed, stream, points_json(day), "application/json")
     assert first.status_code == 200, first.text
-    assert first.json() == {"inserted": len(day), "replaced": 0, "unchanged": 0}
+    assert first.json() == {
+        "inserted": len(day),
+        "replaced": 0,
+        "unchanged": 0,
+        "correction": first.json()["correction"],
+    }
+    assert first.json()["correction"] is not None
     await process(feed.db)
     assert await day_total(api, feed, POWER, JAN_2) == pytest.approx(24_000.0)
     assert await day_total(api, feed, COST, JAN_2) == pytest.approx(12.0)
 
     # Sent again: nothing changes. A reading corrected in CSV, with an ISO time: replaced.
     again = await send(api, feed, stream, points_json(day), "application/json")
-    assert again.json() == {"inserted": 0, "replaced": 0, "unchanged": len(day)}
+    assert again.json() == {"inserted": 0, "replaced": 0, "unchanged": len(day), "correction": None}
     csv = "time,value\n2026-01-02T12:00:00+00:00,1000\n2026-01-02T12:01:00Z,4600\n"
     fixed = await send(api, feed, stream, csv.encode(), "text/csv")
-    assert fixed.json() == {"inserted": 0, "replaced": 1, "unchanged": 1}
+    assert (fixed.json()["inserted"], fixed.json()["replaced"], fixed.json()["unchanged"]) == (
+        0,
+        1,
+        1,
+    )
     await process(feed.db)
     # 3600 W more around 12:01 for a minute either side (the trapezoids): 60 Wh more.
     assert await day_total(api, feed, POWER, JAN_2) == pytest.approx(24_060.0)
@@ -106,7 +98,7 @@ async def test_a_spike_is_removed_the_day_corrected_and_the_removal_undone(
         headers=auth(feed),
     )
     assert removed.status_code == 200, removed.text
-    assert removed.json() == {"deleted": 1}
+    assert removed.json()["deleted"] == 1
     await process(feed.db)
     assert await day_total(api, feed, POWER, JAN_2) == pytest.approx(24_000.0)
 
@@ -119,14 +111,16 @@ async def test_a_spike_is_removed_the_day_corrected_and_the_removal_undone(
     )
     assert [tuple(r) for r in audit] == [(datetime.fromtimestamp(spike, UTC), 10e6, None)]
 
+    assert entry["id"] == removed.json()["correction"]
     undone = answer(admin(database_url, "corrections", "undo", entry["id"]))
     assert undone["restored"] == 1
     await process(feed.db)
     assert await day_total(api, feed, POWER, JAN_2) == pytest.approx(spiked)
-    # Undoing the undo removes the spike again; the first correction is now out of date.
+    # Undone once, the removal cannot be undone again: the spike is back where it left none.
     refused = admin(database_url, "corrections", "undo", entry["id"])
     assert refused.returncode == 1
-    assert f"correction {undone['correction']} changed points" in refused.stderr
+    assert f"correction {undone['correction']} undid it" in refused.stderr
+    # Undoing the undo removes the spike again.
     answer(admin(database_url, "corrections", "undo", undone["correction"]))
     await process(feed.db)
     assert await day_total(api, feed, POWER, JAN_2) == pytest.approx(24_000.0)
@@ -146,7 +140,7 @@ async def test_a_point_replaced_in_a_compacted_day_is_handled_as_ingest_handles_
         api, feed, stream, points_json([(JAN_2 + 600, 2000.0)]), "application/json"
     )
 
-    assert answer_.json() == {"inserted": 0, "replaced": 1, "unchanged": 0}
+    assert (answer_.json()["inserted"], answer_.json()["replaced"]) == (0, 1)
     # The day went back to the row tier, whole, with the new value.
     assert (
         await feed.db.fetchval(
@@ -196,7 +190,7 @@ async def test_only_raw_streams_take_points_and_bad_bodies_change_nothing(
         assert bad.headers["content-type"].startswith("application/problem+json")
     # An empty body is a request of no points: nothing to do, nothing refused.
     empty = await send(api, feed, stream, b"[]", "application/json")
-    assert empty.json() == {"inserted": 0, "replaced": 0, "unchanged": 0}
+    assert empty.json() == {"inserted": 0, "replaced": 0, "unchanged": 0, "correction": None}
     assert (await send(api, feed, stream, b"", "text/csv")).json()["inserted"] == 0
     # Another user's stream is not there; a reversed range is a 400.
     assert (await send(api, other, stream, one, "application/json")).status_code == 404
@@ -245,6 +239,11 @@ async def test_admin_import_reads_a_file_of_any_size_into_a_new_stream(
         )
         == 150_000
     )
+    # One correction for the whole file, its chunks included.
+    log = await feed.db.fetch(
+        "SELECT correction, added FROM cluster.correction_log WHERE stream_id = $1", stream
+    )
+    assert [tuple(r) for r in log] == [(int(done["correction"]), 150_000)]
     # A bad line at the end refuses the whole file: nothing of it is written.
     history.write_text(f"{JAN_2 - 10},1\n" + "\n".join(lines[:5]) + "\n12:00,1\n")
     refused = admin(database_url, "import", str(feed.id), "--channel", "4", "--device", "2",
@@ -263,20 +262,21 @@ async def test_corrections_expire_after_their_days(new_feed: NewFeed, database_u
     feed = await new_feed("UTC")
     stream = await clamp(feed)
     await feed.ingest(stream, [(JAN_2, 1.0), (JAN_2 + 60, 2.0)])
-    removed = await feed.db.fetchrow(
-        "SELECT * FROM cluster.delete_points($1, to_timestamp($2), to_timestamp($3), 'test')",
-        stream,
-        JAN_2,
-        JAN_2 + 60,
-    )
-    assert removed is not None
-    assert removed["deleted"] == 2
-    # One of the two was made 31 days ago.
+    removals = [
+        await feed.db.fetchrow(
+            "SELECT * FROM cluster.delete_points($1, to_timestamp($2), to_timestamp($2),"
+            " 'test', 10)",
+            stream,
+            t,
+        )
+        for t in (JAN_2, JAN_2 + 60)
+    ]
+    old, kept = (r["correction"] for r in removals if r is not None)
+    # The first was made 31 days ago.
     await feed.db.execute(
-        "UPDATE cluster.corrections SET made_at = now() - interval '31 days'"
-        " WHERE correction = $1 AND ts = to_timestamp($2)",
-        removed["correction"],
-        JAN_2,
+        "UPDATE cluster.correction_log SET made_at = now() - interval '31 days'"
+        " WHERE correction = $1",
+        old,
     )
     only_corrections = RetentionSettings(forwarder_points_days=0, delivery_log_days=0)
     async with asyncpg.create_pool(database_url, min_size=1, max_size=1) as pool:
@@ -284,9 +284,16 @@ async def test_corrections_expire_after_their_days(new_feed: NewFeed, database_u
 
     assert done["corrections"] >= 1
     left = await feed.db.fetch(
-        "SELECT ts FROM cluster.corrections WHERE correction = $1", removed["correction"]
+        "SELECT correction, ts FROM cluster.corrections WHERE stream_id = $1", stream
     )
-    assert [r["ts"] for r in left] == [datetime.fromtimestamp(JAN_2 + 60, UTC)]
+    assert [tuple(r) for r in left] == [(kept, datetime.fromtimestamp(JAN_2 + 60, UTC))]
+    # What the expired one removed went with it, not only its log row.
+    assert (
+        await feed.db.fetchval(
+            "SELECT count(*) FROM cluster.correction_points WHERE correction = $1", old
+        )
+        == 0
+    )
 
 
 async def test_the_example_history_of_the_operations_guide_imports_as_it_says(
