@@ -29,6 +29,7 @@ ADMIN_COMMANDS: dict[str, str] = {
     **dict.fromkeys(("tariffs", "prices", "reprocess", "compact"), "energy_platform.engine.admin"),
     **dict.fromkeys(("import", "corrections"), "energy_platform.history.admin"),
     "customers": "energy_platform.forwarder.admin",
+    "notifications": "energy_platform.notifications.admin",
     "broker-accounts": "energy_platform.pairing.admin",
 }
 

@@ -26,11 +26,12 @@ from energy_platform.forwarder.delivery import DeliveryService
 from energy_platform.forwarder.http import app as forwarder
 from energy_platform.live.pruning import live_pruning
 from energy_platform.notifications.rules import notification_rules
+from energy_platform.notifications.watch import parked_rules
 from energy_platform.pairing.pairings import account_reconciliation
 from energy_platform.provisioning.services import provisioning_services
 
 # The cluster's queues, seen from its data API's /metrics (docs/operations.md#watching).
-CLUSTER_WATCHES = (engine_queues, ingest_activity)
+CLUSTER_WATCHES = (engine_queues, ingest_activity, parked_rules)
 
 
 def _api(s: Settings, _: CoapSite) -> list[Service]:

@@ -9,12 +9,14 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 import asyncpg
 import httpx
 import msgspec
 
 from energy_platform.core.settings import ForwarderSettings, Settings
+from tests.support.provisioning import new_sn
 from tests.support.services import eventually
 
 MINUTE = 60
@@ -244,3 +246,26 @@ async def add_points(
         [(stream_id, at(t), v) for t, v in points],
     )
     return stream_id
+
+
+async def seeded_customer(
+    api: str,
+    db: asyncpg.Connection,
+    new_customer: NewCustomer,
+    receiver: Receiver,
+    points: dict[Stream, list[tuple[int, float]]],
+    b: int,
+    mode: str = "aggregated",
+    **config: Any,
+) -> tuple[Customer, str]:
+    """A new customer configured to deliver to ``receiver`` (aggregated by default), one new
+    homebase of it with ``points``, its registration and cursor backdated to interval ``b``."""
+    customer = await new_customer()
+    answer = await configure(api, customer, receiver.url, mode, **config)
+    assert answer.status_code == 200, answer.text
+    sn = new_sn()
+    await register(api, customer, sn, db)
+    for stream, values in points.items():
+        await add_points(db, sn, stream, values)
+    await backdate(db, customer, sn, since=b - 3600, cursor=b)
+    return customer, sn

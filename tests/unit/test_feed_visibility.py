@@ -47,6 +47,9 @@ ALL_FEEDS_QUERIES = {
     # A rule that only closes: `open` is not shown to users, so closing a hidden feed's notice
     # tells no one anything.
     "SUBSCRIPTION_CLOSE": "closes subscription-ending notices",
+    # What a rule that failed on data is narrowed down among, read only then: the rules' own
+    # statements still read feeds through the tenant wall.
+    "NARROWED_FEEDS": "the feeds a rule that failed on data is narrowed down among",
 }
 
 # Views and functions of sql/functions/ that read every feed.

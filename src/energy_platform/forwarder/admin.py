@@ -1,5 +1,5 @@
-"""Admin commands of the forwarder: its customers, their bearer tokens and the homebases
-each may register (grants)."""
+"""Admin commands of the forwarder: its customers, their bearer tokens, the homebases each may
+register (grants), and the customers whose deliveries a data error parked."""
 
 from __future__ import annotations
 
@@ -50,6 +50,22 @@ DELETE_CUSTOMER = """
 WITH periods AS (DELETE FROM forwarder.registration_periods WHERE customer_id = $1)
 DELETE FROM forwarder.customers WHERE id = $1 RETURNING id, name, created_at"""
 
+LIST_PARKED = """
+SELECT c.id, c.name, p.sqlstate, p.error, p.since, s.delivered_to
+  FROM forwarder.parked_deliveries p
+  JOIN forwarder.customers c ON c.id = p.customer_id
+  LEFT JOIN forwarder.delivery_state s ON s.customer_id = p.customer_id
+ ORDER BY p.since, c.id"""
+# Its pending batch, if any, is due at once (its lease would otherwise hold it back).
+RETRY = """
+WITH retried AS (
+    DELETE FROM forwarder.parked_deliveries WHERE customer_id = $1 RETURNING customer_id),
+due AS (
+    UPDATE forwarder.delivery_state s SET next_attempt_at = NULL
+      FROM retried r WHERE s.customer_id = r.customer_id AND s.batch_id IS NOT NULL)
+SELECT c.id, c.name, c.created_at
+  FROM forwarder.customers c JOIN retried r ON r.customer_id = c.id"""
+
 
 class Customer(msgspec.Struct):
     id: str
@@ -74,6 +90,20 @@ class Revoked(msgspec.Struct):
     revoked: list[str]
     unregistered: list[str]
     """Of those, the homebases that were registered to the customer: no longer."""
+
+
+class ParkedCustomer(msgspec.Struct):
+    id: str
+    name: str
+    sqlstate: str
+    error: str
+    since: str
+    delivered_to: str | None
+    """The cursor, where it stays while parked: intervals after it are delivered after a retry."""
+
+
+class RetriedCustomer(Customer):
+    retried: bool
 
 
 class NewCustomer(Customer):
@@ -232,6 +262,45 @@ def delete_customer(settings: Settings, customer: str) -> None:
         await _release(pairings, conn, unregistered)
         c = _customer_of(await conn.fetchrow(DELETE_CUSTOMER, customer_id), customer)
         return DeletedCustomer(c.id, c.name, c.created_at, deleted=True, unregistered=unregistered)
+
+    emit(run_in_transaction(settings.database, work))
+
+
+@customers.command("parked")
+@click.pass_obj
+def parked_customers(settings: Settings) -> None:
+    """List the customers whose deliveries are parked (their points failed on data), oldest
+    first, with the error and the cursor they stay at."""
+
+    async def work(conn: asyncpg.Connection) -> list[ParkedCustomer]:
+        return [
+            ParkedCustomer(
+                str(r["id"]),
+                r["name"],
+                r["sqlstate"],
+                r["error"],
+                r["since"].isoformat(),
+                r["delivered_to"] and r["delivered_to"].isoformat(),
+            )
+            for r in await conn.fetch(LIST_PARKED)
+        ]
+
+    emit(run_in_transaction(settings.database, work))
+
+
+@customers.command("retry")
+@click.argument("customer")
+@click.pass_obj
+def retry_customer(settings: Settings, customer: str) -> None:
+    """Deliver to CUSTOMER (id or name) again after its data was repaired, from its cursor on:
+    nothing stored meanwhile is lost. Parked again, with the new error, if it still fails."""
+
+    async def work(conn: asyncpg.Connection) -> RetriedCustomer:
+        row = await conn.fetchrow(RETRY, await _customer(conn, customer))
+        if row is None:
+            raise NotFound(f"the deliveries of customer {customer!r} are not parked")
+        c = _customer_of(row, customer)
+        return RetriedCustomer(c.id, c.name, c.created_at, retried=True)
 
     emit(run_in_transaction(settings.database, work))
 

@@ -6,11 +6,17 @@ subscription ending) hold at most one open notification per rule, subject and us
 when the condition clears; event rules
 (back online, power change, unusual consumption) create closed notifications. Content is HTML;
 every inserted value passes through ``cluster.html_escape``.
+
+One feed's data never stops the rules for the others (docs/notifications.md#parked-rules): each
+statement runs in a savepoint, and one that fails on data is narrowed down to the feeds it
+fails on, which are parked for that rule (``cluster.parked_notification_rules``) until
+``admin notifications retry``; the statement then runs without them, and so does the round.
 """
 
 from __future__ import annotations
 
 import asyncio
+from typing import NamedTuple
 
 import asyncpg
 import structlog
@@ -18,9 +24,18 @@ from asyncpg.pool import PoolConnectionProxy
 
 from energy_platform.core.background import Periodic
 from energy_platform.core.db.locks import LockKey
+from energy_platform.core.faults import blames_the_data
 from energy_platform.core.settings import DatabaseSettings, RulesSettings
 
 log = structlog.get_logger()
+RULES = (
+    "homebase_offline",
+    "channel_silent",
+    "subscription_ending",
+    "power_change",
+    "unusual_consumption",
+)
+"""The rules a feed can be parked for (homebase_offline covers its back-online notice too)."""
 # One evaluation at a time across engine processes; a busy lock just skips a round.
 LOCK = "SELECT pg_try_advisory_xact_lock($1)"
 
@@ -34,6 +49,9 @@ SELECT a.owner_id, a.feed_id, 'homebase_offline', a.homebase_sn, 'Homebase offli
   FROM cluster.homebase_activity a
   LEFT JOIN cluster.current_feed_titles t ON t.feed_id = a.feed_id
  WHERE a.last_seen < now() - make_interval(secs => $1)
+   AND NOT EXISTS (SELECT 1 FROM cluster.parked_notification_rules k
+                    WHERE k.rule = 'homebase_offline' AND k.feed_id = a.feed_id)
+   AND ($2::bigint[] IS NULL OR a.feed_id = ANY ($2))
 ON CONFLICT (rule, subject, user_id) WHERE open DO NOTHING"""
 
 # Closing the offline notification and announcing the return are one statement.
@@ -43,6 +61,9 @@ WITH back AS (
       FROM cluster.homebase_activity a
      WHERE n.rule = 'homebase_offline' AND n.open AND a.feed_id = n.feed_id
        AND a.last_seen >= now() - make_interval(secs => $1)
+       AND NOT EXISTS (SELECT 1 FROM cluster.parked_notification_rules k
+                        WHERE k.rule = 'homebase_offline' AND k.feed_id = n.feed_id)
+       AND ($2::bigint[] IS NULL OR n.feed_id = ANY ($2))
     RETURNING n.user_id, n.feed_id, n.subject, a.last_seen)
 INSERT INTO cluster.notifications (user_id, feed_id, rule, subject, title, content)
 SELECT b.user_id, b.feed_id, 'homebase_online', b.subject, 'Homebase back online',
@@ -65,13 +86,19 @@ SELECT a.owner_id, a.feed_id, 'channel_silent', a.feed_id || ':' || c.channel, '
   LEFT JOIN cluster.current_feed_titles t ON t.feed_id = a.feed_id
  WHERE c.last_ts < now() - make_interval(secs => $1)
    AND a.last_seen >= now() - make_interval(secs => $2)
+   AND NOT EXISTS (SELECT 1 FROM cluster.parked_notification_rules k
+                    WHERE k.rule = 'channel_silent' AND k.feed_id = a.feed_id)
+   AND ($3::bigint[] IS NULL OR a.feed_id = ANY ($3))
 ON CONFLICT (rule, subject, user_id) WHERE open DO NOTHING"""
 
 SILENT_CLOSE = """
 UPDATE cluster.notifications n SET open = false
   FROM cluster.channel_activity c
  WHERE n.rule = 'channel_silent' AND n.open AND n.subject = c.feed_id || ':' || c.channel
-   AND c.last_ts >= now() - make_interval(secs => $1)"""
+   AND c.last_ts >= now() - make_interval(secs => $1)
+   AND NOT EXISTS (SELECT 1 FROM cluster.parked_notification_rules k
+                    WHERE k.rule = 'channel_silent' AND k.feed_id = c.feed_id)
+   AND ($2::bigint[] IS NULL OR c.feed_id = ANY ($2))"""
 
 SUBSCRIPTION_OPEN = """
 INSERT INTO cluster.notifications (user_id, feed_id, rule, subject, title, content, open)
@@ -84,6 +111,9 @@ SELECT f.owner_id, f.id, 'subscription_ending',
   FROM cluster.visible_feeds f
   LEFT JOIN cluster.current_feed_titles t ON t.feed_id = f.id
  WHERE f.subscription_to > now() AND f.subscription_to <= now() + make_interval(days => $1)
+   AND NOT EXISTS (SELECT 1 FROM cluster.parked_notification_rules k
+                    WHERE k.rule = 'subscription_ending' AND k.feed_id = f.id)
+   AND ($2::bigint[] IS NULL OR f.id = ANY ($2))
 ON CONFLICT (rule, subject, user_id) WHERE open DO NOTHING"""
 
 # Closed when the subscription has ended or was extended (its subject names the old end).
@@ -93,7 +123,10 @@ UPDATE cluster.notifications n SET open = false
   FROM cluster.feeds f
  WHERE n.rule = 'subscription_ending' AND n.open AND n.feed_id = f.id
    AND (f.subscription_to <= now()
-        OR n.subject <> f.id || ':' || extract(epoch FROM f.subscription_to)::bigint)"""
+        OR n.subject <> f.id || ':' || extract(epoch FROM f.subscription_to)::bigint)
+   AND NOT EXISTS (SELECT 1 FROM cluster.parked_notification_rules k
+                    WHERE k.rule = 'subscription_ending' AND k.feed_id = f.id)
+   AND ($1::bigint[] IS NULL OR f.id = ANY ($1))"""
 
 # Events in id order after the rule's position. Events younger than a moment are left for the
 # next round: an id taken by a transaction that commits later must not be skipped.
@@ -140,6 +173,9 @@ created AS (
       JOIN cluster.visible_feeds f ON f.homebase_sn = c.device_sn
       LEFT JOIN cluster.current_feed_titles t ON t.feed_id = f.id
      WHERE cardinality(c.lost) + cardinality(c.restored) > 0
+       AND NOT EXISTS (SELECT 1 FROM cluster.parked_notification_rules k
+                        WHERE k.rule = 'power_change' AND k.feed_id = f.id)
+       AND ($1::bigint[] IS NULL OR f.id = ANY ($1))
     RETURNING 1)
 INSERT INTO cluster.rule_positions (rule, position)
 SELECT 'power_change', coalesce(max(fresh.id), (SELECT position FROM start)) FROM fresh
@@ -159,6 +195,9 @@ WITH due AS (
        AND NOT EXISTS (
            SELECT 1 FROM cluster.daily_consumption d
             WHERE d.feed_id = f.id AND d.day = (now() AT TIME ZONE t.timezone)::date - 1)
+       AND NOT EXISTS (SELECT 1 FROM cluster.parked_notification_rules k
+                        WHERE k.rule = 'unusual_consumption' AND k.feed_id = f.id)
+       AND ($4::bigint[] IS NULL OR f.id = ANY ($4))
      ORDER BY f.id
      LIMIT $3),
 totals AS (
@@ -196,25 +235,135 @@ SELECT d.owner_id, j.feed_id, 'unusual_consumption', j.feed_id || ':' || j.day,
  WHERE j.days >= 7 AND j.median > 0 AND j.energy_wh > $1::float8 * j.median"""
 
 
-async def evaluate(conn: PoolConnectionProxy, settings: RulesSettings) -> bool:
-    """One round of every rule in one transaction; False when another process holds the round."""
+# The feeds a failing statement is narrowed down among: every feed not yet parked for its rule
+# (hidden ones too: SUBSCRIPTION_CLOSE reads them). Read only on a data error; it tells no one
+# anything.
+NARROWED_FEEDS = """
+SELECT coalesce(array_agg(f.id ORDER BY f.id), '{}')
+  FROM cluster.feeds f
+ WHERE NOT EXISTS (SELECT 1 FROM cluster.parked_notification_rules k
+                    WHERE k.rule = $1 AND k.feed_id = f.id)"""
+
+PARK = """
+INSERT INTO cluster.parked_notification_rules (rule, feed_id, sqlstate, error)
+SELECT $1, d.feed_id, d.sqlstate, d.error
+  FROM unnest($2::bigint[], $3::text[], $4::text[]) AS d(feed_id, sqlstate, error)
+ON CONFLICT (rule, feed_id) DO NOTHING"""
+
+
+class Statement(NamedTuple):
+    """One set-based statement of a rule, over every feed; its last parameter narrows it down to
+    some feeds (null: all of them), and it skips the feeds parked for ``rule``."""
+
+    rule: str
+    sql: str
+    args: tuple[object, ...]
+
+
+def statements(settings: RulesSettings) -> list[Statement]:
+    """The rules' statements in the order of a round (a homebase back online is told before it
+    can be found offline again; a notice is closed before a new one may open)."""
+    return [
+        Statement("homebase_offline", BACK_ONLINE, (settings.offline_after,)),
+        Statement("homebase_offline", OFFLINE_OPEN, (settings.offline_after,)),
+        Statement("channel_silent", SILENT_CLOSE, (settings.silent_after,)),
+        Statement("channel_silent", SILENT_OPEN, (settings.silent_after, settings.offline_after)),
+        Statement("subscription_ending", SUBSCRIPTION_CLOSE, ()),
+        Statement("subscription_ending", SUBSCRIPTION_OPEN, (settings.subscription_days,)),
+        Statement("power_change", POWER_CHANGE, ()),
+        Statement(
+            "unusual_consumption",
+            UNUSUAL_CONSUMPTION,
+            (settings.unusual_factor, settings.unusual_settle, settings.unusual_batch),
+        ),
+    ]
+
+
+async def evaluate(conn: PoolConnectionProxy, settings: RulesSettings) -> int | None:
+    """One round of every rule in one transaction: the (rule, feed) pairs it parked, or None
+    when another process holds the round."""
+    parked = 0
     async with conn.transaction():
         if not await conn.fetchval(LOCK, LockKey.NOTIFICATION_RULES):
-            return False
-        await conn.execute(BACK_ONLINE, settings.offline_after)
-        await conn.execute(OFFLINE_OPEN, settings.offline_after)
-        await conn.execute(SILENT_CLOSE, settings.silent_after)
-        await conn.execute(SILENT_OPEN, settings.silent_after, settings.offline_after)
-        await conn.execute(SUBSCRIPTION_CLOSE)
-        await conn.execute(SUBSCRIPTION_OPEN, settings.subscription_days)
-        await conn.execute(POWER_CHANGE)
-        await conn.execute(
-            UNUSUAL_CONSUMPTION,
-            settings.unusual_factor,
-            settings.unusual_settle,
-            settings.unusual_batch,
+            return None
+        for statement in statements(settings):
+            parked += await _isolated(conn, statement)
+    return parked
+
+
+async def _isolated(conn: PoolConnectionProxy, statement: Statement) -> int:
+    """Run ``statement`` in a savepoint. A data error in it (core/faults.py) costs only the feeds
+    it arises from: they are found by halving, parked for the rule, and the statement runs again
+    without them; the round goes on. How many feeds it parked."""
+    error = await _trial(conn, statement, None, keep=True)
+    if error is None:
+        return 0
+    feeds: list[int] = await conn.fetchval(NARROWED_FEEDS, statement.rule)
+    failing = await _failing(conn, statement, feeds)
+    if not failing:
+        raise error  # no one feed's: a fault of the rule itself, for the lifecycle
+    for feed, cause in failing:
+        log.warning(
+            "notification rule parked for a feed",
+            rule=statement.rule,
+            feed=feed,
+            error=f"{type(cause).__name__}: {cause}",
         )
-    return True
+    await conn.execute(
+        PARK,
+        statement.rule,
+        [feed for feed, _ in failing],
+        [str(cause.sqlstate) for _, cause in failing],
+        [str(cause) for _, cause in failing],
+    )
+    error = await _trial(conn, statement, None, keep=True)
+    if error is not None:
+        raise error  # a feed that began to fail since the narrowing: the next round parks it
+    return len(failing)
+
+
+async def _failing(
+    conn: PoolConnectionProxy, statement: Statement, feeds: list[int]
+) -> list[tuple[int, asyncpg.PostgresError]]:
+    """The feeds among ``feeds`` on which ``statement`` fails on data, each with its error. Every
+    trial is rolled back (a rule's position must move once, in the real run); one over a half
+    that passes clears the whole half, so k bad feeds among n cost about 2k·log2(n) trials."""
+    if not feeds:
+        return []
+    error = await _trial(conn, statement, feeds, keep=False)
+    if error is None:
+        return []
+    if len(feeds) == 1:
+        return [(feeds[0], error)]
+    half = len(feeds) // 2
+    return [
+        *await _failing(conn, statement, feeds[:half]),
+        *await _failing(conn, statement, feeds[half:]),
+    ]
+
+
+async def _trial(
+    conn: PoolConnectionProxy, statement: Statement, feeds: list[int] | None, *, keep: bool
+) -> asyncpg.PostgresError | None:
+    """Run ``statement`` over ``feeds`` (None: every feed) in a savepoint, released when it
+    passes and ``keep`` is set, else rolled back; the data error it failed on, if any (any
+    other error propagates)."""
+    savepoint = conn.transaction()
+    await savepoint.start()
+    passed = False
+    try:
+        await conn.execute(statement.sql, *statement.args, feeds)
+        passed = True
+    except asyncpg.PostgresError as e:
+        if not blames_the_data(e):
+            raise
+        return e
+    finally:
+        if passed and keep:
+            await savepoint.commit()
+        else:
+            await savepoint.rollback()
+    return None
 
 
 def notification_rules(database: DatabaseSettings, settings: RulesSettings) -> Periodic:
@@ -222,7 +371,7 @@ def notification_rules(database: DatabaseSettings, settings: RulesSettings) -> P
 
     async def work(pool: asyncpg.Pool, _: asyncio.Event) -> dict[str, int]:
         async with pool.acquire() as conn:
-            await evaluate(conn, settings)
-        return {}
+            parked = await evaluate(conn, settings)
+        return {"parked": parked or 0}
 
     return Periodic("rules", database, settings.interval, work)

@@ -9,18 +9,12 @@ import asyncpg
 import pytest
 
 from tests.support.forwarder import (
-    Customer,
     NewCustomer,
     NewReceiver,
-    Receiver,
     Stream,
-    add_points,
     aligned_past,
-    backdate,
-    configure,
-    register,
+    seeded_customer,
 )
-from tests.support.provisioning import new_sn
 from tests.support.services import eventually
 
 GAS: Stream = (2, 5, 7, None, None)
@@ -32,27 +26,6 @@ PHASE2: Stream = (4, 3, 1, 2, None)
 UNKNOWN: Stream = (1, 7, None, None, "1-0:99.1.0")
 ENERGY: Stream = (1, 7, 22, None, "1-0:1.8.0")
 TARIFF2: Stream = (1, 7, 22, 2, "1-0:1.8.2")  # ingest maps 1.8.2 to medium 22, index 2
-
-
-async def seeded_customer(
-    api: str,
-    db: asyncpg.Connection,
-    new_customer: NewCustomer,
-    receiver: Receiver,
-    points: dict[Stream, list[tuple[int, float]]],
-    b: int,
-    mode: str = "aggregated",
-    **config: Any,
-) -> tuple[Customer, str]:
-    customer = await new_customer()
-    answer = await configure(api, customer, receiver.url, mode, **config)
-    assert answer.status_code == 200, answer.text
-    sn = new_sn()
-    await register(api, customer, sn, db)
-    for stream, values in points.items():
-        await add_points(db, sn, stream, values)
-    await backdate(db, customer, sn, since=b - 3600, cursor=b)
-    return customer, sn
 
 
 async def test_last_average_and_integral_as_worked_out_by_hand(

@@ -11,6 +11,7 @@ import aiocoap
 import asyncpg
 import msgspec
 import psycopg
+from prometheus_client import REGISTRY
 
 from energy_platform.core.background import sleep_unless_stopped
 from energy_platform.core.coap import JSON
@@ -21,6 +22,7 @@ from energy_platform.seeding import processed_stream
 from tests.support.admin import run_admin_async
 from tests.support.forwarder import NO_CUSTOMER
 from tests.support.platform import Platform, add_feed, paired_homebase
+from tests.support.scrape import scrape, value
 from tests.support.services import eventually, periodic_rounds, rounds_later
 
 
@@ -85,6 +87,33 @@ async def kept_alive(
         stop.set()
         async with asyncio.timeout(30):
             await publisher
+
+
+async def own_user(platform: Platform, name: str) -> Platform:
+    """The platform as a new user of its own sees it: the other tests count the notifications
+    of the module's user."""
+    user = await run_admin_async(
+        platform.settings, "users", "add", f"{name}-{secrets.token_hex(3)}"
+    )
+    return msgspec.structs.replace(platform, user_token=user["token"], user_id=user["id"])
+
+
+async def unpaired_homebase(platform: Platform) -> str:
+    """A new homebase known to provisioning (``admin homebases add``), not yet paired."""
+    sn = secrets.token_hex(8).upper()
+    await run_admin_async(
+        platform.settings,
+        "homebases",
+        "add",
+        sn,
+        "--partner",
+        "x",
+        "--type",
+        "HB",
+        "--generation",
+        "6",
+    )
+    return sn
 
 
 def rules_rounds(platform: Platform, seconds: float) -> int:
@@ -340,14 +369,10 @@ async def test_no_rule_speaks_of_a_feed_while_it_is_registered_with_the_forwarde
     ends = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(time.time() + 3 * 86_400))
     s = platform.settings
     # An owner of their own: the other tests count the module's user's notifications.
-    user = await run_admin_async(s, "users", "add", f"forwarding-{secrets.token_hex(3)}")
-    owner = msgspec.structs.replace(platform, user_token=user["token"], user_id=user["id"])
+    owner = await own_user(platform, "forwarding")
     homebases = {}
     for title in ("Forwarded one", "Shown one"):
-        sn = secrets.token_hex(8).upper()
-        await run_admin_async(
-            s, "homebases", "add", sn, "--partner", "x", "--type", "HB", "--generation", "6"
-        )
+        sn = await unpaired_homebase(platform)
         if title == "Forwarded one":  # registered before its feed exists: no round sees it shown
             with psycopg.connect(database_url, autocommit=True) as conn:
                 conn.execute(
@@ -416,13 +441,9 @@ async def test_a_day_over_twice_its_28_day_median_is_unusual(
     """Yesterday used 60 kWh; the 28 days before, 20 kWh each (median 20): told once. Usual
     used 30 kWh through a channel with a combined stream beside its unindexed one: counted
     twice it would be 60 kWh, and unusual."""
-    s = platform.settings
     feeds = {}
     for label, yesterday_wh in (("Greedy", 60_000.0), ("Usual", 30_000.0)):
-        sn = secrets.token_hex(8).upper()
-        await run_admin_async(
-            s, "homebases", "add", sn, "--partner", "x", "--type", "HB", "--generation", "6"
-        )
+        sn = await unpaired_homebase(platform)
         feed = await add_feed(platform, sn, title=label, timezone="UTC")
         feeds[label] = (int(feed["id"]), yesterday_wh)
     # Between rounds: the rules see the whole history or none of it; a verdict they already took
@@ -442,3 +463,80 @@ async def test_a_day_over_twice_its_28_day_median_is_unusual(
     assert [n["feed_title"] for n in unusual] == ["Greedy"]
     assert "60.0 kWh" in unusual[0]["content"]
     assert "20.0 kWh" in unusual[0]["content"]
+
+
+async def test_a_feed_whose_data_fails_a_rule_is_parked_while_the_others_are_told(
+    platform: Platform, db: asyncpg.Connection
+) -> None:
+    """Poisoned's yesterday holds two processed points of 1e308 Wh: their sum overflows float8
+    (SQLSTATE 22003) in the unusual-consumption rule. Greedy used 60 kWh against a median of
+    20 and is told in the same round; the rule is parked for Poisoned alone, the rules go on
+    without failing a round, and a retry after the repair tells of Poisoned's day too."""
+    s = platform.settings
+    # An owner of their own: the other tests count the module's user's unusual days.
+    owner = await own_user(platform, "parked")
+    feeds = {}
+    for label in ("Poisoned", "Greedy beside it"):
+        sn = await unpaired_homebase(platform)
+        feeds[label] = int((await add_feed(owner, sn, title=label, timezone="UTC"))["id"])
+    poisoned, greedy = feeds["Poisoned"], feeds["Greedy beside it"]
+    failed = {"loop": "rules", "outcome": "failed"}
+    failed_before = REGISTRY.get_sample_value("ep_housekeeping_rounds_total", failed) or 0
+    async with between_rounds(db):
+        for feed_id in feeds.values():
+            await used_yesterday(db, feed_id, 60_000.0)
+        await db.execute(
+            "UPDATE cluster.processed_points SET value = 1e308 WHERE (stream_id, ts) IN ("
+            " SELECT p.stream_id, p.ts FROM cluster.processed_points p"
+            "   JOIN cluster.streams t ON t.id = p.stream_id"
+            "  WHERE t.feed_id = $1 ORDER BY p.ts LIMIT 2)",
+            poisoned,
+        )
+
+    async def unusual_days() -> set[str]:
+        return {
+            n["feed_title"]
+            for n in await notifications(owner)
+            if n["title"] == "Unusual consumption"
+        }
+
+    async def told(*titles: str) -> bool:
+        return await unusual_days() == set(titles)
+
+    async def parked() -> list[dict[str, Any]]:
+        listed = await run_admin_async(s, "notifications", "parked")
+        return [p for p in listed if p["feed"] in {str(poisoned), str(greedy)}]
+
+    await eventually(lambda: told("Greedy beside it"))
+    [pair] = await parked()
+    assert (pair["rule"], pair["feed"], pair["sqlstate"]) == (
+        "unusual_consumption",
+        str(poisoned),
+        "22003",
+    )
+    # One round judged both: the notice and the parking share its transaction's now().
+    told_at = await db.fetchval(
+        "SELECT created_at FROM cluster.notifications WHERE feed_id = $1", greedy
+    )
+    assert pair["since"] == told_at.isoformat()
+    samples = await scrape(platform.api)
+    gauge = value(samples, "ep_notifications_parked_feeds", rule="unusual_consumption")
+    assert gauge is not None
+    assert gauge >= 1
+    # The rules go on round after round, none of them failed, and Poisoned stays parked.
+    await rounds_later(lambda: periodic_rounds("rules"), 3)
+    assert (REGISTRY.get_sample_value("ep_housekeeping_rounds_total", failed) or 0) == failed_before
+    assert await unusual_days() == {"Greedy beside it"}
+    assert [p["feed"] for p in await parked()] == [str(poisoned)]
+
+    # Repaired (60 kWh again, 3 times its median), then retried: told like the others.
+    async with between_rounds(db):
+        await db.execute(
+            "UPDATE cluster.processed_points p SET value = 60000.0 / 960 FROM cluster.streams t"
+            " WHERE t.id = p.stream_id AND t.feed_id = $1 AND p.value = 1e308",
+            poisoned,
+        )
+    retried = await run_admin_async(s, "notifications", "retry", str(poisoned))
+    assert retried == {"feed": str(poisoned), "retried": ["unusual_consumption"]}
+    await eventually(lambda: told("Greedy beside it", "Poisoned"))
+    assert await parked() == []

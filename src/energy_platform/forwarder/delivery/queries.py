@@ -6,7 +6,7 @@ with one query, and records many outcomes in one transaction.
 
 # Due customers: a pending batch whose retry time has come, or no pending batch and the next
 # interval ended (plus the settle time). Locked while their batches are made. A batch in flight
-# is leased (next_attempt_at in the future), so it is not due.
+# is leased (next_attempt_at in the future), so it is not due; a parked customer never is.
 # `upto`, the snapshot a new batch reaches to, is taken by this statement: every transaction
 # visible in it has committed, so the queries after it see all the points it covers.
 CLAIM = """
@@ -21,6 +21,7 @@ SELECT s.customer_id, s.delivered_to, s.batch_id, s.batch_from, s.batch_to, s.ba
             THEN s.next_attempt_at IS NULL OR s.next_attempt_at <= clock_timestamp()
             ELSE forwarder.interval_end(s.delivered_to, c.interval_minutes)
                  + make_interval(secs => $1) <= clock_timestamp() END
+   AND NOT EXISTS (SELECT 1 FROM forwarder.parked_deliveries p WHERE p.customer_id = s.customer_id)
  ORDER BY coalesce(s.batch_to, forwarder.interval_end(s.delivered_to, c.interval_minutes)),
           s.customer_id
  LIMIT $2
@@ -43,6 +44,15 @@ SELECT a.customer_id, s.homebase_sn, s.channel, s.device, a.medium, s.idx, s.obi
   FROM forwarder.batch_aggregates($1, $2, $3, $4, $5, $6) a
   JOIN forwarder.streams s ON s.id = a.stream_id
  ORDER BY a.customer_id, a.ts, s.homebase_sn, s.channel, s.device, s.medium, s.idx, s.obis"""
+
+# Customers whose points fail on data (forwarder.parked_deliveries). One deleted meanwhile (its
+# outcome failed the log's foreign key) has nothing left to park.
+PARK = """
+INSERT INTO forwarder.parked_deliveries (customer_id, sqlstate, error)
+SELECT d.customer_id, d.sqlstate, d.error
+  FROM unnest($1::bigint[], $2::text[], $3::text[]) AS d(customer_id, sqlstate, error)
+ WHERE EXISTS (SELECT 1 FROM forwarder.customers c WHERE c.id = d.customer_id)
+ON CONFLICT (customer_id) DO NOTHING"""
 
 # Persisted (durably) before the first attempt: a restart sends the same id and points.
 START_BATCHES = """

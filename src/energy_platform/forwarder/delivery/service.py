@@ -12,6 +12,11 @@ Three parts share one event loop:
   the retry it schedules) in one transaction. Only then is the customer claimable again, so a
   customer's batches go out strictly in order.
 
+One customer's data never stops the others' deliveries (docs/forwarder.md#parked-customers): a
+data error (core/faults.py) while its batch is made or its outcome recorded is narrowed down to
+the customers it arises from, by halving; those are parked (``forwarder.parked_deliveries``,
+their cursors where they were) until ``admin customers retry``, and the rest go out.
+
 Run one delivery process per database: two would each deliver every batch.
 """
 
@@ -31,7 +36,7 @@ from prometheus_client import Counter, Histogram
 
 from energy_platform.core.background import sleep_unless_stopped
 from energy_platform.core.db.pool import Connection, create_pool
-from energy_platform.core.faults import is_outside_fault, world_faults_logged
+from energy_platform.core.faults import blames_the_data, is_outside_fault, world_faults_logged
 from energy_platform.core.settings import DatabaseSettings, ForwarderSettings
 from energy_platform.forwarder.delivery import queries
 from energy_platform.forwarder.delivery.batches import Batch, DeliveryBody, Mode, encode
@@ -144,29 +149,39 @@ class DeliveryService:
                 claimed = {r["customer_id"] for r in rows}
                 # In flight from now on: the other claimers pass these customers over.
                 self._in_flight.update(claimed)
-                return await self._batches(conn, rows)
+                batches = await self._batches(conn, rows)
         except BaseException:
             self._in_flight.difference_update(claimed)
             raise
+        # A customer parked meanwhile has no batch, and is no longer in flight.
+        self._in_flight.difference_update(claimed - {b.customer_id for b in batches})
+        return batches
 
     async def _batches(self, conn: Connection, rows: Sequence[asyncpg.Record]) -> list[Batch]:
-        """The claimed customers' batches, persisted (new ones) and leased (all)."""
+        """The claimed customers' batches, persisted (new ones) and leased (all); a customer
+        whose points fail on data is parked instead, and gets none."""
         lease = 2 * self._settings.delivery_timeout
         out: list[Batch] = []
+        failed: dict[int, asyncpg.PostgresError] = {}
         fresh = [r for r in rows if r["batch_id"] is None]
         pending = [r["customer_id"] for r in rows if r["batch_id"] is not None]
         if pending:
             await conn.execute(queries.LEASE, pending, lease)
         for row in rows:
             if row["batch_id"] is not None:
-                out.append(await self._pending(conn, row))
+                batch = await self._pending(conn, row, failed)
+                if batch is not None:
+                    out.append(batch)
         started: list[tuple[int, uuid.UUID, datetime, str, str]] = []
         for mode in ("all", "aggregated"):
             group = [r for r in fresh if r["mode"] == mode]
             if not group:
                 continue
-            points = await _rows_for(conn, mode, [_window(r) for r in group])
+            points, errors = await _rows_isolated(conn, mode, [_window(r) for r in group])
+            failed.update(errors)
             for row in group:
+                if row["customer_id"] in errors:
+                    continue  # its cursor stays: the same interval is made again after a retry
                 customer, start, end = row["customer_id"], row["delivered_to"], row["next_end"]
                 batch_id = uuid.uuid4()
                 # An interval with nothing to send still yields a delivery: "data": [].
@@ -175,9 +190,13 @@ class DeliveryService:
                 out.append(_batch(row, batch_id, start, end, body, count, 1, False))
         if started:
             await conn.execute(queries.START_BATCHES, *_columns(started, 5), lease)
+        if failed:
+            await _park(conn, failed)
         return out
 
-    async def _pending(self, conn: Connection, row: asyncpg.Record) -> Batch:
+    async def _pending(
+        self, conn: Connection, row: asyncpg.Record, failed: dict[int, asyncpg.PostgresError]
+    ) -> Batch | None:
         batch_id: uuid.UUID = row["batch_id"]
         start, end = row["batch_from"], row["batch_to"]
         stored: bytes | None = row["batch_body"]
@@ -195,8 +214,11 @@ class DeliveryService:
                 row["seen"],
                 row["batch_seen"],
             )
-            rows = (await _rows_for(conn, mode, [window])).get(row["customer_id"], [])
-            body, points = encode(batch_id, start, end, mode, rows)
+            found, errors = await _rows_isolated(conn, mode, [window])
+            if errors:
+                failed.update(errors)
+                return None  # the batch stays pending, to be made again after a retry
+            body, points = encode(batch_id, start, end, mode, found.get(row["customer_id"], []))
         attempt = row["attempts"] + 1
         return _batch(row, batch_id, start, end, body, points, attempt, stored is not None)
 
@@ -236,7 +258,7 @@ class DeliveryService:
                 done.append(self._outcomes.get_nowait())
             while True:
                 try:
-                    await self._record(pool, done)
+                    await self._record_isolated(pool, done)
                     break
                 except Exception as e:
                     if not is_outside_fault(e):
@@ -247,6 +269,29 @@ class DeliveryService:
             for batch, _ in done:
                 self._in_flight.discard(batch.customer_id)
             self._wake.set()
+
+    async def _record_isolated(
+        self, pool: asyncpg.Pool, done: Sequence[tuple[Batch, Outcome]]
+    ) -> None:
+        """:meth:`_record`; on a data error, halves recorded apart down to the one outcome it
+        arises from (a customer deleted while its batch was out fails the log's foreign key),
+        whose customer is parked with its batch still pending: sent again after a retry. A
+        fault of the world between halves has the recorder write them all again: a second log
+        row, and a retry's attempt counted twice, at worst."""
+        try:
+            await self._record(pool, done)
+        except asyncpg.PostgresError as e:
+            if not blames_the_data(e):
+                raise
+            if len(done) == 1:
+                async with pool.acquire() as conn:
+                    await _park(conn, {done[0][0].customer_id: e})
+                return
+        else:
+            return
+        half = len(done) // 2
+        await self._record_isolated(pool, done[:half])
+        await self._record_isolated(pool, done[half:])
 
     async def _record(self, pool: asyncpg.Pool, done: Sequence[tuple[Batch, Outcome]]) -> None:
         """Log the attempts and move the cursors (or schedule the retries) in one transaction."""
@@ -340,6 +385,39 @@ async def _rows_for(
     for row in await conn.fetch(statement, *columns):
         by_customer[row[0]].append(row)
     return by_customer
+
+
+async def _rows_isolated(
+    conn: Connection, mode: Mode, windows: Sequence[Window]
+) -> tuple[dict[int, list[asyncpg.Record]], dict[int, asyncpg.PostgresError]]:
+    """:func:`_rows_for` in a savepoint; on a data error, halves apart down to the customers it
+    arises from. Their points and, apart, each failing customer's error."""
+    try:
+        async with conn.transaction():
+            return await _rows_for(conn, mode, windows), {}
+    except asyncpg.PostgresError as e:
+        if not blames_the_data(e):
+            raise
+        if len(windows) == 1:
+            return {}, {windows[0][0]: e}
+    half = len(windows) // 2
+    points, errors = await _rows_isolated(conn, mode, windows[:half])
+    more, more_errors = await _rows_isolated(conn, mode, windows[half:])
+    return {**points, **more}, {**errors, **more_errors}
+
+
+async def _park(conn: Connection, failed: dict[int, asyncpg.PostgresError]) -> None:
+    """Park these customers' deliveries, each with its error, until ``admin customers retry``."""
+    for customer, e in failed.items():
+        log.warning(
+            "deliveries parked for a customer", customer=customer, error=f"{type(e).__name__}: {e}"
+        )
+    await conn.execute(
+        queries.PARK,
+        list(failed),
+        [str(e.sqlstate) for e in failed.values()],
+        [str(e) for e in failed.values()],
+    )
 
 
 def _columns(rows: Sequence[tuple[object, ...]], width: int) -> list[list[object]]:

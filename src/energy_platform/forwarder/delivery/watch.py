@@ -1,5 +1,5 @@
 """Scrape-time gauges of the forwarder (``core/gauges.py``): per customer, the points stored
-for it and not yet delivered, and how long the oldest has waited.
+for it and not yet delivered, and how long the oldest has waited; the customers parked.
 
 Only the ``CUSTOMERS`` customers whose oldest undelivered point is oldest get a label set, so
 the series stay bounded however many customers there are; ``ep_forwarder_customers_behind``
@@ -71,3 +71,17 @@ async def undelivered(conn: Connection) -> list[GaugeMetricFamily]:
         rows[0]["behind"] if rows else 0,
     )
     return [points, age, interval, behind]
+
+
+PARKED = "SELECT count(*) FROM forwarder.parked_deliveries"
+
+
+async def parked_customers(conn: Connection) -> list[GaugeMetricFamily]:
+    """How many customers' deliveries are parked (``admin customers parked`` lists them)."""
+    return [
+        gauge(
+            "ep_forwarder_customers_parked",
+            "Customers whose deliveries are parked: their points failed on data",
+            await conn.fetchval(PARKED),
+        )
+    ]

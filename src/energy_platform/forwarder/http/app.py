@@ -7,7 +7,7 @@ from litestar.di import Provide
 from energy_platform.core.http.application import build_app
 from energy_platform.core.http.openapi import bearer
 from energy_platform.core.settings import Settings
-from energy_platform.forwarder.delivery.watch import undelivered
+from energy_platform.forwarder.delivery.watch import parked_customers, undelivered
 from energy_platform.forwarder.destinations import AllowedNetworks
 from energy_platform.forwarder.http.config import ConfigController
 from energy_platform.forwarder.http.deliveries import DeliveriesController
@@ -47,5 +47,5 @@ def create_app(settings: Settings) -> Litestar:
         route_handlers=[customer_api],
         authenticating={"customer": bearer("A customer token (`admin customers add`).")},
         lifespan=[pairing_client],
-        watches=[undelivered],
+        watches=[undelivered, parked_customers],
     )
