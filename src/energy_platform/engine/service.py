@@ -192,7 +192,7 @@ async def drain(
             work_mem=settings.work_mem,
         )
         claim_s += result.claim_s
-        if not result.periods:
+        if not result.periods and not result.parked:
             break
         # Counted, not logged: a line per batch would drown the log of a busy engine.
         POINTS_WRITTEN.inc(result.written)
