@@ -29,7 +29,7 @@ def alerts() -> list[dict[str, object]]:
 
 
 def test_rules_and_configuration_are_valid() -> None:
-    assert "SUCCESS: 11 rules found" in promtool("check", "rules", "rules.yml")
+    assert "SUCCESS: 12 rules found" in promtool("check", "rules", "rules.yml")
     promtool("check", "config", "prometheus.yml")
 
 
