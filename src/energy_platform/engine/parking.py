@@ -78,13 +78,13 @@ async def park(
     """Park one feed's failed work of ``stage``: its channels (processing) or streams (rollups)
     with their periods, in the batch's transaction."""
     e = failure.error
-    await conn.execute(
-        PARK,
-        stage,
-        failure.feed_id,
-        list(keys),
-        list(spans),
-        e.sqlstate,
-        str(e),
-    )
+    try:
+        async with conn.transaction():
+            await conn.execute(
+                PARK, stage, failure.feed_id, list(keys), list(spans), e.sqlstate, str(e)
+            )
+    except asyncpg.ForeignKeyViolationError:
+        # The feed was deleted since its work was claimed: nothing is left to park.
+        log.info("parked feed gone", stage=stage, feed=failure.feed_id)
+        return
     log.warning("feed parked", stage=stage, feed=failure.feed_id, sqlstate=e.sqlstate, error=str(e))
