@@ -67,6 +67,10 @@ async def test_a_poisoned_feed_is_parked_and_retried_while_the_others_are_proces
     new_feed: NewFeed, api: httpx.AsyncClient, database_url: str
 ) -> None:
     healthy, poisoned = await new_feed(), await new_feed()
+    # A title the notice must escape (the time zone stays: nothing is queued by it).
+    await poisoned.db.execute(
+        "SELECT cluster.set_feed_config($1, NULL, 'Flat <2> & co', 'Europe/Prague')", poisoned.id
+    )
     before = await gauges(healthy.db)
     await steady(healthy, 1, 1000.0)
     clamp = await steady(poisoned, 1, 1000.0, poison=[2])
@@ -95,7 +99,7 @@ async def test_a_poisoned_feed_is_parked_and_retried_while_the_others_are_proces
     assert parked["ep_engine_parked_oldest_age_seconds"] >= 0
     # The owner is told, once.
     (notice,) = [n for n in await notices(api, poisoned) if n["title"] == "Processing paused"]
-    assert "Home" in str(notice["content"])
+    assert "<b>Flat &lt;2&gt; &amp; co</b>" in str(notice["content"])
     assert await is_open(poisoned)
 
     # Newer data of the parked feed waits, and it is no engine lag: work queued ten minutes ago
