@@ -7,7 +7,8 @@ integrity classes (SQLSTATE 22, 23) blame the data, and so does everything else:
 retries those as if the world had failed. Ingest drops such a message into its dead letters;
 a loop whose own statements fail on data (which is a bug: the data was checked at the edge)
 fails, and the lifecycle logs it with its traceback and restarts it with backoff, counted in
-``ep_service_restarts_total``.
+``ep_service_restarts_total``. The engine's batches, which compute many feeds at once, narrow
+such an error down to its feed and park that feed instead (``engine/parking.py``).
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """Admin commands of the engine: tariffs from an instant on, market prices of an area,
-reprocessing a feed, and a compaction round now.
+reprocessing a feed, a compaction round now, and the feeds parked on bad data.
 
-Tariffs, prices and reprocessing only change tables and queue work; the running engine
-recomputes the affected buckets. ``compact`` does the work itself, as the engine's loop would.
+Tariffs, prices, reprocessing and a retry only change tables and queue work; the running
+engine recomputes the affected buckets. ``compact`` does the work itself, as the engine's loop
+would.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from energy_platform.core.errors import InvalidInput, NotFound
 from energy_platform.core.inputs import checked_text, parse_id
 from energy_platform.core.settings import CompactionSettings, Settings
 from energy_platform.engine.compaction import CompactionResult, compact
+from energy_platform.engine.parking import RETRY
 from energy_platform.engine.prices import FORMATS, MAX_FILE_BYTES, PER, parse_prices
 
 FEED_EXISTS = "SELECT 1 FROM cluster.feeds WHERE id = $1"
@@ -40,6 +42,19 @@ SELECT lower(slot) AS start, upper(slot) AS "end", price
  WHERE area = $1 AND slot && tstzrange($2, $3, '[)')
  ORDER BY lower(slot)"""
 REPROCESS = "SELECT cluster.engine_reprocess($1, $2, $3)"
+# Per feed and stage: what waits for a repair (docs/operations.md#parked-feed).
+PARKED = """
+SELECT p.feed_id, t.title, p.stage, array_agg(DISTINCT p.channel ORDER BY p.channel) AS channels,
+       array_agg(DISTINCT p.stream_id ORDER BY p.stream_id)
+           FILTER (WHERE p.stream_id IS NOT NULL) AS streams,
+       min(lower(p.span)) AS "from", max(upper(p.span)) AS "to",
+       (array_agg(p.sqlstate ORDER BY p.parked_at DESC, p.id DESC))[1] AS sqlstate,
+       (array_agg(p.error ORDER BY p.parked_at DESC, p.id DESC))[1] AS error,
+       min(p.parked_at) AS since, max(p.retried_at) AS retried
+  FROM cluster.parked_work p
+  LEFT JOIN cluster.current_feed_titles t ON t.feed_id = p.feed_id
+ GROUP BY p.feed_id, t.title, p.stage
+ ORDER BY min(p.parked_at), p.feed_id, p.stage"""
 
 TARIFF_MEDIA = ("power", "gas", "water", "export")
 BAND = re.compile(r"^(?P<hour>[01]\d|2[0-3]):(?P<minute>[0-5]\d)=(?P<price>.+)$")
@@ -413,4 +428,75 @@ def _read(path: str) -> str:
         raise InvalidInput(f"{path}: not UTF-8 text (byte {e.start})") from None
 
 
-GROUPS: list[click.Command] = [tariffs, prices, reprocess, compact_now]
+class Parked(msgspec.Struct, frozen=True):
+    feed: str
+    title: str | None
+    """The feed's current title."""
+    stage: str
+    """processing (90 s buckets) or rollups (hours and days)."""
+    channels: list[int]
+    streams: list[str]
+    """rollups: the streams whose hours failed."""
+    from_: str | None = msgspec.field(name="from")
+    """Start of the periods that failed: the bad rows are between from and to (null: the
+    stream's first point)."""
+    to: str | None
+    """Their end (null: the stream's last point)."""
+    sqlstate: str
+    error: str
+    """The latest error's message."""
+    since: str
+    """When the feed was first parked."""
+    retried: str | None
+    """When admin engine retry released it (null: still parked); the row goes once its work
+    succeeds."""
+
+
+@click.group("engine", cls=CommandGroup)
+def engine() -> None:
+    """Feeds whose work failed on their data: parked, and retried after a repair."""
+
+
+@engine.command("parked")
+@click.pass_obj
+def list_parked(settings: Settings) -> None:
+    """List the parked feeds: channels, the periods holding the bad rows, the error, since."""
+
+    async def work(conn: asyncpg.Connection) -> list[Parked]:
+        return [
+            Parked(
+                feed=str(r["feed_id"]),
+                title=r["title"],
+                stage=r["stage"],
+                channels=list(r["channels"]),
+                streams=[str(s) for s in r["streams"] or []],
+                from_=_iso(r["from"]),
+                to=_iso(r["to"]),
+                sqlstate=r["sqlstate"],
+                error=r["error"],
+                since=r["since"].isoformat(),
+                retried=_iso(r["retried"]),
+            )
+            for r in await conn.fetch(PARKED)
+        ]
+
+    emit(run_in_transaction(settings.database, work))
+
+
+@engine.command("retry")
+@click.argument("feed_id")
+@click.pass_obj
+def retry(settings: Settings, feed_id: str) -> None:
+    """Put a parked feed's work back after its data was repaired; the engine takes it again."""
+    fid = parse_id(feed_id, "feed")
+
+    async def work(conn: asyncpg.Connection) -> dict[str, object]:
+        released = await conn.fetchval(RETRY, fid)
+        if not released:
+            raise NotFound(f"feed {feed_id!r} has nothing parked")
+        return {"feed": str(fid), "released": released}
+
+    emit(run_in_transaction(settings.database, work))
+
+
+GROUPS: list[click.Command] = [tariffs, prices, reprocess, compact_now, engine]

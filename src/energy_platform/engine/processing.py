@@ -21,6 +21,7 @@ import msgspec
 from energy_platform.core.db.live_log import LIVE_PUBLISH
 from energy_platform.core.db.locks import LockKey
 from energy_platform.core.db.pool import Connection
+from energy_platform.engine.parking import CLEARED, narrowed, park
 
 # cluster.bucket_seconds(); a test holds the two equal.
 BUCKET = timedelta(seconds=90)
@@ -142,16 +143,23 @@ SELECT (SELECT count(*) FROM claimed) AS claimed,
 """
 
 # Takes all queued work of up to $2 feeds whose advisory lock ($4 with the feed id) this
-# transaction gets (other workers skip those feeds) and merges it per channel. Each period
-# starts where raw data is: buckets more than cluster.bridge_limit() before the channel's next
-# point can hold no value (a long period queued by a configuration change is mostly empty).
-# The part from the open bucket on ($1 is its start) and beyond $3 of the start is queued
-# again; the rest is returned.
+# transaction gets (other workers skip those feeds) and merges it per channel. A parked feed's
+# work waits (engine/parking.py): NOT IN is one hashed subplan over a table that is empty while
+# every feed computes. Each period starts where raw data is: buckets more than
+# cluster.bridge_limit() before the channel's next point can hold no value (a long period
+# queued by a configuration change is mostly empty). The part from the open bucket on ($1 is
+# its start) and beyond $3 of the start is queued again; the rest is returned, with whether its
+# feed was parked and retried (its parked rows go once it computes).
 CLAIM = """
 WITH feeds AS (
-    SELECT feed_id
+    SELECT feed_id,
+           EXISTS (SELECT FROM cluster.parked_work p
+                    WHERE p.feed_id = candidates.feed_id AND p.stage = 'processing') AS retried
       FROM (SELECT feed_id, min(recorded_at) AS oldest FROM cluster.engine_work
-             WHERE lower(buckets) < $1 GROUP BY feed_id ORDER BY oldest) candidates
+             WHERE lower(buckets) < $1
+               AND feed_id NOT IN (SELECT feed_id FROM cluster.parked_work
+                                    WHERE stage = 'processing' AND retried_at IS NULL)
+             GROUP BY feed_id ORDER BY oldest) candidates
      WHERE pg_try_advisory_xact_lock($4, (feed_id % 2147483648)::integer)
      LIMIT $2
 ), claimed AS (
@@ -183,7 +191,8 @@ WITH feeds AS (
     INSERT INTO cluster.engine_work (feed_id, channel, buckets)
     SELECT feed_id, channel, tstzrange(wto, queued_to) FROM parts WHERE wto < queued_to
 )
-SELECT feed_id, channel, wfrom, wto FROM parts WHERE wfrom < wto
+SELECT p.feed_id, p.channel, p.wfrom, p.wto, f.retried
+  FROM parts p JOIN feeds f ON f.feed_id = p.feed_id WHERE p.wfrom < p.wto
 """
 
 # Recomputes the buckets [wfrom, wto) of the given channels. Per raw stream the points from the
@@ -475,6 +484,8 @@ class BatchResult(msgspec.Struct, frozen=True):
     """Points inserted or changed."""
     deleted: int
     """Points that no longer qualify, deleted."""
+    parked: int = 0
+    """Feeds whose work failed on their data, parked (engine/parking.py)."""
     claim_s: float = 0.0
     """Seconds taking the work (the claim statement)."""
     compute_s: float = 0.0
@@ -499,7 +510,8 @@ async def process_batch(
     max_span: timedelta,
     work_mem: str,
 ) -> BatchResult:
-    """Claim the closed work of up to ``feeds`` feeds and recompute it, in one transaction."""
+    """Claim the closed work of up to ``feeds`` feeds and recompute it, in one transaction. A
+    feed whose work fails on its data is found by halving and parked; the others commit."""
     horizon = bucket_start(now)
     started = time.perf_counter()
     async with conn.transaction():
@@ -510,23 +522,41 @@ async def process_batch(
         if not work:
             return BatchResult(periods=0, points=0, written=0, deleted=0)
         claimed = time.perf_counter()
-        periods = (
-            [w["feed_id"] for w in work],
-            [w["channel"] for w in work],
-            [w["wfrom"] for w in work],
-            [w["wto"] for w in work],
-        )
-        await conn.execute(THAW, *periods)
-        (row,) = await conn.fetch(COMPUTE, *periods)
-        if row["events"]:
+        by_feed: dict[int, list[asyncpg.Record]] = {}
+        for w in work:
+            by_feed.setdefault(w["feed_id"], []).append(w)
+
+        async def compute(chosen: Sequence[int]) -> tuple[Sequence[int], asyncpg.Record]:
+            rows = work if len(chosen) == len(by_feed) else [w for f in chosen for w in by_feed[f]]
+            periods = (
+                [w["feed_id"] for w in rows],
+                [w["channel"] for w in rows],
+                [w["wfrom"] for w in rows],
+                [w["wto"] for w in rows],
+            )
+            await conn.execute(THAW, *periods)
+            (row,) = await conn.fetch(COMPUTE, *periods)
+            return chosen, row
+
+        outcome = await narrowed(conn, list(by_feed), compute)
+        for failure in outcome.failed:
+            rows = by_feed[failure.feed_id]
+            spans = [asyncpg.Range(w["wfrom"], w["wto"]) for w in rows]
+            await park(conn, "processing", failure, [w["channel"] for w in rows], spans)
+        retried = [f for chosen, _ in outcome.done for f in chosen if by_feed[f][0]["retried"]]
+        if retried:
+            await conn.execute(CLEARED, "processing", retried)
+        results = [row for _, row in outcome.done]
+        if any(row["events"] for row in results):
             # Last: its lock is held from here to the commit.
             await conn.execute(LIVE_PUBLISH)
         computed = time.perf_counter()
     return BatchResult(
-        periods=len(work),
-        points=row["points"],
-        written=row["written"],
-        deleted=row["deleted"],
+        periods=sum(len(by_feed[f]) for chosen, _ in outcome.done for f in chosen),
+        points=sum(row["points"] for row in results),
+        written=sum(row["written"] for row in results),
+        deleted=sum(row["deleted"] for row in results),
+        parked=len(outcome.failed),
         claim_s=claimed - started,
         compute_s=computed - claimed,
         commit_s=time.perf_counter() - computed,

@@ -82,7 +82,8 @@ class EngineService:
             # Cleared before the round: work committed while it runs starts the next one at once.
             wake.clear()
             # A failed transaction leaves the queues as they were: the next round retries a
-            # fault of the world; any other error fails the engine (core/faults.py).
+            # fault of the world; a data error in one feed's work is parked inside its batch
+            # (engine/parking.py); any other error fails the engine (core/faults.py).
             with world_faults_logged("processing failed; retrying"):
                 async with pool.acquire() as conn:
                     # One intake batch a round: with a backlog of ranges, the closed buckets of
@@ -192,7 +193,7 @@ async def drain(
             work_mem=settings.work_mem,
         )
         claim_s += result.claim_s
-        if not result.periods:
+        if not result.periods and not result.parked:
             break
         # Counted, not logged: a line per batch would drown the log of a busy engine.
         POINTS_WRITTEN.inc(result.written)

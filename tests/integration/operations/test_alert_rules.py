@@ -29,7 +29,7 @@ def alerts() -> list[dict[str, object]]:
 
 
 def test_rules_and_configuration_are_valid() -> None:
-    assert "SUCCESS: 13 rules found" in promtool("check", "rules", "rules.yml")
+    assert "SUCCESS: 14 rules found" in promtool("check", "rules", "rules.yml")
     promtool("check", "config", "prometheus.yml")
 
 

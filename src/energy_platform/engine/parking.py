@@ -1,0 +1,90 @@
+"""A poisoned feed is set aside, the rest go on (docs/engine.md#parked-feeds).
+
+A batch of the engine's processing or rollups computes the work of many feeds in one
+statement. When that statement fails on data (``core/faults.py::blames_the_data``: a value out
+of range, say), :func:`narrowed` runs it again on halves of the batch's feeds, each in a
+savepoint of the batch's transaction, down to the feeds that fail alone; the others' results
+commit with the batch. The failing feeds' work is then parked (``sql/functions/21_parking.sql``):
+recorded in ``cluster.parked_work``, queued again, its owner notified, and skipped by the claims
+until ``admin engine retry`` releases it. When nothing fails, a batch costs one savepoint more
+than before: its statement runs once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import datetime
+from typing import Generic, NamedTuple, TypeVar
+
+import asyncpg
+import structlog
+
+from energy_platform.core.db.pool import Connection
+from energy_platform.core.faults import blames_the_data
+
+log = structlog.get_logger()
+
+PARK = "SELECT cluster.park($1, $2, $3::bigint[], $4::tstzrange[], $5, $6)"
+# A retried feed whose work of the stage succeeded: its parked rows go, its notice closes.
+CLEARED = "SELECT cluster.parked_cleared($1, $2::bigint[])"
+RETRY = "SELECT cluster.engine_retry($1)"
+
+R = TypeVar("R")
+
+
+class Failure(NamedTuple):
+    feed_id: int
+    error: asyncpg.PostgresError
+
+
+class Narrowed(NamedTuple, Generic[R]):
+    done: list[R]
+    """The results of the subsets that succeeded (one, the whole batch, when none failed)."""
+    failed: list[Failure]
+    """The feeds that failed alone, with their errors."""
+
+
+async def narrowed(
+    conn: Connection, feeds: Sequence[int], attempt: Callable[[Sequence[int]], Awaitable[R]]
+) -> Narrowed[R]:
+    """``attempt(feeds)`` in a savepoint; on a data error, the same for each half of ``feeds``,
+    recursively, until the feeds that fail alone are found. Any other error propagates (the
+    world's fault: the batch's transaction is retried whole)."""
+    try:
+        async with conn.transaction():
+            return Narrowed([await attempt(feeds)], [])
+    except asyncpg.PostgresError as e:
+        if not blames_the_data(e):
+            raise
+        if len(feeds) == 1:
+            return Narrowed([], [Failure(feeds[0], e)])
+    middle = len(feeds) // 2
+    done: list[R] = []
+    failed: list[Failure] = []
+    for half in (feeds[:middle], feeds[middle:]):
+        result = await narrowed(conn, half, attempt)
+        done += result.done
+        failed += result.failed
+    return Narrowed(done, failed)
+
+
+async def park(
+    conn: Connection,
+    stage: str,
+    failure: Failure,
+    keys: Sequence[int],
+    spans: Sequence[asyncpg.Range[datetime]],
+) -> None:
+    """Park one feed's failed work of ``stage``: its channels (processing) or streams (rollups)
+    with their periods, in the batch's transaction."""
+    e = failure.error
+    try:
+        async with conn.transaction():
+            await conn.execute(
+                PARK, stage, failure.feed_id, list(keys), list(spans), e.sqlstate, str(e)
+            )
+    except asyncpg.ForeignKeyViolationError:
+        # The feed was deleted since its work was claimed: nothing is left to park.
+        log.info("parked feed gone", stage=stage, feed=failure.feed_id)
+        return
+    log.warning("feed parked", stage=stage, feed=failure.feed_id, sqlstate=e.sqlstate, error=str(e))
