@@ -13,6 +13,7 @@ import asyncpg
 import click
 import msgspec
 
+from energy_platform.core import bounds
 from energy_platform.core.codec.format_v4 import Series
 from energy_platform.core.console import CommandGroup, emit, run_in_transaction
 from energy_platform.core.errors import Conflict, InvalidInput, NotFound
@@ -73,10 +74,10 @@ def _chunks(path: Path) -> Iterator[tuple[str, int]]:
             first += len(lines)
 
 
-def _parsed(path: Path) -> Iterator[Points]:
+def _parsed(path: Path, bound: bounds.Bound) -> Iterator[Points]:
     try:
         for text, first in _chunks(path):
-            yield from_csv(text, first_line=first, limit=None)
+            yield from_csv(text, bound=bound, first_line=first, limit=None)
     except UnicodeDecodeError as e:
         raise InvalidInput(f"{path}: not UTF-8 text (byte {e.start} of a chunk)") from None
     except OSError as e:
@@ -112,7 +113,8 @@ def import_history(
     its live data does (new times only). The whole file is read once first: a bad line anywhere
     changes nothing."""
     fid = parse_id(feed_id, "feed")
-    for _ in _parsed(path):  # every line checked before anything is written
+    bound = bounds.of_medium(medium)
+    for _ in _parsed(path, bound):  # every line checked before anything is written
         pass
 
     series = Series(channel, device, medium, idx, None, None)
@@ -124,13 +126,13 @@ def import_history(
             if feed is None:
                 raise NotFound(f"no feed {feed_id!r}")
             if feed["forwarded"]:
-                return await _forward(conn, fid, feed["homebase_sn"], series, path)
+                return await _forward(conn, fid, feed["homebase_sn"], series, path, bound)
             key = (fid, "raw", channel, device, medium, idx, None)
             async with conn.transaction():
                 stream = (await cluster_streams(conn, [key]))[key]
             totals = Imported(str(fid), str(stream), False, 0, 0, 0, [])
             # A chunk a transaction: a file of any size, in steps the engine takes as late data.
-            for points in _parsed(path):
+            for points in _parsed(path, bound):
                 if not points.times:
                     continue
                 async with conn.transaction():
@@ -151,14 +153,14 @@ def import_history(
 
 
 async def _forward(
-    conn: asyncpg.Connection, feed: int, sn: str, series: Series, path: Path
+    conn: asyncpg.Connection, feed: int, sn: str, series: Series, path: Path, bound: bounds.Bound
 ) -> Imported:
     """A registered homebase's history into its forwarder stream, new times only."""
     key = forwarder_key(sn, series)
     async with conn.transaction():
         stream = (await forwarder_streams(conn, [key]))[key]
     totals = Imported(str(feed), str(stream), True, 0, 0, 0, [])
-    for points in _parsed(path):
+    for points in _parsed(path, bound):
         if points.times:
             async with conn.transaction():
                 added = await conn.fetchval(
