@@ -268,7 +268,8 @@ async def store_until_done(store: PointStore, items: list[Item], drops: Drops) -
     backoff = Backoff(cap=10.0)
     while True:
         accepted = [i for i in items if isinstance(i, Accepted)]
-        dead = [i for i in items if isinstance(i, DeadLetter)]
+        # In the order they came: a message's refused records where the message stood.
+        dead = [d for i in items for d in (i.refused if isinstance(i, Accepted) else [i])]
         try:
             return await store.write(accepted, dead)
         except Exception as e:

@@ -103,7 +103,7 @@ ForwarderKey = tuple[str, int, int, int | None, int | None, str | None]
 class Accepted(msgspec.Struct):
     """The series of one message (or CoAP request) that passed validation, with what it came
     from (the plaintext), in case the database refuses it and it becomes a dead letter, and the
-    dead letters of its records that did not pass (stored in the same transaction)."""
+    dead letters of its records that did not pass (the writer stores them beside it)."""
 
     route: Route
     series: list[Series]
@@ -219,9 +219,8 @@ class PointStore:
             seen = sorted({a.route.sn for a in batch if a.series})
             if seen:
                 await conn.execute(DATA_SEEN, seen)
-            letters = [*dead, *(letter for a in batch for letter in a.refused)]
-            if letters:
-                await conn.execute(INSERT_DEAD_LETTERS, *dead_letter_columns(letters))
+            if dead:
+                await conn.execute(INSERT_DEAD_LETTERS, *dead_letter_columns(list(dead)))
             if raw.streams or system.streams:
                 # Last: its lock is held from here to the commit.
                 await conn.execute(LIVE_PUBLISH)
