@@ -126,12 +126,19 @@ def of_obis(code: str) -> Bound:
     return UNKNOWN if known is None else of_medium(known[0])
 
 
+def within(bound: Bound, value: float) -> bool:
+    """Whether the arithmetic can carry ``value`` as ``bound``'s quantity (False for NaN and
+    infinities too)."""
+    magnitude = abs(value)
+    return magnitude <= bound.limit and (magnitude >= SMALLEST or value == 0)
+
+
 def check(bound: Bound, value: float, where: str) -> float:
     """``value`` when the arithmetic can carry it as ``bound``'s quantity; else OutOfBounds
     (400, 4.00) saying ``where`` it is, and naming the value and the bound."""
-    magnitude = abs(value)
-    if magnitude <= bound.limit and (magnitude >= SMALLEST or value == 0):
+    if within(bound, value):
         return value
+    magnitude = abs(value)
     if not math.isfinite(value):
         raise OutOfBounds(f"{where}: {value} is not a finite number")
     if magnitude > bound.limit:

@@ -210,7 +210,7 @@ def decode_coap(payload: bytes, now: float) -> list[Series]:
     grouped = _Grouped()
     for code, v in record.o.items():
         key = _obis_key(0, record.d, code)
-        grouped.add(key, record.t, _measured(v, bounds.of_obis(code), f"OBIS {key[5]}"))
+        grouped.add(key, record.t, _measured(v, bounds.of_obis(code), "OBIS {}", key[5]))
     return list(grouped.series.values())
 
 
@@ -239,11 +239,15 @@ def _decode(decoder: msgspec.json.Decoder[T], payload: bytes) -> T:
         raise RecordError("too_deep", "the JSON is nested too deeply") from None
 
 
-def _measured(value: float, bound: bounds.Bound, where: str) -> float:
+def _measured(value: float, bound: bounds.Bound, place: str, *names: object) -> float:
+    """``value``, finite and within ``bound``; else RecordError saying where (``place``
+    formatted with ``names``, only then: this runs for every value of every batch)."""
+    if bounds.within(bound, value):
+        return value
     if not math.isfinite(value):
         raise RecordError("not_finite", "NaN and infinities are not measurements")
     try:
-        return bounds.check(bound, value, where)
+        return bounds.check(bound, value, place.format(*names))
     except OutOfBounds as e:
         raise RecordError("out_of_bounds", e.detail) from None
 
@@ -266,16 +270,14 @@ def _homebase_points(record: HomebaseRecord, now: float) -> list[tuple[Key, int,
         bound = bounds.of_medium(medium)
         if isinstance(value, list):
             for index, v in enumerate(value, start=1):
-                where = f"medium {medium}, index {index}"
-                out.append(
-                    (_medium_key(channel, device, medium, index), t, _measured(v, bound, where))
-                )
+                v = _measured(v, bound, "medium {}, index {}", medium, index)
+                out.append((_medium_key(channel, device, medium, index), t, v))
         else:
-            value = _measured(value, bound, f"medium {medium}")
+            value = _measured(value, bound, "medium {}", medium)
             out.append((_medium_key(channel, device, medium, None), t, value))
     for code, v in record.o.items():
         key = _obis_key(channel, device, code)
-        out.append((key, t, _measured(v, bounds.of_obis(code), f"OBIS {key[5]}")))
+        out.append((key, t, _measured(v, bounds.of_obis(code), "OBIS {}", key[5])))
     return out
 
 
