@@ -44,7 +44,7 @@ def test_a_batch_becomes_readings_with_phases_system_media_and_obis_codes() -> N
     payload = msgspec.json.encode(
         [record(s={"1": [100, 200.5, 300], "40": -70, "99": 1}, o={"1.8.0": 12345, "9.9.9": 2})]
     )
-    readings = decode_batch(payload, NOW)
+    readings = decode_batch(payload, NOW).series
     assert readings == [
         Series(1, 3, 1, 1, None, None, [NOW], [100.0]),
         Series(1, 3, 1, 2, None, None, [NOW], [200.5]),
@@ -59,7 +59,7 @@ def test_a_batch_becomes_readings_with_phases_system_media_and_obis_codes() -> N
 def test_a_dsmr_telegram_maps_tariff_registers_and_export_phases() -> None:
     codes = {"1.8.1": 1, "1.8.2": 2, "1-0:1.8.4": 4, "2.8.1": 5, "2.8.2": 6, "2.8.3": 7}
     phases = {"22.7.0": 10, "42.7.0": 20, "62.7.0": 30}
-    readings = decode_batch(msgspec.json.encode([record(o={**codes, **phases})]), NOW)
+    readings = decode_batch(msgspec.json.encode([record(o={**codes, **phases})]), NOW).series
     assert {(r.medium, r.index, r.obis): r.values for r in readings} == {
         (22, 1, "1-0:1.8.1"): [1.0],
         (22, 2, "1-0:1.8.2"): [2.0],
@@ -72,7 +72,7 @@ def test_a_dsmr_telegram_maps_tariff_registers_and_export_phases() -> None:
         (13, 3, "1-0:62.7.0"): [30.0],
     }
     # Tariff 5 is no register we know: a system stream, as every unknown code.
-    (unknown,) = decode_batch(msgspec.json.encode([record(o={"1.8.5": 1})]), NOW)
+    (unknown,) = decode_batch(msgspec.json.encode([record(o={"1.8.5": 1})]), NOW).series
     assert (unknown.medium, unknown.source) == (None, "obis:1-0:1.8.5")
 
 
@@ -80,7 +80,7 @@ def test_records_of_one_stream_at_several_times_become_one_series() -> None:
     payload = msgspec.json.encode(
         [record(t=NOW - 10, s={"7": 1.0}), record(t=NOW - 5, s={"7": 1.5, "1": 9})]
     )
-    series = decode_batch(payload, NOW)
+    series = decode_batch(payload, NOW).series
     assert series == [
         Series(1, 3, 7, None, None, None, [NOW - 10, NOW - 5], [1.0, 1.5]),
         Series(1, 3, 1, None, None, None, [NOW - 5], [9.0]),
@@ -112,25 +112,58 @@ def test_records_of_one_stream_at_several_times_become_one_series() -> None:
         ({"o": {"x" * 5000: 1}}, "invalid_record"),
         ({"o": {"not obis": 1}}, "invalid_record"),
         ({"o": {"1-0:1.8.\u0663": 1}}, "invalid_record"),  # "٣": a digit, not an ASCII one
+        ({"s": {"1": 1e308}}, "out_of_bounds"),  # W: the engine's integral would overflow
+        ({"s": {"1": [5, -2e10]}}, "out_of_bounds"),
+        ({"s": {"22": 5e-324}}, "out_of_bounds"),  # Wh: a product would underflow
+        ({"o": {"1.8.0": 1e16}}, "out_of_bounds"),
+        ({"o": {"9.9.9": -1e300}}, "out_of_bounds"),  # an unknown code: a system stream
     ],
 )
-def test_a_bad_record_rejects_its_whole_message_with_the_cause(
+def test_a_bad_record_is_refused_alone_with_its_cause_and_the_others_are_kept(
     bad: dict[str, object], cause: str
 ) -> None:
+    # Issue 46 changed this: a bad record used to reject its whole message.
     broken = record(s={"1": 5}) | bad
     if bad.get("ch", 0) is None:
         del broken["ch"]
-    payload = msgspec.json.encode([record(s={"7": 1234.5}), broken])
-    with pytest.raises(RecordError) as error:
-        decode_batch(payload, NOW)
-    assert error.value.cause == cause
+    good = [record(t=NOW - 1, s={"7": 1234.5}), record(t=NOW, s={"7": 1235.0})]
+    payload = msgspec.json.encode([good[0], broken, good[1]])
+    decoded = decode_batch(payload, NOW)
+    assert decoded.series == [Series(1, 3, 7, None, None, None, [NOW - 1, NOW], [1234.5, 1235.0])]
+    (refused,) = decoded.refused
+    assert (refused.cause, refused.count) == (cause, 1)
+    assert refused.detail.startswith("record 1: ")
+    # The dead letter holds the record as sent, a batch of its own.
+    assert refused.payload == msgspec.json.encode([broken])
+
+
+def test_refused_records_are_grouped_by_cause_and_a_batch_of_bad_records_keeps_nothing() -> None:
+    payload = msgspec.json.encode(
+        [record(s={"1": 1e308}), 7, record(s={"1": 2e10}), record(f=3), record(o={"1.7.0": 1e11})]
+    )
+    decoded = decode_batch(payload, NOW)
+    assert decoded.series == []
+    assert [(r.cause, r.count) for r in decoded.refused] == [
+        ("out_of_bounds", 3),
+        ("invalid_record", 1),
+        ("unsupported_format", 1),
+    ]
+    bounded = decoded.refused[0]
+    assert [r["s"] if "s" in r else r["o"] for r in msgspec.json.decode(bounded.payload)] == [
+        {"1": 1e308},
+        {"1": 2e10},
+        {"1.7.0": 1e11},
+    ]
+    assert "record 0: medium 1: 1e+308 is out of bounds: power is at most 1e10 W" in bounded.detail
+    assert "record 4: OBIS 1-0:1.7.0: 100000000000.0 is out of bounds" in bounded.detail
 
 
 def test_unknown_properties_are_ignored_in_homebase_and_coap_records() -> None:
     # The spec: adding an object property is compatible. Newer firmware keeps its data.
     newer = record(s={"1": 5}) | {"q": 1, "extra": [[[1]]], "meta": {"fw": "7.1"}}
-    assert decode_batch(msgspec.json.encode([newer]), NOW) == decode_batch(
-        msgspec.json.encode([record(s={"1": 5})]), NOW
+    assert (
+        decode_batch(msgspec.json.encode([newer]), NOW).series
+        == decode_batch(msgspec.json.encode([record(s={"1": 5})]), NOW).series
     )
     t = int(NOW)
     coap = {"f": 4, "t": t, "d": 9, "o": {"1.7.0": 1.5}, "q": 1, "fw": {"v": [1, 2]}}
@@ -140,12 +173,12 @@ def test_unknown_properties_are_ignored_in_homebase_and_coap_records() -> None:
 
 
 def test_an_obis_code_with_a_billing_suffix_is_a_stream_of_its_own() -> None:
-    (series,) = decode_batch(msgspec.json.encode([record(o={"1-0:1.8.0*255": 7})]), NOW)
+    (series,) = decode_batch(msgspec.json.encode([record(o={"1-0:1.8.0*255": 7})]), NOW).series
     assert (series.source, series.obis) == ("obis:1-0:1.8.0*255", "1-0:1.8.0*255")
 
 
 def test_a_record_ten_minutes_ahead_is_still_accepted() -> None:
-    readings = decode_batch(msgspec.json.encode([record(t=NOW + 600, s={"1": 1})]), NOW)
+    readings = decode_batch(msgspec.json.encode([record(t=NOW + 600, s={"1": 1})]), NOW).series
     assert len(readings) == 1
 
 
@@ -189,7 +222,16 @@ def test_a_coap_record_carries_obis_codes_only() -> None:
         decode_coap(msgspec.json.encode({"f": 4, "t": t, "d": 9, "o": {}}), now)
 
 
+def test_a_coap_record_with_a_value_beyond_its_bound_is_refused_whole() -> None:
+    now = time.time()
+    record = {"f": 4, "t": int(now), "d": 9, "o": {"1.7.0": 1.5, "1.8.0": 1e308}}
+    with pytest.raises(RecordError) as error:
+        decode_coap(msgspec.json.encode(record), now)
+    assert error.value.cause == "out_of_bounds"
+    assert "1e+308 is out of bounds: an energy register is at most 1e15 Wh" in str(error.value)
+
+
 def test_the_simulators_raw_points_per_time_are_what_its_records_decode_to() -> None:
     records = SimulatedHomebase(SN, SECRET, seed=1).records(NOW)
-    readings = decode_batch(msgspec.json.encode(records), NOW)
+    readings = decode_batch(msgspec.json.encode(records), NOW).series
     assert sum(len(r.values) for r in readings if r.source is None) == RAW_POINTS_PER_TIME

@@ -14,10 +14,11 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from energy_platform.core.errors import InvalidInput
+from energy_platform.core import bounds
+from energy_platform.core.errors import InvalidInput, OutOfBounds
 from energy_platform.engine.prices import Slot, parse_csv, parse_prices
 from tests.support.entsoe import (
     NAMESPACE_7_0,
@@ -86,7 +87,10 @@ def test_nearly_valid_files_give_slots_or_an_input_error(text: str) -> None:
 offsets = st.integers(min_value=-14 * 4, max_value=14 * 4).map(
     lambda q: timezone(timedelta(minutes=15 * q))
 )
-prices = st.floats(allow_nan=False, allow_infinity=False, width=64)
+# Within the bound of prices (core/bounds.py), per kWh and, divided by 1000, per MWh too.
+prices = st.floats(min_value=-bounds.PRICE.limit, max_value=bounds.PRICE.limit).filter(
+    lambda p: p == 0 or abs(p) >= bounds.SMALLEST * 1000
+)
 
 
 @st.composite
@@ -145,6 +149,11 @@ def test_prices_per_mwh_are_divided_by_a_thousand(file: tuple[str, list[Slot]]) 
         ("2026-03-29T00:00Z,1\n", "line 1: a single row says nothing of its slot's length"),
         ("2026-03-29T00:00Z;1\n", "line 1: '2026-03-29T00:00Z;1' is not start,price"),
         ("start,price\n\n", "the file holds no prices"),
+        (
+            "2026-03-29T00:00Z,1\n2026-03-29T00:15Z,-2e8\n",
+            "line 2 (per kWh): -200000000.0 is out of bounds: a price is at most 1e8 per kWh",
+        ),
+        ("2026-03-29T00:00Z,1e-40\n2026-03-29T00:15Z,1\n", "line 1 (per kWh): 1e-40 is too small"),
     ],
 )
 def test_a_bad_file_is_refused_with_the_line_and_the_fault(text: str, message: str) -> None:
@@ -368,6 +377,10 @@ BAD_DOCUMENTS = [
     ),
     (one_period(points=[(1, "NaN")]), f"{P} > Point 1 > price.amount: 'NaN' is not a finite"),
     (one_period(points=[(1, "12,5")]), f"{P} > Point 1 > price.amount: '12,5' is not a price"),
+    (
+        one_period(points=[(1, "1e300"), *GOOD_POINTS[1:]]),
+        f"{P} > Point 1 > price.amount (per kWh): 1e+297 is out of bounds: a price is at most 1e8",
+    ),
     (edited(one_period(), "<price.amount>10.0</price.amount>", ""), "Point 1: no <price.amount>"),
     (edited(one_period(), ">MWH<", ">KWH<"), "price_Measure_Unit.name: 'KWH' is not MWH"),
     (
@@ -391,6 +404,21 @@ def test_a_bad_document_is_refused_saying_where(text: str, message: str) -> None
     with pytest.raises(InvalidInput) as refused:
         parse_prices(text)
     assert message in refused.value.detail
+
+
+@settings(max_examples=200)
+@given(
+    st.floats(min_value=bounds.PRICE.limit, exclude_min=True, allow_infinity=False),
+    st.sampled_from(["kWh", "MWh"]),
+)
+def test_a_price_beyond_its_bound_refuses_the_file_naming_it(price: float, per: str) -> None:
+    written = price * 1000 if per == "MWh" else price
+    assume(math.isfinite(written) and written / (1000 if per == "MWh" else 1) > bounds.PRICE.limit)
+    text = f"2026-03-29T00:00Z,1\n2026-03-29T00:15Z,{written!r}\n"
+    with pytest.raises(OutOfBounds) as refused:
+        parse_csv(text, per=per)
+    assert refused.value.detail.startswith("line 2 (per kWh): ")
+    assert "a price is at most 1e8 per kWh" in refused.value.detail
 
 
 @st.composite

@@ -41,6 +41,14 @@ class InvalidInput(PlatformError):
     title = "Invalid input"
 
 
+class OutOfBounds(InvalidInput):
+    """A value beyond the bound of its quantity (core/bounds.py): one the engine's arithmetic
+    could not carry."""
+
+    slug = "out-of-bounds"
+    title = "Value out of bounds"
+
+
 class BadOption(InvalidInput):
     coap_code = (4, 2)
     slug = "bad-option"

@@ -17,6 +17,7 @@ import asyncpg
 import click
 import msgspec
 
+from energy_platform.core import bounds
 from energy_platform.core.console import CommandGroup, emit, parse_instant, run_in_transaction
 from energy_platform.core.db.pool import create_pool
 from energy_platform.core.errors import InvalidInput, NotFound
@@ -101,6 +102,11 @@ def _price(text: str) -> float:
     return price
 
 
+def _amount(text: str, bound: bounds.Bound, option: str) -> float:
+    """A price, factor or standing charge as given to ``option``, within its bound."""
+    return bounds.check(bound, _price(text), option)
+
+
 def _bands(
     price: str | None, bands: tuple[str, ...], none: bool, area: str | None
 ) -> list[tuple[time, float]]:
@@ -113,7 +119,7 @@ def _bands(
     if none:
         return []
     if price is not None:
-        return [(time(0, 0), _price(price))]
+        return [(time(0, 0), _amount(price, bounds.PRICE, "--price"))]
     parsed: dict[time, float] = {}
     for band in bands:
         match = BAND.match(band)
@@ -122,7 +128,7 @@ def _bands(
         start = time(int(match["hour"]), int(match["minute"]))
         if start in parsed:
             raise InvalidInput(f"two bands start at {start:%H:%M}")
-        parsed[start] = _price(match["price"])
+        parsed[start] = _amount(match["price"], bounds.PRICE, f"--band {start:%H:%M}")
     return sorted(parsed.items())
 
 
@@ -206,8 +212,8 @@ def set_tariff(
         parse_instant(since),
         _bands(price, bands, none, area),
     )
-    multiplier = 1.0 if factor is None else _price(factor)
-    daily = 0.0 if standing is None else _price(standing)
+    multiplier = 1.0 if factor is None else _amount(factor, bounds.FACTOR, "--factor")
+    daily = 0.0 if standing is None else _amount(standing, bounds.STANDING, "--standing")
 
     async def work(conn: asyncpg.Connection) -> list[Tariff]:
         await _require_feed(conn, fid, feed_id)

@@ -4,9 +4,10 @@ Two formats. CSV: one ``start,price`` row a line (an optional ``start,price`` he
 lines ignored); each row's slot ends where the next row's starts, the last one is as long as the
 gap before it (or ``slot_minutes`` when given: a file of one row needs it). ENTSO-E: the
 Transparency Platform's day-ahead price document (``Publication_MarketDocument``, type A44),
-whose Periods say their own slots. Everything is checked here, before the database sees it, and
-the first fault refuses the whole file saying where (a CSV line, an XML element): an import
-changes all of an area's prices or none.
+whose Periods say their own slots. Everything is checked here, before the database sees it
+(prices per kWh against their bound, core/bounds.py), and the first fault refuses the whole
+file saying where (a CSV line, an XML element): an import changes all of an area's prices or
+none.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from datetime import UTC, datetime, timedelta
 
 import msgspec
 
+from energy_platform.core import bounds
 from energy_platform.core.errors import InvalidInput
 
 PER: dict[str, float] = {"kWh": 1.0, "MWh": 1000.0}
@@ -132,7 +134,7 @@ def parse_csv(text: str, *, per: str = "kWh", slot_minutes: int | None = None) -
                 f"{fields[0]} is not after the previous row's start: times must increase "
                 "strictly (slots would overlap)",
             )
-        rows.append(_Row(number, start, _price(where, fields[1]) / divisor))
+        rows.append(_Row(number, start, _per_kwh(where, fields[1], divisor)))
     if not rows:
         raise InvalidInput("the file holds no prices")
     return _slots(rows, slot_minutes)
@@ -245,8 +247,8 @@ def _period(period: ET.Element, where: str, fills: bool, room: int) -> list[_Pla
         position = _position(f"{at} > position", _text(point, "position", at), count)
         if position in prices:
             raise _fault(at, f"position {position} is given twice")
-        price = _price(f"{at} > price.amount", _text(point, "price.amount", at))
-        prices[position] = price / ENTSOE_MWH
+        amount = f"{at} > price.amount"
+        prices[position] = _per_kwh(amount, _text(point, "price.amount", at), ENTSOE_MWH)
     placed: list[_Placed] = []
     held: float | None = None
     for position in range(1, count + 1):
@@ -352,6 +354,11 @@ def _price(where: str, text: str) -> float:
     if not DECIMAL.match(text):
         raise _fault(where, f"{_shown(text)} is not a price")
     return price
+
+
+def _per_kwh(where: str, text: str, divisor: float) -> float:
+    """A price as written, per kWh, within the bound of prices (core/bounds.py)."""
+    return bounds.check(bounds.PRICE, _price(where, text) / divisor, f"{where} (per kWh)")
 
 
 def _shown(text: str) -> str:

@@ -12,6 +12,7 @@ import asyncpg
 import click
 import msgspec
 
+from energy_platform.core import bounds
 from energy_platform.core.codec.format_v4 import Series
 from energy_platform.core.console import CommandGroup, emit, run_in_transaction
 from energy_platform.core.errors import InvalidInput, NotFound
@@ -77,10 +78,10 @@ def _chunks(path: Path) -> Iterator[tuple[str, int]]:
             first += len(lines)
 
 
-def _parsed(path: Path) -> Iterator[Points]:
+def _parsed(path: Path, bound: bounds.Bound) -> Iterator[Points]:
     try:
         for text, first in _chunks(path):
-            yield from_csv(text, first_line=first, limit=None)
+            yield from_csv(text, bound=bound, first_line=first, limit=None)
     except UnicodeDecodeError as e:
         raise InvalidInput(f"{path}: not UTF-8 text (byte {e.start} of a chunk)") from None
     except OSError as e:
@@ -116,6 +117,7 @@ def import_history(
     its live data does (new times only). The whole file is one transaction and one correction:
     a bad line anywhere changes nothing, and the file sent again changes nothing."""
     fid = parse_id(feed_id, "feed")
+    bound = bounds.of_medium(medium)
     series = Series(channel, device, medium, idx, None, None)
     who = operator()
 
@@ -124,14 +126,14 @@ def import_history(
         if feed is None:
             raise NotFound(f"no feed {feed_id!r}")
         if feed["forwarded"]:
-            return await _forward(conn, fid, feed["homebase_sn"], series, path)
+            return await _forward(conn, fid, feed["homebase_sn"], series, path, bound)
         key = (fid, "raw", channel, device, medium, idx, None)
         stream = (await cluster_streams(conn, [key]))[key]
         totals = Imported(str(fid), str(stream), False, 0, 0, 0, None)
         # A chunk a call, every call adding to one correction: a file of any size, memory
         # bounded by the chunk, and the engine sees it all or nothing at the commit.
         correction = await conn.fetchval(queries.NEW_CORRECTION)
-        for points in _parsed(path):
+        for points in _parsed(path, bound):
             if not points.times:
                 continue
             row = await conn.fetchrow(
@@ -149,13 +151,13 @@ def import_history(
 
 
 async def _forward(
-    conn: asyncpg.Connection, feed: int, sn: str, series: Series, path: Path
+    conn: asyncpg.Connection, feed: int, sn: str, series: Series, path: Path, bound: bounds.Bound
 ) -> Imported:
     """A registered homebase's history into its forwarder stream, new times only."""
     key = forwarder_key(sn, series)
     stream = (await forwarder_streams(conn, [key]))[key]
     totals = Imported(str(feed), str(stream), True, 0, 0, 0, None)
-    for points in _parsed(path):
+    for points in _parsed(path, bound):
         if points.times:
             added = await conn.fetchval(queries.FORWARD_POINTS, stream, points.times, points.values)
             totals.inserted += added

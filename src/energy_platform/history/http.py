@@ -20,6 +20,7 @@ from litestar.exceptions.http_exceptions import RequestEntityTooLarge
 from litestar.openapi.spec import OpenAPIType, Schema
 from litestar.params import FromPath, QueryParameter
 
+from energy_platform.core import bounds
 from energy_platform.core.errors import Conflict, InvalidInput, NotFound, PayloadTooLarge
 from energy_platform.core.http.database import Database
 from energy_platform.core.http.openapi import problems, request_body
@@ -101,7 +102,7 @@ class StreamWrites:
         pool: Database,
     ) -> Written:
         require_write(caller)
-        stream = await _raw_stream(pool, feed_id, stream_id, caller)
+        stream, medium = await _raw_stream(pool, feed_id, stream_id, caller)
         try:
             body = await request.body()
         except RequestEntityTooLarge:
@@ -109,7 +110,7 @@ class StreamWrites:
                 f"a body of at most {MAX_BODY_BYTES:,} bytes and {MAX_POINTS:,} points:"
                 " split the import"
             ) from None
-        points = _points(request.content_type[0], body)
+        points = _points(request.content_type[0], body, bounds.of_medium(medium))
         row = await pool.fetchrow(
             queries.WRITE_POINTS,
             stream,
@@ -148,7 +149,7 @@ class StreamWrites:
             raise PayloadTooLarge(
                 f"at most {MAX_REMOVED_DAYS} days a removal: remove the range in parts"
             )
-        stream = await _raw_stream(pool, feed_id, stream_id, caller)
+        stream, _ = await _raw_stream(pool, feed_id, stream_id, caller)
         try:
             row = await pool.fetchrow(
                 queries.DELETE_POINTS,
@@ -199,29 +200,33 @@ def _id(row: asyncpg.Record) -> str | None:
     return None if row["correction"] is None else str(row["correction"])
 
 
-def _points(content_type: str, body: bytes) -> Points:
+def _points(content_type: str, body: bytes, bound: bounds.Bound) -> Points:
     if content_type == "text/csv":
         try:
             text = body.decode("utf-8")
         except UnicodeDecodeError as e:
             raise InvalidInput(f"not UTF-8 text (byte {e.start})") from None
-        return from_csv(text)
+        return from_csv(text, bound=bound)
     if content_type in ("application/json", ""):
-        return from_json(body)
+        return from_json(body, bound=bound)
     raise InvalidInput(f"Content-Type {content_type!r}: send application/json or text/csv")
 
 
-async def _raw_stream(pool: asyncpg.Pool, feed_id: str, stream_id: str, caller: Caller) -> int:
-    """Stream ``stream_id`` of ``feed_id`` when the caller sees it and it is raw; 404, 409."""
+async def _raw_stream(
+    pool: asyncpg.Pool, feed_id: str, stream_id: str, caller: Caller
+) -> tuple[int, int]:
+    """Stream ``stream_id`` of ``feed_id`` and its medium when the caller sees it and it is raw;
+    404, 409."""
     stream = parse_id(stream_id, "stream")
-    kind = await pool.fetchval(
+    row = await pool.fetchrow(
         queries.STREAM_TYPE, stream, parse_id(feed_id, "feed"), caller.user_id, caller.is_admin
     )
-    if kind is None:
+    if row is None:
         raise NotFound(f"no stream {stream_id!r} in feed {feed_id!r}")
+    kind = row["type"]
     if kind != "raw":
         raise Conflict(
             f"stream {stream_id} is a {kind} stream: only raw streams take points "
             "(the engine makes the processed ones from them)"
         )
-    return stream
+    return stream, row["medium"]

@@ -1,17 +1,18 @@
 """Points sent to a raw stream from outside a device: a JSON array ``[[t, v], ...]`` or CSV
 ``time,value`` lines. A time is Unix seconds (a fraction allowed, to the microsecond) or, in
-CSV, ISO 8601 with a UTC offset (what other systems export); a value is a finite number.
+CSV, ISO 8601 with a UTC offset (what other systems export); a value is a finite number within
+the bound of the stream's quantity (core/bounds.py), else 400 naming the value and the bound.
 """
 
 from __future__ import annotations
 
 import io
-import math
 from datetime import UTC, datetime, timedelta
 from typing import Annotated
 
 import msgspec
 
+from energy_platform.core import bounds
 from energy_platform.core.errors import InvalidInput, PayloadTooLarge
 
 MAX_POINTS = 100_000
@@ -36,8 +37,9 @@ class Points(msgspec.Struct, frozen=True):
     values: list[float]
 
 
-def from_json(body: bytes) -> Points:
-    """A JSON body of ``[unix seconds, value]`` pairs; 400 naming the fault, 413 past the limit.
+def from_json(body: bytes, *, bound: bounds.Bound) -> Points:
+    """A JSON body of ``[unix seconds, value]`` pairs of a quantity of ``bound``; 400 naming the
+    fault, 413 past the limit.
 
     The brackets are counted first (one a pair, one around them; a byte scan): a body of more
     pairs than the limit is refused before the decoder builds them (about 110 bytes each)."""
@@ -50,14 +52,17 @@ def from_json(body: bytes) -> Points:
         raise InvalidInput(f"not JSON: {e}") from None
     _within_limit(len(pairs))
     times = [round(seconds * 1_000_000) for seconds, _ in pairs]
-    values = [_finite(value, f"point {n}") for n, (_, value) in enumerate(pairs)]
+    values = [bounds.check(bound, value, f"point {n}") for n, (_, value) in enumerate(pairs)]
     return Points(times, values)
 
 
-def from_csv(text: str, *, first_line: int = 1, limit: int | None = MAX_POINTS) -> Points:
-    """CSV ``time,value`` lines (a header line ``time,value`` first is skipped, blank lines
-    too); 400 with the line number of the first bad one. ``first_line`` numbers a chunk of a
-    longer file; ``limit`` None: any number of lines (the admin command's chunks)."""
+def from_csv(
+    text: str, *, bound: bounds.Bound, first_line: int = 1, limit: int | None = MAX_POINTS
+) -> Points:
+    """CSV ``time,value`` lines of a quantity of ``bound`` (a header line ``time,value`` first
+    is skipped, blank lines too); 400 with the line number of the first bad one.
+    ``first_line`` numbers a chunk of a longer file; ``limit`` None: any number of lines (the
+    admin command's chunks)."""
     times, values = [], []
     # Line by line (newline="": the line ends the admin command's file reading sees), never all
     # lines at once: a body of short lines is refused at the limit, not after splitting it.
@@ -76,7 +81,7 @@ def from_csv(text: str, *, first_line: int = 1, limit: int | None = MAX_POINTS) 
             raise InvalidInput(
                 f"line {number}: {parts[1].strip()[:40]!r} is not a number"
             ) from None
-        values.append(_finite(value, f"line {number}"))
+        values.append(bounds.check(bound, value, f"line {number}"))
         if limit is not None and len(times) > limit:
             _within_limit(len(times), limit)
     return Points(times, values)
@@ -110,12 +115,6 @@ def _csv_time(text: str, number: int) -> int:
 def instant(seconds: float) -> datetime:
     """Unix seconds (in range) as an instant, to the microsecond."""
     return UNIX_EPOCH + timedelta(microseconds=round(seconds * 1_000_000))
-
-
-def _finite(value: float, where: str) -> float:
-    if not math.isfinite(value):
-        raise InvalidInput(f"{where}: {value} is not a finite number")
-    return value
 
 
 def _within_limit(count: int, limit: int = MAX_POINTS) -> None:

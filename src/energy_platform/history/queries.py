@@ -2,9 +2,9 @@
 sql/functions/17_corrections.sql). Visibility goes through ``cluster.user_feeds``, as every
 data API query does."""
 
-# The stream's type, when the caller ($3, $4: user, admin) sees stream $1 of feed $2.
+# The stream's type and medium, when the caller ($3, $4: user, admin) sees stream $1 of feed $2.
 STREAM_TYPE = """
-SELECT s.type
+SELECT s.type, s.medium
   FROM cluster.streams s
   JOIN cluster.user_feeds($3, $4) f ON f.id = s.feed_id
  WHERE s.id = $1 AND s.feed_id = $2"""

@@ -171,6 +171,11 @@ GOOD = ["2026-01-15T00:00:00Z,9", "2026-01-15T00:15:00Z,9"]
         ([*GOOD, "2026-01-15T00:30:00,9"], "line 3: '2026-01-15T00:30:00' has no UTC offset"),
         ([*GOOD, "2026-01-15T00:30:00Z,NaN"], "line 3: 'NaN' is not a finite price"),
         ([*GOOD, "2026-01-15T00:30:00Z,inf"], "line 3: 'inf' is not a finite price"),
+        # Beyond the bound of prices (core/bounds.py): the engine's cost would not carry it.
+        (
+            [*GOOD, "2026-01-15T00:30:00Z,1e300"],
+            "line 3 (per kWh): 1e+300 is out of bounds: a price is at most 1e8 per kWh",
+        ),
         # Back to a slot already in the file: it would overlap the first.
         ([*GOOD, "2026-01-15T00:05:00Z,9"], "line 3: 2026-01-15T00:05:00Z is not after"),
         ([*GOOD, "2026-01-15T00:31:00Z,9"], "line 2: its slot is 960 s long, not a multiple"),

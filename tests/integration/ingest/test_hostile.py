@@ -97,6 +97,7 @@ def hostile_payloads(now: int) -> Iterator[tuple[bytes, str, bool]]:
     yield batch(d=2**40), "invalid_record", True
     yield batch(uniq=2**64), "invalid_record", True
     yield batch(s={"1" * 12: 5}), "invalid_record", True  # a medium beyond the column
+    yield batch(s={"1": 1e308}), "out_of_bounds", True  # issue 46: the engine's integral overflowed
     yield batch(t=now + 10**9), "bad_timestamp", True
     yield batch(t=-(2**62)), "bad_timestamp", True
     yield batch(o={"1-0:1.8.0\u0000": 1}), "invalid_record", True

@@ -1,13 +1,17 @@
 """Data format v4: the homebase batch (MQTT) and the CoAP record, decoded and validated.
 
-A message is judged whole: anything wrong inside it (JSON, a field's type or range, text, size,
-time) rejects the whole message with a :class:`RecordError` naming the cause, and the caller
-dead-letters it. Every integer is checked against the column it lands in, every number is
-finite, every key matches its pattern. Unknown properties are ignored, never refused: the spec
-makes an added property a compatible change, so a device with newer firmware keeps its data.
-Their nesting is bounded by the decoder (too deep: ``too_deep``) and their size by the payload
-limit. Readings are grouped into one :class:`Series` per stream; whether a
-stream is raw or system is decided here, from the medium and OBIS tables of docs/devices.md.
+A homebase batch is judged record by record: a record with anything wrong inside it (a field's
+type or range, a value beyond its quantity's bound, its time) is refused alone, its cause
+named, and the others are kept (:class:`Decoded`). What is wrong with the message itself (JSON,
+text, size, nesting, not an array of at most MAX_RECORDS) refuses it whole with a
+:class:`RecordError`; so does anything wrong in a CoAP record, which is one record. The caller
+dead-letters what is refused. Every integer is checked against the column it lands in, every
+number is finite and within its quantity's bound (core/bounds.py), every key matches its
+pattern. Unknown properties are ignored, never refused: the spec makes an added property a
+compatible change, so a device with newer firmware keeps its data. Their nesting is bounded by
+the decoder (too deep: ``too_deep``) and their size by the payload limit. Readings are grouped
+into one :class:`Series` per stream; whether a stream is raw or system is decided here, from
+the medium and OBIS tables of docs/devices.md.
 """
 
 from __future__ import annotations
@@ -17,7 +21,9 @@ from typing import Annotated, Final, TypeVar
 
 import msgspec
 
+from energy_platform.core import bounds
 from energy_platform.core.codec import obis
+from energy_platform.core.errors import OutOfBounds
 
 FORMAT: Final = 4
 EARLIEST: Final = 946_684_800  # 2000-01-01T00:00:00Z
@@ -107,20 +113,87 @@ class _Grouped:
         series.values.append(value)
 
 
+class Refused(msgspec.Struct):
+    """The records of a batch refused for one cause."""
+
+    cause: str
+    detail: str
+    """The first records' reasons, each with its position in the batch (from 0)."""
+    count: int
+    payload: bytes
+    """The refused records as sent, as a batch of their own (a JSON array)."""
+
+
+class Decoded(msgspec.Struct):
+    """A homebase batch: the series of its good records, and the refused ones by cause."""
+
+    series: list[Series]
+    refused: list[Refused]
+
+
 Batch = Annotated[list[HomebaseRecord], msgspec.Meta(max_length=MAX_RECORDS)]
+RawBatch = Annotated[list[msgspec.Raw], msgspec.Meta(max_length=MAX_RECORDS)]
 _batch = msgspec.json.Decoder(Batch)
+_raw_batch = msgspec.json.Decoder(RawBatch)
+_homebase_record = msgspec.json.Decoder(HomebaseRecord)
 _coap_record = msgspec.json.Decoder(CoapRecord)
+REASONS_SHOWN = 5
+"""Reasons a dead letter's detail spells out; the count says how many records it holds."""
 
 
-def decode_batch(payload: bytes, now: float) -> list[Series]:
-    """Series of a homebase batch (none for an empty one); RecordError (with its cause) if
-    anything in it is wrong."""
-    records = _decode(_batch, payload)
+def decode_batch(payload: bytes, now: float) -> Decoded:
+    """The series of a homebase batch's good records (none for an empty batch) and its refused
+    records by cause; RecordError (with its cause) if the message itself is wrong."""
+    raw: list[msgspec.Raw] | None = None
+    records: list[HomebaseRecord | RecordError]
+    try:
+        typed = _decode(_batch, payload)
+    except RecordError as whole:
+        # Some record is malformed: judge each alone, if the message is an array of records.
+        if whole.cause != "invalid_record":
+            raise
+        try:
+            raw = _raw_batch.decode(payload)
+        except (msgspec.DecodeError, RecursionError):
+            raise whole from None
+        records = [_one_record(text) for text in raw]
+    else:
+        records = list(typed)
     grouped = _Grouped()
-    for record in records:
-        for key, t, value in _homebase_points(record, now):
+    refused: dict[str, list[tuple[int, RecordError]]] = {}
+    for n, record in enumerate(records):
+        try:
+            if isinstance(record, RecordError):
+                raise record
+            points = _homebase_points(record, now)
+        except RecordError as e:
+            refused.setdefault(e.cause, []).append((n, e))
+            continue
+        for key, t, value in points:
             grouped.add(key, t, value)
-    return list(grouped.series.values())
+    if refused and raw is None:
+        raw = _raw_batch.decode(payload)  # the refused records as sent, for their dead letters
+    return Decoded(
+        list(grouped.series.values()),
+        [_refused(cause, errors, raw) for cause, errors in refused.items() if raw is not None],
+    )
+
+
+def _one_record(text: msgspec.Raw) -> HomebaseRecord | RecordError:
+    try:
+        return _homebase_record.decode(text)
+    except msgspec.ValidationError as e:
+        return RecordError("invalid_record", str(e))
+    except RecursionError:
+        return RecordError("too_deep", "the JSON is nested too deeply")
+
+
+def _refused(cause: str, errors: list[tuple[int, RecordError]], raw: list[msgspec.Raw]) -> Refused:
+    reasons = "; ".join(f"record {n}: {e}" for n, e in errors[:REASONS_SHOWN])
+    more = len(errors) - REASONS_SHOWN
+    detail = reasons if more <= 0 else f"{reasons}; and {more} more"
+    payload = b"[" + b",".join(bytes(raw[n]) for n, _ in errors) + b"]"
+    return Refused(cause, detail, len(errors), payload)
 
 
 def decode_coap(payload: bytes, now: float) -> list[Series]:
@@ -136,7 +209,8 @@ def decode_coap(payload: bytes, now: float) -> list[Series]:
         raise RecordError("empty", "'o' has no values")
     grouped = _Grouped()
     for code, v in record.o.items():
-        grouped.add(_obis_key(0, record.d, code), record.t, _finite(v))
+        key = _obis_key(0, record.d, code)
+        grouped.add(key, record.t, _measured(v, bounds.of_obis(code), "OBIS {}", key[5]))
     return list(grouped.series.values())
 
 
@@ -165,10 +239,17 @@ def _decode(decoder: msgspec.json.Decoder[T], payload: bytes) -> T:
         raise RecordError("too_deep", "the JSON is nested too deeply") from None
 
 
-def _finite(value: float) -> float:
+def _measured(value: float, bound: bounds.Bound, place: str, *names: object) -> float:
+    """``value``, finite and within ``bound``; else RecordError saying where (``place``
+    formatted with ``names``, only then: this runs for every value of every batch)."""
+    if bounds.within(bound, value):
+        return value
     if not math.isfinite(value):
         raise RecordError("not_finite", "NaN and infinities are not measurements")
-    return value
+    try:
+        return bounds.check(bound, value, place.format(*names))
+    except OutOfBounds as e:
+        raise RecordError("out_of_bounds", e.detail) from None
 
 
 def _medium(name: str) -> int:
@@ -186,13 +267,17 @@ def _homebase_points(record: HomebaseRecord, now: float) -> list[tuple[Key, int,
     out: list[tuple[Key, int, float]] = []
     for name, value in record.s.items():
         medium = _medium(name)
+        bound = bounds.of_medium(medium)
         if isinstance(value, list):
             for index, v in enumerate(value, start=1):
-                out.append((_medium_key(channel, device, medium, index), t, _finite(v)))
+                v = _measured(v, bound, "medium {}, index {}", medium, index)
+                out.append((_medium_key(channel, device, medium, index), t, v))
         else:
-            out.append((_medium_key(channel, device, medium, None), t, _finite(value)))
+            value = _measured(value, bound, "medium {}", medium)
+            out.append((_medium_key(channel, device, medium, None), t, value))
     for code, v in record.o.items():
-        out.append((_obis_key(channel, device, code), t, _finite(v)))
+        key = _obis_key(channel, device, code)
+        out.append((key, t, _measured(v, bounds.of_obis(code), "OBIS {}", key[5])))
     return out
 
 

@@ -11,7 +11,9 @@ from energy_platform.core.cache import BoundedCache
 
 log = structlog.get_logger()
 DROPPED = Counter(
-    "ep_ingest_dropped_total", "Messages or CoAP requests ingest refused, by cause", ["cause"]
+    "ep_ingest_dropped_total",
+    "Messages, records of a batch or CoAP requests ingest refused, by cause",
+    ["cause"],
 )
 LOG_EVERY = 60.0
 KEPT_BYTES = 65_536
@@ -69,8 +71,9 @@ class Drops:
     def __init__(self, size: int = 100_000) -> None:
         self._logged: BoundedCache[tuple[str, str], bool] = BoundedCache(size, LOG_EVERY)
 
-    def record(self, cause: str, sn: str, detail: str) -> None:
-        DROPPED.labels(cause).inc()
+    def record(self, cause: str, sn: str, detail: str, count: int = 1) -> None:
+        """Count ``count`` refusals (messages, a message's records, CoAP requests)."""
+        DROPPED.labels(cause).inc(count)
         key = (cause, sn)
         if key not in self._logged:
             self._logged.put(key, True)

@@ -202,13 +202,22 @@ class Pipeline:
         except EnvelopeError as e:
             return self._dead(sn, topic, "undecryptable", str(e), payload)
         try:
-            series = decode_batch(plaintext, time.time())
+            decoded = decode_batch(plaintext, time.time())
         except RecordError as e:
             return self._dead(sn, topic, e.cause, str(e), plaintext, sealed=False)
-        if not series:
+        if not decoded.series and not decoded.refused:
             MESSAGES.labels("empty").inc()
             return None
-        return Accepted(route, series, topic, plaintext)
+        refused = []
+        for r in decoded.refused:
+            # A refused record costs only itself: the others are stored beside its dead letter.
+            self._drops.record(r.cause, sn, r.detail, r.count)
+            refused.append(
+                DeadLetter.of("mqtt", sn, topic, r.cause, r.detail, r.payload, sealed=False)
+            )
+        if not decoded.series:
+            MESSAGES.labels("dead_letter").inc()
+        return Accepted(route, decoded.series, topic, plaintext, refused=refused)
 
     async def _decrypt(self, sn: str, payload: bytes) -> bytes:
         key = await self._keys.key(sn)
@@ -247,7 +256,9 @@ class Pipeline:
             for _, tag in batch:
                 await ack(tag)
                 queue.task_done()
-            MESSAGES.labels("stored").inc(sum(isinstance(i, Accepted) for i, _ in batch))
+            MESSAGES.labels("stored").inc(
+                sum(isinstance(i, Accepted) and bool(i.series) for i, _ in batch)
+            )
             READINGS.inc(count)
 
 
@@ -257,7 +268,8 @@ async def store_until_done(store: PointStore, items: list[Item], drops: Drops) -
     backoff = Backoff(cap=10.0)
     while True:
         accepted = [i for i in items if isinstance(i, Accepted)]
-        dead = [i for i in items if isinstance(i, DeadLetter)]
+        # In the order they came: a message's refused records where the message stood.
+        dead = [d for i in items for d in (i.refused if isinstance(i, Accepted) else [i])]
         try:
             return await store.write(accepted, dead)
         except Exception as e:
@@ -267,8 +279,9 @@ async def store_until_done(store: PointStore, items: list[Item], drops: Drops) -
                     first = await store_until_done(store, items[:half], drops)
                     return first + await store_until_done(store, items[half:], drops)
                 detail = f"{type(e).__name__}: {e}"
-                drops.record("rejected_by_database", accepted[0].route.sn, detail)
-                items = [accepted[0].dead_letter("rejected_by_database", detail)]
+                guilty = accepted[0]
+                drops.record("rejected_by_database", guilty.route.sn, detail)
+                items = [guilty.dead_letter("rejected_by_database", detail), *guilty.refused]
                 continue
             if not is_outside_fault(e):
                 raise

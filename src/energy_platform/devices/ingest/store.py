@@ -102,13 +102,15 @@ ForwarderKey = tuple[str, int, int, int | None, int | None, str | None]
 
 class Accepted(msgspec.Struct):
     """The series of one message (or CoAP request) that passed validation, with what it came
-    from (the plaintext), in case the database refuses it and it becomes a dead letter."""
+    from (the plaintext), in case the database refuses it and it becomes a dead letter, and the
+    dead letters of its records that did not pass (the writer stores them beside it)."""
 
     route: Route
     series: list[Series]
     topic: str = ""
     payload: bytes = b""
     transport: str = "mqtt"
+    refused: list[DeadLetter] = msgspec.field(default_factory=list)
 
     def dead_letter(self, cause: str, detail: str) -> DeadLetter:
         return DeadLetter.of(
@@ -214,7 +216,7 @@ class PointStore:
                 await conn.execute(
                     CHANNELS_SEEN, feeds, channels, [newest[k] for k in sorted(newest)]
                 )
-            seen = sorted({a.route.sn for a in batch})
+            seen = sorted({a.route.sn for a in batch if a.series})
             if seen:
                 await conn.execute(DATA_SEEN, seen)
             if dead:

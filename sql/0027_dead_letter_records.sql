@@ -1,0 +1,6 @@
+-- Issue 46: a homebase batch is judged record by record, and a value beyond its quantity's bound
+-- is refused (core/bounds.py). The dead letters' comments say so; nothing else changes.
+COMMENT ON TABLE cluster.dead_letters IS 'What ingest refused for a reason inside it: a whole message, the refused records of a batch (one row per message and cause; the others were stored), or a CoAP request; acknowledged, never retried. Rows older than EP_INGEST_DEAD_LETTER_DAYS are deleted by ingest.';
+COMMENT ON COLUMN cluster.dead_letters.cause IS 'Why it was refused, as counted in ep_ingest_dropped_total{cause}: undecryptable, invalid_json, invalid_record, bad_timestamp, not_finite, out_of_bounds (a value beyond its quantity''s bound), not_utf8, too_large, too_deep, unsupported_format, forbidden_field, unknown_sn, bad_topic, rejected_by_database, unexpected.';
+COMMENT ON COLUMN cluster.dead_letters.detail IS 'The decoder''s message: what was wrong and where (a JSON path; for a batch''s records, each one''s position in the message, from 0).';
+COMMENT ON COLUMN cluster.dead_letters.payload IS 'The first 64 KiB of the payload (a batch''s refused records: those records as a JSON array of their own); convert_from(payload, ''UTF8'') shows JSON when sealed is false.';

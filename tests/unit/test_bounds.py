@@ -1,0 +1,77 @@
+"""The bounds of values (core/bounds.py): every medium and OBIS code we know has its quantity's
+bound, a value passes exactly when the arithmetic can carry it, and a refusal names the value
+and the bound."""
+
+from __future__ import annotations
+
+import math
+import sys
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from energy_platform.core import bounds
+from energy_platform.core.codec import obis
+from energy_platform.core.codec.format_v4 import BATTERY, RAW_MEDIA, SIGNAL
+from energy_platform.core.errors import OutOfBounds
+
+MEASURED = [bounds.of_medium(m) for m in bounds.MEDIA] + [bounds.UNKNOWN]
+MONEY = [bounds.PRICE, bounds.FACTOR, bounds.STANDING]
+
+
+def test_every_medium_and_obis_code_we_know_has_its_quantitys_bound() -> None:
+    assert set(bounds.MEDIA) == {*RAW_MEDIA, SIGNAL, BATTERY}
+    assert bounds.of_medium(1) is bounds.of_medium(12) is bounds.POWER
+    assert bounds.of_medium(22) is bounds.of_medium(28) is bounds.ENERGY
+    for code, (medium, _) in obis.KNOWN.items():
+        assert bounds.of_obis(code) is bounds.of_medium(medium) is not bounds.UNKNOWN
+    assert bounds.of_obis("1.8.0") is bounds.ENERGY  # a short form is electricity's
+    assert bounds.of_obis("1-0:99.9.9") is bounds.of_medium(99) is bounds.of_medium(None)
+    assert bounds.of_medium(None) is bounds.UNKNOWN
+
+
+def test_the_engines_worst_arithmetic_at_the_bounds_stays_far_from_overflow() -> None:
+    # Every value keeps its integers (a register's last Wh): below 2^53.
+    assert max(b.limit for b in MEASURED) < 2**53
+    # The largest product the engine forms: a value's swing (2x) over a 90 s bucket, priced at
+    # factor x area price + band price, in every bucket of a century, with standing charges.
+    price = bounds.FACTOR.limit * bounds.PRICE.limit + bounds.PRICE.limit
+    buckets = 100 * 366 * 960
+    worst = 2 * max(b.limit for b in MEASURED) * 90 * price * buckets
+    worst += bounds.STANDING.limit * 100 * 366
+    assert worst < 1e40 < sys.float_info.max
+    # The smallest: a tiny value through 1/3600, 1/1000, a microsecond of 300 s, price, factor.
+    assert bounds.SMALLEST**3 / 3600 / 1000 * (1e-6 / 300) > 1e-200 > sys.float_info.min
+
+
+def shown(limit: float) -> str:
+    return f"{limit:g}".replace("e+", "e").replace("e0", "e")
+
+
+BOUNDS = st.sampled_from(MEASURED + MONEY)
+
+
+@given(BOUNDS, st.floats(allow_nan=True, allow_infinity=True))
+def test_a_value_passes_exactly_when_its_magnitude_is_within_the_bound(
+    bound: bounds.Bound, value: float
+) -> None:
+    if value == 0 or bounds.SMALLEST <= abs(value) <= bound.limit:
+        assert bounds.check(bound, value, "here") == value
+        return
+    with pytest.raises(OutOfBounds) as refused:
+        bounds.check(bound, value, "here")
+    assert (refused.value.status, refused.value.coap_code) == (400, (4, 0))
+    detail = refused.value.detail
+    if not math.isfinite(value):
+        assert detail == f"here: {value} is not a finite number"
+    elif abs(value) > bound.limit:
+        assert detail.startswith(f"here: {value!r} is out of bounds: ")
+        assert f"{bound.quantity} is at most {shown(bound.limit)}" in detail
+    else:
+        assert detail.startswith(f"here: {value!r} is too small to compute with")
+
+
+@pytest.mark.parametrize("value", [-1e10, -1.0, -0.0, 0.0, 1e-30, 1e10])
+def test_signs_are_never_refused(value: float) -> None:
+    assert bounds.check(bounds.POWER, value, "medium 13") == value
