@@ -134,15 +134,23 @@ def points_of(events: list[SseEvent], kind: str = "points") -> list[tuple[str, i
 
 
 class SlowClient:
-    """A client that asks for a live stream over a socket with a small receive buffer and then
-    reads nothing, until the test reads everything the server sent, to the close."""
+    """A client that asks for a live stream (or any streamed answer) over a socket with a small
+    receive buffer and then reads nothing, until the test reads everything the server sent, to
+    the close."""
 
     def __init__(self, sock: socket.socket, head: bytes) -> None:
         self._sock, self._head = sock, head
+        self.raw = b""
+        """The body as it came, once read to the close (chunked: its final chunk if any)."""
 
     @classmethod
     async def open(cls, port: int, feed: str, token: str) -> SlowClient:
         """Connect and read the answer's head: from then on the server is sending events."""
+        return await cls.get(port, f"/feeds/{feed}/live", token)
+
+    @classmethod
+    async def get(cls, port: int, path: str, token: str) -> SlowClient:
+        """``GET path``, read up to the answer's head, then nothing more."""
 
         def connect() -> SlowClient:
             sock = socket.socket()
@@ -150,7 +158,7 @@ class SlowClient:
             sock.settimeout(30)
             sock.connect(("127.0.0.1", port))
             sock.sendall(
-                f"GET /feeds/{feed}/live HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                 f"Authorization: Bearer {token}\r\nConnection: close\r\n\r\n".encode()
             )
             head = b""
@@ -161,6 +169,10 @@ class SlowClient:
             return cls(sock, head)
 
         return await asyncio.to_thread(connect)
+
+    def close(self) -> None:
+        """Go away without reading the rest."""
+        self._sock.close()
 
     async def read_to_close(self, within: float = 60.0) -> bytes:
         """Everything until the server closes the connection (its body, de-chunked)."""
@@ -181,6 +193,7 @@ class SlowClient:
                 self._sock.close()
 
         body = await asyncio.to_thread(read)
+        self.raw = body
         head = self._head
         assert head.startswith(b"HTTP/1.1 200"), head
         return _dechunked(body) if b"chunked" in head.lower() else body
