@@ -97,11 +97,21 @@ COMMENT ON FUNCTION cluster.csv_times(timestamptz) IS
 
 -- The value cells of a line of a feed export with several columns: the number of column k at
 -- its place, empty where the line's time has no point of that column. ks and nums pair up
--- (aggregated from the same rows), in any order.
+-- (aggregated from the same rows), in any order. Each number is put at its place once, so a
+-- line costs its column count (issue 46: the former SQL body looked each column up in ks, the
+-- square of it: 200 lines of 1,000 columns took 1,418 ms against 60 ms now). PL/pgSQL keeps
+-- the arrays expanded, so each read and write of an element is one step; it is also cheaper
+-- per call at a few columns (200,000 lines of 3 columns: 0.84 s against 2.2 s), where a SQL
+-- body with a subquery is run as its own query each call.
 CREATE OR REPLACE FUNCTION cluster.csv_cells(ks bigint[], nums text[], columns integer)
-RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE
-RETURN array_to_string(ARRAY(SELECT nums[array_position(ks, k)]
-                               FROM generate_series(1::bigint, columns) AS k ORDER BY k),
-                       ',', '');
+RETURNS text LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+DECLARE
+    cells text[] := array_fill(''::text, ARRAY[columns]);
+BEGIN
+    FOR i IN 1 .. coalesce(cardinality(ks), 0) LOOP
+        cells[ks[i]] := nums[i];
+    END LOOP;
+    RETURN array_to_string(cells, ',', '');
+END $$;
 COMMENT ON FUNCTION cluster.csv_cells(bigint[], text[], integer) IS
     'CSV value cells of a feed export line: nums[i] in column ks[i] of 1..columns, empty cells elsewhere.';

@@ -134,15 +134,26 @@ def points_of(events: list[SseEvent], kind: str = "points") -> list[tuple[str, i
 
 
 class SlowClient:
-    """A client that asks for a live stream over a socket with a small receive buffer and then
-    reads nothing, until the test reads everything the server sent, to the close."""
+    """A client that asks for a live stream (or any streamed answer) over a socket with a small
+    receive buffer and then reads nothing, until the test reads everything the server sent, to
+    the close."""
 
     def __init__(self, sock: socket.socket, head: bytes) -> None:
         self._sock, self._head = sock, head
+        self.raw = b""
+        """The body as it came so far (chunked: its final chunk, if any, once read to the
+        close)."""
 
     @classmethod
     async def open(cls, port: int, feed: str, token: str) -> SlowClient:
         """Connect and read the answer's head: from then on the server is sending events."""
+        return await cls.get(port, f"/feeds/{feed}/live", token)
+
+    @classmethod
+    async def get(cls, port: int, path: str, token: str, last_id: str | None = None) -> SlowClient:
+        """``GET path`` (with ``Last-Event-ID: last_id``), read up to the answer's head, then
+        nothing more."""
+        resume = "" if last_id is None else f"Last-Event-ID: {last_id}\r\n"
 
         def connect() -> SlowClient:
             sock = socket.socket()
@@ -150,8 +161,8 @@ class SlowClient:
             sock.settimeout(30)
             sock.connect(("127.0.0.1", port))
             sock.sendall(
-                f"GET /feeds/{feed}/live HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                f"Authorization: Bearer {token}\r\nConnection: close\r\n\r\n".encode()
+                f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                f"Authorization: Bearer {token}\r\n{resume}Connection: close\r\n\r\n".encode()
             )
             head = b""
             while b"\r\n\r\n" not in head:
@@ -161,6 +172,27 @@ class SlowClient:
             return cls(sock, head)
 
         return await asyncio.to_thread(connect)
+
+    def close(self) -> None:
+        """Go away without reading the rest."""
+        self._sock.close()
+
+    async def read_until(self, done: Callable[[bytes], bool], within: float = 60.0) -> bytes:
+        """Read on (after what was read before) until ``done(the body so far, de-chunked)``
+        holds; that body."""
+
+        def read() -> bytes:
+            deadline = time.monotonic() + within
+            while not done(body := _dechunked(self.raw)):
+                self._sock.settimeout(max(0.01, deadline - time.monotonic()))
+                chunk = self._sock.recv(65536)
+                assert chunk, "the server closed the stream first"
+                self.raw += chunk
+                if time.monotonic() > deadline:
+                    raise TimeoutError("what the test waits for did not come")
+            return body
+
+        return await asyncio.to_thread(read)
 
     async def read_to_close(self, within: float = 60.0) -> bytes:
         """Everything until the server closes the connection (its body, de-chunked)."""
@@ -180,10 +212,10 @@ class SlowClient:
             finally:
                 self._sock.close()
 
-        body = await asyncio.to_thread(read)
+        self.raw += await asyncio.to_thread(read)
         head = self._head
         assert head.startswith(b"HTTP/1.1 200"), head
-        return _dechunked(body) if b"chunked" in head.lower() else body
+        return _dechunked(self.raw) if b"chunked" in head.lower() else self.raw
 
 
 def _dechunked(body: bytes) -> bytes:

@@ -116,3 +116,45 @@ def test_every_section_of_the_settings_hides_its_secrets_in_its_repr() -> None:
     assert secret not in shown
     assert "secret_key=<set>" in shown
     assert "secret=<set>" in shown
+
+
+SECRET = "hunter2-b7c1"
+
+
+@pytest.mark.parametrize(
+    "dsn",
+    [
+        f"postgresql://someone:{SECRET}@db.example:5432/x",
+        f"postgresql://someone@db.example/x?sslmode=require&password={SECRET}",
+        f"postgres://db.example/x?Pass%77ord={SECRET}",
+        f"postgresql://someone@db.example/x?sslpassword={SECRET}&application_name=ep",
+        f"postgresql://[::1]:5432,db.example/x?password={SECRET}",
+        f"host=db.example user=someone password={SECRET} dbname=x",
+        f"host=db.example password = {SECRET} dbname=x",
+        f"host=db.example PASSWORD='{SECRET} with blanks' dbname=x",
+        f"host=db.example password='{SECRET}\\' quoted' dbname=x",
+        f"host=db.example sslpassword={SECRET}",
+        f"password='{SECRET} unterminated",
+        f"postgresql://someone:{SECRET}@[::1",  # not a URL Python can split
+    ],
+)
+def test_the_repr_hides_a_password_in_any_dsn_form(dsn: str) -> None:
+    settings = Settings.from_env({"EP_DATABASE_URL": dsn, "EP_DATABASE_READ_URL": dsn})
+    shown = repr(settings)
+    assert SECRET not in shown
+    assert "with blanks" not in shown
+    assert "quoted" not in shown
+    assert "unterminated" not in shown
+
+
+def test_the_repr_keeps_what_is_not_a_password() -> None:
+    shown = repr(
+        Settings.from_env(
+            {
+                "EP_DATABASE_URL": "host=db.example user=someone password=x dbname=energy",
+                "EP_DATABASE_READ_URL": "postgresql://someone:x@replica.example/energy?sslmode=require",
+            }
+        ).database
+    )
+    assert "url='host=db.example user=someone password=*** dbname=energy'" in shown
+    assert "read_url='postgresql://someone:***@replica.example/energy?sslmode=require'" in shown

@@ -30,7 +30,7 @@ def create_app(settings: Settings, watches: Sequence[Watch] = ()) -> Litestar:
         settings=settings,
         route_handlers=[
             FeedsController,
-            export_routes(settings.database.pool_max),
+            export_routes(settings.database.pool_max, settings.api),
             bill_routes(settings.engine.currency),
             NotificationsController,
             TokensController,
@@ -44,4 +44,7 @@ def create_app(settings: Settings, watches: Sequence[Watch] = ()) -> Litestar:
         stateless_queries=True,
         read_replica=True,
         watches=watches,
+        # No statement, and no transaction left open, outlasts its client: an export's
+        # snapshot cannot hold back vacuum for longer than EP_API_IDLE_IN_TRANSACTION_S.
+        session=settings.api.session(),
     )

@@ -9,7 +9,9 @@ checks everything that can fail (token, feed, streams, parameters) and only then
 with a stream whose body PostgreSQL writes: one read-only transaction (one snapshot), per
 configuration period of the feed's time zone a cursor, whose rows are ready CSV text (a UTC
 day of points, or a bucket's line). Memory stays that of a few days of lines, whatever the
-range; at most half the pool's connections export at once (ExportSlots).
+range; at most half the pool's connections export at once, and each user at most
+EP_API_EXPORTS_PER_USER of them (ExportSlots); an export whose client stops reading for
+EP_API_EXPORT_STALL_S is ended and its connection returned (core/http/stalls.py).
 """
 
 from __future__ import annotations
@@ -19,24 +21,29 @@ import contextlib
 import csv
 import io
 import weakref
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
+from types import MappingProxyType
 from typing import Annotated, Literal
 
 import asyncpg
 import msgspec
+import structlog
 from litestar import Controller, Router, get
 from litestar.datastructures import ResponseHeader
 from litestar.di import NamedDependency, Provide
 from litestar.openapi.spec import OpenAPIType, Schema
 from litestar.params import FromPath, QueryParameter
 from litestar.response import Stream
+from prometheus_client import Counter
 
 from energy_platform.api.feeds import BUCKET_REACH, CSV, EARLIEST, LATEST, UnixTime, visible_feed
 from energy_platform.core.db.pool import Connection
 from energy_platform.core.errors import InvalidInput, NotFound, TooManyRequests
 from energy_platform.core.http.database import Reads
 from energy_platform.core.http.openapi import problems, text_answer
+from energy_platform.core.http.stalls import until_stalled
 from energy_platform.core.inputs import INT8_MAX, MAX_REPEATED, Ids
+from energy_platform.core.settings import ApiSettings
 from energy_platform.users.auth import Caller, authenticate
 
 ExportResolution = Literal["points", "hour", "day", "month"]
@@ -46,15 +53,27 @@ RESOLUTION_DOC = (
     " (summed or averaged, from the rollups in real time)."
 )
 STREAM_DOC = (
-    "A column per stream, in the order given (raw, processed or system streams of the feed);"
-    " absent: every processed stream of the feed, by id."
+    "A column per stream, in the order first given (raw, processed or system streams of the"
+    " feed; a stream given again is the same column); absent: every processed stream of the"
+    f" feed, by id (at most {MAX_REPEATED:,} columns either way)."
 )
 EXPORT_DOC = (
     'CSV (RFC 4180, CRLF line ends, text quoted, numbers bare): a header line `"time",'
     '"local_time","<stream title> (<unit>)"...`, then a line per point time or bucket: Unix'
     " seconds, the local time in ISO 8601 with its offset (the feed's zone at that time), and"
     " each stream's value as the data endpoint writes it, empty where it has none. Streamed,"
-    " without a limit."
+    " without a limit of size; a client that stops reading for EP_API_EXPORT_STALL_S (60)"
+    " seconds is disconnected. 429 (with Retry-After): the user already runs"
+    " EP_API_EXPORTS_PER_USER (2) exports on this API process, or half its pool exports."
+)
+MAX_COLUMNS = MAX_REPEATED
+"""Streams one export writes at most: each is a column of every line and a cursor's function
+call per UTC day."""
+RETRY_AFTER_S = 10
+"""What a refused export is told to wait: an export's length is not known in advance."""
+log = structlog.get_logger()
+STALLED = Counter(
+    "ep_api_exports_stalled", "Feed exports ended because their client stopped reading"
 )
 BUCKET_LINES = 2000
 """Bucket lines per chunk of the body: a year of hours in five chunks."""
@@ -225,20 +244,33 @@ SELECT convert_to(cluster.csv_times(g.start) || ','
  ORDER BY g.start"""
 
 
+class ExportsBusy(TooManyRequests):
+    headers = MappingProxyType({"Retry-After": str(RETRY_AFTER_S)})
+
+
 class ExportSlots:
-    """How many exports may run at once in this process. Each holds one connection of the API's
-    pool, and its snapshot, for as long as its client reads; the rest of the pool stays for
-    every other request (a handful of slow downloads would otherwise queue the data endpoint
-    behind them)."""
+    """How many exports may run at once in this process, and per user. Each holds one
+    connection of the API's pool, and its snapshot, for as long as its client reads; the rest
+    of the pool stays for every other request (a handful of slow downloads would otherwise
+    queue the data endpoint behind them), and one user cannot take every slot."""
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, per_user: int) -> None:
         self.free = size
+        self.per_user = per_user
+        self._held: dict[int, int] = {}
 
-    def take(self) -> Callable[[], None]:
-        """A slot, else 429; the function returned gives it back, once however often called."""
+    def take(self, user: int) -> Callable[[], None]:
+        """A slot for ``user``, else 429; the function returned gives it back, once however
+        often called."""
+        held = self._held.get(user, 0)
+        if held >= self.per_user:
+            raise ExportsBusy(
+                f"this user already runs {held} exports here; retry when one has finished"
+            )
         if self.free <= 0:
-            raise TooManyRequests("too many exports at once here; retry when one has finished")
+            raise ExportsBusy("too many exports at once here; retry when one has finished")
         self.free -= 1
+        self._held[user] = held + 1
         returned = False
 
         def give_back() -> None:
@@ -246,18 +278,30 @@ class ExportSlots:
             if not returned:
                 returned = True
                 self.free += 1
+                left = self._held.pop(user) - 1
+                if left:
+                    self._held[user] = left
 
         return give_back
 
 
-def export_routes(pool_max: int) -> Router:
+class ExportLimits(msgspec.Struct, frozen=True):
+    """The process's export slots and how long a client may stop reading."""
+
+    slots: ExportSlots
+    stall_s: float
+
+
+def export_routes(pool_max: int, api: ApiSettings) -> Router:
     """The export's route for the data API's app: at most half its pool (``pool_max``
-    connections) exporting at once."""
-    slots = ExportSlots(max(1, pool_max // 2))
+    connections) exporting at once, ``api.exports_per_user`` of them per user."""
+    limits = ExportLimits(
+        ExportSlots(max(1, pool_max // 2), api.exports_per_user), api.export_stall_s
+    )
     return Router(
         path="/",
         route_handlers=[ExportController],
-        dependencies={"slots": Provide(lambda: slots, sync_to_thread=False)},
+        dependencies={"limits": Provide(lambda: limits, sync_to_thread=False)},
     )
 
 
@@ -294,7 +338,7 @@ class ExportController(Controller):
         feed_id: FromPath[str],
         caller: NamedDependency[Caller],
         reads: Reads,
-        slots: NamedDependency[ExportSlots],
+        limits: NamedDependency[ExportLimits],
         time_from: UnixTime = None,
         time_to: UnixTime = None,
         resolution: Annotated[
@@ -318,7 +362,16 @@ class ExportController(Controller):
                 f"time_from ({time_from}) is after time_to ({time_to})", field="time_from"
             )
         feed = await visible_feed(reads, feed_id, caller)
-        columns = await reads.fetch(EXPORT_COLUMNS, feed["id"], streams)
+        # A stream asked for again is the column it already has (issue 46: a thousand copies of
+        # one stream cost a thousand columns' work on every line).
+        asked = None if streams is None else list(dict.fromkeys(streams))
+        columns = await reads.fetch(EXPORT_COLUMNS, feed["id"], asked)
+        if len(columns) > MAX_COLUMNS:
+            raise InvalidInput(
+                f"the feed has {len(columns):,} processed streams: name at most"
+                f" {MAX_COLUMNS:,} with stream=",
+                field="stream",
+            )
         for column in columns:
             if column["id"] is None:
                 raise NotFound(f"no stream {str(column['asked'])!r} in feed {feed_id!r}")
@@ -329,13 +382,18 @@ class ExportController(Controller):
             LATEST if time_to is None else time_to,
             resolution,
         )
-        give_back = slots.take()
+        give_back = limits.slots.take(caller.user_id)
         body = csv_body(reads, header_line(columns), export, give_back)
         # A body never started (its client gone before the first byte) runs no finally: its
         # slot comes back when it is collected.
         weakref.finalize(body, give_back)
+
+        def stalled() -> None:
+            STALLED.inc()
+            log.warning("export: client stopped reading; ended", feed=feed["id"])
+
         return Stream(
-            body,
+            until_stalled(body, limits.stall_s, stalled),
             media_type=CSV,
             headers={"Content-Disposition": f'attachment; filename="feed-{feed["id"]}.csv"'},
         )
@@ -378,7 +436,7 @@ def inert(cell: str) -> str:
 
 async def csv_body(
     pool: asyncpg.Pool, header: bytes, export: Export, give_back: Callable[[], None]
-) -> AsyncIterator[bytes]:
+) -> AsyncGenerator[bytes, None]:
     """The export's body: the header, then its lines as PostgreSQL writes them, read from
     cursors in one read-only transaction as the client takes them; its slot given back at the
     end, however it ends."""
@@ -414,9 +472,12 @@ async def csv_lines(pool: asyncpg.Pool, export: Export) -> AsyncGenerator[bytes,
                     if columns == 1
                     else fetched(conn, 1, EXPORT_POINTS, export.streams, *span, columns)
                 )
-                async for records in days:
-                    for day in records:
-                        yield day["chunk"]
+                # Closed before the transaction ends, whatever ends it: a fetch in flight
+                # must finish before the rollback can run.
+                async with contextlib.aclosing(days):
+                    async for records in days:
+                        for day in records:
+                            yield day["chunk"]
                 continue
             buckets = fetched(
                 conn,
@@ -428,13 +489,14 @@ async def csv_lines(pool: asyncpg.Pool, export: Export) -> AsyncGenerator[bytes,
                 resolution,
                 BUCKET_REACH[resolution],
             )
-            async for lines in buckets:
-                yield b"".join(line["line"] for line in lines)
+            async with contextlib.aclosing(buckets):
+                async for lines in buckets:
+                    yield b"".join(line["line"] for line in lines)
 
 
 async def fetched(
     conn: Connection, rows: int, query: str, *args: object
-) -> AsyncIterator[list[asyncpg.Record]]:
+) -> AsyncGenerator[list[asyncpg.Record], None]:
     """``query``'s rows from a cursor, ``rows`` at a time, the next ones asked for before these
     are handed on: PostgreSQL computes them while the client receives these (fetched one after
     the other, each waited for its turn and the export took twice its database time)."""

@@ -8,10 +8,11 @@ its own: the CLI calls :meth:`Settings.from_env` once and hands the result down.
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Mapping
 from ipaddress import IPv4Network, IPv6Network, ip_network
 from typing import Any, ClassVar, Literal
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import msgspec
 
@@ -27,7 +28,8 @@ RENAMED: dict[str, str] = {"EP_DEVICES_TFTP_PORT": "EP_PROVISIONING_TFTP_PORT"}
 class Section(msgspec.Struct, frozen=True, kw_only=True):
     """A section of the settings. Its repr hides secrets, because settings end up in
     tracebacks and test reports: a field named in ``SECRETS`` shows only whether it is set, and
-    a URL (a field whose name ends in ``url``) shows without its password."""
+    a URL (a field whose name ends in ``url``, a URL or a ``key=value`` DSN) shows without its
+    passwords."""
 
     SECRETS: ClassVar[frozenset[str]] = frozenset()
 
@@ -45,14 +47,44 @@ class Section(msgspec.Struct, frozen=True, kw_only=True):
         return f"{type(self).__name__}({', '.join(fields)})"
 
 
-def without_password(url: str) -> str:
-    """``url`` with its password (if any) replaced by ``***``."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    user = f"{parts.username}:***" if parts.username else ":***"
-    host = parts.netloc.rpartition("@")[2]
-    return urlunsplit(parts._replace(netloc=f"{user}@{host}"))
+def without_password(dsn: str) -> str:
+    """``dsn`` with every password in it replaced by ``***``: a URL's userinfo and its query
+    parameters named ``...password`` (libpq takes ``?password=``), or libpq's ``key=value``
+    form (``host=db password=secret``, ``password = 'it\\'s'``, quoted or not)."""
+    if not _URL.match(dsn):
+        return _KEY_VALUE_PASSWORD.sub(r"\g<key>***", dsn)
+    try:
+        parts = urlsplit(dsn)
+        password = parts.password
+    except ValueError:
+        return "***"  # not a URL Python can read: where its password is cannot be told
+    if password is not None:
+        user = f"{parts.username}:***" if parts.username else ":***"
+        host = parts.netloc.rpartition("@")[2]
+        parts = parts._replace(netloc=f"{user}@{host}")
+    if parts.query:
+        parts = parts._replace(
+            query="&".join(map(_without_password_parameter, parts.query.split("&")))
+        )
+    return urlunsplit(parts)
+
+
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+# libpq's key=value form: a keyword ending in "password" (sslpassword too), then a value quoted
+# in single quotes (backslash escapes inside; unterminated: to the end) or a run up to the next
+# blank.
+_KEY_VALUE_PASSWORD = re.compile(
+    r"(?P<key>(?<![^\s])[A-Za-z_]*password\s*=\s*)(?:'(?:[^'\\]|\\.)*'?|(?:[^\s\\]|\\.)+)",
+    re.IGNORECASE,
+)
+
+
+def _without_password_parameter(parameter: str) -> str:
+    # libpq decodes a parameter's name too: pass%77ord is a password.
+    name, equals, _ = parameter.partition("=")
+    if equals and unquote(name).lower().endswith("password"):
+        return f"{name}=***"
+    return parameter
 
 
 class DatabaseSettings(Section, frozen=True, kw_only=True):
@@ -147,6 +179,47 @@ class HttpSettings(Section, frozen=True, kw_only=True):
 class TlsFiles(msgspec.Struct, frozen=True):
     cert: str
     key: str
+
+
+class ApiSettings(Section, frozen=True, kw_only=True):
+    """The data API's shares of its process and of the database: what one user's exports may
+    hold, and how long any statement or open transaction of its connections may last
+    (docs/data-api.md#the-feed-export)."""
+
+    exports_per_user: int = 2
+    """Feed exports one user may run at once in one API process; more get 429 with
+    Retry-After (the process runs at most half its pool's connections as exports)."""
+    export_stall_s: float = 60.0
+    """Seconds an export waits for its client to take the next piece of the body (64 KiB)
+    before it is ended, its transaction rolled back and its connection returned."""
+    statement_timeout_s: float = 60.0
+    """PostgreSQL ``statement_timeout`` of the data API's connections (0: none), as long as
+    its client waits for a statement (asyncpg's command timeout): every answer, and every
+    fetch of an export's cursor, is one bounded statement."""
+    idle_in_transaction_s: float = 600.0
+    """PostgreSQL ``idle_in_transaction_session_timeout`` of the data API's connections (0:
+    none): a transaction left open (an export whose client takes longer than this to read
+    what one fetch gave) is ended by the server, and its snapshot no longer holds back
+    vacuum."""
+
+    def __post_init__(self) -> None:
+        if (
+            self.exports_per_user < 1
+            or self.export_stall_s <= 0
+            or self.statement_timeout_s < 0
+            or self.idle_in_transaction_s < 0
+        ):
+            raise ValueError(
+                "EP_API_EXPORTS_PER_USER must be >= 1, EP_API_EXPORT_STALL_S > 0, and"
+                " EP_API_STATEMENT_TIMEOUT_S and EP_API_IDLE_IN_TRANSACTION_S >= 0"
+            )
+
+    def session(self) -> dict[str, str]:
+        """The PostgreSQL settings of the data API's connections, given when each connects."""
+        return {
+            "statement_timeout": f"{round(self.statement_timeout_s * 1000)}",
+            "idle_in_transaction_session_timeout": f"{round(self.idle_in_transaction_s * 1000)}",
+        }
 
 
 class DeviceSettings(Section, frozen=True, kw_only=True):
@@ -406,6 +479,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     database: DatabaseSettings = msgspec.field(default_factory=DatabaseSettings)
     mqtt: MqttSettings = msgspec.field(default_factory=MqttSettings)
     http: HttpSettings = msgspec.field(default_factory=HttpSettings)
+    api: ApiSettings = msgspec.field(default_factory=ApiSettings)
     devices: DeviceSettings = msgspec.field(default_factory=DeviceSettings)
     provisioning: ProvisioningSettings = msgspec.field(default_factory=ProvisioningSettings)
     cluster: ClusterSettings = msgspec.field(default_factory=ClusterSettings)

@@ -41,6 +41,14 @@ class Event(msgspec.Struct, frozen=True):
     frame: bytes
 
 
+EVENT_POINTS = 1_000
+"""Points in one event at most: cluster.live_stage splits a stream's points of a commit so."""
+POINT_BYTES = 48
+"""A point's most bytes in a frame: ``[``, a time of up to 20 characters, ``,``, a value of up
+to 24 (a float's shortest form, ``-1.2345678901234567e-308``), ``],``."""
+EVENT_BYTES = EVENT_POINTS * POINT_BYTES + 256
+"""A frame's most bytes: its points, its id, name and stream."""
+
 _encode = msgspec.json.Encoder().encode
 KEEPALIVE = b": keepalive\n\n"
 

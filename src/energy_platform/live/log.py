@@ -23,12 +23,19 @@ EDGES = """
 SELECT greatest((SELECT max(pos) FROM cluster.live_log), h.pos) AS top, h.pos AS horizon
   FROM cluster.live_horizon h"""
 
-# One feed's events after $2 up to $3 (a reconnect's replay), in order.
-REPLAY = """
-SELECT pos, feed_id, stream_id, kind, times, vals
-  FROM cluster.live_log
- WHERE feed_id = $1 AND pos > $2 AND pos <= $3
- ORDER BY pos"""
+# One page of a feed's replay (a reconnect's): its events after $2 up to $3, at most $4, in
+# order, keyed on the position (the next page starts after this one's last), with the horizon
+# in the same snapshot: past $2, events of the replay may have been pruned before they were
+# read (pruning raises it in the transaction that deletes them).
+REPLAY_PAGE = """
+SELECT h.pos AS horizon, e.pos, e.stream_id, e.kind, e.times, e.vals
+  FROM cluster.live_horizon h
+  LEFT JOIN LATERAL (
+      SELECT pos, stream_id, kind, times, vals
+        FROM cluster.live_log
+       WHERE feed_id = $1 AND pos > $2 AND pos <= $3
+       ORDER BY pos LIMIT $4) e ON true
+ ORDER BY e.pos"""
 
 # Which (token, feed) pairs may still be followed: the token is valid and its user sees the feed.
 STILL_ALLOWED = """

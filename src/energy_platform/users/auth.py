@@ -14,6 +14,9 @@ in two places, its first line and its decorator (so that the OpenAPI document li
 ``require_write`` comes before any lookup (404, 409): its 403 depends on the token alone, so
 it tells a read token nothing about other users' ids. The platform's 403 of a read token is
 ``ReadOnlyToken`` (``urn:energy-platform:problem:read-only-token``), in core/errors.py's tree.
+
+A request that may write (any method but GET, HEAD, OPTIONS) finds its token on the primary,
+never on a lagging replica: what ``require_write`` checks is the token as it stands.
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ from energy_platform.users.tokens import Scope
 from energy_platform.users.usage import token_used
 
 CALLER_BY_DIGEST = "SELECT user_id, is_admin, scope FROM cluster.token_caller($1)"
+READING_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+"""Requests that change nothing: only they may be authenticated on a replica."""
 USER_EXISTS = "SELECT EXISTS (SELECT 1 FROM cluster.users WHERE id = $1)"
 
 
@@ -48,11 +53,14 @@ class Caller(msgspec.Struct, frozen=True):
 async def authenticate(
     request: Request[object, object, State], reads: Reads, pool: Database
 ) -> Caller:
-    """The user behind ``Authorization: Bearer <token>``; 401 when missing or unknown. Read
-    where the API reads (a replica when configured: a new or revoked token takes effect there
-    after the replica's lag); the token's last use is written to ``pool``, the primary."""
+    """The user behind ``Authorization: Bearer <token>``; 401 when missing or unknown. A read
+    is authenticated where the API reads (a replica when configured: a new or revoked token
+    takes effect there after the replica's lag); a request that may write, on ``pool``, the
+    primary, so that a token revoked or made read-only writes nothing more, however far the
+    replica lags. The token's last use is written to the primary."""
     digest = bearer_digest(request)
-    row = await reads.fetchrow(CALLER_BY_DIGEST, digest)
+    where = reads if request.method in READING_METHODS else pool
+    row = await where.fetchrow(CALLER_BY_DIGEST, digest)
     if row is None:
         raise unknown_token()
     token_used(request, pool, digest)

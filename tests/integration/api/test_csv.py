@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import csv
 import io
+import time
 from collections.abc import AsyncIterator
 
 import asyncpg
@@ -16,6 +17,7 @@ import pytest
 from energy_platform import seeding
 from energy_platform.core.settings import Settings
 from tests.support.data import T0, World, data_api
+from tests.support.live import SlowClient
 from tests.support.services import eventually
 
 
@@ -158,7 +160,7 @@ async def test_export_columns_come_in_the_order_asked_with_empty_cells(world: Wo
             params=[
                 ("stream", s["gas"]),
                 ("stream", s["phase1"]),
-                ("stream", s["gas"]),
+                ("stream", s["energy1"]),
                 ("time_from", T0 + 995),
                 ("time_to", T0 + 1005),
             ],
@@ -167,13 +169,34 @@ async def test_export_columns_come_in_the_order_asked_with_empty_cells(world: Wo
     assert header[2:] == [
         f"raw stream {s['gas']}: channel 2, device 5, medium 7",
         f"raw stream {s['phase1']}: channel 1, device 3, medium 1, index 1",
-        f"raw stream {s['gas']}: channel 2, device 5, medium 7",
+        "Off (kWh)",
     ]
-    # phase1 every 5 s (value = index), gas once at T0 + 1000; local time is CET (+01:00).
+    # phase1 every 5 s (value = index), gas once at T0 + 1000, energy1 every 90 s (T0 + 990
+    # and T0 + 1080: none in this range); local time is CET (+01:00).
     assert rows == [
         [str(T0 + 995), "2026-01-01T01:16:35+01:00", "", "199.0", ""],
-        [str(T0 + 1000), "2026-01-01T01:16:40+01:00", "1234.5", "200.0", "1234.5"],
+        [str(T0 + 1000), "2026-01-01T01:16:40+01:00", "1234.5", "200.0", ""],
         [str(T0 + 1005), "2026-01-01T01:16:45+01:00", "", "201.0", ""],
+    ]
+
+
+async def test_a_stream_asked_for_again_is_the_one_column_it_already_has(world: World) -> None:
+    s = world.streams
+    # 50 times phase1 around one gas reading: two columns, in the order first asked.
+    asked = [("stream", s["phase1"])] * 25 + [("stream", s["gas"])] + [("stream", s["phase1"])] * 25
+    async with world.client("alice") as http:
+        answer = await http.get(
+            export_path(world), params=[*asked, ("time_from", T0 + 995), ("time_to", T0 + 1005)]
+        )
+    header, *rows = rows_of(answer)
+    assert header[2:] == [
+        f"raw stream {s['phase1']}: channel 1, device 3, medium 1, index 1",
+        f"raw stream {s['gas']}: channel 2, device 5, medium 7",
+    ]
+    assert rows == [
+        [str(T0 + 995), "2026-01-01T01:16:35+01:00", "199.0", ""],
+        [str(T0 + 1000), "2026-01-01T01:16:40+01:00", "200.0", "1234.5"],
+        [str(T0 + 1005), "2026-01-01T01:16:45+01:00", "201.0", ""],
     ]
 
 
@@ -381,3 +404,132 @@ async def test_exports_past_half_the_pool_wait_their_turn_as_429(
     finally:
         await db.execute("DELETE FROM cluster.raw_points WHERE stream_id = $1", stream)
         await db.execute("DELETE FROM cluster.streams WHERE id = $1", stream)
+
+
+@pytest.fixture(scope="module")
+async def fortnight(world_data: World, database_url: str) -> AsyncIterator[str]:
+    """A raw stream of Alice's with two weeks of 5 s points (241,920, some 11 MB of CSV): more
+    than the sockets between a server and a client that stopped reading can hold."""
+    conn = await asyncpg.connect(database_url)
+    try:
+        stream = await seeding.raw_stream(conn, int(world_data.feeds["home"]), 9, 1, device=11)
+        await conn.execute(
+            "INSERT INTO cluster.raw_points SELECT $1, to_timestamp($2::bigint + 5 * i), i"
+            " FROM generate_series(0, 241919) i",
+            stream,
+            T0,
+        )
+        yield f"/feeds/{world_data.feeds['home']}/export?stream={stream}"
+        await conn.execute("DELETE FROM cluster.raw_points WHERE stream_id = $1", stream)
+        await conn.execute("DELETE FROM cluster.streams WHERE id = $1", stream)
+    finally:
+        await conn.close()
+
+
+# The connections of this database an export holds in an open transaction, by backend pid.
+EXPORT_BACKENDS = """
+SELECT pid, state FROM pg_stat_activity
+ WHERE datname = current_database() AND pid <> pg_backend_pid()
+   AND query LIKE '%cluster.csv_times%' AND state LIKE 'idle in transaction%'"""
+
+
+def with_api(settings: Settings, **changes: float) -> Settings:
+    """``settings`` with these of its ``api`` section changed."""
+    return msgspec.structs.replace(settings, api=msgspec.structs.replace(settings.api, **changes))
+
+
+async def test_an_export_whose_client_stops_reading_is_ended_and_its_slot_comes_back(
+    world: World, db: asyncpg.Connection, settings: Settings, fortnight: str
+) -> None:
+    stall_s = 3.0
+    served = with_api(settings, exports_per_user=1, export_stall_s=stall_s)
+    async with data_api(served) as url:
+        port = int(url.rsplit(":", 1)[1])
+        began = time.monotonic()
+        # Reads the answer's head, then nothing: the export waits on it in its transaction.
+        stalled = await SlowClient.get(port, fortnight, world.tokens["alice"])
+
+        async def waiting() -> bool:
+            return len(await db.fetch(EXPORT_BACKENDS)) == 1
+
+        await eventually(waiting, within=stall_s)
+        seen = time.monotonic()
+        async with httpx.AsyncClient(base_url=url, headers=alice_headers(world)) as http:
+            # Her one export is taken while it sits.
+            refused = await http.get(fortnight, params={"time_to": T0 + 10})
+            assert refused.status_code == 429, refused.text
+
+            async def own_export_again() -> bool:
+                answer = await http.get(fortnight, params={"time_to": T0 + 10})
+                return answer.status_code == 200
+
+            await eventually(own_export_again, within=stall_s + 30)
+            back = time.monotonic()
+        # Ended, its transaction with it: no connection is left in one.
+        assert await db.fetch(EXPORT_BACKENDS) == []
+        # The client gets a body cut short without the chunked body's last chunk: an error to
+        # any HTTP client, never a short CSV that looks whole.
+        body = await stalled.read_to_close()
+    assert back - began >= stall_s  # never before the client has sat that long
+    print(f"stalled export ended {back - seen:.2f} s after it was seen waiting (stall {stall_s} s)")
+    assert back - seen < stall_s + 10
+    assert 0 < body.count(b"\r\n") < 1 + 241_920
+    assert not stalled.raw.endswith(b"0\r\n\r\n")
+
+
+async def test_one_user_runs_at_most_their_share_of_exports_then_429_with_retry_after(
+    world: World, settings: Settings, fortnight: str
+) -> None:
+    served = with_api(settings, exports_per_user=2)
+    async with data_api(served) as url:
+        port = int(url.rsplit(":", 1)[1])
+        sitting = [await SlowClient.get(port, fortnight, world.tokens["alice"]) for _ in range(2)]
+        try:
+            bob = {"Authorization": f"Bearer {world.tokens['bob']}"}
+            async with httpx.AsyncClient(base_url=url) as http:
+                refused = await http.get(
+                    fortnight, params={"time_to": T0 + 10}, headers=alice_headers(world)
+                )
+                bobs = await http.get(
+                    f"/feeds/{world.feeds['bobs']}/export",
+                    params={"stream": world.streams["bobs_power"]},
+                    headers=bob,
+                )
+        finally:
+            for client in sitting:
+                client.close()
+    assert refused.status_code == 429
+    assert refused.headers["content-type"] == "application/problem+json"
+    assert refused.headers["retry-after"] == "10"
+    assert "already runs 2 exports" in refused.json()["detail"]
+    # Another user still exports while Alice's two sit.
+    assert bobs.status_code == 200, bobs.text
+    assert bobs.content.count(b"\r\n") == 2
+
+
+async def test_postgresql_ends_an_api_transaction_left_idle_past_its_timeout(
+    world: World, db: asyncpg.Connection, settings: Settings, fortnight: str
+) -> None:
+    # The server's backstop, apart from the export's own: a client that sits for longer than
+    # EP_API_IDLE_IN_TRANSACTION_S loses the export's session to PostgreSQL itself.
+    served = with_api(settings, export_stall_s=600.0, idle_in_transaction_s=3.0)
+    async with data_api(served) as url:
+        port = int(url.rsplit(":", 1)[1])
+        stalled = await SlowClient.get(port, fortnight, world.tokens["alice"])
+        try:
+            holding: list[int] = []
+
+            async def waiting() -> bool:
+                holding[:] = [row["pid"] for row in await db.fetch(EXPORT_BACKENDS)]
+                return len(holding) == 1
+
+            await eventually(waiting, within=3.0, every=0.02)
+
+            async def terminated() -> bool:
+                return not await db.fetchval(
+                    "SELECT count(*) FROM pg_stat_activity WHERE pid = $1", holding[0]
+                )
+
+            await eventually(terminated, within=30)
+        finally:
+            stalled.close()

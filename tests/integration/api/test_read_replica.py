@@ -162,3 +162,51 @@ async def test_tokens_are_used_through_the_replica_and_their_last_use_written_to
         await replica.close()
     assert feeds.status_code == 200
     assert data.status_code == 404
+
+
+async def test_a_revoked_write_token_writes_nothing_while_the_replica_lags(
+    settings: Settings, database_url: str, replica_url: str
+) -> None:
+    user = await run_admin_async(settings, "users", "add", f"replica-revoked-{time.time_ns()}")
+    s = msgspec.structs.replace(
+        settings, database=msgspec.structs.replace(settings.database, read_url=replica_url)
+    )
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    tokens = f"/users/{user['id']}/tokens"
+    primary = await asyncpg.connect(database_url)
+    replica = await asyncpg.connect(replica_url)
+    try:
+        service = HttpService("api", data_app.create_app(s), "127.0.0.1", port)
+        owner = {"Authorization": f"Bearer {user['token']}"}
+        async with (
+            running(service, ready_urls=(base + "/healthz",)),
+            httpx.AsyncClient(base_url=base, headers=owner) as http,
+        ):
+            made = await http.post(tokens, json={"name": "script", "scope": "write"})
+            assert made.status_code == 201, made.text
+            script = {"Authorization": f"Bearer {made.json()['token']}"}
+            await replay_lag(primary, replica)  # the replica knows the script's token
+            await pause_replay(replica)
+            try:
+                revoked = await http.delete(f"{tokens}/script")
+                # The replica has not seen the revocation: a read with the token still passes.
+                read = await http.get(f"/users/{user['id']}/feeds", headers=script)
+                # A write looks the token up on the primary, where it is gone.
+                write = await http.post(
+                    tokens, json={"name": "sneaky", "scope": "write"}, headers=script
+                )
+            finally:
+                await replica.execute("SELECT pg_wal_replay_resume()")
+        sneaky = await primary.fetchval(
+            "SELECT count(*) FROM cluster.user_tokens WHERE user_id = $1 AND name = 'sneaky'",
+            int(user["id"]),
+        )
+    finally:
+        await primary.close()
+        await replica.close()
+    assert revoked.status_code == 204, revoked.text
+    assert read.status_code == 200  # the lag is real: only the primary can have refused
+    assert write.status_code == 401, write.text
+    assert write.headers["content-type"] == "application/problem+json"
+    assert sneaky == 0

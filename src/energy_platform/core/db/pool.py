@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -20,7 +20,10 @@ Connection = asyncpg.Connection | PoolConnectionProxy
 
 
 async def create_pool(
-    settings: DatabaseSettings, *, stateless_queries: bool = False
+    settings: DatabaseSettings,
+    *,
+    stateless_queries: bool = False,
+    session: Mapping[str, str] | None = None,
 ) -> asyncpg.Pool:
     """Open a pool lazily: a service starts even while the database is down and connects later.
 
@@ -30,14 +33,19 @@ async def create_pool(
     once per connection: by default PostgreSQL keeps re-planning statements on hypertables at
     every call (TimescaleDB makes the generic plan look dearer than it runs), about 1 ms each.
     An open transaction is still rolled back on release either way.
+
+    ``session``: PostgreSQL settings each connection starts with (the data API's timeouts).
     """
+    server_settings = dict(session or {})
+    if stateless_queries:
+        server_settings["plan_cache_mode"] = "force_generic_plan"
     pool = FairPool(
         settings.url,
         min_size=0,
         max_size=settings.pool_max,
         timeout=settings.connect_timeout,
         command_timeout=60,
-        server_settings={"plan_cache_mode": "force_generic_plan"} if stateless_queries else None,
+        server_settings=server_settings or None,
         reset=_keep_session if stateless_queries else None,
     )
     await pool

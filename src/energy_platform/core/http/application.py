@@ -36,6 +36,7 @@ def build_app(
     lifespan: Sequence[Callable[[Litestar], AbstractAsyncContextManager[None]]] = (),
     read_replica: bool = False,
     watches: Sequence[Watch] = (),
+    session: Mapping[str, str] | None = None,
 ) -> Litestar:
     """A Litestar app for service ``name`` with the platform's common parts.
 
@@ -47,19 +48,22 @@ def build_app(
     pool. ``read_replica``: the dependency ``reads`` is a pool on ``EP_DATABASE_READ_URL`` when
     that is set (else it is ``pool``). ``watches``: the service's gauges that only the
     database knows, computed at each scrape of ``/metrics`` (``core/http/watch.py``), besides the
-    backup age every service reports.
+    backup age every service reports. ``session``: PostgreSQL settings of every connection of
+    its pools (see :func:`create_pool`).
     """
 
     @asynccontextmanager
     async def database(app: Litestar) -> AsyncIterator[None]:
-        app.state.db = await create_pool(settings.database, stateless_queries=stateless_queries)
+        app.state.db = await create_pool(
+            settings.database, stateless_queries=stateless_queries, session=session
+        )
         replica = settings.database.read_url if read_replica else ""
         app.state.read_db = app.state.db
         try:
             if replica:
                 replica_settings = msgspec.structs.replace(settings.database, url=replica)
                 app.state.read_db = await create_pool(
-                    replica_settings, stateless_queries=stateless_queries
+                    replica_settings, stateless_queries=stateless_queries, session=session
                 )
             yield
         finally:
