@@ -71,7 +71,7 @@ COMMENT ON VIEW cluster.tariff_prices IS 'Every tariff band with its feed, mediu
 -- When a homebase (or CoAP device) last sent data here. Boots and configuration requests are
 -- provisioning's, in provisioning's database: a cluster reads nothing there (docs/scaling.md),
 -- and at one every two hours (boots) or every hour (configuration) they could not keep a
--- homebase from counting as offline after EP_RULES_OFFLINE_AFTER (900 s) anyway.
+-- homebase from counting as offline after EP_NOTIFICATIONS_OFFLINE_AFTER (900 s) anyway.
 CREATE VIEW cluster.homebase_activity AS
 SELECT f.id AS feed_id, f.owner_id, f.homebase_sn, p.last_data_at AS last_seen
   FROM cluster.visible_feeds f

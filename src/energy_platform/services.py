@@ -59,8 +59,8 @@ BUILDERS: dict[str, Callable[[Settings, CoapSite], list[Service]]] = {
     "ingest": _ingest,
     "engine": lambda s, _: [
         EngineService(s.database, s.engine),
-        notification_rules(s.database, s.rules),
-        retention(s.database, s.retention, s.corrections.days),
+        notification_rules(s.database, s.notifications),
+        retention(s.database, s.retention, s.history.corrections_days),
         compaction(s.database, s.compaction),
         live_pruning(s.database, s.live),
         *account_reconciliation(s),

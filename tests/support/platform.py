@@ -25,7 +25,6 @@ from energy_platform.core.settings import (
     ClusterSettings,
     DeviceSettings,
     HttpSettings,
-    IngestSettings,
     MqttSettings,
     ProvisioningSettings,
     Settings,
@@ -64,7 +63,9 @@ def platform_settings(settings: Settings, mqtt_url: str, **ingest: Any) -> Setti
         http=HttpSettings(
             api_port=free_port(), provisioning_port=free_port(), forwarder_port=free_port()
         ),
-        devices=DeviceSettings(coap_port=free_port(socket.SOCK_DGRAM)),
+        devices=DeviceSettings(
+            coap_port=free_port(socket.SOCK_DGRAM), route_cache_seconds=0.2, **ingest
+        ),
         mqtt=MqttSettings(
             url=mqtt_url,
             accounts_url=settings.mqtt.accounts_url,
@@ -76,7 +77,6 @@ def platform_settings(settings: Settings, mqtt_url: str, **ingest: Any) -> Setti
         provisioning=ProvisioningSettings(
             secret_key=secrets.token_hex(32), tftp_port=free_port(socket.SOCK_DGRAM)
         ),
-        ingest=IngestSettings(route_cache_seconds=0.2, **ingest),
     )
 
 

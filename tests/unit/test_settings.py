@@ -1,10 +1,17 @@
 import re
+from collections.abc import Callable
 
 import msgspec
 import pytest
 
 from energy_platform.core.errors import ConfigurationError
-from energy_platform.core.settings import Section, Settings, renamed_variables, unknown_variables
+from energy_platform.core.settings import (
+    RENAMED,
+    Section,
+    Settings,
+    renamed_variables,
+    unknown_variables,
+)
 
 
 def test_defaults_point_at_the_private_stack() -> None:
@@ -75,6 +82,38 @@ def test_a_renamed_variable_still_sets_its_setting_and_is_reported() -> None:
     # The current name wins over the former one.
     environ["EP_PROVISIONING_TFTP_PORT"] = "7070"
     assert Settings.from_env(environ).provisioning.tftp_port == 7070
+
+
+@pytest.mark.parametrize(
+    ("former", "current", "value", "read"),
+    [
+        ("EP_INGEST_COAP_BURST", "EP_DEVICES_COAP_BURST", "7", lambda s: s.devices.coap_burst),
+        (
+            "EP_RULES_OFFLINE_AFTER",
+            "EP_NOTIFICATIONS_OFFLINE_AFTER",
+            "60",
+            lambda s: s.notifications.offline_after,
+        ),
+        (
+            "EP_CORRECTIONS_DAYS",
+            "EP_HISTORY_CORRECTIONS_DAYS",
+            "3",
+            lambda s: s.history.corrections_days,
+        ),
+    ],
+)
+def test_a_section_named_for_its_domain_still_takes_its_former_variables(
+    former: str, current: str, value: str, read: Callable[[Settings], object]
+) -> None:
+    environ = {former: value}
+    assert str(read(Settings.from_env(environ))) == value
+    assert renamed_variables(environ) == {former: current}
+    assert unknown_variables(environ) == {}
+
+
+def test_every_renamed_variable_names_a_setting_of_today() -> None:
+    unknown = unknown_variables(dict.fromkeys(RENAMED.values(), "1"))
+    assert unknown == {}, "RENAMED points at a variable no setting has"
 
 
 def test_a_bad_value_under_a_former_name_names_the_variable_that_was_set() -> None:

@@ -22,7 +22,39 @@ IPNetwork = IPv4Network | IPv6Network
 
 # Variables renamed when their setting moved to another section: the old name still works and
 # the CLI warns at start (``renamed_variables``) until deployments have moved to the new one.
-RENAMED: dict[str, str] = {"EP_DEVICES_TFTP_PORT": "EP_PROVISIONING_TFTP_PORT"}
+# Issue 47 named each section for its domain: ingest's settings are the devices' (the service
+# keeps its name, ``serve ingest``), the rules' the notifications', the corrections' history's.
+RENAMED: dict[str, str] = {
+    "EP_DEVICES_TFTP_PORT": "EP_PROVISIONING_TFTP_PORT",
+    **{
+        f"EP_INGEST_{name}": f"EP_DEVICES_{name}"
+        for name in (
+            "RECEIVE_MAXIMUM",
+            "BATCH_MESSAGES",
+            "BATCH_LINGER_MS",
+            "ROUTE_CACHE_SECONDS",
+            "CACHE_SIZE",
+            "DEAD_LETTER_DAYS",
+            "COAP_REQUESTS_PER_MINUTE",
+            "COAP_BURST",
+            "COAP_MAX_BODY_BYTES",
+            "COAP_DATA_SERVER",
+        )
+    },
+    **{
+        f"EP_RULES_{name}": f"EP_NOTIFICATIONS_{name}"
+        for name in (
+            "INTERVAL",
+            "OFFLINE_AFTER",
+            "SILENT_AFTER",
+            "SUBSCRIPTION_DAYS",
+            "UNUSUAL_FACTOR",
+            "UNUSUAL_SETTLE",
+            "UNUSUAL_BATCH",
+        )
+    },
+    "EP_CORRECTIONS_DAYS": "EP_HISTORY_CORRECTIONS_DAYS",
+}
 
 
 class Section(msgspec.Struct, frozen=True, kw_only=True):
@@ -223,10 +255,33 @@ class ApiSettings(Section, frozen=True, kw_only=True):
 
 
 class DeviceSettings(Section, frozen=True, kw_only=True):
+    """The devices' side of the cluster: the ``ingest`` service (MQTT, RabbitMQ, the CoAP data
+    server) and the UDP address devices reach."""
+
     host: str = "127.0.0.1"
     """Address the UDP services (CoAP, TFTP) bind to."""
     coap_port: int = 5683
     """CoAP port of the provisioning and data servers."""
+    receive_maximum: int = 2000
+    """Unacknowledged MQTT messages the broker may send at once: bounds ingest's memory."""
+    batch_messages: int = 500
+    """Most messages written in one transaction."""
+    batch_linger_ms: int = 20
+    """How long a batch waits for more messages before it is written."""
+    route_cache_seconds: float = 10.0
+    """How long a homebase's feed or forwarder registration is cached."""
+    cache_size: int = 100_000
+    """Serial numbers each per-SN cache (routes, keys, drop logs) holds at most."""
+    dead_letter_days: int = 30
+    """Days a refused message is kept in ``cluster.dead_letters``."""
+    coap_requests_per_minute: int = 60
+    """CoAP ``/data`` and ``/events`` requests allowed per device (4.29 beyond)."""
+    coap_burst: int = 30
+    """CoAP requests one device may make at once before the per-minute rate applies."""
+    coap_max_body_bytes: int = 65_536
+    """Largest CoAP request body, block-wise uploads included (4.13 beyond)."""
+    coap_data_server: str = ""
+    """``ip:port`` provisioning assigns devices to for this data server (default: the bind)."""
 
 
 class ProvisioningSettings(Section, frozen=True, kw_only=True):
@@ -263,29 +318,6 @@ class ClusterSettings(Section, frozen=True, kw_only=True):
     def __post_init__(self) -> None:
         if self.accounts_sync_interval < 0:
             raise ValueError("EP_CLUSTER_ACCOUNTS_SYNC_INTERVAL must be >= 0")
-
-
-class IngestSettings(Section, frozen=True, kw_only=True):
-    receive_maximum: int = 2000
-    """Unacknowledged MQTT messages the broker may send at once: bounds ingest's memory."""
-    batch_messages: int = 500
-    """Most messages written in one transaction."""
-    batch_linger_ms: int = 20
-    """How long a batch waits for more messages before it is written."""
-    route_cache_seconds: float = 10.0
-    """How long a homebase's feed or forwarder registration is cached."""
-    cache_size: int = 100_000
-    """Serial numbers each per-SN cache (routes, keys, drop logs) holds at most."""
-    dead_letter_days: int = 30
-    """Days a refused message is kept in ``cluster.dead_letters``."""
-    coap_requests_per_minute: int = 60
-    """CoAP ``/data`` and ``/events`` requests allowed per device (4.29 beyond)."""
-    coap_burst: int = 30
-    """CoAP requests one device may make at once before the per-minute rate applies."""
-    coap_max_body_bytes: int = 65_536
-    """Largest CoAP request body, block-wise uploads included (4.13 beyond)."""
-    coap_data_server: str = ""
-    """``ip:port`` provisioning assigns devices to for this data server (default: the bind)."""
 
 
 class EngineSettings(Section, frozen=True, kw_only=True):
@@ -354,7 +386,7 @@ class ForwarderSettings(Section, frozen=True, kw_only=True):
             raise ValueError(f"allowed_networks: {e}") from None
 
 
-class RulesSettings(Section, frozen=True, kw_only=True):
+class NotificationsSettings(Section, frozen=True, kw_only=True):
     interval: float = 10.0
     """Seconds between rounds of the notification rules."""
     offline_after: int = 900
@@ -393,7 +425,7 @@ class CompactionSettings(Section, frozen=True, kw_only=True):
 class RetentionSettings(Section, frozen=True, kw_only=True):
     """How long each kind of data is kept; 0 keeps it for ever. Measured data is kept by
     default; transient data (forwarder points once delivered, the delivery log) 30 days. Dead
-    letters: ``EP_INGEST_DEAD_LETTER_DAYS``."""
+    letters: ``EP_DEVICES_DEAD_LETTER_DAYS``."""
 
     raw_days: int = 0
     """Days raw points are kept (whole chunks older than this are dropped; 0: for ever)."""
@@ -422,16 +454,17 @@ class RetentionSettings(Section, frozen=True, kw_only=True):
             raise ValueError("EP_RETENTION_*_DAYS must be >= 0, INTERVAL > 0 and BATCH >= 1")
 
 
-class CorrectionsSettings(Section, frozen=True, kw_only=True):
-    """The corrections of imports, repairs and undos (cluster.correction_log)."""
+class HistorySettings(Section, frozen=True, kw_only=True):
+    """A raw stream's history written from outside a device: the corrections of imports,
+    repairs and undos (cluster.correction_log)."""
 
-    days: int = 30
+    corrections_days: int = 30
     """Days a correction (what it added, replaced and removed) is kept, and can be undone (0:
     for ever). Removed by the engine's retention rounds (``EP_RETENTION_INTERVAL``)."""
 
     def __post_init__(self) -> None:
-        if self.days < 0:
-            raise ValueError("EP_CORRECTIONS_DAYS must be >= 0")
+        if self.corrections_days < 0:
+            raise ValueError("EP_HISTORY_CORRECTIONS_DAYS must be >= 0")
 
 
 class LiveSettings(Section, frozen=True, kw_only=True):
@@ -483,14 +516,13 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     devices: DeviceSettings = msgspec.field(default_factory=DeviceSettings)
     provisioning: ProvisioningSettings = msgspec.field(default_factory=ProvisioningSettings)
     cluster: ClusterSettings = msgspec.field(default_factory=ClusterSettings)
-    ingest: IngestSettings = msgspec.field(default_factory=IngestSettings)
-    rules: RulesSettings = msgspec.field(default_factory=RulesSettings)
+    notifications: NotificationsSettings = msgspec.field(default_factory=NotificationsSettings)
     log: LogSettings = msgspec.field(default_factory=LogSettings)
     engine: EngineSettings = msgspec.field(default_factory=EngineSettings)
     forwarder: ForwarderSettings = msgspec.field(default_factory=ForwarderSettings)
     retention: RetentionSettings = msgspec.field(default_factory=RetentionSettings)
     compaction: CompactionSettings = msgspec.field(default_factory=CompactionSettings)
-    corrections: CorrectionsSettings = msgspec.field(default_factory=CorrectionsSettings)
+    history: HistorySettings = msgspec.field(default_factory=HistorySettings)
     live: LiveSettings = msgspec.field(default_factory=LiveSettings)
     shutdown_timeout: float = 10.0
     """Seconds a service may take to stop before its tasks are cancelled."""

@@ -6,7 +6,7 @@ so nothing younger is ever touched) and a stream-day at a time in the compact ti
 points go row by row, and only those every customer they belong to has had delivered (the
 customer's storage cursor, ``delivery_state.seen``, covers them); a point stored while its
 homebase was registered to nobody was never deliverable. The delivery log goes by attempt time,
-the audit of corrections (``EP_CORRECTIONS_DAYS``) by when they were made.
+the audit of corrections (``EP_HISTORY_CORRECTIONS_DAYS``) by when they were made.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ async def enforce(
     pool: asyncpg.Pool, settings: RetentionSettings, corrections_days: int = 0
 ) -> dict[str, int]:
     """One round over every kind with an age: what each removed (chunks or rows).
-    ``corrections_days``: ``EP_CORRECTIONS_DAYS`` (0: kept for ever)."""
+    ``corrections_days``: ``EP_HISTORY_CORRECTIONS_DAYS`` (0: kept for ever)."""
     removed: dict[str, int] = {}
     for kind, days, statement in (
         ("raw", settings.raw_days, DROP_RAW),

@@ -167,7 +167,7 @@ async def _forward(
 
 @click.group("corrections", cls=CommandGroup)
 def corrections() -> None:
-    """Imports, removals and undos of raw points, kept EP_CORRECTIONS_DAYS."""
+    """Imports, removals and undos of raw points, kept EP_HISTORY_CORRECTIONS_DAYS."""
 
 
 @corrections.command("list")

@@ -25,7 +25,7 @@ async def undo(conn: asyncpg.Connection | asyncpg.Pool, number: int, actor: str)
     try:
         row = await conn.fetchrow(queries.UNDO, number, actor)
     except asyncpg.NoDataFoundError:
-        raise NotFound(f"no correction {number} (kept EP_CORRECTIONS_DAYS)") from None
+        raise NotFound(f"no correction {number} (kept EP_HISTORY_CORRECTIONS_DAYS)") from None
     except asyncpg.ObjectNotInPrerequisiteStateError as e:
         raise Conflict(str(e)) from None
     assert row is not None  # noqa: S101 - the function answers one row

@@ -41,7 +41,7 @@ from energy_platform.users.auth import Caller, require_write
 
 UnixTime = Annotated[int, QueryParameter(ge=EARLIEST, le=LATEST)]
 MAX_REMOVED_POINTS = 1_000_000
-"""Points one removal may take: its correction keeps them all for EP_CORRECTIONS_DAYS."""
+"""Points one removal may take: its correction keeps them all for EP_HISTORY_CORRECTIONS_DAYS."""
 MAX_REMOVED_DAYS = 366
 """Days one removal may span (the range is checked before anything is read)."""
 POINTS_BODY = request_body(

@@ -25,7 +25,7 @@ from asyncpg.pool import PoolConnectionProxy
 from energy_platform.core.background import Periodic
 from energy_platform.core.db.locks import LockKey
 from energy_platform.core.faults import blames_the_data
-from energy_platform.core.settings import DatabaseSettings, RulesSettings
+from energy_platform.core.settings import DatabaseSettings, NotificationsSettings
 
 log = structlog.get_logger()
 RULES = (
@@ -260,7 +260,7 @@ class Statement(NamedTuple):
     args: tuple[object, ...]
 
 
-def statements(settings: RulesSettings) -> list[Statement]:
+def statements(settings: NotificationsSettings) -> list[Statement]:
     """The rules' statements in the order of a round (a homebase back online is told before it
     can be found offline again; a notice is closed before a new one may open)."""
     return [
@@ -279,7 +279,7 @@ def statements(settings: RulesSettings) -> list[Statement]:
     ]
 
 
-async def evaluate(conn: PoolConnectionProxy, settings: RulesSettings) -> int | None:
+async def evaluate(conn: PoolConnectionProxy, settings: NotificationsSettings) -> int | None:
     """One round of every rule in one transaction: the (rule, feed) pairs it parked, or None
     when another process holds the round."""
     parked = 0
@@ -366,7 +366,7 @@ async def _trial(
     return None
 
 
-def notification_rules(database: DatabaseSettings, settings: RulesSettings) -> Periodic:
+def notification_rules(database: DatabaseSettings, settings: NotificationsSettings) -> Periodic:
     """The engine's notification rules: :func:`evaluate` every ``settings.interval`` seconds."""
 
     async def work(pool: asyncpg.Pool, _: asyncio.Event) -> dict[str, int]:

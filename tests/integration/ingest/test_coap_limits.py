@@ -59,7 +59,7 @@ async def test_a_block_wise_upload_over_the_cap_gets_4_13(
     platform: Platform, coap: aiocoap.Context
 ) -> None:
     sn = await device(platform)
-    cap = platform.settings.ingest.coap_max_body_bytes
+    cap = platform.settings.devices.coap_max_body_bytes
     # aiocoap sends anything over 1 KiB block-wise; the server refuses once the cap is passed.
     huge = b'{"f":4,"t":1,"d":9,"o":{"1.7.0":1},"pad":"' + b"x" * cap + b'"}'
     assert await post(coap, platform, f"data/{sn}", huge) == TOO_LARGE
@@ -72,7 +72,7 @@ async def test_a_device_sending_faster_than_its_limit_gets_4_29(
     platform: Platform, coap: aiocoap.Context
 ) -> None:
     sn = await device(platform)
-    burst = platform.settings.ingest.coap_burst
+    burst = platform.settings.devices.coap_burst
     codes = [
         await post(coap, platform, f"data/{sn}", reading(o={"1.7.0": i}, t=int(time.time()) - i))
         for i in range(burst + 5)

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 import msgspec
 import pytest
 
-from energy_platform.core.settings import RulesSettings, Settings
+from energy_platform.core.settings import NotificationsSettings, Settings
 from energy_platform.services import build_services
 from tests.support.admin import run_admin_async
 from tests.support.platform import Platform, platform_settings, with_cluster
@@ -23,7 +23,7 @@ async def platform(settings: Settings, mqtt_url: str) -> AsyncIterator[Platform]
     s = with_cluster(platform_settings(settings, mqtt_url))
     s = msgspec.structs.replace(
         s,
-        rules=RulesSettings(
+        notifications=NotificationsSettings(
             interval=0.2, offline_after=OFFLINE_AFTER, silent_after=SILENT_AFTER, unusual_settle=0
         ),
     )

@@ -60,7 +60,7 @@ async def kept_alive(
     the block takes, while a homebase sending once would rightly go offline again after
     ``offline_after`` seconds, which a loaded machine can spend on a few requests."""
     s = platform.settings
-    every = s.rules.offline_after / 10
+    every = s.notifications.offline_after / 10
     seen = KeptAlive()
     make = records or homebase.records
     loop = asyncio.get_running_loop()
@@ -118,7 +118,7 @@ async def unpaired_homebase(platform: Platform) -> str:
 
 def rules_rounds(platform: Platform, seconds: float) -> int:
     """The rounds of the rules that ``seconds`` of the platform's clock stand for."""
-    return max(1, round(seconds / platform.settings.rules.interval))
+    return max(1, round(seconds / platform.settings.notifications.interval))
 
 
 async def test_an_offline_homebase_is_told_once_and_again_when_it_is_back(
@@ -126,7 +126,7 @@ async def test_an_offline_homebase_is_told_once_and_again_when_it_is_back(
 ) -> None:
     sn, secret, _ = await paired_homebase(platform)
     homebase = SimulatedHomebase(sn, secret)
-    offline_after = platform.settings.rules.offline_after
+    offline_after = platform.settings.notifications.offline_after
     await send(platform, homebase)
 
     async def about_it(title: str) -> list[dict[str, Any]]:

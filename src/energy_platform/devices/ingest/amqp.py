@@ -1,6 +1,6 @@
 """Ingest on RabbitMQ: the workers consume the one durable ingest queue over AMQP 0-9-1.
 
-Each worker takes at most ``EP_INGEST_RECEIVE_MAXIMUM`` unacknowledged messages (the prefetch),
+Each worker takes at most ``EP_DEVICES_RECEIVE_MAXIMUM`` unacknowledged messages (the prefetch),
 which bounds its memory; RabbitMQ spreads the queue over the workers and sends a dead worker's
 unacknowledged messages to the others. The serial number comes from the routing key (the
 homebase's topic); judging, storing and acknowledging after the commit are the
@@ -52,7 +52,7 @@ async def consume_queue(
             connection = await aio_pika.connect(mqtt.amqp_url, timeout=10)
             async with connection:
                 channel = await connection.channel()
-                await channel.set_qos(prefetch_count=settings.ingest.receive_maximum)
+                await channel.set_qos(prefetch_count=settings.devices.receive_maximum)
                 queue = await declare_ingest_queue(channel, mqtt)
                 BROKER_CONNECTED.set(1)
                 backoff.reset()

@@ -4,7 +4,7 @@ A device may send when provisioning lists it and assigns it to this data server 
 the spec's code) and the cluster has a feed for it (its serial number in ``homebase_sn``), or a
 forwarder registration. The data server asks provisioning's API whether a device is assigned to
 it (``GET /api/coap-device/{sn}/assignment/``, docs/provisioning.md#cluster-endpoints) and keeps
-the answers, unknown devices included, in a bounded cache for ``EP_INGEST_ROUTE_CACHE_SECONDS``.
+the answers, unknown devices included, in a bounded cache for ``EP_DEVICES_ROUTE_CACHE_SECONDS``.
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ class DataServer:
 
     def __init__(self, settings: Settings) -> None:
         self.database = PoolHolder(settings.database)
-        ingest = settings.ingest
+        ingest = settings.devices
         self._cluster = settings.cluster
         self._provisioning: ProvisioningClient | None = None
         # Unknown devices are cached too: a flood of made-up serial numbers costs provisioning
@@ -190,7 +190,7 @@ async def _refuse(
 
 
 def _own_address(settings: Settings) -> tuple[str, int]:
-    configured = settings.ingest.coap_data_server
+    configured = settings.devices.coap_data_server
     if configured:
         host, _, port = configured.rpartition(":")
         return host, int(port)

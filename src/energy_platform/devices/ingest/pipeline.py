@@ -68,7 +68,7 @@ class Pipeline:
         routes: RouteTable,
         drops: Drops,
     ) -> None:
-        self._settings = settings.ingest
+        self._settings = settings.devices
         self._topic_prefix = settings.mqtt.topic_prefix
         self._pool = pool
         self._keys = keys

@@ -4,7 +4,7 @@ On Mosquitto, a persistent MQTT 5 session (``clean_start`` false) on a shared su
 broker keeps what arrives while ingest is away, and several workers share the load. On RabbitMQ,
 the workers consume one durable queue over AMQP (:mod:`.amqp`). Either way a message is
 acknowledged only after the transaction holding its points has committed, and the broker sends
-at most ``EP_INGEST_RECEIVE_MAXIMUM`` unacknowledged messages at once (MQTT's Receive Maximum,
+at most ``EP_DEVICES_RECEIVE_MAXIMUM`` unacknowledged messages at once (MQTT's Receive Maximum,
 AMQP's prefetch), which bounds ingest's memory. What becomes of a message does not depend on
 the broker: one :class:`Pipeline` judges, batches, stores and acknowledges for both.
 """
@@ -64,13 +64,13 @@ class IngestService:
 
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
-        self._drops = Drops(settings.ingest.cache_size)
+        self._drops = Drops(settings.devices.cache_size)
         self.subscribed = asyncio.Event()
         """Set while the session is subscribed (the broker queues for it from then on)."""
 
     async def run(self, stop: asyncio.Event) -> None:
         pool = await create_pool(self._settings.database)
-        ingest = self._settings.ingest
+        ingest = self._settings.devices
         try:
             async with httpx.AsyncClient(timeout=5.0) as http, asyncio.TaskGroup() as group:
                 keys = KeyStore(ProvisioningClient(self._settings.cluster, http), ingest.cache_size)
@@ -92,7 +92,7 @@ class IngestService:
         mqtt = self._settings.mqtt
         while not stop.is_set():
             client = broker_client(
-                mqtt, mqtt.client_id, receive_maximum=self._settings.ingest.receive_maximum
+                mqtt, mqtt.client_id, receive_maximum=self._settings.devices.receive_maximum
             )
             try:
                 async with client:
