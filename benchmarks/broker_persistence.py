@@ -54,7 +54,11 @@ from benchmarks.ingest_throughput import (
 from benchmarks.support import Figure, bench_database, figure, report
 from energy_platform.core.settings import MqttSettings, Settings
 from energy_platform.devices.ingest.service import IngestService
-from energy_platform.devices.simulator import SimulatedHomebase, data_topic, homebase_client
+from energy_platform.devices.simulator.homebase import (
+    SimulatedHomebase,
+    data_topic,
+    homebase_client,
+)
 from energy_platform.services import build_services
 from tests.support.broker import KillableBroker
 from tests.support.rabbitmq import RabbitCluster

@@ -37,7 +37,11 @@ from energy_platform.core.settings import (
     Settings,
 )
 from energy_platform.devices.ingest.service import broker_client
-from energy_platform.devices.simulator import SimulatedHomebase, data_topic, homebase_client
+from energy_platform.devices.simulator.homebase import (
+    SimulatedHomebase,
+    data_topic,
+    homebase_client,
+)
 from energy_platform.services import build_services
 from tests.support.admin import run_admin_async
 from tests.support.platform import start_ingest, wait_subscribed

@@ -60,7 +60,11 @@ from energy_platform.core.codec.format_v4 import HomebaseRecord
 from energy_platform.core.paths import migrations_dir
 from energy_platform.core.settings import Settings
 from energy_platform.core.tokens import token_digest
-from energy_platform.devices.simulator import SimulatedHomebase, data_topic, homebase_client
+from energy_platform.devices.simulator.homebase import (
+    SimulatedHomebase,
+    data_topic,
+    homebase_client,
+)
 from energy_platform.services import build_services
 from energy_platform.users.admin import ROTATE_DEFAULT
 from tests.support.admin import CLI

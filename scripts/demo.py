@@ -76,8 +76,8 @@ def prepare(settings: Settings) -> dict[str, str]:
 
 
 async def run(settings: Settings) -> None:
-    from energy_platform.devices.simulate import fetch_secret
-    from energy_platform.devices.simulator import SimulatedHomebase, publish_forever
+    from energy_platform.devices.simulator.command import fetch_secret
+    from energy_platform.devices.simulator.homebase import SimulatedHomebase, publish_forever
     from energy_platform.pairing.broker_accounts import give_account
 
     base = settings.cluster.provisioning_url.rstrip("/")

@@ -21,7 +21,7 @@ from energy_platform.core.settings import Settings, renamed_variables, unknown_v
 # in one place, and a domain's module is imported only when one of its commands runs.
 ADMIN_COMMANDS: dict[str, str] = {
     "users": "energy_platform.users.admin",
-    **dict.fromkeys(("feeds", "streams"), "energy_platform.api.admin"),
+    **dict.fromkeys(("feeds", "streams"), "energy_platform.api.feeds_admin"),
     **dict.fromkeys(
         ("clusters", "homebases", "firmware", "upgrades", "coap-devices"),
         "energy_platform.provisioning.admin",
@@ -36,7 +36,7 @@ ADMIN_COMMANDS: dict[str, str] = {
 }
 
 
-@click.group(cls=LazyGroup, lazy={"simulate": "energy_platform.devices.simulate"})
+@click.group(cls=LazyGroup, lazy={"simulate": "energy_platform.devices.simulator.command"})
 @click.pass_context
 def main(ctx: click.Context) -> None:
     """Energy platform: ingestion, processing, data API, provisioning and forwarding."""

@@ -2,7 +2,7 @@
 databases they write them into.
 
 Users, feeds and their configurations are made by the admin commands' own statements
-(``users/admin.py``, ``api/admin.py``), raw and system streams by ingest's
+(``users/admin.py``, ``api/feeds_admin.py``), raw and system streams by ingest's
 (``devices/ingest/store.py``), so that a fixture's rows are the rows production writes, and a
 change to those statements reaches every fixture at once. Processed streams are the engine's to
 make; here they get the engine's shape and a configuration set by ``cluster.set_stream_config``,
@@ -24,7 +24,7 @@ import msgspec
 import psycopg
 from psycopg import sql
 
-from energy_platform.api.admin import INSERT_FEED, INSERT_FIRST_FEED_CONFIG, SET_STREAM_CONFIG
+from energy_platform.api.feeds_admin import INSERT_FEED, INSERT_FIRST_FEED_CONFIG, SET_STREAM_CONFIG
 from energy_platform.core.codec.format_v4 import Series
 from energy_platform.core.db.pool import Connection
 from energy_platform.core.tokens import new_token, token_digest

@@ -26,7 +26,11 @@ from energy_platform.core.settings import (
     HttpSettings,
     Settings,
 )
-from energy_platform.devices.simulator import SimulatedHomebase, data_topic, homebase_client
+from energy_platform.devices.simulator.homebase import (
+    SimulatedHomebase,
+    data_topic,
+    homebase_client,
+)
 from energy_platform.seeding import drop_database
 from tests.support.admin import run_admin, run_admin_async
 from tests.support.broker import KillableBroker

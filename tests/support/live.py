@@ -18,7 +18,11 @@ import httpx
 import msgspec
 
 from energy_platform.core.codec.format_v4 import HomebaseRecord
-from energy_platform.devices.simulator import SimulatedHomebase, data_topic, homebase_client
+from energy_platform.devices.simulator.homebase import (
+    SimulatedHomebase,
+    data_topic,
+    homebase_client,
+)
 from tests.support.platform import Platform, publish_as
 from tests.support.services import eventually
 

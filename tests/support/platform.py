@@ -29,7 +29,7 @@ from energy_platform.core.settings import (
     ProvisioningSettings,
     Settings,
 )
-from energy_platform.devices.simulator import (
+from energy_platform.devices.simulator.homebase import (
     SimulatedHomebase,
     data_topic,
     homebase_client,

@@ -13,7 +13,7 @@ from energy_platform.core.codec.format_v4 import (
     decode_batch,
     decode_coap,
 )
-from energy_platform.devices.simulator import RAW_POINTS_PER_TIME, SimulatedHomebase
+from energy_platform.devices.simulator.homebase import RAW_POINTS_PER_TIME, SimulatedHomebase
 
 SN = "0123456789ABCDEF"
 SECRET = bytes(range(256))

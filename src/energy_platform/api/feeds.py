@@ -13,8 +13,8 @@ from litestar.di import NamedDependency, Provide
 from litestar.params import FromPath, QueryParameter
 
 from energy_platform.api import queries
+from energy_platform.api.json_shapes import render_feeds, render_streams
 from energy_platform.api.schemas import Feed, Stream, StreamType
-from energy_platform.api.views import render_feeds, render_streams
 from energy_platform.core.errors import InvalidInput, NotFound
 from energy_platform.core.http.bearer import bearer_digest, unknown_token
 from energy_platform.core.http.database import Database, Reads

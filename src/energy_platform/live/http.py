@@ -27,7 +27,7 @@ from energy_platform.core.errors import InvalidInput, NotFound
 from energy_platform.core.http.database import Database, Reads
 from energy_platform.core.http.openapi import problems, text_answer
 from energy_platform.core.inputs import INT8_MAX, MAX_REPEATED, Ids, parse_id
-from energy_platform.live import log as statements
+from energy_platform.live import queries
 from energy_platform.live.events import (
     EVENT_BYTES,
     KEEPALIVE,
@@ -116,7 +116,7 @@ class LiveController(Controller):
         after = parse_event_id(last_event_id)
         feed = parse_id(feed_id, "feed")
         row = await reads.fetchrow(
-            statements.VISIBLE_FEED, feed, caller.user_id, caller.is_admin, streams or []
+            queries.VISIBLE_FEED, feed, caller.user_id, caller.is_admin, streams or []
         )
         if row is None:
             raise NotFound(f"no feed {feed_id!r}")
@@ -163,7 +163,7 @@ async def _events(
     loop = asyncio.get_running_loop()
     ends = loop.time() + hub.settings.max_stream_s
     try:
-        row = await pool.fetchrow(statements.EDGES)
+        row = await pool.fetchrow(queries.EDGES)
         assert row is not None  # noqa: S101 - the horizon table has its one row
         edges = Edges(row["top"], row["horizon"])
         sent = edges.top
@@ -208,7 +208,7 @@ async def _replay(
         return
     last = after
     while True:
-        rows = await pool.fetch(statements.REPLAY_PAGE, sub.feed, last, edges.top, page)
+        rows = await pool.fetch(queries.REPLAY_PAGE, sub.feed, last, edges.top, page)
         if rows[0]["horizon"] > last:
             yield reload_frame(edges.top)  # some of what follows was pruned unread
             return

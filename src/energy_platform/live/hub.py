@@ -22,7 +22,7 @@ from energy_platform.core.background import Backoff, sleep_unless_stopped
 from energy_platform.core.db.listening import listening
 from energy_platform.core.errors import TooManyRequests
 from energy_platform.core.settings import DatabaseSettings, LiveSettings
-from energy_platform.live import log as statements
+from energy_platform.live import queries
 from energy_platform.live.events import Event, event_of, reload_frame
 
 log = structlog.get_logger()
@@ -208,7 +208,7 @@ class LiveHub:
     async def _resume(self, conn: asyncpg.Connection) -> None:
         """Start at the log's end; after an outage longer than the log keeps, every client
         gets ``reload`` (events may have been pruned unread)."""
-        edges = await conn.fetchrow(statements.EDGES)
+        edges = await conn.fetchrow(queries.EDGES)
         assert edges is not None  # noqa: S101 - the horizon table has its one row
         if self._position is not None and self._position < edges["horizon"]:
             frame = reload_frame(edges["top"])
@@ -240,7 +240,7 @@ class LiveHub:
         assert self._position is not None  # noqa: S101 - set by _resume
         while True:
             feeds = list(self._feeds)
-            rows = await conn.fetch(statements.FOLLOW, self._position, PAGE, feeds)
+            rows = await conn.fetch(queries.FOLLOW, self._position, PAGE, feeds)
             events = [r for r in rows if r["pos"] is not None]
             for row in events:
                 self._fan_out(row)
@@ -266,7 +266,7 @@ class LiveHub:
         if not subs:
             return
         allowed = await conn.fetch(
-            statements.STILL_ALLOWED, [s.digest for s in subs], [s.feed for s in subs]
+            queries.STILL_ALLOWED, [s.digest for s in subs], [s.feed for s in subs]
         )
         kept = {row["n"] - 1 for row in allowed}
         for n, sub in enumerate(subs):

@@ -8,7 +8,7 @@ import asyncpg
 
 from energy_platform.core.background import Periodic
 from energy_platform.core.settings import DatabaseSettings, LiveSettings
-from energy_platform.live.log import PRUNE
+from energy_platform.live.queries import PRUNE
 
 
 def live_pruning(database: DatabaseSettings, live: LiveSettings) -> Periodic:

@@ -16,7 +16,7 @@ import pytest
 
 from energy_platform.core.codec.format_v4 import HomebaseRecord
 from energy_platform.core.settings import LiveSettings, Settings
-from energy_platform.devices.simulator import data_topic, homebase_client
+from energy_platform.devices.simulator.homebase import data_topic, homebase_client
 from energy_platform.live.hub import APPLICATION_NAME
 from tests.support.admin import run_admin_async
 from tests.support.engine import process

@@ -28,7 +28,7 @@ import pytest
 
 from energy_platform.core.codec.format_v4 import MAX_PAYLOAD_BYTES, MAX_RECORDS, HomebaseRecord
 from energy_platform.core.settings import Settings
-from energy_platform.devices.simulator import SimulatedHomebase
+from energy_platform.devices.simulator.homebase import SimulatedHomebase
 from tests.support.coap import device, post
 from tests.support.engine import process
 from tests.support.platform import (

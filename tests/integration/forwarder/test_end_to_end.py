@@ -9,7 +9,7 @@ import time
 import asyncpg
 
 from energy_platform.core.codec.format_v4 import HomebaseRecord
-from energy_platform.devices.simulator import SimulatedHomebase
+from energy_platform.devices.simulator.homebase import SimulatedHomebase
 from tests.support.forwarder import (
     Customer,
     NewCustomer,

@@ -15,7 +15,7 @@ import pytest
 
 from energy_platform.core.errors import ConfigurationError
 from energy_platform.core.http.server import HttpService
-from energy_platform.devices.simulator import SimulatedHomebase, homebase_client
+from energy_platform.devices.simulator.homebase import SimulatedHomebase, homebase_client
 from energy_platform.forwarder.http import app as forwarder
 from tests.support.admin import run_admin_async
 from tests.support.forwarder import Customer, NewCustomer, grant, loopback_allowed

@@ -18,7 +18,11 @@ import pytest
 
 from energy_platform.core.settings import Settings
 from energy_platform.devices.ingest.service import IngestService
-from energy_platform.devices.simulator import SimulatedHomebase, data_topic, homebase_client
+from energy_platform.devices.simulator.homebase import (
+    SimulatedHomebase,
+    data_topic,
+    homebase_client,
+)
 from energy_platform.services import build_services
 from tests.support.admin import run_admin_async
 from tests.support.broker import PERSISTENCE, ROOT, KillableBroker

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import asyncpg
 
 from energy_platform.core.codec.format_v4 import HomebaseRecord
-from energy_platform.devices.simulator import SimulatedHomebase
+from energy_platform.devices.simulator.homebase import SimulatedHomebase
 from tests.support.engine import process
 from tests.support.platform import Platform, paired_homebase, publish_as
 from tests.support.services import eventually

@@ -6,7 +6,11 @@ import signal
 import asyncpg
 import pytest
 
-from energy_platform.devices.simulator import SimulatedHomebase, data_topic, homebase_client
+from energy_platform.devices.simulator.homebase import (
+    SimulatedHomebase,
+    data_topic,
+    homebase_client,
+)
 from tests.support.platform import (
     Platform,
     later_message,

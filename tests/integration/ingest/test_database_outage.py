@@ -10,7 +10,11 @@ import msgspec
 import pytest
 
 from energy_platform.core.settings import DatabaseSettings
-from energy_platform.devices.simulator import SimulatedHomebase, data_topic, homebase_client
+from energy_platform.devices.simulator.homebase import (
+    SimulatedHomebase,
+    data_topic,
+    homebase_client,
+)
 from tests.support.platform import (
     Platform,
     later_message,

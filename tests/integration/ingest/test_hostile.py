@@ -16,7 +16,7 @@ import pytest
 
 from energy_platform.core.codec.envelope import derive_key, seal
 from energy_platform.core.settings import Settings
-from energy_platform.devices.simulator import SimulatedHomebase
+from energy_platform.devices.simulator.homebase import SimulatedHomebase
 from tests.support.admin import run_admin_async
 from tests.support.platform import (
     Platform,

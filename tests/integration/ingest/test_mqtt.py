@@ -8,7 +8,7 @@ import httpx
 
 from energy_platform.core.codec import obis
 from energy_platform.core.codec.format_v4 import RAW_MEDIA, HomebaseRecord
-from energy_platform.devices.simulator import SimulatedHomebase
+from energy_platform.devices.simulator.homebase import SimulatedHomebase
 from tests.support.forwarder import NO_CUSTOMER
 from tests.support.platform import Platform, paired_homebase, publish_as
 from tests.support.services import eventually

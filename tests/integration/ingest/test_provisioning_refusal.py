@@ -11,7 +11,7 @@ import pytest
 from prometheus_client import REGISTRY
 
 from energy_platform.core.settings import ClusterSettings, Settings
-from energy_platform.devices.simulator import SimulatedHomebase
+from energy_platform.devices.simulator.homebase import SimulatedHomebase
 from energy_platform.services import build_services
 from tests.support.admin import run_admin_async
 from tests.support.platform import Platform, paired_homebase, platform_settings, publish_as

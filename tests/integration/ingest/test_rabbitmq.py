@@ -25,7 +25,7 @@ import pytest
 from energy_platform.core.codec.envelope import seal
 from energy_platform.core.settings import Settings
 from energy_platform.devices.ingest.service import IngestService
-from energy_platform.devices.simulator import (
+from energy_platform.devices.simulator.homebase import (
     RAW_POINTS_PER_TIME,
     SimulatedHomebase,
     data_topic,

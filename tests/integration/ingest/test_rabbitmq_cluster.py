@@ -16,7 +16,11 @@ import pytest
 
 from energy_platform.core.settings import Settings
 from energy_platform.devices.ingest.service import IngestService
-from energy_platform.devices.simulator import SimulatedHomebase, data_topic, homebase_client
+from energy_platform.devices.simulator.homebase import (
+    SimulatedHomebase,
+    data_topic,
+    homebase_client,
+)
 from tests.support.platform import (
     later_message,
     messages,

@@ -22,7 +22,7 @@ import httpx
 import msgspec
 
 from energy_platform.core.codec.format_v4 import HomebaseRecord
-from energy_platform.devices.simulator import SimulatedHomebase
+from energy_platform.devices.simulator.homebase import SimulatedHomebase
 from tests.support.coap import device, post
 from tests.support.engine import process
 from tests.support.platform import Platform, paired_homebase, publish_as

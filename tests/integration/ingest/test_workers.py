@@ -11,7 +11,11 @@ import asyncpg
 import msgspec
 
 from energy_platform.core.settings import Settings
-from energy_platform.devices.simulator import SimulatedHomebase, data_topic, homebase_client
+from energy_platform.devices.simulator.homebase import (
+    SimulatedHomebase,
+    data_topic,
+    homebase_client,
+)
 from tests.support.platform import (
     Platform,
     later_messages,

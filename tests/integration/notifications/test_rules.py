@@ -17,7 +17,11 @@ from energy_platform.core.background import sleep_unless_stopped
 from energy_platform.core.coap import JSON
 from energy_platform.core.codec.format_v4 import HomebaseRecord
 from energy_platform.core.db.locks import LockKey
-from energy_platform.devices.simulator import SimulatedHomebase, data_topic, homebase_client
+from energy_platform.devices.simulator.homebase import (
+    SimulatedHomebase,
+    data_topic,
+    homebase_client,
+)
 from energy_platform.seeding import processed_stream
 from tests.support.admin import run_admin_async
 from tests.support.forwarder import NO_CUSTOMER

@@ -24,7 +24,7 @@ import pytest
 import yaml
 
 from energy_platform.core.settings import Settings
-from energy_platform.devices.simulator import SimulatedHomebase
+from energy_platform.devices.simulator.homebase import SimulatedHomebase
 from energy_platform.services import build_services
 from tests.support.admin import run_admin_async
 from tests.support.platform import (

@@ -27,7 +27,7 @@ from energy_platform.core.settings import (
     DeviceSettings,
     Settings,
 )
-from energy_platform.devices.simulator import (
+from energy_platform.devices.simulator.homebase import (
     RAW_POINTS_PER_TIME,
     SimulatedHomebase,
     data_topic,

@@ -11,7 +11,7 @@ import msgspec
 import pytest
 
 from energy_platform.core.settings import MqttSettings
-from energy_platform.devices.simulator import (
+from energy_platform.devices.simulator.homebase import (
     SimulatedHomebase,
     data_topic,
     homebase_client,

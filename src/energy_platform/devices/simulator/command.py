@@ -36,7 +36,7 @@ def simulate_homebase(
     batches: int | None,
 ) -> None:
     """Publish encrypted v4 batches over MQTT as the given homebases would."""
-    from energy_platform.devices.simulator import SimulatedHomebase, publish_forever
+    from energy_platform.devices.simulator.homebase import SimulatedHomebase, publish_forever
 
     async def main() -> int:
         homebases = [

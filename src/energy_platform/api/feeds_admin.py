@@ -1,7 +1,7 @@
-"""Admin commands of the data domain: feeds, streams and their configurations.
+"""Admin commands of the data API's feeds and streams and their configurations.
 
 They print feeds and streams exactly as the API shows them, so they reuse the API's rendering
-(``views``) and therefore talk to the database through asyncpg, like the API.
+(``json_shapes``) and therefore talk to the database through asyncpg, like the API.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 import asyncpg
 import click
 
-from energy_platform.api.views import render_feeds, render_streams
+from energy_platform.api.json_shapes import render_feeds, render_streams
 from energy_platform.core.console import CommandGroup, emit, parse_instant, run_in_transaction
 from energy_platform.core.errors import InvalidInput, NotFound
 from energy_platform.core.inputs import checked_text, parse_id

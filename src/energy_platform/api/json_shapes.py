@@ -1,4 +1,4 @@
-"""Feeds and streams as the API shows them, built from rows (shared by the API and the CLI)."""
+"""Feeds and streams shaped as the API's JSON, built from rows (shared by the API and the CLI)."""
 
 from __future__ import annotations
 
