@@ -1,5 +1,5 @@
 """Named SQL of imports, repairs and their audit trail (functions in
-sql/functions/17_corrections.sql). Visibility goes through ``cluster.user_feeds``, as every
+sql/functions/17_history.sql). Visibility goes through ``cluster.user_feeds``, as every
 data API query does."""
 
 # The stream's type and medium, when the caller ($3, $4: user, admin) sees stream $1 of feed $2.
