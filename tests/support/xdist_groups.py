@@ -42,7 +42,7 @@ UNKNOWN_TEST_SECONDS = 1.0
 # Modules that start RabbitMQ nodes of their own: with the session's node's tests, one at a
 # time on one worker. Started together with it, four Erlang VMs booted at once on 2 cores,
 # and the three-node cluster's homebase once got no publish acknowledged in 120 s.
-OWN_RABBITMQ_NODES = ("tests/integration/ingest/test_rabbitmq_cluster.py",)
+OWN_RABBITMQ_NODES = ("tests/integration/devices/test_rabbitmq_cluster.py",)
 
 
 def group_of(item: pytest.Item) -> str:
