@@ -193,7 +193,7 @@ plugin_opt_config_file $dynsec
 persistence true
 persistence_location $MQ/data/
 # A snapshot every second: what the broker acknowledged and had not yet handed to ingest is
-# lost on SIGKILL for at most 1 s (docs/ingest.md#the-brokers-crash-window, measured).
+# lost on SIGKILL for at most 1 s (docs/devices.md#the-brokers-crash-window, measured).
 autosave_interval 1
 # Only ingest may subscribe (ACLs), so only its queue grows: never dropped, however long it is
 # away. Ingest acknowledges after commit; its Receive Maximum (2000) bounds what is in flight.

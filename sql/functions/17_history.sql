@@ -1,9 +1,9 @@
 -- Raw points written from outside a device: history imports, repairs, and undoing them
--- (docs/data-api.md#history-in). They enter the way late data does: compacted days go back to
+-- (docs/api.md#history-in). They enter the way late data does: compacted days go back to
 -- the row tier first (cluster.thaw_days, as ingest does), then the points change, then their
 -- ranges are queued for the engine in cluster.dirty_ranges, one per UTC day touched, so that
 -- processed points, costs and rollups follow and nothing else is recomputed. Each call that
--- changes a point is one correction (docs/data-api.md#undo): cluster.correction_log says who and
+-- changes a point is one correction (docs/api.md#undo): cluster.correction_log says who and
 -- how many, cluster.correction_points what each point held before and after, so that undo can
 -- put back exactly the state before it. Each function locks its stream's row (FOR NO KEY
 -- UPDATE: ingest's inserts are not blocked), so that corrections of one stream happen one after

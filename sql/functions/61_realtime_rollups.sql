@@ -23,7 +23,7 @@
 -- bound: unbounded). Null when nothing is pending: the materialised rollups are the answer.
 -- A processed stream's pending hours are those whose processed points the engine rewrote; a
 -- raw range not yet processed has not changed any processed point, so it leaves the processed
--- stream's hours as they are (they answer what the processed points say, docs/data-api.md).
+-- stream's hours as they are (they answer what the processed points say, docs/api.md).
 CREATE OR REPLACE FUNCTION cluster.rollup_pending(p_stream_id bigint)
 RETURNS tstzmultirange LANGUAGE plpgsql STABLE AS $$
 DECLARE

@@ -1,4 +1,4 @@
--- The live log (sql/0023_live.sql, docs/data-api.md#live): writers stage their events in the
+-- The live log (sql/0023_live.sql, docs/api.md#live): writers stage their events in the
 -- statements that write the points, and publish them as the last statement before COMMIT,
 -- which gives them their positions under one advisory lock held to the commit. Positions are
 -- therefore in commit order, and a reader that has seen position p has seen, or will never

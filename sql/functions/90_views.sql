@@ -11,7 +11,7 @@ DROP VIEW IF EXISTS cluster.channel_totals, cluster.daily_readings, cluster.hour
 -- included: its data goes to the forwarder's customer then (docs/forwarder.md).
 -- Both are plain SQL that PostgreSQL inlines (the function is STABLE and not STRICT), so a
 -- query through them is planned as the anti-join written into it would be: the data
--- endpoint's statement kept its scans and estimated cost (docs/data-api.md#queries). The
+-- endpoint's statement kept its scans and estimated cost (docs/api.md#queries). The
 -- function is in this file, after the view its body reads: a body is checked when it is
 -- created, and the view only exists once this file has made it again.
 CREATE VIEW cluster.visible_feeds AS

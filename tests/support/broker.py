@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DYNSEC = ROOT / ".local" / "mosquitto" / "data" / "dynamic-security.json"
 
 PERSISTENCE = "autosave_interval 1"
-"""Mosquitto's snapshot settings as the private broker and deploy/ use them (docs/ingest.md)."""
+"""Mosquitto's snapshot settings as the private broker and deploy/ use them (docs/devices.md)."""
 
 
 def _plugin() -> str:

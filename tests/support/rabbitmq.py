@@ -142,7 +142,7 @@ cluster_formation.peer_discovery_backend = classic_config
         only on its periodic save or a clean stop (synced at once since rabbitmq/ra#443): a
         node SIGKILLed before then restarts without the queue's log, and the queue takes no
         consumer again. A test that kills a node mid-burst restarts it gently first, as a queue
-        declared long before a crash has been saved (docs/ingest.md#rabbitmq)."""
+        declared long before a crash has been saved (docs/devices.md#rabbitmq)."""
         if self._process is not None:
             self._process.terminate()
             self._process.wait(START_SECONDS)

@@ -1,10 +1,13 @@
 """The layers of the package hold: every import runs down (or stays inside its package), no
 two top-level packages import each other, and no modules import each other in a cycle, inside a
-package or across. docs/architecture.md draws the same order."""
+package or across. docs/architecture.md describes the same order (its layer table is read here),
+names every package and module, and each domain package has its test folder and docs page."""
 
 from __future__ import annotations
 
 import ast
+import re
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,6 +16,8 @@ import pytest
 import energy_platform
 
 ROOT = Path(energy_platform.__file__).parent
+REPOSITORY = ROOT.parents[1]
+ARCHITECTURE = REPOSITORY / "docs" / "architecture.md"
 
 # Each top-level part of the package and the parts it may import. `core` is the floor; the
 # domains stand on it (devices, api and forwarder on the cluster's pairing too; notifications,
@@ -247,3 +252,178 @@ def test_a_cycle_around_three_modules_is_caught(tmp_path: Path) -> None:
     assert module_cycles(module_graph(tmp_path)) == [
         ["energy_platform.engine.a", "energy_platform.engine.b", "energy_platform.engine.c"]
     ]
+
+
+def documented_layers(text: str) -> dict[str, set[str]]:
+    """The table "package | may import" of architecture.md's Layers section, as ``ALLOWED``
+    holds it ("every domain": every package in ``DOMAINS``)."""
+    section = text.split("\n## Layers\n", 1)[1].split("\n## ", 1)[0]
+    layers: dict[str, set[str]] = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if not line.startswith("| `") or len(cells) != 2:
+            continue
+        imports = set(re.findall(r"`(\w+)`", cells[1]))
+        layers[cells[0].strip("`")] = imports | (DOMAINS if "every domain" in cells[1] else set())
+    return layers
+
+
+def layout_entries(text: str) -> dict[str, str]:
+    """Each top-level part's entry under ``src/energy_platform/`` in architecture.md's layout
+    (``name/`` or ``name.py``, then its text), by the part's name."""
+    block = text.split("\n## Layout\n", 1)[1].split("```", 2)[1]
+    entries: dict[str, str] = {}
+    current = None
+    inside = False
+    for line in block.splitlines():
+        if not line.startswith(" "):
+            inside, current = line.startswith("src/energy_platform/"), None
+        elif inside and not line.startswith("   "):
+            name, _, rest = line.strip().partition(" ")
+            current = name.removesuffix("/").removesuffix(".py")
+            entries[current] = rest
+        elif current is not None:
+            entries[current] += " " + line.strip()
+    return entries
+
+
+def _enclosed(text: str, opening: int) -> str:
+    """The text inside the parenthesis at ``opening`` and its match."""
+    depth = 0
+    for i in range(opening, len(text)):
+        depth += {"(": 1, ")": -1}.get(text[i], 0)
+        if depth == 0:
+            return text[opening + 1 : i]
+    return text[opening + 1 :]
+
+
+def names(text: str, path: list[str]) -> bool:
+    """Whether ``text`` names ``path`` (``["db", "locks.py"]``): a subpackage by ``db/``, and
+    what is inside it within the parentheses after that."""
+    first, *rest = path
+    pattern = rf"(?<![\w/.]){re.escape(first)}"
+    if not rest:
+        return re.search(pattern + r"(?!\w)", text) is not None
+    return any(
+        names(_enclosed(text, m.end() - 1), rest) for m in re.finditer(pattern + r"/\s*\(", text)
+    )
+
+
+def unnamed_in_layout(text: str, root: Path = ROOT) -> list[str]:
+    """The packages and modules of ``root`` that architecture.md's layout does not name, and the
+    modules it names that do not exist."""
+    entries = layout_entries(text)
+    missing = []
+    for part in sorted(p for p in root.iterdir() if p.name not in ("__init__.py", "__pycache__")):
+        package = (part / "__init__.py").is_file()
+        if (part.suffix == ".py" or package) and part.name.removesuffix(".py") not in entries:
+            missing.append(part.name)
+        if not package:
+            continue
+        for path in sorted(part.rglob("*")):
+            inside = path.relative_to(part).parts
+            if not all(
+                (part.joinpath(*inside[:i]) / "__init__.py").is_file()
+                for i in range(1, len(inside))
+            ):
+                continue  # files beside the code (the page's static assets)
+            if path.is_dir() and (path / "__init__.py").is_file():
+                wanted = [*inside[:-1], inside[-1] + "/"]
+            elif path.suffix == ".py" and path.name != "__init__.py":
+                wanted = list(inside)
+            else:
+                continue
+            if not names(entries.get(part.name, ""), wanted):
+                missing.append("/".join((part.name, *inside)))
+    modules = {p.name for p in root.rglob("*.py")}
+    named = set(re.findall(r"(?<![\w.])\w+\.py\b", " ".join(entries.values())))
+    return missing + [f"{name} (named, but no such module)" for name in sorted(named - modules)]
+
+
+def test_the_architecture_pages_layer_table_is_allowed() -> None:
+    documented = documented_layers(ARCHITECTURE.read_text())
+    differ = {
+        part: (documented.get(part), ALLOWED.get(part))
+        for part in documented.keys() | ALLOWED.keys()
+        if documented.get(part) != ALLOWED.get(part)
+    }
+    assert differ == {}, "docs/architecture.md's layer table and ALLOWED differ: (doc, ALLOWED)"
+
+
+def test_the_architecture_page_names_every_package_and_module() -> None:
+    assert unnamed_in_layout(ARCHITECTURE.read_text()) == [], "name them in docs/architecture.md"
+
+
+def test_every_domain_package_has_its_test_folder_and_docs_page() -> None:
+    domains = sorted(p.name for p in ROOT.iterdir() if (p / "__init__.py").is_file())
+    missing = [
+        f"{place} of {domain}"
+        for domain in domains
+        if domain != "core"
+        for place in (f"tests/integration/{domain}/", f"docs/{domain}.md")
+        if not (REPOSITORY / place).exists()
+    ]
+    assert missing == []
+
+
+def test_no_two_test_files_share_a_name() -> None:
+    counts = Counter(p.name for p in (REPOSITORY / "tests").rglob("test_*.py"))
+    assert sorted(name for name, n in counts.items() if n > 1) == []
+
+
+LAYOUT = """
+## Layout
+
+```
+sql/                      migrations
+  functions/              functions
+src/energy_platform/
+  cli.py                  the command
+  live/                   hub.py (the follower), events.py, http.py
+  devices/                ingest/ (service.py, store.py), pipeline.py
+tests/                    tests
+```
+
+## Layers
+
+| package | may import |
+|---|---|
+| `core` | nothing |
+| `live` | `core`, `users` |
+| `cli` | `core`, every domain |
+"""
+
+
+def test_a_module_the_layout_does_not_name_is_caught(tmp_path: Path) -> None:
+    for module in (
+        "cli.py",
+        "live/__init__.py",
+        "live/hub.py",
+        "live/events.py",
+        "live/queries.py",
+        "devices/__init__.py",
+        "devices/ingest/__init__.py",
+        "devices/ingest/service.py",
+        "devices/ingest/store.py",
+        "devices/ingest/pipeline.py",
+        "devices/simulator/__init__.py",
+        "seeding.py",
+    ):
+        (tmp_path / module).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / module).write_text("")
+    # pipeline.py is named, but outside ingest/'s parentheses; http.py is named but gone.
+    assert unnamed_in_layout(LAYOUT, tmp_path) == [
+        "devices/ingest/pipeline.py",
+        "devices/simulator",
+        "live/queries.py",
+        "seeding.py",
+        "http.py (named, but no such module)",
+    ]
+
+
+def test_the_layer_table_is_read_as_allowed_holds_it() -> None:
+    assert documented_layers(LAYOUT) == {
+        "core": set(),
+        "live": {"core", "users"},
+        "cli": {"core", *DOMAINS},
+    }

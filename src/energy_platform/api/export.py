@@ -2,7 +2,7 @@
 
 One line per point time (``resolution=points``) or per local hour, day or month: ``time`` (Unix
 seconds), ``local_time`` (ISO 8601 with the offset of the feed's zone at that time), then a
-column per stream, empty where the stream has no value at that time (docs/data-api.md#csv).
+column per stream, empty where the stream has no value at that time (docs/api.md#csv).
 
 There is no limit: the lines are read from the database as the client takes them. The handler
 checks everything that can fail (token, feed, streams, parameters) and only then answers 200

@@ -4,7 +4,7 @@ Every entry (MQTT and AMQP ingest, CoAP, the HTTP and admin imports of history, 
 tariffs) refuses a value the engine's arithmetic cannot carry, where it enters: once a value is
 stored, the engine multiplies, sums and prices it for every feed in one statement, and a float8
 that overflows (SQLSTATE 22003) stops that statement for all of them (issue 46: one homebase's
-1e308 W stopped processing for every tenant). docs/devices.md and docs/data-api.md have the
+1e308 W stopped processing for every tenant). docs/devices.md and docs/api.md have the
 table.
 
 How the bounds were chosen. Each is far above what any real meter or contract reaches, and far

@@ -46,7 +46,7 @@ def freeze_startup_objects() -> None:
 
     A full collection traverses every tracked object, and requests leave enough survivors for
     one about every 5 s at 50 connections: each stopped the data API's event loop for 24-184 ms
-    on the shared 2-core machine, and every request in flight waited with it (docs/data-api.md,
+    on the shared 2-core machine, and every request in flight waited with it (docs/api.md,
     the tail at 10 connections). With these objects frozen a full collection took 2-4 ms, at
     most 14 ms. Garbage that exists now is collected first; a frozen object is still freed when
     its last reference goes, only a cycle of frozen objects would stay.

@@ -216,7 +216,7 @@ class TlsFiles(msgspec.Struct, frozen=True):
 class ApiSettings(Section, frozen=True, kw_only=True):
     """The data API's shares of its process and of the database: what one user's exports may
     hold, and how long any statement or open transaction of its connections may last
-    (docs/data-api.md#the-feed-export)."""
+    (docs/api.md#the-feed-export)."""
 
     exports_per_user: int = 2
     """Feed exports one user may run at once in one API process; more get 429 with
@@ -468,7 +468,7 @@ class HistorySettings(Section, frozen=True, kw_only=True):
 
 
 class LiveSettings(Section, frozen=True, kw_only=True):
-    """The data API's live streams (``GET /feeds/{id}/live``, docs/data-api.md#live)."""
+    """The data API's live streams (``GET /feeds/{id}/live``, docs/api.md#live)."""
 
     replay_s: int = 900
     """Seconds of committed events kept, so that a reconnect with ``Last-Event-ID`` misses

@@ -1,5 +1,5 @@
 """Undoing a correction, for the data API and the admin command alike (the rule is in
-``cluster.undo_correction``, docs/data-api.md#undo)."""
+``cluster.undo_correction``, docs/api.md#undo)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
 """``POST`` and ``DELETE /feeds/{feed_id}/streams/{stream_id}/data``: history into a raw stream,
-and a range of it removed (a spike), the way late data enters (docs/data-api.md#history-in).
+and a range of it removed (a spike), the way late data enters (docs/api.md#history-in).
 
 Only raw streams are written: processed points are the engine's, system points a device's
 (409); only with a write token (403). Every request that changes a point is one correction,
 which ``POST /feeds/{feed_id}/corrections/{correction_id}/undo`` takes back
-(docs/data-api.md#undo).
+(docs/api.md#undo).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Live events as they go on the wire: Server-Sent Events frames, each rendered once per API
-process whatever the number of clients that receive it (docs/data-api.md#live)."""
+process whatever the number of clients that receive it (docs/api.md#live)."""
 
 from __future__ import annotations
 

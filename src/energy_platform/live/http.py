@@ -3,7 +3,7 @@
 The request is authenticated and checked like the feed's other endpoints; its subscription is
 taken before the replay is read, so every event is either in the replay (position up to the
 log's end when read) or comes through the subscription after it, and positions already sent are
-skipped: nothing missed, nothing twice (docs/data-api.md#live). The replay is read in pages
+skipped: nothing missed, nothing twice (docs/api.md#live). The replay is read in pages
 that fit the client's buffer, each sent before the next is read: a reconnect after a busy
 quarter of an hour costs the process a page, not the whole window.
 """

@@ -13,7 +13,7 @@ from energy_platform.pairing.pairings import Pairings, Reconciled
 
 @click.group("broker-accounts", cls=CommandGroup)
 def broker_accounts() -> None:
-    """The broker's homebase accounts (docs/ingest.md#broker-accounts)."""
+    """The broker's homebase accounts (docs/devices.md#broker-accounts)."""
 
 
 @broker_accounts.command("sync")

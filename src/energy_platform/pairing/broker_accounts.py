@@ -1,6 +1,6 @@
 """Broker accounts of homebases: one interface (:class:`BrokerAccounts`), one implementation
 per broker; this module's functions are Mosquitto's, on its dynamic security plugin
-(docs/ingest.md); RabbitMQ's is :class:`~energy_platform.pairing.rabbitmq.RabbitAccounts`.
+(docs/devices.md); RabbitMQ's is :class:`~energy_platform.pairing.rabbitmq.RabbitAccounts`.
 
 A homebase logs in with username = its SN, client id = its SN and password =
 :func:`~energy_platform.core.codec.envelope.mqtt_password` of its secret. Its role
@@ -180,7 +180,7 @@ def require_accounts(mqtt: MqttSettings) -> None:
             "EP_MQTT_ACCOUNTS_URL is not set: a paired homebase needs a broker account; set it to"
             " the broker's dynamic-security admin account, mqtt://user:password@host:port (on"
             " RabbitMQ its management API, http://user:password@host:15672)"
-            " (docs/ingest.md#broker-accounts)"
+            " (docs/devices.md#broker-accounts)"
         )
 
 

@@ -1,4 +1,4 @@
-"""RabbitMQ as a cluster's broker (``EP_MQTT_BROKER=rabbitmq``, docs/ingest.md#rabbitmq).
+"""RabbitMQ as a cluster's broker (``EP_MQTT_BROKER=rabbitmq``, docs/devices.md#rabbitmq).
 
 Homebases speak MQTT 3.1.1 to its MQTT plugin, which publishes every message to the topic
 exchange ``amq.topic`` with the topic as routing key (``/`` and ``.`` swapped). One durable

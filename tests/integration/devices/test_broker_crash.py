@@ -1,4 +1,4 @@
-"""SIGKILL of the broker (docs/ingest.md#the-brokers-crash-window). A homebase deletes what the
+"""SIGKILL of the broker (docs/devices.md#the-brokers-crash-window). A homebase deletes what the
 broker acknowledged, so an acknowledged point that never reaches the database is lost for good:
 Mosquitto 2.0 keeps its queue in memory and saves it as a snapshot every
 ``autosave_interval`` seconds, so what it acknowledged since the last snapshot and had not yet

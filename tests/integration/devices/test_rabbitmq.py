@@ -1,4 +1,4 @@
-"""RabbitMQ as the cluster's broker (docs/ingest.md#rabbitmq): no message is acknowledged to a
+"""RabbitMQ as the cluster's broker (docs/devices.md#rabbitmq): no message is acknowledged to a
 homebase and then dropped, whether no ingest has run yet or the broker is SIGKILLed mid-burst;
 a homebase publishes its own topics and no other SN's; poison is dead-lettered as on
 Mosquitto. Every test runs on the session's one node (``rabbitmq``), each on a queue of its own.

@@ -1,7 +1,7 @@
 """Every write to a raw stream can be taken back: an import (into an empty stretch too), a
 removal and an undo are each one correction, and undo puts back exactly the state before it
 where its points still hold what it left, or refuses, naming the points, and changes nothing
-(docs/data-api.md#undo). Removals are bounded and thaw under the lock they delete under; an
+(docs/api.md#undo). Removals are bounded and thaw under the lock they delete under; an
 import body is bounded before it is decoded; the admin import is all or nothing."""
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 and the engine's buckets, pushed to ``GET /feeds/{id}/live`` clients as Server-Sent Events;
 resumed with ``Last-Event-ID`` without a gap or a repeat; a slow client dropped while a fast
 one keeps receiving; a stream ended when its token is revoked or its homebase registered with
-the forwarder (docs/data-api.md#live)."""
+the forwarder (docs/api.md#live)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The broker admits only known homebases, each to its own topics (docs/ingest.md)."""
+"""The broker admits only known homebases, each to its own topics (docs/devices.md)."""
 
 import contextlib
 import secrets

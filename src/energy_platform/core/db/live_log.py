@@ -1,4 +1,4 @@
-"""The writers' side of the live log (sql/functions/70_live.sql, docs/data-api.md#live).
+"""The writers' side of the live log (sql/functions/70_live.sql, docs/api.md#live).
 
 A writer stages its events in the statements that write its points (``cluster.live_stage``)
 and runs :data:`LIVE_PUBLISH` as its transaction's last statement: the events get their

@@ -34,7 +34,7 @@ class LockKey(IntEnum):
     # that a write is seen by the compaction or lands after the day was moved back.
     COMPACTION_STREAM = 1129270864
     # Alone, from a writer's last statement to its commit: live events get their positions in
-    # commit order (cluster.live_publish, docs/data-api.md#live).
+    # commit order (cluster.live_publish, docs/api.md#live).
     LIVE_LOG = 1279874629
 
     @property

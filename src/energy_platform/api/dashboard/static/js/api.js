@@ -104,7 +104,7 @@ export class Api {
 
   /**
    * A stream per local hour, day or month (`resolution`) over [from, to], in one request: the
-   * server sums energy and cost per bucket and averages the rest (docs/data-api.md).
+   * server sums energy and cost per bucket and averages the rest (docs/api.md).
    */
   async buckets(feedId, streamId, from, to, resolution) {
     const answer = await this.request('GET', `/feeds/${enc(feedId)}/streams/${enc(streamId)}/data`, {

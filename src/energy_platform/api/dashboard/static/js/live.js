@@ -1,5 +1,5 @@
 // Following a feed as it happens: GET /feeds/{id}/live, Server-Sent Events
-// (docs/data-api.md#live), read with fetch: EventSource cannot send the bearer token. The parser
+// (docs/api.md#live), read with fetch: EventSource cannot send the bearer token. The parser
 // is a pure function of the text so far (any chunking, any of the three line endings); the
 // connection resumes after a disconnect with the last id it saw (Last-Event-ID), waits a
 // jittered, capped backoff between attempts, and takes a stream silent for longer than 2.5

@@ -29,7 +29,7 @@ const LINE = { bars: false, sum: false, below: false, money: false };
 
 /**
  * How a stream is shown: title, unit, a line of detail, and its chart form. A processed stream
- * is charted by what it is (`quantity`, docs/data-api.md): consumption, export, cost and credit
+ * is charted by what it is (`quantity`, docs/api.md): consumption, export, cost and credit
  * are amounts per 90 s bucket: bars, summed into longer buckets; export and credit (energy fed
  * in, money earned) are drawn below the axis; cost and credit are money, on a scale of their
  * own. A mean (temperature) is a line, averaged; raw and system streams are lines.
