@@ -3,6 +3,7 @@ fixtures live in tests/support/ and are imported from there (never from a confte
 
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 import time
@@ -10,12 +11,15 @@ from collections.abc import AsyncIterator, Iterator
 
 import aiocoap
 import asyncpg
+import httpx
 import msgspec
 import psycopg
 import pytest
 import pytest_asyncio
 import structlog
 
+from energy_platform import seeding
+from energy_platform.core.db.pool import create_pool
 from energy_platform.core.settings import (
     CompactionSettings,
     DatabaseSettings,
@@ -23,10 +27,12 @@ from energy_platform.core.settings import (
     MqttSettings,
     Settings,
 )
+from energy_platform.devices.ingest.store import PointStore
 from energy_platform.seeding import create_empty_database, drop_database
 from tests.support import xdist_groups
-from tests.support.data import World, data_api, seed
+from tests.support.data import YEAR, World, data_api, seed
 from tests.support.databases import create_session_database, database_server
+from tests.support.engine import Feed, NewFeed
 from tests.support.platform import (
     Platform,
     platform_in_loop,
@@ -36,6 +42,8 @@ from tests.support.platform import (
 )
 from tests.support.rabbitmq import RabbitCluster
 from tests.support.services import free_port
+
+_serials = itertools.count(1)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -168,6 +176,39 @@ async def world(world_data: World, settings: Settings) -> AsyncIterator[World]:
     async with data_api(settings) as url:
         world_data.url = url
         yield world_data
+
+
+@pytest.fixture(scope="session")
+async def point_store(database_url: str) -> AsyncIterator[PointStore]:
+    """Ingest's store on the session database: the engine's and billing's tests' points go the
+    way ingest's do."""
+    pool = await create_pool(DatabaseSettings(url=database_url))
+    yield PointStore(pool)
+    await pool.close()
+
+
+@pytest.fixture
+def new_feed(db: asyncpg.Connection, point_store: PointStore) -> NewFeed:
+    """A feed of its own per call (a new owner, a year's subscription), its points stored by
+    ingest's ``PointStore`` (the engine's and billing's tests)."""
+
+    async def make(timezone: str = "Europe/Prague") -> Feed:
+        n = next(_serials)
+        owner = await seeding.add_user(db, f"engine-user-{n}-{id(db)}")
+        sn = f"E{id(db) % 0xFFFFFFFF:08X}{n:07X}"
+        feed_id = await seeding.add_feed(
+            db, owner.id, sn, timezone=timezone, start=YEAR[0], end=YEAR[1]
+        )
+        return Feed(db, point_store, feed_id, sn, owner.token)
+
+    return make
+
+
+@pytest.fixture
+async def api(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
+    """The data API on a free port, and a client of it (rollup and bill tests read through it)."""
+    async with data_api(settings) as url, httpx.AsyncClient(base_url=url) as client:
+        yield client
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -1,47 +1,18 @@
-"""Each engine test gets its own feed (helpers in tests/support/engine.py), so tests never see
-each other's points; tests of what works on the whole database (retention, compaction) get a
-database of their own."""
+"""Each engine test gets its own feed (``new_feed``, tests/conftest.py; helpers in
+tests/support/engine.py), so tests never see each other's points; tests of what works on the
+whole database (retention, compaction) get a database of their own."""
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import AsyncIterator, Iterator
 
 import asyncpg
-import httpx
 import pytest
 
 from energy_platform import seeding
 from energy_platform.core.db.pool import create_pool
-from energy_platform.core.settings import DatabaseSettings, Settings
-from energy_platform.devices.ingest.store import PointStore
-from tests.support.data import YEAR, data_api
+from energy_platform.core.settings import DatabaseSettings
 from tests.support.databases import create_session_database
-from tests.support.engine import Feed, NewFeed
-
-_serials = itertools.count(1)
-
-
-@pytest.fixture(scope="session")
-async def point_store(database_url: str) -> AsyncIterator[PointStore]:
-    """Ingest's store on the session database: the engine tests' points go the way ingest's do."""
-    pool = await create_pool(DatabaseSettings(url=database_url))
-    yield PointStore(pool)
-    await pool.close()
-
-
-@pytest.fixture
-def new_feed(db: asyncpg.Connection, point_store: PointStore) -> NewFeed:
-    async def make(timezone: str = "Europe/Prague") -> Feed:
-        n = next(_serials)
-        owner = await seeding.add_user(db, f"engine-user-{n}-{id(db)}")
-        sn = f"E{id(db) % 0xFFFFFFFF:08X}{n:07X}"
-        feed_id = await seeding.add_feed(
-            db, owner.id, sn, timezone=timezone, start=YEAR[0], end=YEAR[1]
-        )
-        return Feed(db, point_store, feed_id, sn, owner.token)
-
-    return make
 
 
 @pytest.fixture
@@ -58,10 +29,3 @@ async def pool(own_database: str) -> AsyncIterator[asyncpg.Pool]:
     pool = await create_pool(DatabaseSettings(url=own_database))
     yield pool
     await pool.close()
-
-
-@pytest.fixture
-async def api(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
-    """The data API on a free port, and a client of it (the rollup tests read through it)."""
-    async with data_api(settings) as url, httpx.AsyncClient(base_url=url) as client:
-        yield client
