@@ -38,7 +38,7 @@ class Submeter(msgspec.Struct):
 
 
 class Bill(msgspec.Struct):
-    """A feed's bill over local dates, both inclusive (docs/data-api.md#the-bill)."""
+    """A feed's bill over local dates, both inclusive (docs/billing.md#the-bill)."""
 
     feed: str
     from_: str = msgspec.field(name="from")
