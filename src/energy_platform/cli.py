@@ -26,9 +26,8 @@ ADMIN_COMMANDS: dict[str, str] = {
         ("clusters", "homebases", "firmware", "upgrades", "coap-devices"),
         "energy_platform.provisioning.admin",
     ),
-    **dict.fromkeys(
-        ("tariffs", "prices", "reprocess", "compact", "engine"), "energy_platform.engine.admin"
-    ),
+    **dict.fromkeys(("tariffs", "prices"), "energy_platform.billing.admin"),
+    **dict.fromkeys(("reprocess", "compact", "engine"), "energy_platform.engine.admin"),
     **dict.fromkeys(("import", "corrections"), "energy_platform.history.admin"),
     "customers": "energy_platform.forwarder.admin",
     "notifications": "energy_platform.notifications.admin",

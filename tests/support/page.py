@@ -73,7 +73,8 @@ def sign_in(driver: WebDriver, url: str, user: str, token: str, feed: str) -> No
 class MoneyWorld:
     """A user with three feeds for the money panels: ``dynamic`` (a market tariff with a daily
     charge and consumption since its month began), ``fixed`` (one price) and ``none`` (no
-    tariff); the price area the dynamic tariff follows."""
+    tariff); the price area the dynamic tariff follows (seeded by
+    tests/integration/billing/conftest.py)."""
 
     url: str
     user: str

@@ -35,7 +35,8 @@ ALL_FEEDS_QUERIES = {
     "FEED_BY_ID": "admin feeds configure, admin streams list",
     "SET_SUBSCRIPTION": "admin feeds subscription",
     "DELETE_FEED": "admin feeds delete",
-    "FEED_EXISTS": "admin tariffs and reprocess name a feed",
+    "FEED_EXISTS": "admin reprocess names a feed",
+    "TARIFF_FEED": "admin tariffs names a feed",
     "CORRECTED_FEED": "admin corrections list names a feed",
     "IMPORT_TARGET": "admin import names a feed; a forwarded homebase's history goes on",
     # Ingest: this very lookup is what sends a registered homebase's data to the forwarder.

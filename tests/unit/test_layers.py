@@ -21,10 +21,11 @@ ARCHITECTURE = REPOSITORY / "docs" / "architecture.md"
 
 # Each top-level part of the package and the parts it may import. `core` is the floor; the
 # domains stand on it (devices, api and forwarder on the cluster's pairing too; notifications,
-# history and api on the users who call them); the process entry points (services, cli) assemble
-# everything.
+# history, billing and api on the users who call them); the process entry points (services, cli)
+# assemble everything. The engine prices buckets by calling billing's SQL, never its Python.
 DOMAINS = {
     "engine",
+    "billing",
     "pairing",
     "provisioning",
     "users",
@@ -44,7 +45,8 @@ ALLOWED: dict[str, set[str]] = {
     "notifications": {"core", "users"},
     "devices": {"core", "pairing"},
     "live": {"core", "users"},
-    "api": {"core", "pairing", "users", "notifications", "history", "live"},
+    "billing": {"core", "users"},
+    "api": {"core", "pairing", "users", "notifications", "history", "live", "billing"},
     # A stream made by an import is the row a device's first batch makes (ingest's statement).
     "history": {"core", "users", "devices"},
     "forwarder": {"core", "pairing"},

@@ -2,10 +2,10 @@ from collections.abc import Sequence
 
 from litestar import Litestar
 
-from energy_platform.api.bills import bill_routes
 from energy_platform.api.dashboard.routes import dashboard_routes
 from energy_platform.api.export import export_routes
 from energy_platform.api.feeds import FeedsController
+from energy_platform.billing.http import bill_routes
 from energy_platform.core.gauges import Watch
 from energy_platform.core.http.application import build_app
 from energy_platform.core.http.openapi import bearer
@@ -18,8 +18,9 @@ from energy_platform.users.usage import recording_token_uses
 
 
 def create_app(settings: Settings, watches: Sequence[Watch] = ()) -> Litestar:
-    """The data API app: feeds, streams, stream data, notifications and the users' tokens; its
-    page at ``/``; each feed live at ``/feeds/{id}/live``, from one follower of the live log.
+    """The data API app: feeds, streams, stream data, bills and price curves (billing's
+    routes), notifications and the users' tokens; its page at ``/``; each feed live at
+    ``/feeds/{id}/live``, from one follower of the live log.
     ``watches``: the cluster's gauges its ``/metrics`` adds (services.py passes the engine's
     and ingest's: the data API is the cluster's always-running HTTP service)."""
     hub = LiveHub(settings.database, settings.live)

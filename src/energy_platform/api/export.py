@@ -36,7 +36,7 @@ from litestar.params import FromPath, QueryParameter
 from litestar.response import Stream
 from prometheus_client import Counter
 
-from energy_platform.api.feeds import BUCKET_REACH, CSV, EARLIEST, LATEST, UnixTime, visible_feed
+from energy_platform.api.feeds import BUCKET_REACH, CSV, EARLIEST, LATEST, UnixTime
 from energy_platform.core.db.pool import Connection
 from energy_platform.core.errors import InvalidInput, NotFound, TooManyRequests
 from energy_platform.core.http.database import Reads
@@ -44,7 +44,7 @@ from energy_platform.core.http.openapi import problems, text_answer
 from energy_platform.core.http.stalls import until_stalled
 from energy_platform.core.inputs import INT8_MAX, MAX_REPEATED, Ids
 from energy_platform.core.settings import ApiSettings
-from energy_platform.users.auth import Caller, authenticate
+from energy_platform.users.auth import Caller, authenticate, visible_feed
 
 ExportResolution = Literal["points", "hour", "day", "month"]
 RESOLUTION_DOC = (

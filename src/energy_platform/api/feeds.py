@@ -21,7 +21,7 @@ from energy_platform.core.http.database import Database, Reads
 from energy_platform.core.http.openapi import authenticates_as, text_answer
 from energy_platform.core.inputs import MAX_REPEATED, Channels, parse_id
 from energy_platform.history.http import StreamWrites
-from energy_platform.users.auth import Caller, authenticate, visible_user
+from energy_platform.users.auth import Caller, authenticate, visible_feed, visible_user
 from energy_platform.users.usage import token_used
 
 # Unix seconds of 0001-01-01 and 9999-12-31T23:59:59Z: what a timestamp can hold.
@@ -170,17 +170,6 @@ def _id_or_none(value: str, what: str) -> int | None:
 def _check_order(start: int | None, end: int | None, start_name: str, end_name: str) -> None:
     if start is not None and end is not None and start > end:
         raise InvalidInput(f"{start_name} ({start}) is after {end_name} ({end})", field=start_name)
-
-
-async def visible_feed(
-    pool: asyncpg.Pool, feed_id: FromPath[str], caller: Authenticated
-) -> asyncpg.Record:
-    row = await pool.fetchrow(
-        queries.VISIBLE_FEED, parse_id(feed_id, "feed"), caller.user_id, caller.is_admin
-    )
-    if row is None:
-        raise NotFound(f"no feed {feed_id!r}")
-    return row
 
 
 async def _visible_stream(

@@ -9,11 +9,6 @@ SELECT f.id, f.subscription_from, f.subscription_to
   FROM cluster.user_feeds($1, false) f
  ORDER BY f.id"""
 
-VISIBLE_FEED = """
-SELECT f.id, f.subscription_from, f.subscription_to
-  FROM cluster.user_feeds($2, $3) f
- WHERE f.id = $1"""
-
 FEED_CONFIGS = """
 SELECT feed_id, title, timezone, nullif(lower(validity), '-infinity') AS valid_from,
        nullif(upper(validity), 'infinity') AS valid_to
@@ -170,17 +165,3 @@ SELECT EXISTS (SELECT FROM caller) AS caller_known,
                                        ELSE cluster.json_point(ts, value) END,
                                   CASE WHEN $9::boolean THEN '' ELSE ',' END ORDER BY ts) AS text
                   FROM newest) b) AS body"""
-
-# The bill (api/bills.py): its local dates, and its lines and sub-meters as of now(), read in
-# one snapshot (sql/functions/95_bills.sql).
-BILL_DAYS = """
-SELECT (array_agg(timezone ORDER BY day))[1] AS timezone, count(*) AS days,
-       count(*) FILTER (WHERE finish <= now()) AS over
-  FROM cluster.bill_days($1, $2, $3)"""
-
-FEED_BILL = """
-SELECT medium, stream_id, title, quantity, unit, amount, standing, settled, unpriced
-  FROM cluster.feed_bill($1, $2, $3, now())"""
-
-FEED_PRICES = """
-SELECT start, finish, price FROM cluster.feed_prices($1, $4, $2, $3)"""

@@ -1,6 +1,6 @@
-"""Who calls the data API: users looked up by their bearer token's SHA-256, which users they may
-see, and whether their token may write. Every surface a user reads (feeds, notifications,
-tokens) authenticates here.
+"""Who calls the data API: users looked up by their bearer token's SHA-256, which users and
+feeds they may see, and whether their token may write. Every surface a user reads (feeds,
+bills, notifications, tokens) authenticates here.
 
 A token is ``read`` or ``write`` (``cluster.user_tokens``). A read token reads everything its
 user sees; every request that changes something needs a write token. A writing handler says so
@@ -37,6 +37,10 @@ CALLER_BY_DIGEST = "SELECT user_id, is_admin, scope FROM cluster.token_caller($1
 READING_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 """Requests that change nothing: only they may be authenticated on a replica."""
 USER_EXISTS = "SELECT EXISTS (SELECT 1 FROM cluster.users WHERE id = $1)"
+VISIBLE_FEED = """
+SELECT f.id, f.subscription_from, f.subscription_to
+  FROM cluster.user_feeds($2, $3) f
+ WHERE f.id = $1"""
 
 
 class Caller(msgspec.Struct, frozen=True):
@@ -79,3 +83,14 @@ async def visible_user(pool: asyncpg.Pool, user_id: str, caller: Caller) -> int:
     if not caller.may_see_user(owner) or not await pool.fetchval(USER_EXISTS, owner):
         raise NotFound(f"no user {user_id!r}")
     return owner
+
+
+async def visible_feed(pool: asyncpg.Pool, feed_id: str, caller: Caller) -> asyncpg.Record:
+    """The feed ``feed_id`` (id and subscription) if the caller sees it (``cluster.user_feeds``),
+    else 404: one answer for a feed that is another user's and one that does not exist."""
+    row = await pool.fetchrow(
+        VISIBLE_FEED, parse_id(feed_id, "feed"), caller.user_id, caller.is_admin
+    )
+    if row is None:
+        raise NotFound(f"no feed {feed_id!r}")
+    return row

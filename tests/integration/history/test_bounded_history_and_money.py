@@ -1,7 +1,7 @@
 """Values beyond their quantity's bound are refused where an owner or an operator puts them in
 (issue 46, docs/api.md#bounds): history over HTTP (400 problem JSON naming the value and
 the bound) and the admin import (exit 1 naming them), and tariffs; nothing of the request is
-stored. Price files: tests/integration/engine/test_prices_cli.py."""
+stored. Price files: tests/integration/billing/test_prices_cli.py."""
 
 from __future__ import annotations
 

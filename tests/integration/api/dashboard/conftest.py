@@ -1,6 +1,6 @@
 """A demo user's world for the page: one feed with a week of 5 s power on three phases, its
 processed consumption, cost and export, a system stream and notifications; the data API on a
-free port. And a second user's feeds with tariffs, for the bill and price panels.
+free port. (The bill and price panels' feeds are billing's: tests/integration/billing/conftest.py.)
 
 Seeded with energy_platform.seeding and SQL (as tests/support/data.py is), not through MQTT:
 these tests are about the page, and the points must be at known times.
@@ -8,11 +8,9 @@ these tests are about the page, and the points must be at known times.
 
 from __future__ import annotations
 
-import secrets
 import time
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
-from zoneinfo import ZoneInfo
 
 import asyncpg
 import psycopg
@@ -22,16 +20,7 @@ from energy_platform import seeding
 from energy_platform.core.settings import Settings
 from tests.support.admin import run_admin_async
 from tests.support.data import data_api
-from tests.support.page import (
-    MONEY_ZONE,
-    PRICE_PER_KWH,
-    STANDING,
-    WEEK,
-    ZONE,
-    MoneyWorld,
-    PageWorld,
-    local_midnight,
-)
+from tests.support.page import WEEK, ZONE, PageWorld
 
 DAY = 86_400
 SN = "DB00000000000016"
@@ -169,108 +158,3 @@ async def page_world(page_data: PageWorld, settings: Settings) -> AsyncIterator[
     async with data_api(settings) as url:
         page_data.url = url
         yield page_data
-
-
-async def _seed_money(conn: asyncpg.Connection, area: str) -> MoneyWorld:
-    now = int(time.time())
-    user = await seeding.add_user(conn, f"page-money-{area}")
-    start = datetime.now(UTC) - timedelta(days=40)
-    feeds: dict[str, int] = {}
-    zones = {"dynamic": MONEY_ZONE, "fixed": ZONE, "none": ZONE}
-    for key, title, sn in (
-        ("dynamic", "Market home", "DB0000000000001A"),
-        ("fixed", "Flat home", "DB0000000000001B"),
-        ("none", "No tariff", "DB0000000000001C"),
-    ):
-        feeds[key] = await seeding.add_feed(
-            conn,
-            user.id,
-            sn,
-            title=title,
-            timezone=zones[key],
-            start=start,
-            end=start + timedelta(days=365),
-        )
-    dynamic = feeds["dynamic"]
-    energy = await seeding.processed_stream(
-        conn, dynamic, 1, title="Electricity, channel 1, total", combined=True
-    )
-    cost = await seeding.processed_stream(
-        conn,
-        dynamic,
-        1,
-        title="Electricity cost, channel 1, total",
-        unit="EUR",
-        combined=True,
-        quantity="cost",
-    )
-    # 1 kW from the local month's first bucket to now: 25 Wh per 90 s bucket, each with its
-    # cost point (0.025 kWh x 0.30 = 0.0075), so that no bucket waits for a price.
-    month_start = int(
-        datetime.fromtimestamp(now, ZoneInfo(MONEY_ZONE))
-        .replace(day=1, hour=0, minute=0, second=0, microsecond=0)
-        .timestamp()
-    )
-    first, last = -(-month_start // 90) * 90, now // 90 * 90 - 90
-    for stream, value in ((energy, 25.0), (cost, 25 / 1000 * PRICE_PER_KWH)):
-        await conn.execute(
-            "INSERT INTO cluster.processed_points SELECT $1, to_timestamp(t), $4::float8"
-            " FROM generate_series($2::bigint, $3::bigint, 90) t",
-            stream,
-            first,
-            last,
-            value,
-        )
-    await conn.execute(
-        "SELECT cluster.rollup_streams(ARRAY[$1, $2]::bigint[], ARRAY[NULL, NULL]::timestamptz[],"
-        " ARRAY[NULL, NULL]::timestamptz[])",
-        energy,
-        cost,
-    )
-    # The market's quarter hours of the feed's today, and of the first half of its tomorrow:
-    # tomorrow's afternoon is not published yet. Whichever local day the page opens on (the
-    # date may turn while the test runs), its curve has prices and a gap.
-    today = local_midnight(MONEY_ZONE, now)
-    slots = [today + 900 * k for k in range(96 + 48)]
-    await conn.execute(
-        "SELECT cluster.set_prices($1, array_agg(tstzrange(to_timestamp(s), to_timestamp(s + 900),"
-        " '[)') ORDER BY s), array_agg((0.04 + 0.01 * (s / 900 % 12))::float8 ORDER BY s))"
-        " FROM unnest($2::bigint[]) s",
-        area,
-        slots,
-    )
-    await conn.execute(
-        "SELECT cluster.set_tariff($1, 'power', '-infinity', ARRAY['00:00'::time],"
-        " ARRAY[0.05], $2, 1.19, $3)",
-        dynamic,
-        area,
-        STANDING,
-    )
-    await conn.execute(
-        "SELECT cluster.set_tariff($1, 'power', '-infinity', ARRAY['00:00'::time],"
-        " ARRAY[$2::float8])",
-        feeds["fixed"],
-        PRICE_PER_KWH,
-    )
-    return MoneyWorld(
-        "", str(user.id), user.token, {k: str(v) for k, v in feeds.items()}, zones, area, now
-    )
-
-
-@pytest_asyncio.fixture(scope="module")
-async def money_world(database_url: str, settings: Settings) -> AsyncIterator[MoneyWorld]:
-    # The price table is the database's, shared by every test of this session: an area of its own.
-    area = f"PAGE-{secrets.token_hex(3).upper()}"
-    conn = await asyncpg.connect(database_url)
-    try:
-        async with conn.transaction():
-            world = await _seed_money(conn, area)
-    finally:
-        await conn.close()
-    async with data_api(settings) as url:
-        world.url = url
-        yield world
-    with psycopg.connect(database_url) as conn:
-        conn.execute("DELETE FROM cluster.feeds WHERE id = ANY(%s)", (list(world.feeds.values()),))
-        conn.execute("DELETE FROM cluster.price_areas WHERE area = %s", (area,))
-        conn.execute("DELETE FROM cluster.users WHERE id = %s", (world.user,))

@@ -1,5 +1,5 @@
 // A feed's money: this month's bill so far with its projection, and what a kWh costs today and
-// tomorrow, from the data API's bill and price endpoints (docs/data-api.md#the-bill). Both are
+// tomorrow, from the data API's bill and price endpoints (docs/billing.md#the-bill). Both are
 // asked in the feed's local dates: its month and its days begin at midnight in its time zone,
 // not in the reader's.
 

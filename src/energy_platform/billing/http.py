@@ -1,10 +1,12 @@
 """``GET /feeds/{feed_id}/bill``: what a feed's household pays over local dates, per medium,
-with export credit, daily charges, sub-meters apart and a projection (docs/data-api.md#the-bill);
-``GET /feeds/{feed_id}/prices``: the price per unit it pays meanwhile.
+with export credit, daily charges, sub-meters apart and a projection (docs/billing.md#the-bill);
+``GET /feeds/{feed_id}/prices``: the price per unit it pays meanwhile, its price curve
+(docs/billing.md#the-price-curve). Served by the data API (``api.app.create_app`` registers
+``bill_routes``).
 
-The numbers come from ``cluster.feed_bill`` (sql/functions/95_bills.sql), which reads the daily
-rollups: the bill of a range equals its cost streams' ``resolution=day`` buckets plus the
-charges, and a year's bill reads a few hundred rows per stream.
+The numbers come from ``cluster.feed_bill`` (sql/functions/95_billing_bills.sql), which reads
+the daily rollups: the bill of a range equals its cost streams' ``resolution=day`` buckets plus
+the charges, and a year's bill reads a few hundred rows per stream.
 """
 
 from __future__ import annotations
@@ -18,19 +20,12 @@ from litestar import Controller, Router, get
 from litestar.di import NamedDependency, Provide
 from litestar.params import FromPath, QueryParameter
 
-from energy_platform.api import queries
-from energy_platform.api.feeds import visible_feed
-from energy_platform.api.schemas import (
-    Bill,
-    BillLine,
-    BillMedium,
-    FeedPrices,
-    PriceStretch,
-    Submeter,
-)
+from energy_platform.billing import queries
+from energy_platform.billing.bills import render_bill
+from energy_platform.billing.schemas import Bill, BillMedium, FeedPrices, PriceStretch
 from energy_platform.core.errors import InvalidInput
 from energy_platform.core.http.database import Reads
-from energy_platform.users.auth import Caller, authenticate
+from energy_platform.users.auth import Caller, authenticate, visible_feed
 
 MAX_DAYS = 366
 MAX_PRICE_DAYS = 31
@@ -130,74 +125,6 @@ async def _days_and(
         rows = await conn.fetch(query, feed, first, last, *more)
     assert days is not None  # noqa: S101 - aggregates answer one row
     return days, rows
-
-
-def render_bill(
-    feed: str,
-    first: date,
-    last: date,
-    currency: str,
-    days: asyncpg.Record,
-    rows: list[asyncpg.Record],
-) -> Bill:
-    """The answer from ``BILL_DAYS``' one row and ``cluster.feed_bill``'s rows."""
-    lines: list[BillLine] = []
-    submeters: list[Submeter] = []
-    settled = 0.0
-    unpriced = False
-    for row in rows:
-        if row["stream_id"] is not None:
-            submeters.append(
-                Submeter(
-                    str(row["stream_id"]),
-                    row["title"],
-                    row["medium"],
-                    row["quantity"],
-                    row["unit"],
-                    row["amount"],
-                )
-            )
-            continue
-        settled += row["settled"]
-        unpriced = unpriced or row["unpriced"]
-        if row["medium"] == "export":
-            line = BillLine(
-                "export",
-                row["quantity"],
-                row["unit"],
-                row["standing"],
-                row["standing"] - row["amount"],
-                credit=row["amount"],
-            )
-        else:
-            line = BillLine(
-                row["medium"],
-                row["quantity"],
-                row["unit"],
-                row["standing"],
-                row["amount"] + row["standing"],
-                energy=row["amount"],
-            )
-        lines.append(line)
-    lines.sort(key=lambda line: MEDIA_ORDER.index(line.medium))
-    submeters.sort(key=lambda meter: int(meter.stream))
-    over, count = days["over"], days["days"]
-    return Bill(
-        feed=feed,
-        from_=first.isoformat(),
-        to=last.isoformat(),
-        timezone=days["timezone"],
-        currency=currency,
-        complete=over == count and not unpriced,
-        total=sum(line.total for line in lines),
-        # Only while the range runs, and only from days already over.
-        projected_total=settled / over * count if 0 < over < count else None,
-        lines=lines,
-        submeters=submeters,
-    )
-
-
-MEDIA_ORDER = ("power", "gas", "water", "export")
 
 
 def bill_routes(currency: str) -> Router:

@@ -13,8 +13,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from energy_platform.billing.price_files import parse_prices
 from energy_platform.core.settings import Settings
-from energy_platform.engine.prices import parse_prices
 from tests.support.admin import admin_process as admin
 from tests.support.admin import answer, run_admin
 from tests.support.engine import NewFeed, process

@@ -1,4 +1,4 @@
--- A feed's bill over local dates (docs/data-api.md#the-bill), read from the daily rollups (real
+-- A feed's bill over local dates (docs/billing.md#the-bill), read from the daily rollups (real
 -- time, as the data API's `resolution=day` reads them) and the tariff periods: a year's bill
 -- reads a few hundred rows per stream, never a point. Re-applied by every `migrate`, after the
 -- views it reads (cluster.channel_totals).
@@ -181,7 +181,7 @@ SELECT g.line, g.id, (SELECT c.title FROM cluster.stream_configs c
  GROUP BY g.line, g.id
 $$;
 COMMENT ON FUNCTION cluster.feed_bill(bigint, date, date, timestamptz) IS
-    'A feed''s bill over its local dates [p_from, p_to] as of p_now: a row per medium (stream_id null: quantity in kWh or m³, energy cost or export credit, standing charges, what the days already over settled, whether a price is missing) and per sub-meter (stream_id set). docs/data-api.md#the-bill.';
+    'A feed''s bill over its local dates [p_from, p_to] as of p_now: a row per medium (stream_id null: quantity in kWh or m³, energy cost or export credit, standing charges, what the days already over settled, whether a price is missing) and per sub-meter (stream_id set). docs/billing.md#the-bill.';
 
 -- What a feed pays (earns, for export) per kWh or m³ over its local dates [p_from, p_to]: a row
 -- per stretch of one price, in time order. A fixed tariff's stretches are its bands each day; a

@@ -17,9 +17,9 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from energy_platform.billing.price_files import Slot, parse_csv, parse_prices
 from energy_platform.core import bounds
 from energy_platform.core.errors import InvalidInput, OutOfBounds
-from energy_platform.engine.prices import Slot, parse_csv, parse_prices
 from tests.support.entsoe import (
     NAMESPACE_7_0,
     NAMESPACE_7_3,

@@ -1,0 +1,106 @@
+-- Billing's setters: a feed's tariff from an instant on, and an area's market prices. Both
+-- change tables and queue the buckets whose price changed through the engine's queue
+-- (cluster.engine_invalidate_feed, 20_engine.sql: a PL/pgSQL body names it only when it runs,
+-- so this file may come first); the engine reprices them (docs/billing.md).
+-- Re-applied by every `migrate`, after the numbered migrations: the one current definition.
+
+-- A tariff from an instant on, like the configurations: periods starting at or after p_from go,
+-- the one holding it ends there, and a new current one starts (none when p_starts is NULL).
+-- Bands: p_starts[i] (local time of day) with p_prices[i]; before the first start the last
+-- band's price applies, so bands wrap around midnight.
+CREATE OR REPLACE FUNCTION cluster.set_tariff(
+    p_feed_id bigint, p_medium text, p_from timestamptz, p_starts time[], p_prices double precision[],
+    p_area text DEFAULT NULL, p_factor double precision DEFAULT 1,
+    p_standing double precision DEFAULT 0
+) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+    v_from timestamptz := nullif(p_from, '-infinity');
+    v_tariff_id bigint;
+BEGIN
+    PERFORM 1 FROM cluster.feeds WHERE id = p_feed_id FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'feed % does not exist', p_feed_id USING ERRCODE = 'no_data_found';
+    END IF;
+    IF p_area IS NOT NULL AND NOT EXISTS (SELECT FROM cluster.prices WHERE area = p_area) THEN
+        RAISE EXCEPTION 'price area % has no prices', p_area USING ERRCODE = 'no_data_found';
+    END IF;
+    IF p_starts IS NOT NULL AND (cardinality(p_starts) = 0
+            OR cardinality(p_starts) <> cardinality(p_prices)
+            OR (SELECT count(DISTINCT s) FROM unnest(p_starts) s) <> cardinality(p_starts)) THEN
+        RAISE EXCEPTION 'a tariff needs one price per band start and distinct band starts'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    DELETE FROM cluster.tariffs
+     WHERE feed_id = p_feed_id AND medium = p_medium
+       AND (v_from IS NULL OR (NOT lower_inf(validity) AND lower(validity) >= v_from));
+    UPDATE cluster.tariffs SET validity = tstzrange(lower(validity), v_from, '[)')
+     WHERE feed_id = p_feed_id AND medium = p_medium AND v_from IS NOT NULL AND validity @> v_from;
+    IF p_starts IS NOT NULL THEN
+        INSERT INTO cluster.tariffs (feed_id, medium, validity, area, factor, standing)
+        VALUES (p_feed_id, p_medium, tstzrange(v_from, NULL, '[)'), p_area,
+                CASE WHEN p_area IS NULL THEN 1 ELSE p_factor END, p_standing)
+        RETURNING id INTO v_tariff_id;
+        INSERT INTO cluster.tariff_bands (tariff_id, starts, ends, price)
+        WITH b AS (
+            SELECT s AS starts, p AS price,
+                   lead(s, 1, '24:00'::time) OVER (ORDER BY s) AS ends,
+                   last_value(p) OVER (ORDER BY s ROWS BETWEEN UNBOUNDED PRECEDING
+                                                    AND UNBOUNDED FOLLOWING) AS last_price
+              FROM unnest(p_starts, p_prices) AS u(s, p)
+        )
+        SELECT v_tariff_id, starts, ends, price FROM b
+        UNION ALL
+        SELECT v_tariff_id, '00:00', min(starts), min(last_price) FROM b
+        HAVING min(starts) > '00:00';
+    END IF;
+    PERFORM cluster.engine_invalidate_feed(p_feed_id, tstzmultirange(tstzrange(v_from, NULL, '[)')));
+END $$;
+COMMENT ON FUNCTION cluster.set_tariff(bigint, text, timestamptz, time[], double precision[], text, double precision, double precision) IS
+    'Make the bands (local start times and prices) the feed''s tariff for the medium from p_from on (none when p_starts is NULL), plus p_factor times the prices of area p_area when given, and p_standing charged per local day; the engine recomputes the cost from p_from.';
+
+-- Prices of an area's slots: every stored slot that overlaps a given one goes, the given ones
+-- come (the area is made on its first prices). The buckets whose price changed (a new, changed
+-- or removed slot) are queued for every feed with a tariff on the area while that tariff is
+-- valid, as late data is: their cost, hours, days and months follow, and nothing else moves.
+-- One statement per call, under the area's row lock: two imports of one area serialise.
+CREATE OR REPLACE FUNCTION cluster.set_prices(
+    p_area text, p_slots tstzrange[], p_prices double precision[]
+) RETURNS integer LANGUAGE plpgsql AS $$
+DECLARE
+    v_old cluster.prices[];
+    v_changed tstzmultirange;
+    v_count integer;
+BEGIN
+    IF cardinality(p_slots) IS DISTINCT FROM cardinality(p_prices) THEN
+        RAISE EXCEPTION 'one price per slot' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    INSERT INTO cluster.price_areas (area) VALUES (p_area) ON CONFLICT DO NOTHING;
+    PERFORM 1 FROM cluster.price_areas WHERE area = p_area FOR UPDATE;
+    WITH gone AS (
+        DELETE FROM cluster.prices p WHERE p.area = p_area AND p.slot && ANY (p_slots)
+        RETURNING p.*
+    )
+    SELECT coalesce(array_agg(gone), '{}') INTO v_old FROM gone;
+    INSERT INTO cluster.prices (area, slot, price)
+    SELECT p_area, g.slot, g.price FROM unnest(p_slots, p_prices) AS g (slot, price);
+    -- New or changed slots, and stored ones that no given slot replaces exactly.
+    WITH given AS (
+        SELECT g.slot, g.price FROM unnest(p_slots, p_prices) AS g (slot, price)
+    ), old AS (
+        SELECT o.slot, o.price FROM unnest(v_old) o
+    ), differing AS (
+        SELECT g.slot, true AS counted FROM given g
+         WHERE NOT EXISTS (SELECT FROM old o WHERE o.slot = g.slot AND o.price = g.price)
+        UNION ALL
+        SELECT o.slot, NOT EXISTS (SELECT FROM given g WHERE g.slot = o.slot) FROM old o
+         WHERE NOT EXISTS (SELECT FROM given g WHERE g.slot = o.slot AND g.price = o.price)
+    )
+    SELECT coalesce(range_agg(slot), '{}'), count(*) FILTER (WHERE counted)
+      INTO v_changed, v_count FROM differing;
+    PERFORM cluster.engine_invalidate_feed(t.feed_id, v_changed * tstzmultirange(t.validity))
+       FROM cluster.tariffs t
+      WHERE t.area = p_area AND NOT isempty(v_changed * tstzmultirange(t.validity));
+    RETURN v_count;
+END $$;
+COMMENT ON FUNCTION cluster.set_prices(text, tstzrange[], double precision[]) IS
+    'Replace the prices of an area''s slots (stored slots overlapping a given one go); the engine reprices the buckets whose price changed for every feed on the area. Returns the number of slots new, changed or removed.';

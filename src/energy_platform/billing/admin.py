@@ -1,0 +1,240 @@
+"""Admin commands of billing: a feed's tariffs from an instant on (``tariffs``), and the market
+prices of a price area (``prices``), which dynamic tariffs follow.
+
+They only change tables and queue work: the running engine reprices the affected buckets
+(docs/billing.md#admin-commands).
+"""
+
+from __future__ import annotations
+
+import asyncpg
+import click
+import msgspec
+
+from energy_platform.billing import queries
+from energy_platform.billing.price_files import FORMATS, MAX_FILE_BYTES, PER, parse_prices
+from energy_platform.billing.tariffs import MEDIA, Tariff, amount, parse_bands, tariffs_of_feed
+from energy_platform.core import bounds
+from energy_platform.core.console import CommandGroup, emit, parse_instant, run_in_transaction
+from energy_platform.core.errors import InvalidInput, NotFound
+from energy_platform.core.inputs import checked_text, parse_id
+from energy_platform.core.settings import Settings
+
+
+class SlotPrice(msgspec.Struct):
+    start: str
+    """Inclusive."""
+    end: str
+    """Exclusive."""
+    price: float
+    """Per kWh in the cost streams' currency."""
+
+
+async def _require_feed(conn: asyncpg.Connection, feed_id: int, given: str) -> None:
+    if await conn.fetchval(queries.TARIFF_FEED, feed_id) is None:
+        raise NotFound(f"no feed {given!r}")
+
+
+@click.group("tariffs", cls=CommandGroup)
+def tariffs() -> None:
+    """Tariffs per feed and medium, flat or by local time of day."""
+
+
+@tariffs.command("set")
+@click.argument("feed_id")
+@click.option("--medium", type=click.Choice(MEDIA), required=True)
+@click.option("--from", "since", required=True, help="ISO 8601 instant (or 'now').")
+@click.option("--price", help="Flat price per kWh (power) or m³ (gas, water).")
+@click.option(
+    "--band",
+    "bands",
+    multiple=True,
+    help="Time of use: LOCAL_START=PRICE, e.g. --band 06:00=0.30 --band 22:00=0.10; "
+    "bands wrap around midnight.",
+)
+@click.option("--none", "none", is_flag=True, help="No tariff from the instant on.")
+@click.option(
+    "--area",
+    help="Follow this price area's prices (admin prices import): price = factor x area price "
+    "+ band price; without --price or --band the bands are 0.",
+)
+@click.option("--factor", help="What the area's price is multiplied by (VAT: 1.19); default 1.")
+@click.option(
+    "--standing",
+    help="A fixed charge per local day of the feed's time zone (a 23- or 25-hour day counts "
+    "once), in the cost streams' currency; default 0.",
+)
+@click.pass_obj
+def set_tariff(
+    settings: Settings,
+    feed_id: str,
+    medium: str,
+    since: str,
+    price: str | None,
+    bands: tuple[str, ...],
+    none: bool,
+    area: str | None,
+    factor: str | None,
+    standing: str | None,
+) -> None:
+    """Set the feed's tariff for a medium from an instant on; prints the feed's tariffs."""
+    if factor is not None and area is None:
+        raise InvalidInput("--factor multiplies an area's prices: give --area too")
+    if standing is not None and none:
+        raise InvalidInput("--none sets no tariff: it takes no --standing")
+    fid, instant, parsed = (
+        parse_id(feed_id, "feed"),
+        parse_instant(since),
+        parse_bands(price, bands, none, area),
+    )
+    multiplier = 1.0 if factor is None else amount(factor, bounds.FACTOR, "--factor")
+    daily = 0.0 if standing is None else amount(standing, bounds.STANDING, "--standing")
+
+    async def work(conn: asyncpg.Connection) -> list[Tariff]:
+        await _require_feed(conn, fid, feed_id)
+        starts = [start for start, _ in parsed] if parsed else None
+        prices = [value for _, value in parsed] if parsed else None
+        try:
+            await conn.execute(
+                queries.SET_TARIFF, fid, medium, instant, starts, prices, area, multiplier, daily
+            )
+        except asyncpg.NoDataFoundError:  # the feed was checked above: it is the area
+            raise NotFound(
+                f"price area {area!r} has no prices: import them first (admin prices import)"
+            ) from None
+        return await tariffs_of_feed(conn, fid)
+
+    emit(run_in_transaction(settings.database, work))
+
+
+@tariffs.command("list")
+@click.argument("feed_id")
+@click.pass_obj
+def list_tariffs(settings: Settings, feed_id: str) -> None:
+    """List the feed's tariff periods with their bands."""
+    fid = parse_id(feed_id, "feed")
+
+    async def work(conn: asyncpg.Connection) -> list[Tariff]:
+        await _require_feed(conn, fid, feed_id)
+        return await tariffs_of_feed(conn, fid)
+
+    emit(run_in_transaction(settings.database, work))
+
+
+@click.group("prices", cls=CommandGroup)
+def prices() -> None:
+    """Market prices of a price area per slot, which dynamic tariffs follow."""
+
+
+@prices.command("import")
+@click.argument("area")
+@click.option(
+    "--file",
+    "path",
+    required=True,
+    type=click.Path(dir_okay=False, allow_dash=True),
+    help="CSV of start,price rows (ISO 8601 times with offsets) or an ENTSO-E day-ahead price "
+    "document (XML, A44); - for stdin; at most 10 MB.",
+)
+@click.option(
+    "--format",
+    "kind",
+    type=click.Choice(FORMATS),
+    default="auto",
+    show_default=True,
+    help="auto: ENTSO-E when the file starts with <, else CSV.",
+)
+@click.option(
+    "--per",
+    type=click.Choice(list(PER)),
+    help="What a CSV's prices are per (default kWh; MWh: divided by 1000). An ENTSO-E "
+    "document's are per MWh, divided by 1000 without it; --per kWh is refused for one.",
+)
+@click.option(
+    "--slot-minutes",
+    type=click.IntRange(min=1),
+    help="A CSV's last slot length; default the gap between the two rows before it.",
+)
+@click.pass_obj
+def import_prices(
+    settings: Settings,
+    area: str,
+    path: str,
+    kind: str,
+    per: str | None,
+    slot_minutes: int | None,
+) -> None:
+    """Set an area's prices from a file, all or nothing; prints what changed."""
+    checked_text(area, "area")
+    slots = parse_prices(
+        _read(path),
+        kind=kind,
+        per=per,
+        slot_minutes=slot_minutes,
+        currency=settings.engine.currency,
+    )
+
+    async def work(conn: asyncpg.Connection) -> dict[str, object]:
+        ranges = [asyncpg.Range(s.start, s.end) for s in slots]
+        try:
+            changed = await conn.fetchval(
+                queries.SET_PRICES, area, ranges, [s.price for s in slots]
+            )
+        except asyncpg.IntegrityConstraintViolationError as e:
+            if e.table_name == "price_areas":
+                raise InvalidInput(
+                    f"price area {area!r}: a name is letters, digits, _ . - "
+                    "(at most 32, starting with a letter or digit)"
+                ) from None
+            raise InvalidInput(f"price area {area!r}: prices refused: {e}") from None
+        except asyncpg.DataError as e:
+            raise InvalidInput(f"price area {area!r}: prices refused: {e}") from None
+        return {
+            "area": area,
+            "slots": len(slots),
+            "changed": changed,
+            "from": slots[0].start.isoformat(),
+            "to": slots[-1].end.isoformat(),
+        }
+
+    emit(run_in_transaction(settings.database, work))
+
+
+@prices.command("list")
+@click.argument("area")
+@click.option("--from", "since", required=True, help="ISO 8601 instant (inclusive).")
+@click.option("--to", "until", required=True, help="ISO 8601 instant (exclusive).")
+@click.pass_obj
+def list_prices(settings: Settings, area: str, since: str, until: str) -> None:
+    """List the area's slots overlapping [--from, --to), in order."""
+    checked_text(area, "area")
+    start, end = parse_instant(since), parse_instant(until)
+    if start >= end:
+        raise InvalidInput("--from must be before --to")
+
+    async def work(conn: asyncpg.Connection) -> list[SlotPrice]:
+        if await conn.fetchval(queries.AREA_EXISTS, area) is None:
+            raise NotFound(f"no price area {area!r}")
+        rows = await conn.fetch(queries.PRICES_OF_AREA, area, start, end)
+        return [SlotPrice(r["start"].isoformat(), r["end"].isoformat(), r["price"]) for r in rows]
+
+    emit(run_in_transaction(settings.database, work))
+
+
+def _read(path: str) -> str:
+    try:
+        with click.open_file(path, "rb") as file:
+            # One byte past the limit tells a file at the limit from a larger one, without
+            # reading all of a larger one.
+            data: bytes = file.read(MAX_FILE_BYTES + 1)
+    except OSError as e:
+        raise InvalidInput(f"{path}: {e.strerror or e}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise InvalidInput(f"{path}: over {MAX_FILE_BYTES:,} bytes, the limit of a price file")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InvalidInput(f"{path}: not UTF-8 text (byte {e.start})") from None
+
+
+GROUPS: list[click.Command] = [tariffs, prices]

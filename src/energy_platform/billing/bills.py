@@ -1,0 +1,78 @@
+"""A feed's bill from the rows of ``cluster.feed_bill`` (sql/functions/95_billing_bills.sql):
+a line per medium (export as credit), sub-meters apart, and a projection while the range runs
+(docs/billing.md#the-bill)."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import asyncpg
+
+from energy_platform.billing.schemas import Bill, BillLine, Submeter
+
+MEDIA_ORDER = ("power", "gas", "water", "export")
+
+
+def render_bill(
+    feed: str,
+    first: date,
+    last: date,
+    currency: str,
+    days: asyncpg.Record,
+    rows: list[asyncpg.Record],
+) -> Bill:
+    """The answer from ``BILL_DAYS``' one row and ``cluster.feed_bill``'s rows."""
+    lines: list[BillLine] = []
+    submeters: list[Submeter] = []
+    settled = 0.0
+    unpriced = False
+    for row in rows:
+        if row["stream_id"] is not None:
+            submeters.append(
+                Submeter(
+                    str(row["stream_id"]),
+                    row["title"],
+                    row["medium"],
+                    row["quantity"],
+                    row["unit"],
+                    row["amount"],
+                )
+            )
+            continue
+        settled += row["settled"]
+        unpriced = unpriced or row["unpriced"]
+        if row["medium"] == "export":
+            line = BillLine(
+                "export",
+                row["quantity"],
+                row["unit"],
+                row["standing"],
+                row["standing"] - row["amount"],
+                credit=row["amount"],
+            )
+        else:
+            line = BillLine(
+                row["medium"],
+                row["quantity"],
+                row["unit"],
+                row["standing"],
+                row["amount"] + row["standing"],
+                energy=row["amount"],
+            )
+        lines.append(line)
+    lines.sort(key=lambda line: MEDIA_ORDER.index(line.medium))
+    submeters.sort(key=lambda meter: int(meter.stream))
+    over, count = days["over"], days["days"]
+    return Bill(
+        feed=feed,
+        from_=first.isoformat(),
+        to=last.isoformat(),
+        timezone=days["timezone"],
+        currency=currency,
+        complete=over == count and not unpriced,
+        total=sum(line.total for line in lines),
+        # Only while the range runs, and only from days already over.
+        projected_total=settled / over * count if 0 < over < count else None,
+        lines=lines,
+        submeters=submeters,
+    )

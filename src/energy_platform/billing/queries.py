@@ -1,0 +1,33 @@
+"""Named SQL of billing: the tariff and price setters behind the admin commands
+(sql/functions/19_billing_tariffs.sql) and the bill and price curve of the data API
+(sql/functions/95_billing_bills.sql)."""
+
+TARIFF_FEED = "SELECT 1 FROM cluster.feeds WHERE id = $1"
+SET_TARIFF = "SELECT cluster.set_tariff($1, $2, $3, $4::time[], $5::float8[], $6, $7, $8)"
+TARIFFS_OF_FEED = """
+SELECT medium, lower(validity) AS valid_from, upper(validity) AS valid_to, area, factor,
+       standing, to_char(starts, 'HH24:MI') AS starts, to_char(ends, 'HH24:MI') AS ends, price
+  FROM cluster.tariffs t JOIN cluster.tariff_bands b ON b.tariff_id = t.id
+ WHERE t.feed_id = $1
+ ORDER BY medium, lower(validity) NULLS FIRST, starts"""
+SET_PRICES = "SELECT cluster.set_prices($1, $2::tstzrange[], $3::float8[])"
+AREA_EXISTS = "SELECT 1 FROM cluster.price_areas WHERE area = $1"
+PRICES_OF_AREA = """
+SELECT lower(slot) AS start, upper(slot) AS "end", price
+  FROM cluster.prices
+ WHERE area = $1 AND slot && tstzrange($2, $3, '[)')
+ ORDER BY lower(slot)"""
+
+# The bill (http.py): its local dates, and its lines and sub-meters as of now(), read in one
+# snapshot (sql/functions/95_billing_bills.sql).
+BILL_DAYS = """
+SELECT (array_agg(timezone ORDER BY day))[1] AS timezone, count(*) AS days,
+       count(*) FILTER (WHERE finish <= now()) AS over
+  FROM cluster.bill_days($1, $2, $3)"""
+
+FEED_BILL = """
+SELECT medium, stream_id, title, quantity, unit, amount, standing, settled, unpriced
+  FROM cluster.feed_bill($1, $2, $3, now())"""
+
+FEED_PRICES = """
+SELECT start, finish, price FROM cluster.feed_prices($1, $4, $2, $3)"""

@@ -1,0 +1,79 @@
+"""Billing's wire format on the data API: a feed's bill and its price curve."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+BillMedium = Literal["power", "gas", "water", "export"]
+
+
+class BillLine(msgspec.Struct, omit_defaults=True):
+    """One medium of a bill: what was used (or fed in) and what it costs (or earns)."""
+
+    medium: BillMedium
+    quantity: float
+    """kWh for power and export, m³ for gas and water."""
+    unit: Literal["kWh", "m³"]
+    standing: float
+    """Daily charges: each day of the range that has begun, once."""
+    total: float
+    """energy + standing, or standing - credit for export."""
+    energy: float | msgspec.UnsetType = msgspec.UNSET
+    """What the consumption costs (every medium but export)."""
+    credit: float | msgspec.UnsetType = msgspec.UNSET
+    """What the export earns (export only)."""
+
+
+class Submeter(msgspec.Struct):
+    """A stream marked as a sub-meter: part of a line's consumption, shown apart."""
+
+    stream: str
+    title: str
+    medium: Literal["power", "gas", "water"]
+    quantity: float
+    unit: Literal["kWh", "m³"]
+    energy: float
+
+
+class Bill(msgspec.Struct):
+    """A feed's bill over local dates, both inclusive (docs/billing.md#the-bill)."""
+
+    feed: str
+    from_: str = msgspec.field(name="from")
+    to: str
+    timezone: str
+    currency: str
+    complete: bool
+    """False while the range holds a day not yet over or a bucket without a price."""
+    total: float
+    projected_total: float | None
+    """The total of the days already over, scaled to the range's days; null once the range is
+    over, or before its first day is."""
+    lines: list[BillLine]
+    submeters: list[Submeter]
+
+
+class PriceStretch(msgspec.Struct):
+    """A stretch of time at one price."""
+
+    start: int
+    """Unix seconds (inclusive)."""
+    end: int
+    """Unix seconds (exclusive)."""
+    price: float
+    """Per kWh (power, export) or m³ (gas, water) in the currency."""
+
+
+class FeedPrices(msgspec.Struct):
+    """What a feed pays per unit of a medium (earns, for export) over local dates."""
+
+    feed: str
+    medium: BillMedium
+    from_: str = msgspec.field(name="from")
+    to: str
+    timezone: str
+    currency: str
+    prices: list[PriceStretch]
+    """In time order; a gap is time without a tariff or without a market price yet."""

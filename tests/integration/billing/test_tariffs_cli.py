@@ -1,0 +1,119 @@
+"""`energy-platform admin tariffs ...`: set and listed, and refused with one line."""
+
+import pytest
+
+from tests.support.admin import admin_process as admin
+from tests.support.admin import answer
+from tests.support.engine import NewFeed
+
+
+async def test_tariffs_are_set_flat_or_by_time_of_use_from_an_instant_and_listed(
+    new_feed: NewFeed, database_url: str
+) -> None:
+    feed = await new_feed()
+    fid = str(feed.id)
+
+    answer(
+        admin(
+            database_url,
+            "tariffs",
+            "set",
+            fid,
+            "--medium",
+            "gas",
+            "--from",
+            "2026-01-01T00:00:00+01:00",
+            "--price",
+            "1.25",
+            "--standing",
+            "0.35",
+        )
+    )
+    tariffs = answer(
+        admin(
+            database_url,
+            "tariffs",
+            "set",
+            fid,
+            "--medium",
+            "power",
+            "--from",
+            "2026-01-01T00:00:00Z",
+            "--band",
+            "22:00=0.10",
+            "--band",
+            "06:00=0.30",
+        )
+    )
+    answer(
+        admin(
+            database_url,
+            "tariffs",
+            "set",
+            fid,
+            "--medium",
+            "power",
+            "--from",
+            "2026-07-01T00:00:00Z",
+            "--price",
+            "-0.05",
+        )
+    )
+    listed = answer(admin(database_url, "tariffs", "list", fid))
+
+    assert tariffs == [
+        {
+            "medium": "gas",
+            "valid_from": "2025-12-31T23:00:00+00:00",
+            "valid_to": None,
+            "area": None,
+            "factor": 1.0,
+            "standing": 0.35,
+            "bands": [{"starts": "00:00", "ends": "24:00", "price": 1.25}],
+        },
+        {
+            "medium": "power",
+            "valid_from": "2026-01-01T00:00:00+00:00",
+            "valid_to": None,
+            "area": None,
+            "factor": 1.0,
+            "standing": 0.0,
+            "bands": [
+                {"starts": "00:00", "ends": "06:00", "price": 0.10},
+                {"starts": "06:00", "ends": "22:00", "price": 0.30},
+                {"starts": "22:00", "ends": "24:00", "price": 0.10},
+            ],
+        },
+    ]
+    assert [(t["medium"], t["valid_from"], t["valid_to"]) for t in listed] == [
+        ("gas", "2025-12-31T23:00:00+00:00", None),
+        ("power", "2026-01-01T00:00:00+00:00", "2026-07-01T00:00:00+00:00"),
+        ("power", "2026-07-01T00:00:00+00:00", None),
+    ]
+    assert listed[2]["bands"] == [{"starts": "00:00", "ends": "24:00", "price": -0.05}]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--price", "1", "--band", "06:00=1"), "exactly one of"),
+        (("--band", "6:00=1"), "a band looks like"),
+        (("--band", "06:00=1", "--band", "06:00=2"), "two bands start at 06:00"),
+        (("--price", "nan"), "not a finite price"),
+        (("--factor", "2"), "--factor multiplies an area's prices: give --area too"),
+        (("--area", "X", "--none"), "--none sets no tariff: it takes no --area"),
+        (("--area", "X", "--factor", "inf"), "not a finite price"),
+        (("--none", "--standing", "1"), "--none sets no tariff: it takes no --standing"),
+        (("--price", "1", "--standing", "x"), "'x' is not a price"),
+    ],
+)
+async def test_invalid_tariffs_are_refused_with_one_line(
+    new_feed: NewFeed, database_url: str, args: tuple[str, ...], message: str
+) -> None:
+    feed = await new_feed()
+    result = admin(
+        database_url, "tariffs", "set", str(feed.id), "--medium", "power", "--from", "now", *args
+    )
+    assert result.returncode == 1
+    assert message in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
