@@ -16,6 +16,7 @@ import importlib
 import secrets
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -97,15 +98,13 @@ def credentials(fuzz_settings: Settings) -> Iterator[Credentials]:
         # A homebase of its own, not the paired one.
         homebase = secrets.token_hex(8).upper()
         feed = await seeding.add_feed(conn, user.id, homebase, title="fuzzed", timezone="UTC")
-        return user.id, feed, await seeding.raw_stream(conn, feed, 1, 1, device=3, idx=2)
+        stream = await seeding.raw_stream(conn, feed, 1, 1, device=3, idx=2)
+        now = int(time.time())
+        await seeding.write_points(conn, stream, [(now - 5 * i, i) for i in range(1, 51)])
+        return user.id, feed, stream
 
     user, feed, stream = run_in_transaction(fuzz_settings.database, owned)
     with psycopg.connect(database_url) as conn:
-        conn.execute(
-            "INSERT INTO cluster.raw_points SELECT %s, now() - i * interval '5 s', i"
-            " FROM generate_series(1, 50) i",
-            (stream,),
-        )
         notification = conn.execute(
             "INSERT INTO cluster.notifications (user_id, feed_id, rule, subject, title, content)"
             " VALUES (%s, %s, 'power_change', 'fuzz', 'fuzz', '<p>x</p>') RETURNING id",

@@ -14,7 +14,6 @@ import pytest
 from energy_platform import seeding
 from energy_platform.core.db.pool import create_pool
 from energy_platform.core.settings import DatabaseSettings, Settings
-from energy_platform.devices.ingest.store import PointStore
 from tests.support.data import YEAR, data_api
 from tests.support.databases import create_session_database
 from tests.support.engine import Feed, NewFeed
@@ -22,16 +21,8 @@ from tests.support.engine import Feed, NewFeed
 _serials = itertools.count(1)
 
 
-@pytest.fixture(scope="session")
-async def point_store(database_url: str) -> AsyncIterator[PointStore]:
-    """Ingest's store on the session database: the engine tests' points go the way ingest's do."""
-    pool = await create_pool(DatabaseSettings(url=database_url))
-    yield PointStore(pool)
-    await pool.close()
-
-
 @pytest.fixture
-def new_feed(db: asyncpg.Connection, point_store: PointStore) -> NewFeed:
+def new_feed(db: asyncpg.Connection) -> NewFeed:
     async def make(timezone: str = "Europe/Prague") -> Feed:
         n = next(_serials)
         owner = await seeding.add_user(db, f"engine-user-{n}-{id(db)}")
@@ -39,7 +30,7 @@ def new_feed(db: asyncpg.Connection, point_store: PointStore) -> NewFeed:
         feed_id = await seeding.add_feed(
             db, owner.id, sn, timezone=timezone, start=YEAR[0], end=YEAR[1]
         )
-        return Feed(db, point_store, feed_id, sn, owner.token)
+        return Feed(db, feed_id, sn, owner.token)
 
     return make
 

@@ -1,5 +1,7 @@
 """Adding a feed is the customer registering a serial number: the cluster pairs the homebase."""
 
+import time
+
 import asyncpg
 import httpx
 import msgspec
@@ -46,7 +48,7 @@ async def test_deleting_a_feed_removes_its_data_and_unpairs_the_homebase(
     feed = await add_feed(platform, sn, title="Pairing", timezone="UTC")
     assert isinstance(feed, dict)
     stream = await seeding.raw_stream(db, int(feed["id"]), 1, 1, device=3)
-    await db.execute("INSERT INTO cluster.raw_points VALUES ($1, now(), 1)", stream)
+    await seeding.write_points(db, stream, [(int(time.time()), 1)])
 
     deleted = await run_admin_async(platform.settings, "feeds", "delete", feed["id"])
 
