@@ -119,7 +119,9 @@ async def platform(settings: Settings, mqtt_url: str) -> AsyncIterator[Platform]
     server) and the data API, in the test's loop; homebases are paired through the real
     provisioning API and their feeds added with the real admin commands (tests/support/platform.py).
     """
-    async with platform_in_loop(with_cluster(platform_settings(settings, mqtt_url))) as platform:
+    async with platform_in_loop(
+        await with_cluster(platform_settings(settings, mqtt_url))
+    ) as platform:
         yield platform
 
 
@@ -140,7 +142,7 @@ async def rabbit_platform(
     """``provisioning_only`` on the session's RabbitMQ node."""
     s = platform_settings(settings, mqtt_url)
     s = msgspec.structs.replace(s, mqtt=rabbitmq.nodes[0].settings(s.mqtt))
-    async with provisioning_platform(with_cluster(s)) as platform:
+    async with provisioning_platform(await with_cluster(s)) as platform:
         yield platform
 
 

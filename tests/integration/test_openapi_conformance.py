@@ -17,7 +17,7 @@ import secrets
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -30,7 +30,6 @@ import pytest
 
 from energy_platform import seeding
 from energy_platform.api import app as data
-from energy_platform.core.console import run_in_transaction
 from energy_platform.core.http.server import HttpService
 from energy_platform.core.settings import LiveSettings, ProvisioningSettings, Settings
 from energy_platform.core.tokens import new_token, token_digest
@@ -81,14 +80,14 @@ def fuzz_settings(settings: Settings) -> Settings:
 
 
 @pytest.fixture
-def credentials(fuzz_settings: Settings) -> Iterator[Credentials]:
+async def credentials(fuzz_settings: Settings) -> AsyncIterator[Credentials]:
     """A user with a feed, a stream and a notification; a forwarder customer; a cluster with
     a paired homebase."""
     database_url = fuzz_settings.database.url
     user_token, customer_token, cluster_secret = new_token(), new_token(), new_token()
     suffix = secrets.token_hex(4)
     sn = secrets.token_hex(8).upper()
-    run_admin(
+    await run_admin(
         fuzz_settings, "homebases", "add", sn, "--partner", "fuzz", "--type", "HB",
         "--generation", "6",
     )  # fmt: skip
@@ -103,7 +102,12 @@ def credentials(fuzz_settings: Settings) -> Iterator[Credentials]:
         await seeding.write_points(conn, stream, [(now - 5 * i, i) for i in range(1, 51)])
         return user.id, feed, stream
 
-    user, feed, stream = run_in_transaction(fuzz_settings.database, owned)
+    conn = await asyncpg.connect(database_url)
+    try:
+        async with conn.transaction():
+            user, feed, stream = await owned(conn)
+    finally:
+        await conn.close()
     with psycopg.connect(database_url) as conn:
         notification = conn.execute(
             "INSERT INTO cluster.notifications (user_id, feed_id, rule, subject, title, content)"

@@ -25,7 +25,7 @@ from energy_platform.core.settings import (
 )
 from energy_platform.engine.compaction import compact
 from energy_platform.engine.retention import enforce
-from tests.support.admin import CLI, run_admin_async
+from tests.support.admin import CLI, run_admin
 
 SETTINGS = CompactionSettings(after_days=7)
 
@@ -341,7 +341,7 @@ async def test_admin_compact_runs_a_round_now_and_refuses_an_age_the_settings_re
         database=DatabaseSettings(url=own_database), compaction=CompactionSettings(after_days=7)
     )
     # The settings' age (7 days) leaves a day 4 days old alone.
-    assert await run_admin_async(settings, "compact") == {
+    assert await run_admin(settings, "compact") == {
         "older_than_days": 7,
         "days": 0,
         "points": 0,
@@ -369,11 +369,11 @@ async def test_admin_compact_runs_a_round_now_and_refuses_an_age_the_settings_re
     assert await pool.fetchval(ROW_TIER) == 0
     for bad in ("1", "0", "-3"):
         with pytest.raises(SystemExit):  # exit status 1, the reason on stderr
-            await run_admin_async(settings, "compact", "--older-than", bad)
+            await run_admin(settings, "compact", "--older-than", bad)
         assert "--older-than must be at least 2" in capsys.readouterr().err
     off = Settings(database=settings.database, compaction=CompactionSettings(after_days=0))
     with pytest.raises(SystemExit):
-        await run_admin_async(off, "compact")
+        await run_admin(off, "compact")
     assert "compaction is off" in capsys.readouterr().err
 
 

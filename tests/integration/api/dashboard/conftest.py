@@ -20,7 +20,7 @@ import pytest_asyncio
 
 from energy_platform import seeding
 from energy_platform.core.settings import Settings
-from tests.support.admin import run_admin_async
+from tests.support.admin import run_admin
 from tests.support.data import data_api
 from tests.support.page import (
     MONEY_ZONE,
@@ -155,7 +155,7 @@ async def _seed(conn: asyncpg.Connection, user: int, token: str) -> PageWorld:
 @pytest_asyncio.fixture(scope="package")
 async def page_data(database_url: str, settings: Settings) -> AsyncIterator[PageWorld]:
     # The user as `make run` creates the demo user: `admin users add` prints id and token.
-    user = await run_admin_async(settings, "users", "add", "page-demo")
+    user = await run_admin(settings, "users", "add", "page-demo")
     conn = await asyncpg.connect(database_url)
     try:
         async with conn.transaction():
