@@ -16,7 +16,7 @@ async def test_a_cluster_lists_only_the_homebases_paired_to_it(
         await add_cluster(stack.settings, "mine"),
         await add_cluster(stack.settings, "theirs"),
     )
-    a, b, c = (await add_homebase(stack.settings) for _ in range(3))
+    a, b, c = [await add_homebase(stack.settings) for _ in range(3)]
     for sn, cluster in ((a, mine), (b, theirs), (c, mine)):
         assert (
             await http.post(f"{stack.base}/device/{sn}/pair/", headers=cluster.auth)
