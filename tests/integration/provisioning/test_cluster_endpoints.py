@@ -12,10 +12,7 @@ from tests.support.provisioning import Stack, add_cluster, add_homebase, new_sn
 async def test_a_cluster_lists_only_the_homebases_paired_to_it(
     stack: Stack, http: httpx.AsyncClient
 ) -> None:
-    mine, theirs = (
-        await add_cluster(stack.settings, "mine"),
-        await add_cluster(stack.settings, "theirs"),
-    )
+    mine, theirs = [await add_cluster(stack.settings, name) for name in ("mine", "theirs")]
     a, b, c = [await add_homebase(stack.settings) for _ in range(3)]
     for sn, cluster in ((a, mine), (b, theirs), (c, mine)):
         assert (

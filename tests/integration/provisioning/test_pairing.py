@@ -13,10 +13,7 @@ from tests.support.provisioning import Stack, add_cluster, add_homebase, homebas
 async def test_pairing_follows_the_state_table_row_by_row(
     stack: Stack, http: httpx.AsyncClient, sync_db: psycopg.Connection
 ) -> None:
-    first, second = (
-        await add_cluster(stack.settings, "first"),
-        await add_cluster(stack.settings, "second"),
-    )
+    first, second = [await add_cluster(stack.settings, name) for name in ("first", "second")]
     sn = await add_homebase(stack.settings)
     url = f"{stack.base}/device/{sn}"
 
@@ -69,10 +66,7 @@ async def test_pairing_follows_the_state_table_row_by_row(
 async def test_details_are_shown_to_the_paired_cluster_only(
     stack: Stack, http: httpx.AsyncClient, sync_db: psycopg.Connection
 ) -> None:
-    owner, other = (
-        await add_cluster(stack.settings, "owner"),
-        await add_cluster(stack.settings, "other"),
-    )
+    owner, other = [await add_cluster(stack.settings, name) for name in ("owner", "other")]
     sn = await add_homebase(stack.settings, generation=3)
     url = f"{stack.base}/device/{sn}/"
 
