@@ -43,7 +43,7 @@ from energy_platform.devices.simulator.homebase import (
     homebase_client,
 )
 from energy_platform.services import build_services
-from tests.support.admin import run_admin_async
+from tests.support.admin import run_admin
 from tests.support.platform import start_ingest, wait_subscribed
 from tests.support.services import free_port, running
 
@@ -77,7 +77,7 @@ async def setup(
             topic_prefix=f"bench-{tag()}/",
         ),
     )
-    cluster = await run_admin_async(
+    cluster = await run_admin(
         s,
         "clusters",
         "add",
@@ -95,7 +95,7 @@ async def setup(
             secret=cluster["secret"],
         ),
     )
-    user = await run_admin_async(s, "users", "add", f"bench-{tag()}")
+    user = await run_admin(s, "users", "add", f"bench-{tag()}")
     sns = [f"BE{first + i:014X}" for i in range(homebases)]
     out = []
     base = s.cluster.provisioning_url
@@ -106,11 +106,11 @@ async def setup(
         ) as http,
     ):
         for sn in sns:
-            await run_admin_async(
+            await run_admin(
                 s, "homebases", "add", sn, "--partner", "bench", "--type", "HB", "--generation", "6"
             )
             # A customer registering the serial number: the feed, paired with this cluster.
-            await run_admin_async(
+            await run_admin(
                 s,
                 "feeds",
                 "add",

@@ -128,7 +128,9 @@ async def platform(settings: Settings, mqtt_url: str) -> AsyncIterator[Platform]
     server) and the data API, in the test's loop; homebases are paired through the real
     provisioning API and their feeds added with the real admin commands (tests/support/platform.py).
     """
-    async with platform_in_loop(with_cluster(platform_settings(settings, mqtt_url))) as platform:
+    async with platform_in_loop(
+        await with_cluster(platform_settings(settings, mqtt_url))
+    ) as platform:
         yield platform
 
 
@@ -149,22 +151,15 @@ async def rabbit_platform(
     """``provisioning_only`` on the session's RabbitMQ node."""
     s = platform_settings(settings, mqtt_url)
     s = msgspec.structs.replace(s, mqtt=rabbitmq.nodes[0].settings(s.mqtt))
-    async with provisioning_platform(with_cluster(s)) as platform:
+    async with provisioning_platform(await with_cluster(s)) as platform:
         yield platform
 
 
-@pytest.fixture(scope="session")
-async def point_store(database_url: str) -> AsyncIterator[PointStore]:
-    """Ingest's store on the session database: the engine tests' points go the way ingest's do."""
-    pool = await create_pool(DatabaseSettings(url=database_url))
-    yield PointStore(pool)
-    await pool.close()
-
-
 @pytest.fixture
-def new_feed(db: asyncpg.Connection, point_store: PointStore) -> NewFeed:
+def new_feed(db: asyncpg.Connection) -> NewFeed:
     """Feeds of the test's own (each with its own owner and serial number), for the engine's,
-    history's and the CSV export's tests; their points go through ingest's ``PointStore``."""
+    history's, billing's and the CSV export's tests; their points go through ingest's ``PointStore``
+    (``seeding.write_points``)."""
 
     async def make(timezone: str = "Europe/Prague") -> Feed:
         n = next(_serials)
@@ -173,7 +168,7 @@ def new_feed(db: asyncpg.Connection, point_store: PointStore) -> NewFeed:
         feed_id = await seeding.add_feed(
             db, owner.id, sn, timezone=timezone, start=YEAR[0], end=YEAR[1]
         )
-        return Feed(db, point_store, feed_id, sn, owner.token)
+        return Feed(db, feed_id, sn, owner.token)
 
     return make
 

@@ -2,7 +2,7 @@
 databases they write them into.
 
 Users, feeds and their configurations are made by the admin commands' own statements
-(``users/admin.py``, ``api/feeds_admin.py``), raw and system streams by ingest's
+(``users/admin.py``, ``api/feeds_admin.py``), raw and system streams and their points by ingest's
 (``devices/ingest/store.py``), so that a fixture's rows are the rows production writes, and a
 change to those statements reaches every fixture at once. Processed streams are the engine's to
 make; here they get the engine's shape and a configuration set by ``cluster.set_stream_config``,
@@ -16,10 +16,13 @@ connection and leaves committing to it; each row with its configuration is writt
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
+from typing import cast
 from urllib.parse import urlsplit, urlunsplit
 
+import asyncpg
 import msgspec
 import psycopg
 from psycopg import sql
@@ -28,7 +31,8 @@ from energy_platform.api.feeds_admin import INSERT_FEED, INSERT_FIRST_FEED_CONFI
 from energy_platform.core.codec.format_v4 import Series
 from energy_platform.core.db.pool import Connection
 from energy_platform.core.tokens import new_token, token_digest
-from energy_platform.devices.ingest.store import cluster_key, cluster_streams
+from energy_platform.devices.ingest.routes import Route
+from energy_platform.devices.ingest.store import Accepted, PointStore, cluster_key, cluster_streams
 from energy_platform.users.admin import INSERT_USER
 
 # The engine makes a channel's processed streams in its intake statement, many at once; this
@@ -37,6 +41,11 @@ INSERT_PROCESSED_STREAM = """
 INSERT INTO cluster.streams (feed_id, type, channel, idx, tariff, combined, quantity)
 VALUES ($1, 'processed', $2, $3, $4, $5, $6)
 RETURNING id"""
+# What a batch of a raw or system stream's points is sent as: its identity and its feed's homebase.
+STREAM_SENDER = """
+SELECT f.homebase_sn, s.feed_id, s.channel, s.device, s.medium, s.idx, s.source
+  FROM cluster.streams s JOIN cluster.feeds f ON f.id = s.feed_id
+ WHERE s.id = $1 AND s.type IN ('raw', 'system')"""
 SUBSCRIPTION = timedelta(days=365)
 """How long a feed's subscription runs unless told: ``admin feeds add``'s default."""
 
@@ -144,6 +153,50 @@ async def processed_stream(
         )
         await conn.execute(SET_STREAM_CONFIG, stream, None, title, medium, unit, False)
     return stream
+
+
+async def write_points(
+    db: Connection | asyncpg.Pool, stream: int, points: Iterable[tuple[int, float]]
+) -> int:
+    """Store ``points`` (Unix seconds, value) of the raw or system stream ``stream`` as one
+    device batch, through ingest's ``PointStore``: the engine's dirty ranges (the rollup queue
+    for a system stream), the live log, a compacted day's thaw and the homebase's presence see
+    them as they see a device's. On a connection, inside the caller's transaction if it has
+    one. The number of points written."""
+    times, values = [], []
+    for t, v in points:
+        times.append(t)
+        values.append(v)
+    if not times:
+        return 0
+    sender = await db.fetchrow(STREAM_SENDER, stream)
+    if sender is None:
+        raise ValueError(f"no raw or system stream {stream}")
+    series = Series(
+        sender["channel"],
+        sender["device"],
+        sender["medium"],
+        sender["idx"],
+        sender["source"],
+        None,
+        times,
+        values,
+    )
+    pool = db if isinstance(db, asyncpg.Pool) else cast(asyncpg.Pool, _Lent(db))
+    batch = Accepted(Route(sender["homebase_sn"], sender["feed_id"]), [series])
+    return await PointStore(pool).write([batch])
+
+
+class _Lent:
+    """One connection where ``PointStore`` takes a pool: the store's transaction is then the
+    caller's savepoint, or its own when the caller has none."""
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+
+    @asynccontextmanager
+    async def acquire(self) -> AsyncIterator[Connection]:
+        yield self._conn
 
 
 async def _device_streams(conn: Connection, feed: int, series: list[Series]) -> list[int]:

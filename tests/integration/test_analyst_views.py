@@ -68,6 +68,8 @@ async def meter(db: asyncpg.Connection) -> AsyncIterator[Meter]:
             "INSERT INTO cluster.processed_points VALUES ($1, $2, $3)",
             [(s[k], POINT, v) for k, v in values.items()],
         )
+        # The analysts' views read the tables: their rows are put there as they are, in this
+        # fixture's transaction (rolled back), bypassing every entry.
         await db.execute("INSERT INTO cluster.raw_points VALUES ($1, $2, 1234567)", s["raw"], POINT)
         # Written directly, not by the engine: rolled up as the engine would.
         await db.execute(

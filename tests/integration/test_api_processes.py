@@ -68,8 +68,10 @@ def _link(fd: Path) -> str:
         return ""  # closed meanwhile
 
 
-def test_two_api_processes_share_a_port_and_survive_the_loss_of_one(settings: Settings) -> None:
-    user = run_admin(settings, "users", "add", f"processes-{time.time_ns()}")
+async def test_two_api_processes_share_a_port_and_survive_the_loss_of_one(
+    settings: Settings,
+) -> None:
+    user = await run_admin(settings, "users", "add", f"processes-{time.time_ns()}")
     base = f"http://127.0.0.1:{settings.http.api_port}"
     url = f"{base}/users/{user['id']}/feeds"
     processes = [start_api(settings, reuse_port=True) for _ in range(2)]

@@ -16,7 +16,8 @@ import importlib
 import secrets
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
+import time
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,6 @@ import pytest
 
 from energy_platform import seeding
 from energy_platform.api import app as data
-from energy_platform.core.console import run_in_transaction
 from energy_platform.core.http.server import HttpService
 from energy_platform.core.settings import LiveSettings, ProvisioningSettings, Settings
 from energy_platform.core.tokens import new_token, token_digest
@@ -80,14 +80,14 @@ def fuzz_settings(settings: Settings) -> Settings:
 
 
 @pytest.fixture
-def credentials(fuzz_settings: Settings) -> Iterator[Credentials]:
+async def credentials(fuzz_settings: Settings) -> AsyncIterator[Credentials]:
     """A user with a feed, a stream and a notification; a forwarder customer; a cluster with
     a paired homebase."""
     database_url = fuzz_settings.database.url
     user_token, customer_token, cluster_secret = new_token(), new_token(), new_token()
     suffix = secrets.token_hex(4)
     sn = secrets.token_hex(8).upper()
-    run_admin(
+    await run_admin(
         fuzz_settings, "homebases", "add", sn, "--partner", "fuzz", "--type", "HB",
         "--generation", "6",
     )  # fmt: skip
@@ -97,15 +97,18 @@ def credentials(fuzz_settings: Settings) -> Iterator[Credentials]:
         # A homebase of its own, not the paired one.
         homebase = secrets.token_hex(8).upper()
         feed = await seeding.add_feed(conn, user.id, homebase, title="fuzzed", timezone="UTC")
-        return user.id, feed, await seeding.raw_stream(conn, feed, 1, 1, device=3, idx=2)
+        stream = await seeding.raw_stream(conn, feed, 1, 1, device=3, idx=2)
+        now = int(time.time())
+        await seeding.write_points(conn, stream, [(now - 5 * i, i) for i in range(1, 51)])
+        return user.id, feed, stream
 
-    user, feed, stream = run_in_transaction(fuzz_settings.database, owned)
+    conn = await asyncpg.connect(database_url)
+    try:
+        async with conn.transaction():
+            user, feed, stream = await owned(conn)
+    finally:
+        await conn.close()
     with psycopg.connect(database_url) as conn:
-        conn.execute(
-            "INSERT INTO cluster.raw_points SELECT %s, now() - i * interval '5 s', i"
-            " FROM generate_series(1, 50) i",
-            (stream,),
-        )
         notification = conn.execute(
             "INSERT INTO cluster.notifications (user_id, feed_id, rule, subject, title, content)"
             " VALUES (%s, %s, 'power_change', 'fuzz', 'fuzz', '<p>x</p>') RETURNING id",

@@ -32,7 +32,7 @@ from energy_platform.devices.simulator.homebase import (
     homebase_client,
 )
 from energy_platform.seeding import drop_database
-from tests.support.admin import run_admin, run_admin_async
+from tests.support.admin import run_admin
 from tests.support.broker import KillableBroker
 from tests.support.coap import reading
 from tests.support.databases import create_session_database
@@ -108,7 +108,7 @@ async def publish(cluster: Cluster, sn: str, secret: bytes, t: int) -> None:
 
 
 async def add_feed(cluster: Cluster, sn: str, *pair: str) -> dict[str, str]:
-    feed: dict[str, str] = await run_admin_async(
+    feed: dict[str, str] = await run_admin(
         cluster.settings, "feeds", "add", "--owner", cluster.user_id, "--homebase", sn,
         "--title", f"{cluster.name} {sn}", "--timezone", "UTC", *pair,
     )  # fmt: skip
@@ -149,12 +149,12 @@ async def test_two_clusters_share_one_provisioning_and_nothing_else(
             await wait_for_http(provisioning + "/healthz")
             clusters: dict[str, Cluster] = {}
             for name, db in (("A", db_a), ("B", db_b)):
-                made = run_admin(
+                made = await run_admin(
                     p, "clusters", "add", "--title", name,
                     "--http", "127.0.0.1:8000", "--mqtt", f"127.0.0.1:{ports[name]}",
                 )  # fmt: skip
                 s = cluster_settings(settings, name, db, urls[name], p, made["secret"])
-                user = await run_admin_async(s, "users", "add", f"owner-{name}")
+                user = await run_admin(s, "users", "add", f"owner-{name}")
                 clusters[name] = Cluster(name, s, ports[name], user["id"])
                 # A cluster's services in one process, provisioning not among them.
                 ingest = start_serve(s, "ingest", "api")
@@ -164,7 +164,7 @@ async def test_two_clusters_share_one_provisioning_and_nothing_else(
             a, b = clusters["A"], clusters["B"]
 
             # Each homebase boots to its own cluster and its data lands only there.
-            ha, hb = add_homebase(p), add_homebase(p)
+            ha, hb = await add_homebase(p), await add_homebase(p)
             feed_ha = await add_feed(a, ha)
             await add_feed(b, hb)
             assert await boot_mqtt_port(provisioning, ha) == a.broker_port
@@ -182,7 +182,7 @@ async def test_two_clusters_share_one_provisioning_and_nothing_else(
             assert (await secret_for(provisioning, a, hb)).status_code == 403
 
             # Moved from A to B: it boots to B, sends there, and A's broker no longer has it.
-            await run_admin_async(a.settings, "feeds", "delete", feed_ha["id"])
+            await run_admin(a.settings, "feeds", "delete", feed_ha["id"])
             await add_feed(b, ha)
             assert await boot_mqtt_port(provisioning, ha) == b.broker_port
             await publish(b, ha, secret_a, t + 5)
@@ -192,7 +192,7 @@ async def test_two_clusters_share_one_provisioning_and_nothing_else(
 
             # A CoAP device is served by its own data server, refused (4.05) by the other.
             device = new_sn()
-            run_admin(
+            await run_admin(
                 p, "coap-devices", "add", device,
                 "--data-server", f"127.0.0.1:{a.settings.devices.coap_port}",
             )  # fmt: skip

@@ -1,4 +1,6 @@
-"""Admin commands called in-process, as ``energy-platform admin GROUP ...`` would run them."""
+"""The admin commands as a test runs them: in this process (fast; the usual way), or as an
+operator runs them, in a process of their own (for what only a process shows: its exit status,
+its stderr, its environment)."""
 
 from __future__ import annotations
 
@@ -7,7 +9,6 @@ import json
 import os
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -19,30 +20,22 @@ CLI = str(Path(sys.executable).with_name("energy-platform"))
 """The ``energy-platform`` command of this virtualenv."""
 
 
-def run_admin(settings: Settings, group: str, *args: str) -> Any:
-    """The command's JSON answer; its error propagates as the exception it raised."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return run_command(cli.admin, settings, group, *args)
-    # Called from a test's event loop: the command runs a loop of its own (asyncio.run), so it
-    # gets a thread while this loop waits. A command that needs a service of this loop (feeds
-    # add pairs through provisioning) goes through run_admin_async instead.
-    with ThreadPoolExecutor(1) as worker:
-        return worker.submit(run_command, cli.admin, settings, group, *args).result()
+async def run_admin(settings: Settings, group: str, *args: str) -> Any:
+    """``energy-platform admin GROUP ARGS...`` in this process: its JSON answer; an error
+    propagates as the exception the command raised. The command runs an event loop of its own
+    (asyncio.run), so it gets a worker thread, and the test's loop goes on serving meanwhile
+    (``feeds add`` pairs through the provisioning a test runs in it)."""
+    return await asyncio.to_thread(run_command, cli.admin, settings, group, *args)
 
 
-async def run_admin_async(settings: Settings, group: str, *args: str) -> Any:
-    """``run_admin`` from inside an event loop (some commands run their own loop)."""
-    return await asyncio.to_thread(run_admin, settings, group, *args)
-
-
-def admin_process(database_url: str, *args: str) -> subprocess.CompletedProcess[str]:
+def admin_process(
+    database_url: str, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """``energy-platform admin ARGS...`` as an operator runs it, in a process of its own on
-    ``database_url``: its exit status, stdout and stderr, to assert on."""
+    ``database_url`` (and the variables ``env``): its exit status, stdout and stderr."""
     return subprocess.run(
         [CLI, "admin", *args],
-        env={**os.environ, "EP_DATABASE_URL": database_url},
+        env={**os.environ, "EP_DATABASE_URL": database_url, **(env or {})},
         capture_output=True,
         text=True,
         check=False,

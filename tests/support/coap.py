@@ -10,14 +10,14 @@ import aiocoap
 import msgspec
 
 from energy_platform.core.coap import JSON
-from tests.support.admin import run_admin_async
+from tests.support.admin import run_admin
 from tests.support.platform import Platform, add_feed
 
 
 async def device(platform: Platform, *, here: bool = True, feed: bool = True) -> str:
     sn = secrets.token_hex(8).upper()
     port = platform.settings.devices.coap_port if here else 1
-    await run_admin_async(
+    await run_admin(
         platform.settings, "coap-devices", "add", sn, "--data-server", f"127.0.0.1:{port}"
     )
     if feed:

@@ -90,17 +90,8 @@ async def seed(conn: asyncpg.Connection) -> World:
     )
     # phase1: 300 points, 5 s apart from T0, value = index; gas: one point at T0 + 1000;
     # energy1: one point per 90 s bucket for an hour; signal: one point at T0 + 86400.
-    await conn.execute(
-        "INSERT INTO cluster.raw_points SELECT $1, to_timestamp($2::bigint + 5 * i), i"
-        " FROM generate_series(0, 299) i",
-        streams["phase1"],
-        T0,
-    )
-    await conn.execute(
-        "INSERT INTO cluster.raw_points VALUES ($1, to_timestamp($2), 1234.5)",
-        streams["gas"],
-        T0 + 1000,
-    )
+    await seeding.write_points(conn, streams["phase1"], [(T0 + 5 * i, i) for i in range(300)])
+    await seeding.write_points(conn, streams["gas"], [(T0 + 1000, 1234.5)])
     await conn.execute(
         "INSERT INTO cluster.processed_points SELECT $1, to_timestamp($2::bigint + 90 * i), 0.025"
         " FROM generate_series(0, 39) i",
@@ -112,11 +103,7 @@ async def seed(conn: asyncpg.Connection) -> World:
         streams["signal"],
         T0 + 86_400,
     )
-    await conn.execute(
-        "INSERT INTO cluster.raw_points VALUES ($1, to_timestamp($2), 50)",
-        streams["bobs_power"],
-        T0,
-    )
+    await seeding.write_points(conn, streams["bobs_power"], [(T0, 50)])
     return World(
         "",
         tokens,

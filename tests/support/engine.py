@@ -4,17 +4,13 @@ its queues are empty (the ``new_feed`` fixture is in the engine tests' conftest)
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import asyncpg
 import httpx
-import msgspec
 
 from energy_platform import seeding
-from energy_platform.core.codec.format_v4 import Series
 from energy_platform.core.settings import EngineSettings
-from energy_platform.devices.ingest.routes import Route
-from energy_platform.devices.ingest.store import Accepted, PointStore
 from energy_platform.engine.service import drain
 
 # Rollups are taken at once: a test does not wait for the delay that batches live data.
@@ -26,28 +22,19 @@ class Feed:
     """One homebase's feed and what a test does with it."""
 
     db: asyncpg.Connection
-    store: PointStore
     id: int
     sn: str
     owner_token: str
-    series: dict[int, Series] = field(default_factory=dict)
-    """What each raw stream's points are sent as, by stream id."""
 
     async def raw_stream(
         self, channel: int, medium: int, idx: int | None = None, device: int = 1
     ) -> int:
-        stream = await seeding.raw_stream(self.db, self.id, channel, medium, device=device, idx=idx)
-        self.series[stream] = Series(channel, device, medium, idx, None, None)
-        return stream
+        return await seeding.raw_stream(self.db, self.id, channel, medium, device=device, idx=idx)
 
     async def ingest(self, stream_id: int, points: Iterable[tuple[int, float]]) -> None:
-        """Store a batch as ingest does, through its store: only the points it adds mark their
-        range dirty, and a compacted day they fall in goes back to the row tier first."""
-        times, values = zip(*points, strict=True)
-        series = msgspec.structs.replace(
-            self.series[stream_id], times=list(times), values=list(values)
-        )
-        await self.store.write([Accepted(Route(self.sn, self.id), [series])])
+        """Store a batch as ingest does (``seeding.write_points``): only the points it adds mark
+        their range dirty, and a compacted day they fall in goes back to the row tier first."""
+        await seeding.write_points(self.db, stream_id, points)
 
     async def points(self, title: str) -> dict[int, float]:
         """The processed points of the stream titled ``title``: {unix time: value}."""

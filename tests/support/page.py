@@ -10,10 +10,10 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import httpx
-from selenium.common.exceptions import TimeoutException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
-from selenium.webdriver.support.wait import WebDriverWait
+
+from tests.support.services import until
 
 WEEK = 7 * 86_400
 ZONE = "Europe/Prague"
@@ -43,21 +43,18 @@ class PageWorld:
 
 
 def wait_until(driver: WebDriver, script: str, what: str) -> Any:
-    """Polls a JavaScript expression until it is truthy; its value."""
+    """Polls a JavaScript expression until it is truthy (:func:`until`); its value. A page that
+    never shows it fails with what it shows instead and its console."""
     try:
-        return WebDriverWait(driver, WAIT, poll_frequency=0.05).until(
-            lambda d: d.execute_script(f"return {script}")
-        )
-    except TimeoutException:
+        return until(lambda: driver.execute_script(f"return {script}"), WAIT, what, 0.05)
+    except AssertionError as e:
         shown = driver.execute_script(
             "return [document.querySelector('#error')?.textContent,"
             " document.querySelector('#sign-in-error')?.textContent,"
             " document.querySelector('#chart-status')?.textContent]"
         )
         logs = [entry["message"] for entry in driver.get_log("browser")]
-        raise AssertionError(
-            f"page never showed {what}; it shows {shown}; console: {logs}"
-        ) from None
+        raise AssertionError(f"{e}; the page shows {shown}; console: {logs}") from None
 
 
 def sign_in(driver: WebDriver, url: str, user: str, token: str, feed: str) -> None:

@@ -9,19 +9,19 @@ import pwd
 import shutil
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 
 import psycopg
 from psycopg import sql
 
-from tests.support.services import free_port, tmpfs
+from tests.support.services import free_port, tmpfs, until
 
 ROOT = Path(__file__).resolve().parents[2]
 BACKUP = str(ROOT / "deploy/pgbackrest/backup.sh")
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
 STANZA = "drill"
 OS_USER = "postgres"
+ARCHIVED = "SELECT last_archived_wal >= %s FROM pg_stat_archiver"
 
 
 def _as_user(*command: str) -> list[str]:
@@ -133,28 +133,24 @@ synchronous_commit = off
         with psycopg.connect(self.url, autocommit=True) as conn:
             row = conn.execute("SELECT pg_walfile_name(pg_switch_wal())").fetchone()
             assert row is not None
-            deadline = time.monotonic() + 120
-            while time.monotonic() < deadline:
-                done = conn.execute(
-                    "SELECT last_archived_wal >= %s FROM pg_stat_archiver", (row[0],)
-                ).fetchone()
-                if done and done[0]:
-                    return
-                time.sleep(0.1)
-        raise AssertionError("WAL not archived within 120 s")
+            until(
+                lambda: conn.execute(ARCHIVED, (row[0],)).fetchone(),
+                120,
+                f"WAL {row[0]} archived",
+                holds=lambda archived: archived and archived[0],
+            )
 
     def wait_promoted(self) -> None:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            try:
-                with psycopg.connect(self.url, autocommit=True, connect_timeout=2) as conn:
-                    row = conn.execute("SELECT pg_is_in_recovery()").fetchone()
-                    if row and not row[0]:
-                        return
-            except psycopg.OperationalError:
-                pass
-            time.sleep(0.1)
-        raise AssertionError("the restored cluster did not finish recovery within 120 s")
+        until(self._in_recovery, 120, "the restored cluster finishes recovery", holds=False.__eq__)
+
+    def _in_recovery(self) -> bool | str:
+        """Whether the cluster still recovers (or why it does not answer)."""
+        try:
+            with psycopg.connect(self.url, autocommit=True, connect_timeout=2) as conn:
+                row = conn.execute("SELECT pg_is_in_recovery()").fetchone()
+                return bool(row and row[0])
+        except psycopg.OperationalError as e:
+            return str(e).strip()
 
     def close(self) -> None:
         try:

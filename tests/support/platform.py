@@ -37,7 +37,7 @@ from energy_platform.devices.simulator.homebase import (
 )
 from energy_platform.pairing.broker_accounts import broker_accounts
 from energy_platform.services import build_services
-from tests.support.admin import CLI, run_admin_async
+from tests.support.admin import CLI, run_admin
 from tests.support.provisioning import add_cluster, add_homebase
 from tests.support.services import free_port, running
 
@@ -80,9 +80,9 @@ def platform_settings(settings: Settings, mqtt_url: str, **ingest: Any) -> Setti
     )
 
 
-def with_cluster(settings: Settings) -> Settings:
+async def with_cluster(settings: Settings) -> Settings:
     """Register this cluster with provisioning; settings that carry its secret."""
-    cluster = add_cluster(settings, "ingest-test cluster")
+    cluster = await add_cluster(settings, "ingest-test cluster")
     provisioning = f"http://127.0.0.1:{settings.http.provisioning_port}"
     return msgspec.structs.replace(
         settings, cluster=ClusterSettings(provisioning_url=provisioning, secret=cluster.secret)
@@ -93,7 +93,7 @@ def with_cluster(settings: Settings) -> Settings:
 async def provisioning_platform(s: Settings) -> AsyncIterator[Platform]:
     """Provisioning of settings ``s`` (this cluster registered) in the test's loop, and a user;
     ingest is the test's to start."""
-    user = await run_admin_async(s, "users", "add", f"ingest-{secrets.token_hex(3)}")
+    user = await run_admin(s, "users", "add", f"ingest-{secrets.token_hex(3)}")
     base = s.cluster.provisioning_url
     async with running(*build_services("provisioning", s), ready_urls=(base + "/healthz",)):
         yield Platform(s, "", base, user["token"], user["id"])
@@ -103,7 +103,7 @@ async def provisioning_platform(s: Settings) -> AsyncIterator[Platform]:
 async def platform_in_loop(s: Settings) -> AsyncIterator[Platform]:
     """Provisioning, ingest (MQTT + CoAP data server) and the data API of settings ``s`` (this
     cluster registered) in the test's loop, and a user to own feeds."""
-    user = await run_admin_async(s, "users", "add", f"ingest-{secrets.token_hex(3)}")
+    user = await run_admin(s, "users", "add", f"ingest-{secrets.token_hex(3)}")
     api = f"http://127.0.0.1:{s.http.api_port}"
     provisioning = s.cluster.provisioning_url
     services = build_services(["api", "provisioning", "ingest"], s)
@@ -199,7 +199,7 @@ async def add_feed(
     """``admin feeds add`` for the platform's user; its JSON answer. With ``pair`` the command
     pairs the homebase with this cluster too, as it does for an operator."""
     no_pair = () if pair else ("--no-pair",)
-    return await run_admin_async(
+    return await run_admin(
         platform.settings,
         "feeds",
         "add",
@@ -223,7 +223,7 @@ async def paired_homebase(
     With a feed, the pairing is what ``admin feeds add`` does; without one, a direct call.
     """
     s = platform.settings
-    sn = add_homebase(s)
+    sn = await add_homebase(s)
     auth = {"X-SvcClusterAuth": s.cluster.secret}
     feed_id = None
     async with httpx.AsyncClient(base_url=platform.provisioning + "/api", headers=auth) as http:

@@ -43,8 +43,8 @@ class Cluster(msgspec.Struct, frozen=True):
         return {"X-SvcClusterAuth": self.secret}
 
 
-def add_cluster(settings: Settings, title: str = "cluster") -> Cluster:
-    out = run_admin(
+async def add_cluster(settings: Settings, title: str = "cluster") -> Cluster:
+    out = await run_admin(
         settings,
         "clusters",
         "add",
@@ -58,9 +58,9 @@ def add_cluster(settings: Settings, title: str = "cluster") -> Cluster:
     return Cluster(out["id"], out["secret"])
 
 
-def add_homebase(settings: Settings, generation: int = 6) -> str:
+async def add_homebase(settings: Settings, generation: int = 6) -> str:
     sn = new_sn()
-    run_admin(
+    await run_admin(
         settings,
         "homebases",
         "add",

@@ -15,6 +15,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from types import TracebackType
 
@@ -22,7 +23,7 @@ import httpx
 import msgspec
 
 from energy_platform.core.settings import MqttSettings
-from tests.support.services import free_port, tmpfs
+from tests.support.services import free_port, tmpfs, until
 
 SERVER = Path("/usr/lib/rabbitmq/bin/rabbitmq-server")
 """The server itself: Debian's /usr/sbin wrapper would switch to the rabbitmq user."""
@@ -124,16 +125,17 @@ cluster_formation.peer_discovery_backend = classic_config
         """Until the node takes MQTT and AMQP connections (MQTT opens last)."""
         deadline = time.monotonic() + timeout
         for port in (self.amqp_port, self.mqtt_port):
-            while True:
-                try:
-                    socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                    break
-                except OSError:
-                    if self._process is None or self._process.poll() is not None:
-                        raise RuntimeError(f"{self.name} exited: {self.log()}") from None
-                    if time.monotonic() > deadline:
-                        raise RuntimeError(f"{self.name} not ready in {timeout} s") from None
-                    time.sleep(0.1)
+            left = max(deadline - time.monotonic(), 0)
+            until(partial(self._listens, port), left, f"{self.name} listens on port {port}")
+
+    def _listens(self, port: int) -> bool:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+        except OSError:
+            if self._process is None or self._process.poll() is not None:
+                raise RuntimeError(f"{self.name} exited: {self.log()}") from None
+            return False
+        return True
 
     def restart(self) -> None:
         """Stop the node gently (SIGTERM: it closes its files) and start it again, ready.
@@ -232,28 +234,31 @@ class RabbitCluster:
         return self
 
     def _wait_clustered(self) -> None:
+        until(
+            self._nodes_seen,
+            START_SECONDS,
+            f"the {len(self.nodes)} nodes run as one cluster",
+            every=0.2,
+            holds=lambda seen: (
+                isinstance(seen, list)
+                and len([n for n in seen if n.get("running")]) == len(self.nodes)
+            ),
+        )
+
+    def _nodes_seen(self) -> object:
+        """The first node's list of nodes, or why it gave none."""
         node = self.nodes[0]
-        deadline = time.monotonic() + START_SECONDS
-        seen: object = "no answer"
-        while time.monotonic() < deadline:
-            # The management API of a node that takes AMQP and MQTT may not listen yet, or
-            # answer slowly or with an error while its peers boot: asked again, not failed.
-            try:
-                response = httpx.get(
-                    f"http://127.0.0.1:{node.http_port}/api/nodes",
-                    auth=(USER, node.password),
-                    timeout=30,
-                )
-            except httpx.TransportError as e:
-                seen = repr(e)
-            else:
-                seen = response.json() if response.status_code == 200 else response.text
-                if isinstance(seen, list):
-                    running = [n for n in seen if n.get("running")]
-                    if len(running) == len(self.nodes):
-                        return
-            time.sleep(0.2)
-        raise RuntimeError(f"the nodes did not form one cluster in {START_SECONDS} s: {seen}")
+        # The management API of a node that takes AMQP and MQTT may not listen yet, or answer
+        # slowly or with an error while its peers boot: asked again, not failed.
+        try:
+            response = httpx.get(
+                f"http://127.0.0.1:{node.http_port}/api/nodes",
+                auth=(USER, node.password),
+                timeout=30,
+            )
+        except httpx.TransportError as e:
+            return repr(e)
+        return response.json() if response.status_code == 200 else response.text
 
     def __exit__(
         self,

@@ -5,11 +5,14 @@ from __future__ import annotations
 import asyncio
 import inspect
 import os
+import reprlib
 import secrets
 import socket
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from functools import partial
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
@@ -53,27 +56,14 @@ def free_port(kind: int = socket.SOCK_STREAM) -> int:
     raise RuntimeError("no free port below the ephemeral range")
 
 
-async def wait_for_http(url: str) -> None:
-    """Poll ``url`` until it answers at all (any status); callers bound the wait."""
-    async with httpx.AsyncClient() as client:
-        while True:
-            try:
-                await client.get(url, timeout=1.0)
-            except httpx.TransportError:
-                await asyncio.sleep(0.05)
-            else:
-                return
-
-
 @asynccontextmanager
 async def running(*services: Service, ready_urls: tuple[str, ...] = ()) -> AsyncIterator[None]:
     """Run ``services`` until the block ends; wait until each of ``ready_urls`` answers."""
     stop = asyncio.Event()
     tasks = [asyncio.create_task(s.run(stop), name=s.name) for s in services]
     try:
-        async with asyncio.timeout(30):
-            for url in ready_urls:
-                await wait_for_http(url)
+        for url in ready_urls:
+            await wait_for_http(url)
         yield
     finally:
         stop.set()
@@ -84,6 +74,20 @@ async def running(*services: Service, ready_urls: tuple[str, ...] = ()) -> Async
 EVENTUALLY = 30.0
 
 
+async def wait_for_http(url: str, within: float = EVENTUALLY) -> None:
+    """Wait until ``url`` answers at all (any status)."""
+    async with httpx.AsyncClient() as client:
+        await eventually(partial(_answers, client, url), within, 0.05, what=f"{url} answers")
+
+
+async def _answers(client: httpx.AsyncClient, url: str) -> bool:
+    try:
+        await client.get(url, timeout=1.0)
+    except httpx.TransportError:
+        return False
+    return True
+
+
 def tmpfs() -> str | None:
     """``/dev/shm`` when it is writable: a directory where an fsync costs nothing (for servers
     a test kills, never the machine: a SIGKILLed process loses nothing a tmpfs holds); None,
@@ -92,25 +96,67 @@ def tmpfs() -> str | None:
 
 
 async def eventually(
-    check: Callable[[], Awaitable[bool] | bool], within: float = EVENTUALLY, every: float = 0.1
-) -> None:
-    """Poll ``check`` (a coroutine function, or a plain one) every ``every`` seconds until it
-    holds; fail after ``within`` seconds."""
-    async with asyncio.timeout(within):
-        while True:
-            holds = check()
-            if await holds if inspect.isawaitable(holds) else holds:
-                return
-            await asyncio.sleep(every)
+    check: Callable[[], Any],
+    within: float = EVENTUALLY,
+    every: float = 0.1,
+    *,
+    what: str | None = None,
+    holds: Callable[[Any], object] = bool,
+) -> Any:
+    """The one waiter: poll ``check`` (a coroutine function or a plain one) every ``every``
+    seconds until ``holds`` its answer (by default: until it is true), and return that answer.
+    After ``within`` seconds, fail with what was waited for (``what``, else the check's name or
+    its lambda's source), for how long, and the last answer seen."""
+    seen: list[Any] = []
+    deadline = asyncio.timeout(within)
+    try:
+        async with deadline:
+            while True:
+                answer = check()
+                answer = await answer if inspect.isawaitable(answer) else answer
+                seen[:] = [answer]
+                if holds(answer):
+                    return answer
+                await asyncio.sleep(every)
+    except TimeoutError:
+        if not deadline.expired():
+            raise
+        raise AssertionError(_never(check, within, what, seen)) from None
 
 
-def until(check: Callable[[], bool], within: float, what: str) -> None:
-    """:func:`eventually` for a test without an event loop: poll ``check`` until it holds;
-    fail after ``within`` seconds, saying ``what`` did not happen."""
+def until(
+    check: Callable[[], Any],
+    within: float = EVENTUALLY,
+    what: str | None = None,
+    every: float = 0.1,
+    holds: Callable[[Any], object] = bool,
+) -> Any:
+    """:func:`eventually` where no event loop may run it (a thread, a synchronous test or
+    helper): the same polling, answer and failure, in this thread."""
     deadline = time.monotonic() + within
-    while not check():
-        assert time.monotonic() < deadline, f"not within {within:g} s: {what}"
-        time.sleep(0.1)
+    while True:
+        answer = check()
+        if holds(answer):
+            return answer
+        if time.monotonic() >= deadline:
+            raise AssertionError(_never(check, within, what, [answer]))
+        time.sleep(every)
+
+
+def _never(check: Callable[[], Any], within: float, what: str | None, seen: list[Any]) -> str:
+    last = reprlib.repr(seen[0]) if seen else "nothing (the first check had not answered)"
+    return f"not within {within:g} s: {what or _described(check)}; last seen: {last}"
+
+
+def _described(check: Callable[[], Any]) -> str:
+    """A check as a reader knows it: a lambda's source line, else its name."""
+    name = getattr(check, "__qualname__", repr(check))
+    if "<lambda>" not in name:
+        return name
+    try:
+        return inspect.getsource(check).strip()
+    except (OSError, TypeError):
+        return name
 
 
 def periodic_rounds(loop: str) -> float:

@@ -51,6 +51,8 @@ ALL_FEEDS_QUERIES = {
     # What a rule that failed on data is narrowed down among, read only then: the rules' own
     # statements still read feeds through the tenant wall.
     "NARROWED_FEEDS": "the feeds a rule that failed on data is narrowed down among",
+    # Seeding (tests, benchmarks, scripts): points are sent as their feed's homebase sends them.
+    "STREAM_SENDER": "seeding.write_points: the homebase a stream's points come from",
 }
 
 # Views and functions of sql/functions/ that read every feed.

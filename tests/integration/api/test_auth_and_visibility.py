@@ -159,9 +159,7 @@ async def test_a_revoked_token_and_a_removed_feed_stop_working_at_once(
     for sn in ("D000000000000004", "D000000000000005"):
         feed = await seeding.add_feed(db, user, sn, start=YEAR[0], end=YEAR[1])
         stream = await seeding.raw_stream(db, feed, 1, 1, device=3)
-        await db.execute(
-            "INSERT INTO cluster.raw_points VALUES ($1, to_timestamp($2), 1.5)", stream, T0
-        )
+        await seeding.write_points(db, stream, [(T0, 1.5)])
         streams.append(f"/feeds/{feed}/streams/{stream}/data")
     kept, removed = streams
     try:

@@ -331,12 +331,7 @@ async def test_an_export_abandoned_halfway_gives_its_connection_back(
     # Five days of 5 s points (86,400, some 4 MB of CSV): far more than one read takes.
     home = int(world.feeds["home"])
     stream = await seeding.raw_stream(db, home, 9, 1, device=9)
-    await db.execute(
-        "INSERT INTO cluster.raw_points SELECT $1, to_timestamp($2::bigint + 5 * i), i"
-        " FROM generate_series(0, 86399) i",
-        stream,
-        T0,
-    )
+    await seeding.write_points(db, stream, [(T0 + 5 * i, i) for i in range(86_400)])
     try:
         async with world.client("alice") as http:
             async with http.stream("GET", export_path(world), params={"stream": stream}) as answer:
@@ -370,12 +365,7 @@ async def test_exports_past_half_the_pool_wait_their_turn_as_429(
         settings, database=msgspec.structs.replace(settings.database, pool_max=2)
     )
     stream = await seeding.raw_stream(db, int(world.feeds["home"]), 9, 1, device=10)
-    await db.execute(
-        "INSERT INTO cluster.raw_points SELECT $1, to_timestamp($2::bigint + 5 * i), i"
-        " FROM generate_series(0, 241919) i",
-        stream,
-        T0,
-    )
+    await seeding.write_points(db, stream, [(T0 + 5 * i, i) for i in range(241_920)])
     path = f"{export_path(world)}?stream={stream}"
     try:
         async with data_api(small) as url:
@@ -413,12 +403,7 @@ async def fortnight(world_data: World, database_url: str) -> AsyncIterator[str]:
     conn = await asyncpg.connect(database_url)
     try:
         stream = await seeding.raw_stream(conn, int(world_data.feeds["home"]), 9, 1, device=11)
-        await conn.execute(
-            "INSERT INTO cluster.raw_points SELECT $1, to_timestamp($2::bigint + 5 * i), i"
-            " FROM generate_series(0, 241919) i",
-            stream,
-            T0,
-        )
+        await seeding.write_points(conn, stream, [(T0 + 5 * i, i) for i in range(241_920)])
         yield f"/feeds/{world_data.feeds['home']}/export?stream={stream}"
         await conn.execute("DELETE FROM cluster.raw_points WHERE stream_id = $1", stream)
         await conn.execute("DELETE FROM cluster.streams WHERE id = $1", stream)

@@ -188,14 +188,7 @@ async def test_a_week_of_5_s_points_is_one_export_read_from_both_tiers(
     start = unix("2026-05-04T00:00:00")
     week = 7 * 86_400 // 5  # 120,960 points
     stream = await feed.raw_stream(channel=4, medium=1)
-    await feed.db.execute(
-        "INSERT INTO cluster.raw_points (stream_id, ts, value)"
-        " SELECT $1, to_timestamp($2::bigint + 5 * i), round((i % 5000) / 10.0, 1)"
-        "   FROM generate_series(0, $3 - 1) i",
-        stream,
-        start,
-        week,
-    )
+    await feed.ingest(stream, [(start + 5 * i, round((i % 5000) / 10, 1)) for i in range(week)])
     # The first four days into the compact tier, as compaction moves each stream-day.
     for day in range(4):
         await feed.db.execute(

@@ -15,7 +15,7 @@ import pytest
 from energy_platform.api import app as data_app
 from energy_platform.core.http.server import HttpService
 from energy_platform.core.settings import Settings
-from tests.support.admin import run_admin_async
+from tests.support.admin import run_admin
 from tests.support.replica import hot_standby
 from tests.support.services import eventually, free_port, running
 
@@ -55,7 +55,7 @@ async def pause_replay(replica: asyncpg.Connection) -> None:
 async def test_the_api_reads_from_the_replica_and_writes_to_the_primary(
     settings: Settings, database_url: str, replica_url: str, record_property: pytest.RecordProperty
 ) -> None:
-    user = await run_admin_async(settings, "users", "add", f"replica-{time.time_ns()}")
+    user = await run_admin(settings, "users", "add", f"replica-{time.time_ns()}")
     s = msgspec.structs.replace(
         settings, database=msgspec.structs.replace(settings.database, read_url=replica_url)
     )
@@ -118,7 +118,7 @@ async def test_the_api_reads_from_the_replica_and_writes_to_the_primary(
 async def test_tokens_are_used_through_the_replica_and_their_last_use_written_to_the_primary(
     settings: Settings, database_url: str, replica_url: str
 ) -> None:
-    user = await run_admin_async(settings, "users", "add", f"replica-tokens-{time.time_ns()}")
+    user = await run_admin(settings, "users", "add", f"replica-tokens-{time.time_ns()}")
     s = msgspec.structs.replace(
         settings, database=msgspec.structs.replace(settings.database, read_url=replica_url)
     )
@@ -167,7 +167,7 @@ async def test_tokens_are_used_through_the_replica_and_their_last_use_written_to
 async def test_a_revoked_write_token_writes_nothing_while_the_replica_lags(
     settings: Settings, database_url: str, replica_url: str
 ) -> None:
-    user = await run_admin_async(settings, "users", "add", f"replica-revoked-{time.time_ns()}")
+    user = await run_admin(settings, "users", "add", f"replica-revoked-{time.time_ns()}")
     s = msgspec.structs.replace(
         settings, database=msgspec.structs.replace(settings.database, read_url=replica_url)
     )

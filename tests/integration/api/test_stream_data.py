@@ -3,7 +3,6 @@ from typing import Protocol
 
 import asyncpg
 import msgspec
-import psycopg
 import pytest
 
 from energy_platform import seeding
@@ -126,13 +125,7 @@ async def extra_stream(world: World, db: asyncpg.Connection) -> AsyncIterator[Ad
 
     async def add(points: Sequence[tuple[int, float]]) -> str:
         stream = await seeding.raw_stream(db, home, 9, 1 + len(added), device=3)
-        await db.execute(
-            "INSERT INTO cluster.raw_points SELECT $1, to_timestamp(t), v"
-            "  FROM unnest($2::bigint[], $3::float8[]) AS u(t, v)",
-            stream,
-            [t for t, _ in points],
-            [v for _, v in points],
-        )
+        await seeding.write_points(db, stream, points)
         added.append(stream)
         return f"/feeds/{home}/streams/{stream}/data"
 
@@ -170,16 +163,13 @@ async def test_values_keep_their_json_form_at_every_magnitude(
 
 
 async def test_points_in_a_new_chunk_are_served_at_once(
-    world: World, extra_stream: AddStream, database_url: str
+    world: World, extra_stream: AddStream, db: asyncpg.Connection
 ) -> None:
     path = await extra_stream([(T0, 1.0)])
     async with world.client("alice") as http:
         for _ in range(20):  # every pooled connection has its plan of the statement
             assert (await http.get(path)).json() == [[T0, 1.0]]
-        with psycopg.connect(database_url) as conn:  # a month later: a chunk of its own
-            conn.execute(
-                "INSERT INTO cluster.raw_points VALUES (%s, to_timestamp(%s), 2.0)",
-                (path.split("/")[-2], T0 + 30 * 86_400),
-            )
+        # A month later: a chunk of its own.
+        await seeding.write_points(db, int(path.split("/")[-2]), [(T0 + 30 * 86_400, 2.0)])
         later = (await http.get(path)).json()
     assert later == [[T0, 1.0], [T0 + 30 * 86_400, 2.0]]

@@ -58,11 +58,11 @@ def listed(database_url: str, area: str, since: str, until: str) -> Any:
     return answer(admin(database_url, "prices", "list", area, "--from", since, "--to", until))
 
 
-def stored(settings: Settings, area: str) -> Any:
+async def stored(settings: Settings, area: str) -> Any:
     """The area's prices of DAY as ``prices list`` answers them, run in this process: for the
     tests of a refused import, which runs in a process of its own (its exit status, its stderr),
     as do the imports and lists of the tests above."""
-    return run_admin(
+    return await run_admin(
         settings, "prices", "list", area, "--from", "2026-01-15T00:00:00Z", "--to",
         "2026-01-16T00:00:00Z",
     )  # fmt: skip
@@ -182,7 +182,7 @@ GOOD = ["2026-01-15T00:00:00Z,9", "2026-01-15T00:15:00Z,9"]
         (GOOD[:1], "line 1: a single row says nothing of its slot's length"),
     ],
 )
-def test_a_bad_file_is_refused_whole_with_its_line_and_nothing_changes(
+async def test_a_bad_file_is_refused_whole_with_its_line_and_nothing_changes(
     settings: Settings,
     database_url: str,
     area: str,
@@ -191,8 +191,8 @@ def test_a_bad_file_is_refused_whole_with_its_line_and_nothing_changes(
     message: str,
 ) -> None:
     starts = quarter_hours(DAY, DAY + timedelta(hours=1))
-    run_admin(settings, "prices", "import", area, "--file", write(*rows(starts, float)))
-    before = stored(settings, area)
+    await run_admin(settings, "prices", "import", area, "--file", write(*rows(starts, float)))
+    before = await stored(settings, area)
 
     # The file's first rows are valid and would change two stored prices (0 and 1 to 9).
     refused = admin(database_url, "prices", "import", area, "--file", write(*lines))
@@ -200,7 +200,7 @@ def test_a_bad_file_is_refused_whole_with_its_line_and_nothing_changes(
     assert refused.returncode == 1
     assert message in refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1
-    assert stored(settings, area) == before
+    assert await stored(settings, area) == before
 
 
 def test_an_entsoe_document_is_imported_and_listed_back(database_url: str, area: str) -> None:
@@ -256,7 +256,7 @@ def test_an_entsoe_document_is_imported_and_listed_back(database_url: str, area:
         ((), "2026-01-15T00:00:00Z,9\n" + " " * 9_999_978, "over 10,000,000 bytes"),
     ],
 )
-def test_a_bad_document_or_too_large_a_file_is_refused_whole_and_nothing_changes(
+async def test_a_bad_document_or_too_large_a_file_is_refused_whole_and_nothing_changes(
     settings: Settings,
     database_url: str,
     area: str,
@@ -268,8 +268,8 @@ def test_a_bad_document_or_too_large_a_file_is_refused_whole_and_nothing_changes
     starts = quarter_hours(DAY, DAY + timedelta(hours=1))
     file = tmp_path / "day-ahead.xml"
     file.write_text(document(Series([Period(DAY, DAY + timedelta(hours=1), "PT15M", [(1, "1")])])))
-    run_admin(settings, "prices", "import", area, "--file", str(file))
-    before = stored(settings, area)
+    await run_admin(settings, "prices", "import", area, "--file", str(file))
+    before = await stored(settings, area)
     file.write_text(content)
 
     refused = admin(database_url, "prices", "import", area, "--file", str(file), *options)
@@ -278,7 +278,7 @@ def test_a_bad_document_or_too_large_a_file_is_refused_whole_and_nothing_changes
     assert refused.returncode == 1
     assert message in refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1
-    assert stored(settings, area) == before
+    assert await stored(settings, area) == before
 
 
 def test_what_the_database_refuses_is_reported_with_the_area(

@@ -28,5 +28,5 @@ async def provisioning_only(
     if request.param == "rabbitmq":
         node: RabbitCluster = request.getfixturevalue("rabbitmq")
         s = msgspec.structs.replace(s, mqtt=node.nodes[0].settings(s.mqtt))
-    async with provisioning_platform(with_cluster(s)) as platform:
+    async with provisioning_platform(await with_cluster(s)) as platform:
         yield platform

@@ -24,7 +24,7 @@ from energy_platform.devices.simulator.homebase import (
     homebase_client,
 )
 from energy_platform.services import build_services
-from tests.support.admin import run_admin_async
+from tests.support.admin import run_admin
 from tests.support.broker import PERSISTENCE, ROOT, KillableBroker
 from tests.support.platform import (
     Platform,
@@ -56,12 +56,12 @@ class Crashable(msgspec.Struct, frozen=True):
 async def crashable(settings: Settings, mqtt_url: str) -> AsyncIterator[Crashable]:
     """Provisioning on a broker of this test's own, to kill; ingest started by the test."""
     with KillableBroker() as broker:
-        s = with_cluster(platform_settings(settings, with_port(mqtt_url, broker.port)))
+        s = await with_cluster(platform_settings(settings, with_port(mqtt_url, broker.port)))
         mqtt = msgspec.structs.replace(
             s.mqtt, accounts_url=with_port(settings.mqtt.accounts_url, broker.port)
         )
         s = msgspec.structs.replace(s, mqtt=mqtt)
-        user = await run_admin_async(s, "users", "add", f"crash-{secrets.token_hex(3)}")
+        user = await run_admin(s, "users", "add", f"crash-{secrets.token_hex(3)}")
         provisioning = s.cluster.provisioning_url
         async with running(
             *build_services("provisioning", s), ready_urls=(provisioning + "/healthz",)

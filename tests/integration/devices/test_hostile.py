@@ -17,7 +17,7 @@ import pytest
 from energy_platform.core.codec.envelope import derive_key, seal
 from energy_platform.core.settings import Settings
 from energy_platform.devices.simulator.homebase import SimulatedHomebase
-from tests.support.admin import run_admin_async
+from tests.support.admin import run_admin
 from tests.support.platform import (
     Platform,
     paired_homebase,
@@ -41,8 +41,8 @@ class ServeAll(msgspec.Struct, frozen=True):
 
 @pytest.fixture(scope="module")
 async def serve_all(settings: Settings, mqtt_url: str) -> AsyncIterator[ServeAll]:
-    s = with_cluster(platform_settings(settings, mqtt_url))
-    user = await run_admin_async(s, "users", "add", f"hostile-{secrets.token_hex(3)}")
+    s = await with_cluster(platform_settings(settings, mqtt_url))
+    user = await run_admin(s, "users", "add", f"hostile-{secrets.token_hex(3)}")
     process = start_serve(s, "all")
     drain = asyncio.create_task(asyncio.to_thread(_drain, process))
     try:

@@ -13,7 +13,7 @@ from prometheus_client import REGISTRY
 from energy_platform.core.settings import ClusterSettings, Settings
 from energy_platform.devices.simulator.homebase import SimulatedHomebase
 from energy_platform.services import build_services
-from tests.support.admin import run_admin_async
+from tests.support.admin import run_admin
 from tests.support.platform import Platform, paired_homebase, platform_settings, publish_as
 from tests.support.provisioning import add_cluster
 from tests.support.services import eventually, running
@@ -42,14 +42,14 @@ async def platform_and_cluster(
     settings: Settings, mqtt_url: str
 ) -> AsyncIterator[tuple[Platform, int]]:
     s = platform_settings(settings, mqtt_url)
-    cluster = add_cluster(s, f"refusal-{secrets.token_hex(3)}")
+    cluster = await add_cluster(s, f"refusal-{secrets.token_hex(3)}")
     s = msgspec.structs.replace(
         s,
         cluster=ClusterSettings(
             provisioning_url=f"http://127.0.0.1:{s.http.provisioning_port}", secret=cluster.secret
         ),
     )
-    user = await run_admin_async(s, "users", "add", f"refusal-{secrets.token_hex(3)}")
+    user = await run_admin(s, "users", "add", f"refusal-{secrets.token_hex(3)}")
     api, base = f"http://127.0.0.1:{s.http.api_port}", s.cluster.provisioning_url
     services = build_services(["api", "provisioning", "ingest"], s)
     async with running(*services, ready_urls=(api + "/healthz", base + "/healthz")):
@@ -72,7 +72,7 @@ async def test_a_disabled_cluster_holds_only_the_homebases_it_needs_a_secret_for
 
         await publish_as(platform, known_sn, known_secret, known.batch([t]))
         await eventually(lambda: points(known_feed, 5))  # its key is cached from now on
-        await run_admin_async(platform.settings, "clusters", "disable", str(cluster_id))
+        await run_admin(platform.settings, "clusters", "disable", str(cluster_id))
 
         held = SimulatedHomebase(held_sn, held_secret)
         refused = refused_secrets()
@@ -87,7 +87,7 @@ async def test_a_disabled_cluster_holds_only_the_homebases_it_needs_a_secret_for
             "SELECT count(*) FROM cluster.dead_letters WHERE sn = $1", held_sn
         )
 
-        await run_admin_async(platform.settings, "clusters", "enable", str(cluster_id))
+        await run_admin(platform.settings, "clusters", "enable", str(cluster_id))
         await eventually(lambda: points(held_feed, 5), within=60)
     finally:
         await conn.close()

@@ -59,7 +59,7 @@ async def test_a_homebase_publishing_while_the_queue_leader_is_sigkilled_loses_n
         # its leader: RabbitMQ puts it on the declaring node) on node c, the one to kill.
         s = platform_settings(settings, mqtt_url)
         mqtt = msgspec.structs.replace(a.settings(s.mqtt), accounts_url=c.api)
-        s = with_cluster(msgspec.structs.replace(s, mqtt=mqtt))
+        s = await with_cluster(msgspec.structs.replace(s, mqtt=mqtt))
         async with provisioning_platform(s) as platform:
             sn, secret, feed = await paired_homebase(platform)
             queue = c.queue(s.mqtt.share_group)

@@ -24,6 +24,9 @@ INSERT INTO cluster.point_days (stream_id, day, first_ts, last_ts, points, step_
                                 vals, codec)
 VALUES (%(stream)s, %(day)s, %(start)s, %(start)s + (%(points)s - 1) * interval '5 s',
         %(points)s, 5000000, array_fill(0::bigint, ARRAY[%(points)s]), %(vals)b, 1)"""
+# The codec's tests write the row tier directly, in a psycopg transaction each rolls back:
+# what they test is compact_day on exact values and times (one off the grid by microseconds,
+# which ingest's whole seconds cannot carry), not an entry.
 ROWS = """
 INSERT INTO cluster.raw_points (stream_id, ts, value)
 SELECT %(stream)s, %(start)s + (n - 1) * interval '5 s', v

@@ -17,18 +17,15 @@ import asyncpg
 import pytest
 
 from energy_platform import seeding
-from energy_platform.core.codec.format_v4 import Series
 from energy_platform.core.settings import (
     CompactionSettings,
     DatabaseSettings,
     RetentionSettings,
     Settings,
 )
-from energy_platform.devices.ingest.routes import Route
-from energy_platform.devices.ingest.store import Accepted, PointStore
 from energy_platform.engine.compaction import compact
 from energy_platform.engine.retention import enforce
-from tests.support.admin import CLI, run_admin_async
+from tests.support.admin import CLI, run_admin
 
 SETTINGS = CompactionSettings(after_days=7)
 
@@ -86,6 +83,8 @@ async def test_old_days_move_losslessly_and_every_reader_gets_the_same_points(
     raw_points.append((old + timedelta(hours=9, microseconds=123457), 42.5))
     recent = datetime.now(UTC) - timedelta(hours=1)
     raw_points.append((recent, 7.0))
+    # Straight into the row tier, bypassing ingest's store: it takes whole seconds, and this
+    # test needs a time off the grid by microseconds.
     await pool.executemany(
         "INSERT INTO cluster.raw_points VALUES ($1, $2, $3)", [(raw, t, v) for t, v in raw_points]
     )
@@ -146,18 +145,13 @@ async def test_a_write_into_a_compacted_day_moves_it_back_and_compaction_takes_i
     (raw,) = await new_streams(pool, "raw")
     old = midnight(9)
     times = [int((old + timedelta(seconds=60 * i)).timestamp()) for i in range(100)]
-    await pool.executemany(
-        "INSERT INTO cluster.raw_points VALUES ($1, to_timestamp($2), 1)",
-        [(raw, t) for t in times],
-    )
+    await seeding.write_points(pool, raw, [(t, 1) for t in times])
     await compact(pool, SETTINGS)
     assert await pool.fetchval(ROW_TIER) == 0
 
     # Ingest writes a late point and a resent one into the compacted day.
     late = times[0] + 30
-    feed = await pool.fetchval("SELECT feed_id FROM cluster.streams WHERE id = $1", raw)
-    series = Series(1, 1, 1, None, None, None, [late, times[5]], [2.0, 2.0])
-    await PointStore(pool).write([Accepted(Route(SN, feed), [series])])
+    await seeding.write_points(pool, raw, [(late, 2.0), (times[5], 2.0)])
     # The day is in the row tier only, with the late point once and the resent one unchanged.
     assert await pool.fetchval("SELECT count(*) FROM cluster.point_days") == 0
     assert await pool.fetchval(ROW_TIER) == 101
@@ -207,13 +201,10 @@ async def test_compaction_killed_halfway_loses_and_duplicates_nothing(
     streams = await new_streams(pool, *["raw"] * 40)
     start = midnight(12)
     # 40 streams x 3 days of a point every 30 s: 120 stream-days, 345,600 points.
-    await pool.execute(
-        "INSERT INTO cluster.raw_points"
-        " SELECT s, $2::timestamptz + make_interval(secs => 30 * i), (i % 97) * 1.5"
-        " FROM unnest($1::bigint[]) s, generate_series(0, 3 * 2880 - 1) i",
-        streams,
-        start,
-    )
+    first = int(start.timestamp())
+    for stream in streams:
+        points = [(first + 30 * i, i % 97 * 1.5) for i in range(3 * 2880)]
+        await seeding.write_points(pool, stream, points)
     before = await pool.fetch(ALL_POINTS)
     env = {**os.environ, "EP_DATABASE_URL": own_database}
     script = (
@@ -292,12 +283,8 @@ async def test_a_busy_emptied_chunk_waits_for_a_later_round_without_failing_one(
     (raw,) = await new_streams(pool, "raw")
     # Three old days, a chunk each (raw points: a chunk a day), 1,000 points each.
     for days_ago in (12, 11, 10):
-        await pool.execute(
-            "INSERT INTO cluster.raw_points SELECT $1, $2::timestamptz + i * interval '60 s', i"
-            " FROM generate_series(0, 999) i",
-            raw,
-            midnight(days_ago),
-        )
+        first = int(midnight(days_ago).timestamp())
+        await seeding.write_points(pool, raw, [(first + 60 * i, i) for i in range(1000)])
     before = await pool.fetch(ALL_POINTS)
     chunks = [r["chunk"] for r in await pool.fetch(CHUNKS)]
     assert len(chunks) == 3
@@ -348,17 +335,13 @@ async def test_admin_compact_runs_a_round_now_and_refuses_an_age_the_settings_re
     pool: asyncpg.Pool, own_database: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (raw,) = await new_streams(pool, "raw")
-    await pool.execute(
-        "INSERT INTO cluster.raw_points SELECT $1, $2::timestamptz + i * interval '60 s', 1"
-        " FROM generate_series(0, 99) i",
-        raw,
-        midnight(4),
-    )
+    first = int(midnight(4).timestamp())
+    await seeding.write_points(pool, raw, [(first + 60 * i, 1) for i in range(100)])
     settings = Settings(
         database=DatabaseSettings(url=own_database), compaction=CompactionSettings(after_days=7)
     )
     # The settings' age (7 days) leaves a day 4 days old alone.
-    assert await run_admin_async(settings, "compact") == {
+    assert await run_admin(settings, "compact") == {
         "older_than_days": 7,
         "days": 0,
         "points": 0,
@@ -386,11 +369,11 @@ async def test_admin_compact_runs_a_round_now_and_refuses_an_age_the_settings_re
     assert await pool.fetchval(ROW_TIER) == 0
     for bad in ("1", "0", "-3"):
         with pytest.raises(SystemExit):  # exit status 1, the reason on stderr
-            await run_admin_async(settings, "compact", "--older-than", bad)
+            await run_admin(settings, "compact", "--older-than", bad)
         assert "--older-than must be at least 2" in capsys.readouterr().err
     off = Settings(database=settings.database, compaction=CompactionSettings(after_days=0))
     with pytest.raises(SystemExit):
-        await run_admin_async(off, "compact")
+        await run_admin(off, "compact")
     assert "compaction is off" in capsys.readouterr().err
 
 

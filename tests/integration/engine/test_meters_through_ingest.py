@@ -66,7 +66,7 @@ async def platform(settings: Settings, mqtt_url: str) -> AsyncIterator[Platform]
     """The platform of tests/conftest.py, but a CoAP meter may post an hour of readings at once:
     the test replays within seconds what the meter sent over an hour (60 a minute at most)."""
     s = platform_settings(settings, mqtt_url, coap_requests_per_minute=60_000, coap_burst=1_000)
-    async with platform_in_loop(with_cluster(s)) as served:
+    async with platform_in_loop(await with_cluster(s)) as served:
         yield served
 
 

@@ -19,7 +19,8 @@ from tests.support.admin import answer
 from tests.support.data import T0
 from tests.support.engine import Feed, NewFeed, api_buckets, process
 
-# What an analyst might run, bypassing every entry's bound: a point the integral overflows on
+# What an analyst might run, bypassing every entry's bound (so not seeding.write_points, whose
+# store would take it too, but no decoder would): a point the integral overflows on
 # (1e308 W x seconds > 1.8e308, the largest float8), with no queue entry of its own.
 POISON = (
     "INSERT INTO cluster.raw_points (stream_id, ts, value) VALUES ($1, to_timestamp($2), 1e308)"

@@ -41,13 +41,8 @@ async def test_the_range_functions_equal_their_views_filtered_on_time_over_both_
     start = PRAGUE_DST_END - timedelta(days=3)
     now = datetime.now(UTC).replace(second=0, microsecond=0)
     now -= timedelta(minutes=now.minute % 15)  # on the grid
-    await pool.execute(
-        "INSERT INTO cluster.raw_points SELECT $1, t, extract(epoch FROM t) / 900 % 97"
-        " FROM generate_series($2::timestamptz, $3, interval '15 minutes') t",
-        raw,
-        start,
-        now,
-    )
+    grid = range(int(start.timestamp()), int(now.timestamp()) + 1, 900)
+    await seeding.write_points(pool, raw, [(t, t // 900 % 97) for t in grid])
     await pool.execute(
         "INSERT INTO cluster.processed_points SELECT $1, t, 0.5 FROM"
         " generate_series($2::timestamptz, $3, interval '15 minutes') t",

@@ -2,6 +2,8 @@
 that a customer is still owed. Runs on a database of its own: dropping old chunks of the shared
 test database would take other tests' points with them."""
 
+import time
+
 import asyncpg
 
 from energy_platform import seeding
@@ -18,10 +20,9 @@ async def test_points_older_than_their_age_go_and_younger_ones_stay(pool: asyncp
         owner = await seeding.add_user(conn, "retention")
         feed = await seeding.add_feed(conn, owner.id, "A0000000000000F1")
         stream = await seeding.raw_stream(conn, feed, 1, 1)
-    for age in ("40 days", "20 days", "9 days", "1 hour"):
-        await pool.execute(
-            "INSERT INTO cluster.raw_points VALUES ($1, now() - $2::text::interval, 1)", stream, age
-        )
+    now = int(time.time())
+    for age in (40 * 86_400, 20 * 86_400, 9 * 86_400, 3600):  # 40, 20 and 9 days, an hour
+        await seeding.write_points(pool, stream, [(now - age, 1)])
 
     await enforce(pool, RetentionSettings(raw_days=10))
 

@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from energy_platform.core.settings import Settings
-from tests.support.admin import run_admin_async
+from tests.support.admin import run_admin
 from tests.support.forwarder import NewCustomer, configure, grant
 from tests.support.provisioning import new_sn
 
@@ -190,9 +190,9 @@ async def test_a_registered_homebase_leaves_the_data_api_and_comes_back(
     from energy_platform.core.http.server import HttpService
     from tests.support.services import free_port, running
 
-    user = await run_admin_async(settings, "users", "add", f"fw-{new_sn()}")
+    user = await run_admin(settings, "users", "add", f"fw-{new_sn()}")
     sn = new_sn()
-    feed = await run_admin_async(
+    feed = await run_admin(
         settings, "feeds", "add", "--owner", user["id"], "--homebase", sn,
         "--title", "Forwarded home", "--timezone", "Europe/Prague",
     )  # fmt: skip
@@ -220,18 +220,18 @@ async def test_a_registered_homebase_leaves_the_data_api_and_comes_back(
 async def test_admin_adds_a_customer_whose_token_works_and_is_never_listed(
     api: str, settings: Settings, db: asyncpg.Connection
 ) -> None:
-    added = await run_admin_async(settings, "customers", "add", f"cli-{new_sn()}")
+    added = await run_admin(settings, "customers", "add", f"cli-{new_sn()}")
     try:
         async with httpx.AsyncClient(
             base_url=api, headers={"Authorization": f"Bearer {added['token']}"}
         ) as client:
             assert (await client.get("/register")).json() == {"registered": []}
-        listed = await run_admin_async(settings, "customers", "list")
+        listed = await run_admin(settings, "customers", "list")
         mine = [c for c in listed if c["id"] == added["id"]]
         assert len(mine) == 1
         assert "token" not in mine[0]
         assert added["token"] not in str(listed)
         with pytest.raises(SystemExit):
-            await run_admin_async(settings, "customers", "add", added["name"])
+            await run_admin(settings, "customers", "add", added["name"])
     finally:
         await db.execute("DELETE FROM forwarder.customers WHERE id = $1", int(added["id"]))

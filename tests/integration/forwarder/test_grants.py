@@ -8,14 +8,14 @@ import httpx
 import pytest
 
 from energy_platform.core.settings import Settings
-from tests.support.admin import run_admin_async
+from tests.support.admin import run_admin
 from tests.support.provisioning import new_sn
 
 
 async def test_403_until_granted_then_201_and_revoke_ends_the_registration(
     api: str, settings: Settings, db: asyncpg.Connection
 ) -> None:
-    added = await run_admin_async(settings, "customers", "add", f"grants-{new_sn()}")
+    added = await run_admin(settings, "customers", "add", f"grants-{new_sn()}")
     sn, other = new_sn(), new_sn()
     headers = {"Authorization": f"Bearer {added['token']}"}
     try:
@@ -27,18 +27,16 @@ async def test_403_until_granted_then_201_and_revoke_ends_the_registration(
             assert sn in refused.json()["detail"]
             assert (await client.get("/register")).json() == {"registered": []}
 
-            granted = await run_admin_async(
-                settings, "customers", "grant", added["name"], sn, other
-            )
+            granted = await run_admin(settings, "customers", "grant", added["name"], sn, other)
             assert granted == {"customer": added["id"], "granted": sorted([sn, other])}
-            listed = await run_admin_async(settings, "customers", "list")
+            listed = await run_admin(settings, "customers", "list")
             (mine,) = [c for c in listed if c["id"] == added["id"]]
             assert mine["granted"] == sorted([sn, other])
 
             assert (await client.post(f"/register/{sn}")).status_code == 201
             assert (await client.get("/register")).json() == {"registered": [sn]}
 
-            revoked = await run_admin_async(settings, "customers", "revoke", added["id"], sn)
+            revoked = await run_admin(settings, "customers", "revoke", added["id"], sn)
             assert revoked == {"customer": added["id"], "revoked": [sn], "unregistered": [sn]}
             assert (await client.get("/register")).json() == {"registered": []}
             assert (await client.post(f"/register/{sn}")).status_code == 403
@@ -64,15 +62,15 @@ async def test_grant_refuses_unknown_customers_and_bad_serials(
     settings: Settings, args: tuple[str, str]
 ) -> None:
     with pytest.raises(SystemExit):
-        await run_admin_async(settings, "customers", "grant", *args)
+        await run_admin(settings, "customers", "grant", *args)
 
 
 async def test_a_customer_token_rotates_and_a_deleted_customer_ends_its_registrations(
     api: str, settings: Settings, db: asyncpg.Connection
 ) -> None:
-    added = await run_admin_async(settings, "customers", "add", f"rotating-{new_sn()}")
+    added = await run_admin(settings, "customers", "add", f"rotating-{new_sn()}")
     sn = new_sn()
-    await run_admin_async(settings, "customers", "grant", added["id"], sn)
+    await run_admin(settings, "customers", "grant", added["id"], sn)
 
     async def status(token: str) -> int:
         headers = {"Authorization": f"Bearer {token}"}
@@ -84,17 +82,17 @@ async def test_a_customer_token_rotates_and_a_deleted_customer_ends_its_registra
     ) as client:
         assert (await client.post(f"/register/{sn}")).status_code == 201
 
-    rotated = await run_admin_async(settings, "customers", "token", added["name"])
+    rotated = await run_admin(settings, "customers", "token", added["name"])
     assert rotated["id"] == added["id"]
     assert rotated["token"] != added["token"]
     assert await status(added["token"]) == 401  # at once
     assert await status(rotated["token"]) == 200
-    revoked = await run_admin_async(settings, "customers", "token", added["id"], "--revoke")
+    revoked = await run_admin(settings, "customers", "token", added["id"], "--revoke")
     assert revoked["revoked"] is True
     assert "token" not in revoked
     assert await status(rotated["token"]) == 401
 
-    deleted = await run_admin_async(settings, "customers", "delete", added["id"])
+    deleted = await run_admin(settings, "customers", "delete", added["id"])
     assert deleted == {
         "id": added["id"],
         "name": added["name"],
@@ -113,4 +111,4 @@ async def test_a_customer_token_rotates_and_a_deleted_customer_ends_its_registra
             == 0
         )
     with pytest.raises(SystemExit):  # "no customer ...", exit status 1
-        await run_admin_async(settings, "customers", "delete", added["id"])
+        await run_admin(settings, "customers", "delete", added["id"])

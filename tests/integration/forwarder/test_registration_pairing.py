@@ -17,7 +17,7 @@ from energy_platform.core.errors import ConfigurationError
 from energy_platform.core.http.server import HttpService
 from energy_platform.devices.simulator.homebase import SimulatedHomebase, homebase_client
 from energy_platform.forwarder.http import app as forwarder
-from tests.support.admin import run_admin_async
+from tests.support.admin import run_admin
 from tests.support.forwarder import Customer, NewCustomer, grant, loopback_allowed
 from tests.support.platform import Platform, add_feed, publish_as
 from tests.support.provisioning import add_cluster, add_homebase
@@ -69,7 +69,7 @@ async def call(api: str, customer: Customer, method: str, sn: str) -> httpx.Resp
 async def test_registering_a_granted_homebase_pairs_it_and_its_data_reaches_the_forwarder(
     platform: Platform, cluster_api: str, db: asyncpg.Connection, new_customer: NewCustomer
 ) -> None:
-    sn = add_homebase(platform.settings)
+    sn = await add_homebase(platform.settings)
     customer = await new_customer()
     await grant(db, customer, sn)
     async with httpx.AsyncClient() as http:
@@ -107,7 +107,7 @@ async def test_registering_a_granted_homebase_pairs_it_and_its_data_reaches_the_
 async def test_a_homebase_with_a_feed_stays_paired_whatever_the_registration_does(
     platform: Platform, cluster_api: str, db: asyncpg.Connection, new_customer: NewCustomer
 ) -> None:
-    sn = add_homebase(platform.settings)
+    sn = await add_homebase(platform.settings)
     feed = await add_feed(platform, sn)
     secret = await secret_of(platform, sn)
     customer = await new_customer()
@@ -119,7 +119,7 @@ async def test_a_homebase_with_a_feed_stays_paired_whatever_the_registration_doe
 
     # The other way round: the feed goes while the registration holds the homebase.
     assert (await call(cluster_api, customer, "POST", sn)).status_code == 201
-    deleted = await run_admin_async(platform.settings, "feeds", "delete", feed["id"])
+    deleted = await run_admin(platform.settings, "feeds", "delete", feed["id"])
     assert deleted == {"deleted": feed["id"], "homebase": sn, "unpaired": False}
     assert await pairing(platform, sn) == (True, True)
     assert await can_log_in(platform, sn, secret)
@@ -131,8 +131,8 @@ async def test_a_homebase_with_a_feed_stays_paired_whatever_the_registration_doe
 async def test_a_homebase_paired_with_another_cluster_is_not_registered(
     platform: Platform, cluster_api: str, db: asyncpg.Connection, new_customer: NewCustomer
 ) -> None:
-    sn = add_homebase(platform.settings)
-    other = add_cluster(platform.settings, "another cluster")
+    sn = await add_homebase(platform.settings)
+    other = await add_cluster(platform.settings, "another cluster")
     async with httpx.AsyncClient(base_url=platform.provisioning + "/api") as http:
         await http.post(f"/device/{sn}/pair/", headers={"X-SvcClusterAuth": other.secret})
     customer = await new_customer()
@@ -151,14 +151,14 @@ async def test_a_homebase_paired_with_another_cluster_is_not_registered(
 async def test_revoking_a_grant_unpairs_what_the_registration_paired(
     platform: Platform, cluster_api: str, db: asyncpg.Connection
 ) -> None:
-    sn = add_homebase(platform.settings)
-    customer = await run_admin_async(platform.settings, "customers", "add", f"revoke-{sn}")
-    await run_admin_async(platform.settings, "customers", "grant", customer["id"], sn)
+    sn = await add_homebase(platform.settings)
+    customer = await run_admin(platform.settings, "customers", "add", f"revoke-{sn}")
+    await run_admin(platform.settings, "customers", "grant", customer["id"], sn)
     c = Customer(int(customer["id"]), customer["token"])
     assert (await call(cluster_api, c, "POST", sn)).status_code == 201
     secret = await secret_of(platform, sn)
 
-    revoked = await run_admin_async(platform.settings, "customers", "revoke", customer["id"], sn)
+    revoked = await run_admin(platform.settings, "customers", "revoke", customer["id"], sn)
 
     assert revoked["unregistered"] == [sn]
     assert await pairing(platform, sn) == (False, False)

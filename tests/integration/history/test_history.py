@@ -12,6 +12,7 @@ import asyncpg
 import httpx
 import pytest
 
+from energy_platform import seeding
 from energy_platform.core.settings import RetentionSettings
 from energy_platform.engine.retention import enforce
 from tests.support.admin import admin_process as admin
@@ -321,9 +322,7 @@ async def test_an_import_meeting_a_devices_point_written_meanwhile_compares_it(
         # The device's point is written but not committed when the import looks.
         writing = device.transaction()
         await writing.start()
-        await device.execute(
-            "INSERT INTO cluster.raw_points VALUES ($1, to_timestamp($2), 7)", stream, JAN_2
-        )
+        await seeding.write_points(device, stream, [(JAN_2, 7)])
         pid = importer.get_server_pid()
         importing = asyncio.create_task(
             importer.fetchrow(

@@ -18,7 +18,7 @@ from energy_platform.core.codec.format_v4 import HomebaseRecord
 from energy_platform.core.settings import LiveSettings, Settings
 from energy_platform.devices.simulator.homebase import data_topic, homebase_client
 from energy_platform.live.hub import APPLICATION_NAME
-from tests.support.admin import run_admin_async
+from tests.support.admin import run_admin
 from tests.support.engine import process
 from tests.support.forwarder import NO_CUSTOMER
 from tests.support.live import Home, SlowClient, SseEvent, live, points_of, stored
@@ -40,7 +40,7 @@ async def platform(settings: Settings, mqtt_url: str) -> AsyncIterator[Platform]
     """The platform with small live buffers and a keepalive every half second."""
     s = platform_settings(settings, mqtt_url)
     s = msgspec.structs.replace(s, live=LiveSettings(keepalive_s=0.5, client_buffer_bytes=BUFFER))
-    async with platform_in_loop(with_cluster(s)) as served:
+    async with platform_in_loop(await with_cluster(s)) as served:
         yield served
 
 
@@ -306,7 +306,7 @@ async def test_a_forwarder_registration_ends_the_stream(
 async def test_another_users_feed_and_bad_requests_are_refused(
     platform: Platform, home: Home
 ) -> None:
-    other = await run_admin_async(platform.settings, "users", "add", f"neighbour-{home.sn[-6:]}")
+    other = await run_admin(platform.settings, "users", "add", f"neighbour-{home.sn[-6:]}")
     async with httpx.AsyncClient(base_url=platform.api, timeout=10) as http:
 
         async def status(path: str, token: str = platform.user_token, **headers: str) -> int:

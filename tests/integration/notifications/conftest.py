@@ -10,7 +10,7 @@ import pytest
 
 from energy_platform.core.settings import NotificationsSettings, Settings
 from energy_platform.services import build_services
-from tests.support.admin import run_admin_async
+from tests.support.admin import run_admin
 from tests.support.platform import Platform, platform_settings, with_cluster
 from tests.support.services import running
 
@@ -20,14 +20,14 @@ SILENT_AFTER = 2
 
 @pytest.fixture(scope="module")
 async def platform(settings: Settings, mqtt_url: str) -> AsyncIterator[Platform]:
-    s = with_cluster(platform_settings(settings, mqtt_url))
+    s = await with_cluster(platform_settings(settings, mqtt_url))
     s = msgspec.structs.replace(
         s,
         notifications=NotificationsSettings(
             interval=0.2, offline_after=OFFLINE_AFTER, silent_after=SILENT_AFTER, unusual_settle=0
         ),
     )
-    user = await run_admin_async(s, "users", "add", f"notified-{secrets.token_hex(3)}")
+    user = await run_admin(s, "users", "add", f"notified-{secrets.token_hex(3)}")
     api = f"http://127.0.0.1:{s.http.api_port}"
     services = build_services(["api", "provisioning", "ingest", "engine"], s)
     ready = (api + "/healthz", s.cluster.provisioning_url + "/healthz")

@@ -23,7 +23,7 @@ from energy_platform.devices.simulator.homebase import (
     homebase_client,
 )
 from energy_platform.seeding import processed_stream
-from tests.support.admin import run_admin_async
+from tests.support.admin import run_admin
 from tests.support.forwarder import NO_CUSTOMER
 from tests.support.platform import Platform, add_feed, paired_homebase
 from tests.support.scrape import scrape, value
@@ -96,16 +96,14 @@ async def kept_alive(
 async def own_user(platform: Platform, name: str) -> Platform:
     """The platform as a new user of its own sees it: the other tests count the notifications
     of the module's user."""
-    user = await run_admin_async(
-        platform.settings, "users", "add", f"{name}-{secrets.token_hex(3)}"
-    )
+    user = await run_admin(platform.settings, "users", "add", f"{name}-{secrets.token_hex(3)}")
     return msgspec.structs.replace(platform, user_token=user["token"], user_id=user["id"])
 
 
 async def unpaired_homebase(platform: Platform) -> str:
     """A new homebase known to provisioning (``admin homebases add``), not yet paired."""
     sn = secrets.token_hex(8).upper()
-    await run_admin_async(
+    await run_admin(
         platform.settings,
         "homebases",
         "add",
@@ -165,7 +163,7 @@ async def test_an_offline_homebase_is_told_once_and_again_when_it_is_back(
 async def test_a_power_change_over_coap_names_the_phases(platform: Platform) -> None:
     sn = secrets.token_hex(8).upper()
     s = platform.settings
-    await run_admin_async(
+    await run_admin(
         s, "coap-devices", "add", sn, "--data-server", f"127.0.0.1:{s.devices.coap_port}"
     )
     await add_feed(platform, sn, title="Meter <b>&</b>", pair=False)
@@ -227,10 +225,10 @@ async def test_a_subscription_ending_within_seven_days_is_told(platform: Platfor
     # The feed of this homebase was added with a year's subscription: give it a short one.
     other = secrets.token_hex(8).upper()
     s = platform.settings
-    await run_admin_async(
+    await run_admin(
         s, "homebases", "add", other, "--partner", "x", "--type", "HB", "--generation", "6"
     )
-    await run_admin_async(
+    await run_admin(
         s,
         "feeds",
         "add",
@@ -271,10 +269,10 @@ async def test_a_changed_subscription_end_re_arms_its_notice(
         return time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(time.time() + days * 86_400))
 
     sn = secrets.token_hex(8).upper()
-    await run_admin_async(
+    await run_admin(
         s, "homebases", "add", sn, "--partner", "x", "--type", "HB", "--generation", "6"
     )
-    feed = await run_admin_async(
+    feed = await run_admin(
         s, "feeds", "add", "--owner", platform.user_id, "--homebase", sn, "--title",
         "Renewed", "--timezone", "UTC", "--subscription-to", in_days(3),
     )  # fmt: skip
@@ -300,7 +298,7 @@ async def test_a_changed_subscription_end_re_arms_its_notice(
 
     await eventually(lambda: count(1))
     # Extended by two months: the notice is closed, and no new one comes yet.
-    extended = await run_admin_async(s, "feeds", "subscription", feed["id"], "--to", in_days(60))
+    extended = await run_admin(s, "feeds", "subscription", feed["id"], "--to", in_days(60))
     assert extended["subscription"]["to"].startswith(in_days(60)[:10])
 
     async def closed() -> bool:
@@ -309,7 +307,7 @@ async def test_a_changed_subscription_end_re_arms_its_notice(
     await eventually(closed)
     assert await count(1)
     # Shortened to two days: told again, about the new end.
-    await run_admin_async(s, "feeds", "subscription", feed["id"], "--to", in_days(2))
+    await run_admin(s, "feeds", "subscription", feed["id"], "--to", in_days(2))
     await eventually(lambda: count(2))
     assert in_days(2)[:10] in (await notices())[0]["content"]
 
@@ -384,7 +382,7 @@ async def test_no_rule_speaks_of_a_feed_while_it_is_registered_with_the_forwarde
                     " VALUES (%s, %s)",
                     (sn, NO_CUSTOMER),
                 )
-        feed = await run_admin_async(
+        feed = await run_admin(
             s,
             "feeds",
             "add",
@@ -508,7 +506,7 @@ async def test_a_feed_whose_data_fails_a_rule_is_parked_while_the_others_are_tol
         return await unusual_days() == set(titles)
 
     async def parked() -> list[dict[str, Any]]:
-        listed = await run_admin_async(s, "notifications", "parked")
+        listed = await run_admin(s, "notifications", "parked")
         return [p for p in listed if p["feed"] in {str(poisoned), str(greedy)}]
 
     await eventually(lambda: told("Greedy beside it"))
@@ -540,7 +538,7 @@ async def test_a_feed_whose_data_fails_a_rule_is_parked_while_the_others_are_tol
             " WHERE t.id = p.stream_id AND t.feed_id = $1 AND p.value = 1e308",
             poisoned,
         )
-    retried = await run_admin_async(s, "notifications", "retry", str(poisoned))
+    retried = await run_admin(s, "notifications", "retry", str(poisoned))
     assert retried == {"feed": str(poisoned), "retried": ["unusual_consumption"]}
     await eventually(lambda: told("Greedy beside it", "Poisoned"))
     assert await parked() == []

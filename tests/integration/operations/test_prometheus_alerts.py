@@ -26,7 +26,7 @@ import yaml
 from energy_platform.core.settings import Settings
 from energy_platform.devices.simulator.homebase import SimulatedHomebase
 from energy_platform.services import build_services
-from tests.support.admin import run_admin_async
+from tests.support.admin import run_admin
 from tests.support.platform import (
     Platform,
     paired_homebase,
@@ -112,10 +112,10 @@ async def alert_state(prometheus: str, name: str) -> str:
 async def test_ingest_silent_goes_pending_when_ingest_stops_consuming(
     settings: Settings, mqtt_url: str, workdir: Path
 ) -> None:
-    s = with_cluster(platform_settings(settings, mqtt_url))
+    s = await with_cluster(platform_settings(settings, mqtt_url))
     api = f"http://127.0.0.1:{s.http.api_port}"
     provisioning = s.cluster.provisioning_url
-    user = await run_admin_async(s, "users", "add", f"alerts-{secrets.token_hex(3)}")
+    user = await run_admin(s, "users", "add", f"alerts-{secrets.token_hex(3)}")
     ingest = start_ingest(s)
     prometheus = None
     try:

@@ -34,7 +34,7 @@ from energy_platform.devices.simulator.homebase import (
     homebase_client,
 )
 from energy_platform.services import build_services
-from tests.support.admin import run_admin_async
+from tests.support.admin import run_admin
 from tests.support.databases import create_session_database
 from tests.support.pgcluster import DrillCluster
 from tests.support.platform import platform_settings
@@ -103,7 +103,7 @@ async def test_restore_to_a_noted_time_keeps_what_was_committed_before_it(
     base = platform_settings(settings, mqtt_url)
     p = msgspec.structs.replace(base, database=DatabaseSettings(url=provisioning_db))
     provisioning = f"http://127.0.0.1:{p.http.provisioning_port}"
-    cluster = add_cluster(p, "drill")
+    cluster = await add_cluster(p, "drill")
     c = msgspec.structs.replace(
         base,
         database=DatabaseSettings(url=cluster_db),
@@ -115,12 +115,12 @@ async def test_restore_to_a_noted_time_keeps_what_was_committed_before_it(
     def services() -> list[Service]:
         return [*build_services(["provisioning"], p), *build_services(["api", "ingest"], c)]
 
-    sn = add_homebase(p)
+    sn = await add_homebase(p)
     t0 = int(time.time()) - 3600
     before, after = list(range(t0, t0 + 600)), list(range(t0 + 600, t0 + 1200))
     async with running(*services(), ready_urls=(api + "/healthz", provisioning + "/healthz")):
-        user = await run_admin_async(c, "users", "add", "drill")
-        feed = await run_admin_async(
+        user = await run_admin(c, "users", "add", "drill")
+        feed = await run_admin(
             c, "feeds", "add", "--owner", user["id"], "--homebase", sn,
             "--title", "Drill", "--timezone", "UTC",
         )  # fmt: skip
@@ -141,7 +141,7 @@ async def test_restore_to_a_noted_time_keeps_what_was_committed_before_it(
 
         await publish(c, homebase, after)
         await eventually(lambda: _count_is(cluster_db, sn, after, RAW_POINTS_PER_TIME * len(after)))
-        await run_admin_async(c, "feeds", "delete", str(feed["id"]))  # the mistake
+        await run_admin(c, "feeds", "delete", str(feed["id"]))  # the mistake
         assert await raw_points(cluster_db, sn, before[0], after[-1]) == 0
         async with httpx.AsyncClient() as http:
             assert (await http.get(f"{provisioning}/api/device/{sn}/boot/")).status_code == 409
@@ -166,7 +166,7 @@ async def test_restore_to_a_noted_time_keeps_what_was_committed_before_it(
             boot = await http.get(f"{provisioning}/api/device/{sn}/boot/")
         assert boot.status_code == 200, boot.text  # paired with this cluster again
         # The broker is not restored: the account the unpairing removed is given back.
-        await run_admin_async(c, "broker-accounts", "sync")
+        await run_admin(c, "broker-accounts", "sync")
         late = [after[-1] + 1 + k for k in range(10)]
         await publish(c, homebase, late)
         await eventually(lambda: _count_is(cluster_db, sn, late, RAW_POINTS_PER_TIME * len(late)))

@@ -19,7 +19,7 @@ from energy_platform.devices.simulator.homebase import (
 )
 from energy_platform.pairing.broker_accounts import broker_accounts
 from energy_platform.pairing.pairings import account_reconciliation
-from tests.support.admin import run_admin_async
+from tests.support.admin import run_admin
 from tests.support.platform import Platform, paired_homebase, publish_as
 from tests.support.provisioning import add_homebase
 from tests.support.services import eventually, running
@@ -120,7 +120,7 @@ async def test_unpairing_removes_the_homebase_account(either_broker: Platform) -
     sn, secret, feed = await paired_homebase(platform)
     async with homebase_client(platform.settings.mqtt, sn, secret):
         pass  # it logs in while paired
-    await run_admin_async(platform.settings, "feeds", "delete", str(feed))
+    await run_admin(platform.settings, "feeds", "delete", str(feed))
     with pytest.raises(aiomqtt.MqttError):
         async with homebase_client(platform.settings.mqtt, sn, secret):
             pass
@@ -148,25 +148,25 @@ async def test_sync_puts_accounts_in_step_with_this_clusters_pairings_both_ways(
 ) -> None:
     platform = either_broker
     s = platform.settings
-    unaccounted = add_homebase(s)
+    unaccounted = await add_homebase(s)
     secret = await pair_directly(platform, unaccounted)
-    stale, stale_secret = add_homebase(s), secrets.token_bytes(256)
+    stale, stale_secret = await add_homebase(s), secrets.token_bytes(256)
     await broker_accounts(s.mqtt).give(stale, stale_secret)  # an account, but no pairing here
     # Another cluster's homebase on the same broker (its own topic prefix) is not this
     # cluster's to remove.
     elsewhere = msgspec.structs.replace(s.mqtt, topic_prefix=f"other-{secrets.token_hex(3)}/")
-    foreign, foreign_secret = add_homebase(s), secrets.token_bytes(256)
+    foreign, foreign_secret = await add_homebase(s), secrets.token_bytes(256)
     await broker_accounts(elsewhere).give(foreign, foreign_secret)
     assert not await logs_in(s.mqtt, unaccounted, secret)
 
-    done = await run_admin_async(s, "broker-accounts", "sync")
+    done = await run_admin(s, "broker-accounts", "sync")
 
     assert unaccounted in done["given"]
     assert done["removed"] == [stale]
     assert await logs_in(s.mqtt, unaccounted, secret)
     assert not await logs_in(s.mqtt, stale, stale_secret)
     assert await logs_in(elsewhere, foreign, foreign_secret)
-    again = await run_admin_async(s, "broker-accounts", "sync")
+    again = await run_admin(s, "broker-accounts", "sync")
     assert (again["given"], again["removed"]) == ([], [])  # in step: nothing to do
     await broker_accounts(elsewhere).remove(foreign)
 
@@ -174,7 +174,7 @@ async def test_sync_puts_accounts_in_step_with_this_clusters_pairings_both_ways(
 async def test_the_engine_reconciles_accounts_on_its_own(platform: Platform) -> None:
     cluster = msgspec.structs.replace(platform.settings.cluster, accounts_sync_interval=0.2)
     s = msgspec.structs.replace(platform.settings, cluster=cluster)
-    sn = add_homebase(s)
+    sn = await add_homebase(s)
     async with running(*account_reconciliation(s)):
         secret = await pair_directly(platform, sn)
         await eventually(lambda: logs_in(s.mqtt, sn, secret), within=60)
@@ -185,7 +185,7 @@ async def test_sync_without_the_cluster_secret_says_what_to_set(
 ) -> None:
     cluster = msgspec.structs.replace(platform.settings.cluster, secret="")
     with pytest.raises(SystemExit):
-        await run_admin_async(
+        await run_admin(
             msgspec.structs.replace(platform.settings, cluster=cluster), "broker-accounts", "sync"
         )
     assert "EP_CLUSTER_SECRET is not set" in capsys.readouterr().err

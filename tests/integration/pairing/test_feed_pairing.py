@@ -1,5 +1,7 @@
 """Adding a feed is the customer registering a serial number: the cluster pairs the homebase."""
 
+import time
+
 import asyncpg
 import httpx
 import msgspec
@@ -7,13 +9,13 @@ import psycopg
 import pytest
 
 from energy_platform import seeding
-from tests.support.admin import run_admin_async
+from tests.support.admin import run_admin
 from tests.support.platform import Platform, add_feed
 from tests.support.provisioning import add_cluster, add_homebase
 
 
 async def test_adding_a_feed_pairs_the_homebase_with_this_cluster(platform: Platform) -> None:
-    sn = add_homebase(platform.settings)
+    sn = await add_homebase(platform.settings)
     await add_feed(platform, sn, title="Pairing", timezone="UTC")
     auth = {"X-SvcClusterAuth": platform.settings.cluster.secret}
     async with httpx.AsyncClient(base_url=platform.provisioning + "/api", headers=auth) as http:
@@ -24,8 +26,8 @@ async def test_adding_a_feed_pairs_the_homebase_with_this_cluster(platform: Plat
 async def test_a_homebase_paired_elsewhere_gets_no_feed(
     platform: Platform, database_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    sn = add_homebase(platform.settings)
-    other = add_cluster(platform.settings, "another cluster")
+    sn = await add_homebase(platform.settings)
+    other = await add_cluster(platform.settings, "another cluster")
     async with httpx.AsyncClient(base_url=platform.provisioning + "/api") as http:
         await http.post(f"/device/{sn}/pair/", headers={"X-SvcClusterAuth": other.secret})
     with pytest.raises(SystemExit) as exit_:
@@ -42,13 +44,13 @@ async def test_a_homebase_paired_elsewhere_gets_no_feed(
 async def test_deleting_a_feed_removes_its_data_and_unpairs_the_homebase(
     platform: Platform, database_url: str, db: asyncpg.Connection
 ) -> None:
-    sn = add_homebase(platform.settings)
+    sn = await add_homebase(platform.settings)
     feed = await add_feed(platform, sn, title="Pairing", timezone="UTC")
     assert isinstance(feed, dict)
     stream = await seeding.raw_stream(db, int(feed["id"]), 1, 1, device=3)
-    await db.execute("INSERT INTO cluster.raw_points VALUES ($1, now(), 1)", stream)
+    await seeding.write_points(db, stream, [(int(time.time()), 1)])
 
-    deleted = await run_admin_async(platform.settings, "feeds", "delete", feed["id"])
+    deleted = await run_admin(platform.settings, "feeds", "delete", feed["id"])
 
     auth = {"X-SvcClusterAuth": platform.settings.cluster.secret}
     async with httpx.AsyncClient(base_url=platform.provisioning + "/api", headers=auth) as http:
@@ -67,12 +69,12 @@ async def test_deleting_a_feed_removes_its_data_and_unpairs_the_homebase(
 async def test_pairing_without_the_accounts_setting_says_what_to_set_and_changes_nothing(
     platform: Platform, database_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    sn = add_homebase(platform.settings)
+    sn = await add_homebase(platform.settings)
     # The cluster would pair the homebase but could not give it a broker account.
     mqtt = msgspec.structs.replace(platform.settings.mqtt, accounts_url="")
     without = msgspec.structs.replace(platform.settings, mqtt=mqtt)
     with pytest.raises(SystemExit) as exit_:
-        await run_admin_async(
+        await run_admin(
             without, "feeds", "add", "--owner", platform.user_id, "--homebase", sn,
             "--title", "No account", "--timezone", "UTC",
         )  # fmt: skip

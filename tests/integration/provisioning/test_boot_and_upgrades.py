@@ -20,19 +20,19 @@ from tests.support.admin import run_admin
 from tests.support.provisioning import Stack, add_cluster, add_homebase, homebase_row
 
 
-def upload(stack: Stack, tmp_path: Path, size: int, component: str = "avr") -> dict[str, Any]:
+async def upload(stack: Stack, tmp_path: Path, size: int, component: str = "avr") -> dict[str, Any]:
     image = tmp_path / "image.bin"
     image.write_bytes(os.urandom(size))
     version = f"9.{secrets.randbelow(10**6)}"
-    return run_admin(  # type: ignore[no-any-return]
+    return await run_admin(  # type: ignore[no-any-return]
         stack.settings, "firmware", "upload", str(image), "--component", component,
         "--version", version, "--tag", "beta",
     )  # fmt: skip
 
 
 async def paired_homebase(stack: Stack, generation: int) -> str:
-    cluster = add_cluster(stack.settings)
-    sn = add_homebase(stack.settings, generation)
+    cluster = await add_cluster(stack.settings)
+    sn = await add_homebase(stack.settings, generation)
     async with httpx.AsyncClient() as http:
         response = await http.post(f"{stack.base}/device/{sn}/pair/", headers=cluster.auth)
     assert response.status_code == 200
@@ -50,7 +50,7 @@ def tftp_download(stack: Stack, name: str, options: dict[str, int]) -> tuple[byt
 async def test_boot_of_an_unpaired_homebase_is_409_but_counts_as_a_heartbeat(
     stack: Stack, http: httpx.AsyncClient, sync_db: psycopg.Connection
 ) -> None:
-    sn = add_homebase(stack.settings)
+    sn = await add_homebase(stack.settings)
     response = await http.get(f"{stack.base}/device/{sn}/boot/", params={"avr": "1.0"})
 
     assert response.status_code == 409
@@ -84,8 +84,8 @@ async def test_generation_6_downloads_its_upgrade_over_http_and_a_boot_with_it_c
     stack: Stack, http: httpx.AsyncClient, sync_db: psycopg.Connection, tmp_path: Path
 ) -> None:
     sn = await paired_homebase(stack, 6)
-    image = upload(stack, tmp_path, 300_000)
-    prepared = run_admin(
+    image = await upload(stack, tmp_path, 300_000)
+    prepared = await run_admin(
         stack.settings, "upgrades", "prepare", sn, "--component", "avr", "--version",
         image["version"],
     )  # fmt: skip
@@ -124,8 +124,8 @@ async def test_generation_3_downloads_its_upgrade_over_tftp_byte_for_byte(
     stack: Stack, http: httpx.AsyncClient, tmp_path: Path
 ) -> None:
     sn = await paired_homebase(stack, 3)
-    image = upload(stack, tmp_path, 70_001, component="msp")
-    run_admin(
+    image = await upload(stack, tmp_path, 70_001, component="msp")
+    await run_admin(
         stack.settings, "upgrades", "prepare", sn, "--component", "msp", "--version",
         image["version"],
     )  # fmt: skip
@@ -157,8 +157,8 @@ async def test_upgrade_serves_the_prepared_binary_to_every_generation(
     stack: Stack, http: httpx.AsyncClient, tmp_path: Path, generation: int
 ) -> None:
     sn = await paired_homebase(stack, generation)
-    image = upload(stack, tmp_path, 5000)
-    run_admin(
+    image = await upload(stack, tmp_path, 5000)
+    await run_admin(
         stack.settings, "upgrades", "prepare", sn, "--component", "avr", "--version",
         image["version"],
     )  # fmt: skip
@@ -176,9 +176,9 @@ async def test_a_prepared_upgrade_wins_at_boot_even_before_pairing(
     tmp_path: Path,
     generation: int,
 ) -> None:
-    sn = add_homebase(stack.settings, generation)  # stock: not paired to any cluster
-    image = upload(stack, tmp_path, 1000)
-    run_admin(
+    sn = await add_homebase(stack.settings, generation)  # stock: not paired to any cluster
+    image = await upload(stack, tmp_path, 1000)
+    await run_admin(
         stack.settings, "upgrades", "prepare", sn, "--component", "avr", "--version",
         image["version"],
     )  # fmt: skip
@@ -207,12 +207,12 @@ async def test_tftp_serves_nothing_but_prepared_upgrades_and_accepts_no_uploads(
     stack: Stack, tmp_path: Path
 ) -> None:
     sn = await paired_homebase(stack, 0)
-    image = upload(stack, tmp_path, 1000)
-    run_admin(
+    image = await upload(stack, tmp_path, 1000)
+    await run_admin(
         stack.settings, "upgrades", "prepare", sn, "--component", "avr", "--version",
         image["version"],
     )  # fmt: skip
-    other = add_homebase(stack.settings, 6)
+    other = await add_homebase(stack.settings, 6)
     names = [
         f"{sn}/avr-0.0.bin",  # not the prepared version
         f"{other}/avr-{image['version']}.bin",  # not this homebase's upgrade
@@ -245,13 +245,13 @@ async def test_a_cancelled_upgrade_is_no_longer_offered(
     stack: Stack, http: httpx.AsyncClient, tmp_path: Path
 ) -> None:
     sn = await paired_homebase(stack, 6)
-    image = upload(stack, tmp_path, 10)
-    run_admin(
+    image = await upload(stack, tmp_path, 10)
+    await run_admin(
         stack.settings, "upgrades", "prepare", sn, "--component", "avr", "--version",
         image["version"],
     )  # fmt: skip
     before = await http.get(f"{stack.base}/device/{sn}/boot/")
-    cancelled = run_admin(stack.settings, "upgrades", "cancel", sn)
+    cancelled = await run_admin(stack.settings, "upgrades", "cancel", sn)
     after = await http.get(f"{stack.base}/device/{sn}/boot/")
 
     assert before.status_code == 202

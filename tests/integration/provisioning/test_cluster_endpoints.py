@@ -12,8 +12,8 @@ from tests.support.provisioning import Stack, add_cluster, add_homebase, new_sn
 async def test_a_cluster_lists_only_the_homebases_paired_to_it(
     stack: Stack, http: httpx.AsyncClient
 ) -> None:
-    mine, theirs = add_cluster(stack.settings, "mine"), add_cluster(stack.settings, "theirs")
-    a, b, c = (add_homebase(stack.settings) for _ in range(3))
+    mine, theirs = [await add_cluster(stack.settings, name) for name in ("mine", "theirs")]
+    a, b, c = [await add_homebase(stack.settings) for _ in range(3)]
     for sn, cluster in ((a, mine), (b, theirs), (c, mine)):
         assert (
             await http.post(f"{stack.base}/device/{sn}/pair/", headers=cluster.auth)
@@ -30,9 +30,9 @@ async def test_a_cluster_lists_only_the_homebases_paired_to_it(
 async def test_a_data_server_learns_whether_a_coap_device_is_its_own_and_nothing_more(
     stack: Stack, http: httpx.AsyncClient
 ) -> None:
-    cluster = add_cluster(stack.settings, "data server")
+    cluster = await add_cluster(stack.settings, "data server")
     sn = new_sn()
-    run_admin(stack.settings, "coap-devices", "add", sn, "--data-server", "127.0.0.1:5684")
+    await run_admin(stack.settings, "coap-devices", "add", sn, "--data-server", "127.0.0.1:5684")
     url = f"{stack.base}/coap-device/{sn}/assignment/"
 
     async def ask(address: str, port: int | str, sn_url: str = url) -> httpx.Response:

@@ -21,7 +21,7 @@ async def test_a_registered_device_gets_its_data_server_and_the_time(
     stack: Stack, coap: aiocoap.Context, sync_db: psycopg.Connection
 ) -> None:
     sn = new_sn()
-    run_admin(stack.settings, "coap-devices", "add", sn, "--data-server", "192.0.2.7:5683")
+    await run_admin(stack.settings, "coap-devices", "add", sn, "--data-server", "192.0.2.7:5683")
 
     response = await get(coap, stack, f"/config/{sn}")
 
@@ -42,8 +42,8 @@ async def test_a_moved_device_is_told_its_new_data_server(
     stack: Stack, coap: aiocoap.Context
 ) -> None:
     sn = new_sn()
-    run_admin(stack.settings, "coap-devices", "add", sn, "--data-server", "192.0.2.7:5683")
-    run_admin(stack.settings, "coap-devices", "add", sn, "--data-server", "192.0.2.8:15683")
+    await run_admin(stack.settings, "coap-devices", "add", sn, "--data-server", "192.0.2.7:5683")
+    await run_admin(stack.settings, "coap-devices", "add", sn, "--data-server", "192.0.2.8:15683")
 
     response = await get(coap, stack, f"/config/{sn}")
 

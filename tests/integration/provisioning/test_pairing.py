@@ -13,8 +13,8 @@ from tests.support.provisioning import Stack, add_cluster, add_homebase, homebas
 async def test_pairing_follows_the_state_table_row_by_row(
     stack: Stack, http: httpx.AsyncClient, sync_db: psycopg.Connection
 ) -> None:
-    first, second = add_cluster(stack.settings, "first"), add_cluster(stack.settings, "second")
-    sn = add_homebase(stack.settings)
+    first, second = [await add_cluster(stack.settings, name) for name in ("first", "second")]
+    sn = await add_homebase(stack.settings)
     url = f"{stack.base}/device/{sn}"
 
     # unpaired --POST pair/ by a cluster--> paired to that cluster, 200
@@ -66,8 +66,8 @@ async def test_pairing_follows_the_state_table_row_by_row(
 async def test_details_are_shown_to_the_paired_cluster_only(
     stack: Stack, http: httpx.AsyncClient, sync_db: psycopg.Connection
 ) -> None:
-    owner, other = add_cluster(stack.settings, "owner"), add_cluster(stack.settings, "other")
-    sn = add_homebase(stack.settings, generation=3)
+    owner, other = [await add_cluster(stack.settings, name) for name in ("owner", "other")]
+    sn = await add_homebase(stack.settings, generation=3)
     url = f"{stack.base}/device/{sn}/"
 
     unpaired = await http.get(url, headers=owner.auth)
@@ -108,8 +108,8 @@ async def test_details_are_shown_to_the_paired_cluster_only(
 async def test_the_secret_is_256_bytes_the_same_on_every_call_and_only_for_the_paired_cluster(
     stack: Stack, http: httpx.AsyncClient, sync_db: psycopg.Connection
 ) -> None:
-    owner, other = add_cluster(stack.settings), add_cluster(stack.settings)
-    sn, neighbour = add_homebase(stack.settings), add_homebase(stack.settings)
+    owner, other = await add_cluster(stack.settings), await add_cluster(stack.settings)
+    sn, neighbour = await add_homebase(stack.settings), await add_homebase(stack.settings)
     for serial in (sn, neighbour):
         await http.post(f"{stack.base}/device/{serial}/pair/", headers=owner.auth)
     url = f"{stack.base}/device/{sn}/secret/"
@@ -135,7 +135,7 @@ async def test_the_secret_is_256_bytes_the_same_on_every_call_and_only_for_the_p
 async def test_unknown_serial_numbers_are_404_on_every_cluster_path(
     stack: Stack, http: httpx.AsyncClient
 ) -> None:
-    cluster = add_cluster(stack.settings)
+    cluster = await add_cluster(stack.settings)
     url = f"{stack.base}/device/00000000DEADBEEF"
     responses = [
         await http.get(url + "/", headers=cluster.auth),
@@ -153,14 +153,14 @@ async def test_unknown_serial_numbers_are_404_on_every_cluster_path(
 async def test_a_disabled_cluster_is_refused_until_enabled_again(
     stack: Stack, http: httpx.AsyncClient, sync_db: psycopg.Connection
 ) -> None:
-    cluster = add_cluster(stack.settings)
-    sn = add_homebase(stack.settings)
+    cluster = await add_cluster(stack.settings)
+    sn = await add_homebase(stack.settings)
     url = f"{stack.base}/device/{sn}/pair/"
 
-    run_admin(stack.settings, "clusters", "disable", str(cluster.id))
+    await run_admin(stack.settings, "clusters", "disable", str(cluster.id))
     refused = await http.post(url, headers=cluster.auth)
     unchanged = homebase_row(sync_db, sn)
-    run_admin(stack.settings, "clusters", "enable", str(cluster.id))
+    await run_admin(stack.settings, "clusters", "enable", str(cluster.id))
     accepted = await http.post(url, headers=cluster.auth)
 
     assert refused.status_code == 403
@@ -173,13 +173,13 @@ async def test_a_disabled_cluster_is_refused_until_enabled_again(
 async def test_a_rotated_cluster_secret_works_at_once_and_the_old_one_is_refused(
     stack: Stack, http: httpx.AsyncClient
 ) -> None:
-    cluster = add_cluster(stack.settings)
-    sn = add_homebase(stack.settings)
+    cluster = await add_cluster(stack.settings)
+    sn = await add_homebase(stack.settings)
     url = f"{stack.base}/device/{sn}/"
     assert (await http.post(url + "pair/", headers=cluster.auth)).status_code == 200
     assert (await http.get(url, headers=cluster.auth)).status_code == 200
 
-    rotated = run_admin(stack.settings, "clusters", "secret", str(cluster.id))
+    rotated = await run_admin(stack.settings, "clusters", "secret", str(cluster.id))
 
     assert rotated["id"] == cluster.id
     old = await http.get(url, headers=cluster.auth)
@@ -188,4 +188,4 @@ async def test_a_rotated_cluster_secret_works_at_once_and_the_old_one_is_refused
     new = await http.get(url, headers={"X-SvcClusterAuth": rotated["secret"]})
     assert new.status_code == 200
     with pytest.raises(SystemExit):  # "no cluster has id ...", exit status 1
-        run_admin(stack.settings, "clusters", "secret", "2147483000")
+        await run_admin(stack.settings, "clusters", "secret", "2147483000")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
@@ -11,19 +10,13 @@ import psycopg
 import pytest
 
 from energy_platform.core.settings import Settings
-from tests.support.admin import CLI, run_admin
+from tests.support.admin import admin_process, run_admin
 from tests.support.provisioning import new_sn
 
 
 def cli(settings: Settings, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {
-        **os.environ,
-        "EP_DATABASE_URL": settings.database.url,
-        "EP_PROVISIONING_SECRET_KEY": settings.provisioning.secret_key,
-    }
-    return subprocess.run(
-        [CLI, "admin", *args], env=env, capture_output=True, text=True, check=False
-    )
+    secret = {"EP_PROVISIONING_SECRET_KEY": settings.provisioning.secret_key}
+    return admin_process(settings.database.url, *args, env=secret)
 
 
 def test_a_cluster_secret_is_printed_once_and_stored_only_as_a_hash(
@@ -48,7 +41,7 @@ def test_a_cluster_secret_is_printed_once_and_stored_only_as_a_hash(
     assert cluster["secret"].encode() not in bytes(stored[0])
 
 
-def test_homebases_are_imported_from_csv_all_or_none(
+async def test_homebases_are_imported_from_csv_all_or_none(
     provisioning_settings: Settings, sync_db: psycopg.Connection, tmp_path: Path
 ) -> None:
     first, second = new_sn(), new_sn()
@@ -58,7 +51,7 @@ def test_homebases_are_imported_from_csv_all_or_none(
     bad.write_text(f"sn,partner,type,generation\n{new_sn()},acme,HB-1,3\nnot-a-sn,acme,HB-1,6\n")
 
     imported = cli(provisioning_settings, "homebases", "import", str(good))
-    again = run_admin(provisioning_settings, "homebases", "import", str(good))
+    again = await run_admin(provisioning_settings, "homebases", "import", str(good))
     refused = cli(provisioning_settings, "homebases", "import", str(bad))
 
     assert imported.returncode == 0, imported.stderr
@@ -76,27 +69,27 @@ def test_homebases_are_imported_from_csv_all_or_none(
     assert sorted(rows) == sorted([(first, 3, 1 + 12 + 256 + 16), (second, 6, 1 + 12 + 256 + 16)])
 
 
-def test_an_upgrade_for_a_list_is_prepared_for_all_or_none(
+async def test_an_upgrade_for_a_list_is_prepared_for_all_or_none(
     provisioning_settings: Settings, sync_db: psycopg.Connection, tmp_path: Path
 ) -> None:
     sns = [new_sn() for _ in range(3)]
     for sn in sns:
-        run_admin(provisioning_settings, "homebases", "add", sn, "--partner", "p",
+        await run_admin(provisioning_settings, "homebases", "add", sn, "--partner", "p",
                   "--type", "t", "--generation", "6")  # fmt: skip
     image = tmp_path / "fw.bin"
     image.write_bytes(b"\x00firmware")
     version = f"7.{new_sn()[:6]}"
-    run_admin(provisioning_settings, "firmware", "upload", str(image), "--component", "bl",
+    await run_admin(provisioning_settings, "firmware", "upload", str(image), "--component", "bl",
               "--version", version)  # fmt: skip
     listing = tmp_path / "list.txt"
     listing.write_text("\n".join(sns[1:]) + "\n")
 
     with pytest.raises(SystemExit):
-        run_admin(provisioning_settings, "upgrades", "prepare", sns[0], new_sn(),
+        await run_admin(provisioning_settings, "upgrades", "prepare", sns[0], new_sn(),
                   "--component", "bl", "--version", version)  # fmt: skip
-    prepared = run_admin(provisioning_settings, "upgrades", "prepare", sns[0], "--file",
+    prepared = await run_admin(provisioning_settings, "upgrades", "prepare", sns[0], "--file",
                          str(listing), "--component", "bl", "--version", version)  # fmt: skip
-    cancelled = run_admin(provisioning_settings, "upgrades", "cancel", sns[2])
+    cancelled = await run_admin(provisioning_settings, "upgrades", "cancel", sns[2])
 
     assert prepared["prepared"] == sorted(sns)
     assert cancelled == {"cancelled": [sns[2]]}

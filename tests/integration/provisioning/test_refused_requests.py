@@ -36,8 +36,8 @@ def assert_problem(response: httpx.Response, status: int) -> None:
 async def test_a_missing_or_wrong_cluster_header_is_401_and_changes_nothing(
     stack: Stack, http: httpx.AsyncClient, sync_db: psycopg.Connection
 ) -> None:
-    cluster = add_cluster(stack.settings)
-    sn = add_homebase(stack.settings)
+    cluster = await add_cluster(stack.settings)
+    sn = await add_homebase(stack.settings)
     url = f"{stack.base}/device/{sn}/"
     before = all_rows(sync_db)
 
@@ -59,7 +59,7 @@ async def test_a_missing_or_wrong_cluster_header_is_401_and_changes_nothing(
 async def test_bad_serial_numbers_are_400_on_every_path(
     stack: Stack, http: httpx.AsyncClient, sync_db: psycopg.Connection
 ) -> None:
-    cluster = add_cluster(stack.settings)
+    cluster = await add_cluster(stack.settings)
     before = all_rows(sync_db)
     for sn in BAD_SERIALS:
         url = f"{stack.base}/device/{sn}/"
@@ -86,7 +86,7 @@ async def test_unknown_serial_numbers_are_404_for_homebases_too(
 async def test_an_invalid_reported_version_is_400_and_records_no_boot(
     stack: Stack, http: httpx.AsyncClient, sync_db: psycopg.Connection
 ) -> None:
-    sn = add_homebase(stack.settings)
+    sn = await add_homebase(stack.settings)
     before = all_rows(sync_db)
     for avr in ("1.0; drop", "1.0\x00", "\u0661.0", "1" * 33, ""):
         response = await http.get(f"{stack.base}/device/{sn}/boot/", params={"avr": avr})
@@ -98,8 +98,8 @@ async def test_an_invalid_reported_version_is_400_and_records_no_boot(
 async def test_an_oversized_body_is_413_and_pairs_nothing(
     stack: Stack, http: httpx.AsyncClient, sync_db: psycopg.Connection
 ) -> None:
-    cluster = add_cluster(stack.settings)
-    sn = add_homebase(stack.settings)
+    cluster = await add_cluster(stack.settings)
+    sn = await add_homebase(stack.settings)
     before = all_rows(sync_db)
     body = b"x" * (stack.settings.http.max_body_bytes + 1)
     response = await http.post(
@@ -117,8 +117,8 @@ async def test_an_oversized_body_is_413_and_pairs_nothing(
 async def test_a_wrong_method_is_405_and_changes_nothing(
     stack: Stack, http: httpx.AsyncClient, sync_db: psycopg.Connection, method: str, path: str
 ) -> None:
-    cluster = add_cluster(stack.settings)
-    sn = add_homebase(stack.settings)
+    cluster = await add_cluster(stack.settings)
+    sn = await add_homebase(stack.settings)
     before = all_rows(sync_db)
     response = await http.request(method, f"{stack.base}/device/{sn}/{path}", headers=cluster.auth)
     assert_problem(response, 405)
@@ -141,7 +141,7 @@ async def test_homebase_requests_are_rate_limited_per_serial_number_and_per_addr
     port = free_port()
     service = HttpService("provisioning", provisioning.create_app(settings), "127.0.0.1", port)
     base = f"http://127.0.0.1:{port}"
-    one, others = add_homebase(settings), [add_homebase(settings) for _ in range(5)]
+    one, others = await add_homebase(settings), [await add_homebase(settings) for _ in range(5)]
     async with running(service, ready_urls=(base + "/healthz",)):
         same_sn = [(await http.get(f"{base}/api/device/{one}/boot/")).status_code for _ in range(4)]
         same_address = [

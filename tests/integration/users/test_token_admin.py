@@ -99,10 +99,10 @@ async def test_rotation_replaces_the_default_token_and_revoke_takes_every_token(
         (("revoke", "{user}", "nope"), "no token 'nope'"),
     ],
 )
-def test_token_mistakes_are_one_line_errors_and_change_nothing(
+async def test_token_mistakes_are_one_line_errors_and_change_nothing(
     database_url: str, settings: Settings, args: tuple[str, ...], message: str
 ) -> None:
-    user = run_admin(settings, "users", "add", f"mistakes-{secrets.token_hex(4)}")
+    user = await run_admin(settings, "users", "add", f"mistakes-{secrets.token_hex(4)}")
 
     def tokens() -> list[tuple[object, ...]]:
         with psycopg.connect(database_url) as conn:
