@@ -35,7 +35,7 @@ MAX_STREAM_S = 2
 async def platform(settings: Settings, mqtt_url: str) -> AsyncIterator[Platform]:
     s = platform_settings(settings, mqtt_url)
     s = msgspec.structs.replace(s, live=LiveSettings(max_stream_s=MAX_STREAM_S))
-    async with platform_in_loop(registered(s)) as served:
+    async with platform_in_loop(await registered(s)) as served:
         yield served
 
 
