@@ -19,7 +19,6 @@ import pytest_asyncio
 import structlog
 
 from energy_platform import seeding
-from energy_platform.core.db.pool import create_pool
 from energy_platform.core.settings import (
     CompactionSettings,
     DatabaseSettings,
@@ -27,7 +26,6 @@ from energy_platform.core.settings import (
     MqttSettings,
     Settings,
 )
-from energy_platform.devices.ingest.store import PointStore
 from energy_platform.seeding import create_empty_database, drop_database
 from tests.support import xdist_groups
 from tests.support.data import YEAR, World, data_api, seed
