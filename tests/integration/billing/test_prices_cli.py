@@ -179,11 +179,7 @@ GOOD = ["2026-01-15T00:00:00Z,9", "2026-01-15T00:15:00Z,9"]
     ],
 )
 async def test_a_bad_file_is_refused_whole_with_its_line_and_nothing_changes(
-    settings: Settings,
-    area: str,
-    write: WriteFile,
-    lines: list[str],
-    message: str,
+    settings: Settings, area: str, write: WriteFile, lines: list[str], message: str
 ) -> None:
     starts = quarter_hours(DAY, DAY + timedelta(hours=1))
     await run_admin(settings, "prices", "import", area, "--file", write(*rows(starts, float)))
@@ -290,10 +286,7 @@ async def test_what_the_database_refuses_is_reported_with_the_area(
 
 
 async def test_a_tariff_on_an_area_prices_buckets_by_its_slots_and_a_corrected_price_reprices(
-    new_feed: NewFeed,
-    settings: Settings,
-    area: str,
-    write: WriteFile,
+    new_feed: NewFeed, settings: Settings, area: str, write: WriteFile
 ) -> None:
     feed = await new_feed("UTC")
     fid = str(feed.id)

@@ -72,10 +72,7 @@ async def test_tariffs_are_set_flat_or_by_time_of_use_from_an_instant_and_listed
     ],
 )
 async def test_invalid_tariffs_are_refused_with_one_line(
-    new_feed: NewFeed,
-    settings: Settings,
-    args: tuple[str, ...],
-    message: str,
+    new_feed: NewFeed, settings: Settings, args: tuple[str, ...], message: str
 ) -> None:
     feed = await new_feed()
     set_tariff = ("tariffs", "set", str(feed.id), "--medium", "power", "--from", "now")

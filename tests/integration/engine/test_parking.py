@@ -65,9 +65,7 @@ async def steady(feed: Feed, medium: int, value: float, poison: Sequence[int] = 
 
 
 async def test_a_poisoned_feed_is_parked_and_retried_while_the_others_are_processed(
-    new_feed: NewFeed,
-    api: httpx.AsyncClient,
-    settings: Settings,
+    new_feed: NewFeed, api: httpx.AsyncClient, settings: Settings
 ) -> None:
     healthy, poisoned = await new_feed(), await new_feed()
     # A title the notice must escape (the time zone stays: nothing is queued by it).

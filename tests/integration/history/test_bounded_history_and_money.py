@@ -102,10 +102,7 @@ async def test_the_admin_import_refuses_a_file_with_a_value_beyond_its_bound_who
     ],
 )
 async def test_a_tariff_beyond_its_bounds_is_refused_and_the_tariffs_stay(
-    new_feed: NewFeed,
-    settings: Settings,
-    args: tuple[str, ...],
-    message: str,
+    new_feed: NewFeed, settings: Settings, args: tuple[str, ...], message: str
 ) -> None:
     feed = await new_feed()
     fid = str(feed.id)

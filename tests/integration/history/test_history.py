@@ -80,9 +80,7 @@ async def test_history_sent_over_http_becomes_processed_points_costs_and_day_tot
 
 
 async def test_a_spike_is_removed_the_day_corrected_and_the_removal_undone(
-    new_feed: NewFeed,
-    api: httpx.AsyncClient,
-    settings: Settings,
+    new_feed: NewFeed, api: httpx.AsyncClient, settings: Settings
 ) -> None:
     feed = await new_feed("UTC")
     stream = await clamp(feed)

@@ -84,9 +84,7 @@ async def test_undoing_b_then_a_restores_the_original(
 
 
 async def test_undoing_a_first_is_refused_where_b_overwrote_its_points_and_changes_nothing(
-    new_feed: NewFeed,
-    api: httpx.AsyncClient,
-    settings: Settings,
+    new_feed: NewFeed, api: httpx.AsyncClient, settings: Settings
 ) -> None:
     feed = await new_feed("UTC")
     stream, a, _ = await overlapping(feed, api)
@@ -126,9 +124,7 @@ async def test_undoing_a_first_works_where_b_left_its_points_alone(
 
 
 async def test_a_removal_is_not_undone_over_a_point_written_into_its_gap(
-    new_feed: NewFeed,
-    api: httpx.AsyncClient,
-    settings: Settings,
+    new_feed: NewFeed, api: httpx.AsyncClient, settings: Settings
 ) -> None:
     feed = await new_feed("UTC")
     stream = await feed.raw_stream(channel=1, medium=1)
