@@ -36,7 +36,7 @@ from tests.support.admin import run_admin
 from tests.support.broker import KillableBroker
 from tests.support.coap import reading
 from tests.support.databases import create_session_database
-from tests.support.platform import platform_settings, start_serve, wait_subscribed
+from tests.support.platform import add_feed, platform_settings, start_serve, wait_subscribed
 from tests.support.provisioning import add_homebase, new_sn
 from tests.support.services import eventually, free_port, wait_for_http, with_port
 
@@ -107,14 +107,6 @@ async def publish(cluster: Cluster, sn: str, secret: bytes, t: int) -> None:
         await client.publish(data_topic(sn, mqtt.topic_prefix), payload, qos=1)
 
 
-async def add_feed(cluster: Cluster, sn: str, *pair: str) -> dict[str, str]:
-    feed: dict[str, str] = await run_admin(
-        cluster.settings, "feeds", "add", "--owner", cluster.user_id, "--homebase", sn,
-        "--title", f"{cluster.name} {sn}", "--timezone", "UTC", *pair,
-    )  # fmt: skip
-    return feed
-
-
 async def coap_post(port: int, sn: str) -> aiocoap.numbers.codes.Code:
     context = await aiocoap.Context.create_client_context()
     try:
@@ -165,8 +157,8 @@ async def test_two_clusters_share_one_provisioning_and_nothing_else(
 
             # Each homebase boots to its own cluster and its data lands only there.
             ha, hb = await add_homebase(p), await add_homebase(p)
-            feed_ha = await add_feed(a, ha)
-            await add_feed(b, hb)
+            feed_ha = await add_feed(a.settings, a.user_id, ha)
+            await add_feed(b.settings, b.user_id, hb)
             assert await boot_mqtt_port(provisioning, ha) == a.broker_port
             assert await boot_mqtt_port(provisioning, hb) == b.broker_port
             secret_a = bytes.fromhex((await secret_for(provisioning, a, ha)).json()["secret"])
@@ -183,7 +175,7 @@ async def test_two_clusters_share_one_provisioning_and_nothing_else(
 
             # Moved from A to B: it boots to B, sends there, and A's broker no longer has it.
             await run_admin(a.settings, "feeds", "delete", feed_ha["id"])
-            await add_feed(b, ha)
+            await add_feed(b.settings, b.user_id, ha)
             assert await boot_mqtt_port(provisioning, ha) == b.broker_port
             await publish(b, ha, secret_a, t + 5)
             await eventually(lambda: _stored(b, ha), within=60)
@@ -196,8 +188,8 @@ async def test_two_clusters_share_one_provisioning_and_nothing_else(
                 p, "coap-devices", "add", device,
                 "--data-server", f"127.0.0.1:{a.settings.devices.coap_port}",
             )  # fmt: skip
-            await add_feed(a, device, "--no-pair")
-            await add_feed(b, device, "--no-pair")
+            await add_feed(a.settings, a.user_id, device, pair=False)
+            await add_feed(b.settings, b.user_id, device, pair=False)
             assert await coap_post(a.settings.devices.coap_port, device) == aiocoap.CHANGED
             refused = await coap_post(b.settings.devices.coap_port, device)
             assert refused == aiocoap.numbers.codes.Code(4 << 5 | 5)

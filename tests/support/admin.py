@@ -5,6 +5,8 @@ its stderr, its environment)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import io
 import json
 import os
 import subprocess
@@ -26,6 +28,26 @@ async def run_admin(settings: Settings, group: str, *args: str) -> Any:
     (asyncio.run), so it gets a worker thread, and the test's loop goes on serving meanwhile
     (``feeds add`` pairs through the provisioning a test runs in it)."""
     return await asyncio.to_thread(run_command, cli.admin, settings, group, *args)
+
+
+async def admin_refusal(settings: Settings, group: str, *args: str) -> str:
+    """``energy-platform admin GROUP ARGS...`` in this process, as an operator sees it refused:
+    exit status 1 and nothing on stdout; what it wrote on stderr (the one line of ``fail``)."""
+
+    def refuse() -> str:
+        out, err = io.BytesIO(), io.StringIO()
+        stdout = io.TextIOWrapper(out, encoding="utf-8")
+        status: int | str | None = 0
+        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(err):
+            try:
+                cli.admin.main([group, *args], obj=settings, standalone_mode=False)
+            except SystemExit as exit_:
+                status = exit_.code
+        stdout.flush()
+        assert (status, out.getvalue()) == (1, b""), err.getvalue()
+        return err.getvalue()
+
+    return await asyncio.to_thread(refuse)
 
 
 def admin_process(

@@ -22,7 +22,7 @@ async def device(platform: Platform, *, here: bool = True, feed: bool = True) ->
     )
     if feed:
         # A CoAP device is assigned by provisioning, not paired like a homebase.
-        await add_feed(platform, sn, title="Meter", pair=False)
+        await add_feed(platform.settings, platform.user_id, sn, title="Meter", pair=False)
     return sn
 
 

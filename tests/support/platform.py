@@ -189,30 +189,31 @@ class _Event(msgspec.Struct):
 
 
 async def add_feed(
-    platform: Platform,
+    settings: Settings,
+    owner: str,
     sn: str,
     *,
     title: str = "Test home",
     timezone: str = "Europe/Prague",
     pair: bool = True,
+    subscription_from: str | None = None,
+    subscription_to: str | None = None,
 ) -> Any:
-    """``admin feeds add`` for the platform's user; its JSON answer. With ``pair`` the command
-    pairs the homebase with this cluster too, as it does for an operator."""
+    """The tests' one way to add a feed as an operator does: ``admin feeds add`` in this process
+    for user ``owner``; its JSON answer. With ``pair`` the command pairs homebase ``sn`` with
+    the cluster of ``settings`` too (a CoAP device or another cluster's homebase is added with
+    ``pair=False``); its subscription runs from ``subscription_from`` to ``subscription_to``,
+    else for the command's default. Tests
+    without a platform store feeds with ``seeding.add_feed`` (the ``new_feed`` fixture)."""
     no_pair = () if pair else ("--no-pair",)
+    period = [
+        *(("--subscription-from", subscription_from) if subscription_from else ()),
+        *(("--subscription-to", subscription_to) if subscription_to else ()),
+    ]
     return await run_admin(
-        platform.settings,
-        "feeds",
-        "add",
-        "--owner",
-        platform.user_id,
-        "--homebase",
-        sn,
-        "--title",
-        title,
-        "--timezone",
-        timezone,
-        *no_pair,
-    )
+        settings, "feeds", "add", "--owner", owner, "--homebase", sn, "--title", title,
+        "--timezone", timezone, *no_pair, *period,
+    )  # fmt: skip
 
 
 async def paired_homebase(
@@ -228,7 +229,7 @@ async def paired_homebase(
     feed_id = None
     async with httpx.AsyncClient(base_url=platform.provisioning + "/api", headers=auth) as http:
         if feed:
-            feed_id = (await add_feed(platform, sn))["id"]
+            feed_id = (await add_feed(s, platform.user_id, sn))["id"]
         else:
             assert (await http.post(f"/device/{sn}/pair/")).status_code == 200
         secret = bytes.fromhex((await http.get(f"/device/{sn}/secret/")).json()["secret"])

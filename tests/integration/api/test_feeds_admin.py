@@ -1,40 +1,17 @@
-"""The admin commands as an operator runs them, checked through the API a user reads."""
+"""The admin commands as an operator runs them (in this process: tests/integration/test_cli.py
+runs them as processes), checked through the API a user reads."""
 
-import json
 import secrets
-import subprocess
 from typing import Any
 
 import httpx
 import psycopg
 import pytest
 
-from tests.support.admin import admin_process as admin
-from tests.support.admin import answer as ok
+from energy_platform.core.settings import Settings
+from tests.support.admin import admin_refusal, run_admin
 from tests.support.data import World
-
-
-def add_feed(
-    database_url: str, owner: str, homebase: str, title: str, timezone: str, offset: str = "Z"
-) -> subprocess.CompletedProcess[str]:
-    """``admin feeds add`` with a subscription for the year 2026 at UTC offset ``offset``."""
-    return admin(
-        database_url,
-        "feeds",
-        "add",
-        "--owner",
-        owner,
-        "--homebase",
-        homebase,
-        "--title",
-        title,
-        "--timezone",
-        timezone,
-        "--subscription-from",
-        f"2026-01-01T00:00:00{offset}",
-        "--subscription-to",
-        f"2027-01-01T00:00:00{offset}",
-    )
+from tests.support.platform import add_feed
 
 
 def snapshot(database_url: str) -> list[tuple[Any, ...]]:
@@ -48,13 +25,19 @@ def snapshot(database_url: str) -> list[tuple[Any, ...]]:
 
 
 async def test_a_new_users_token_reads_the_feed_the_operator_added(
-    world: World, database_url: str
+    world: World, settings: Settings
 ) -> None:
-    user = ok(admin(database_url, "users", "add", "carol"))
-    feed = ok(
-        add_feed(database_url, user["id"], "C0FFEE0000000001", "Cottage", "Europe/Prague", "+01:00")
+    user = await run_admin(settings, "users", "add", "carol")
+    feed = await add_feed(
+        settings,
+        user["id"],
+        "C0FFEE0000000001",
+        title="Cottage",
+        timezone="Europe/Prague",
+        subscription_from="2026-01-01T00:00:00+01:00",
+        subscription_to="2027-01-01T00:00:00+01:00",
     )
-    listed = ok(admin(database_url, "users", "list"))
+    listed = await run_admin(settings, "users", "list")
 
     headers = {"Authorization": f"Bearer {user['token']}"}
     async with httpx.AsyncClient(base_url=world.url, headers=headers) as http:
@@ -72,35 +55,24 @@ async def test_a_new_users_token_reads_the_feed_the_operator_added(
     assert "token" not in carol
 
 
-def test_configuring_from_an_instant_closes_the_period_and_opens_a_current_one(
-    world: World, database_url: str
+async def test_configuring_from_an_instant_closes_the_period_and_opens_a_current_one(
+    world: World, settings: Settings
 ) -> None:
     feed = world.feeds["bobs"]
-    first = ok(
-        admin(
-            database_url,
-            "feeds",
-            "configure",
-            feed,
-            "--from",
-            "2026-04-01T00:00:00Z",
-            "--title",
-            "Flat",
-        )
+    first = await run_admin(
+        settings, "feeds", "configure", feed, "--from", "2026-04-01T00:00:00Z", "--title", "Flat"
     )
     # Back-dating replaces what started after the instant: the April period goes. A time
     # without a UTC offset is UTC, as in the API.
-    second = ok(
-        admin(
-            database_url,
-            "feeds",
-            "configure",
-            feed,
-            "--from",
-            "2026-02-01T00:00:00",
-            "--timezone",
-            "Europe/London",
-        )
+    second = await run_admin(
+        settings,
+        "feeds",
+        "configure",
+        feed,
+        "--from",
+        "2026-02-01T00:00:00",
+        "--timezone",
+        "Europe/London",
     )
 
     assert [(c["title"], c["valid_from"], c["valid_to"]) for c in first["configs"]] == [
@@ -113,20 +85,18 @@ def test_configuring_from_an_instant_closes_the_period_and_opens_a_current_one(
     ]
 
 
-def test_a_stream_configured_with_medium_none_is_unprocessed_from_then_on(
-    world: World, database_url: str
+async def test_a_stream_configured_with_medium_none_is_unprocessed_from_then_on(
+    world: World, settings: Settings
 ) -> None:
-    stream = ok(
-        admin(
-            database_url,
-            "streams",
-            "configure",
-            world.streams["energy"],
-            "--from",
-            "2026-09-01T12:00:00Z",
-            "--medium",
-            "none",
-        )
+    stream = await run_admin(
+        settings,
+        "streams",
+        "configure",
+        world.streams["energy"],
+        "--from",
+        "2026-09-01T12:00:00Z",
+        "--medium",
+        "none",
     )
     assert [(c["medium"], c["unit"], c["valid_to"]) for c in stream["configs"]] == [
         ("power", "kWh", "2026-09-01T12:00:00+00:00"),
@@ -134,15 +104,15 @@ def test_a_stream_configured_with_medium_none_is_unprocessed_from_then_on(
     ]
 
 
-def test_a_stream_marked_as_a_sub_meter_stays_one_until_unmarked(
-    world: World, database_url: str
+async def test_a_stream_marked_as_a_sub_meter_stays_one_until_unmarked(
+    world: World, settings: Settings
 ) -> None:
     # energy1 is this test's alone in the module's world (its other tests change "energy").
     configure = ("streams", "configure", world.streams["energy1"], "--from")
-    ok(admin(database_url, *configure, "2026-09-01T00:00:00Z", "--submeter"))
+    await run_admin(settings, *configure, "2026-09-01T00:00:00Z", "--submeter")
     # A later change of title keeps the flag; --no-submeter clears it from its instant on.
-    ok(admin(database_url, *configure, "2026-10-01T00:00:00Z", "--title", "Heat pump"))
-    stream = ok(admin(database_url, *configure, "2026-11-01T00:00:00Z", "--no-submeter"))
+    await run_admin(settings, *configure, "2026-10-01T00:00:00Z", "--title", "Heat pump")
+    stream = await run_admin(settings, *configure, "2026-11-01T00:00:00Z", "--no-submeter")
     assert [(c["title"], c["submeter"], c["valid_to"]) for c in stream["configs"]] == [
         ("Energy", False, "2026-03-01T00:00:00+00:00"),
         ("Off", False, "2026-09-01T00:00:00+00:00"),
@@ -150,10 +120,10 @@ def test_a_stream_marked_as_a_sub_meter_stays_one_until_unmarked(
         ("Heat pump", True, "2026-11-01T00:00:00+00:00"),
         ("Heat pump", False, None),
     ]
-    export = admin(database_url, "streams", "configure", world.streams["export"], "--from",
-                   "now", "--submeter")  # fmt: skip
-    assert export.returncode == 1
-    assert "only a consumption stream can be a sub-meter" in export.stderr
+    export = await admin_refusal(
+        settings, "streams", "configure", world.streams["export"], "--from", "now", "--submeter"
+    )
+    assert "only a consumption stream can be a sub-meter" in export
 
 
 @pytest.mark.parametrize(
@@ -219,27 +189,24 @@ def test_a_stream_marked_as_a_sub_meter_stays_one_until_unmarked(
         (("feeds", "subscription", "1", "--to", "soon"), "ISO 8601"),
     ],
 )
-def test_admin_mistakes_are_one_line_errors_and_change_nothing(
-    database_url: str, args: tuple[str, ...], message: str
+async def test_admin_mistakes_are_one_line_errors_and_change_nothing(
+    database_url: str, args: tuple[str, ...], message: str, settings: Settings
 ) -> None:
     before = snapshot(database_url)
-    result = admin(database_url, *args)
+    result = await admin_refusal(settings, *args)
     after = snapshot(database_url)
-    assert result.returncode == 1
-    assert result.stdout == ""
-    assert len(result.stderr.strip().splitlines()) == 1
-    assert message in result.stderr
+    assert len(result.strip().splitlines()) == 1
+    assert message in result
     assert before == after
 
 
-def test_a_subscription_cannot_be_made_to_end_before_it_starts(database_url: str) -> None:
-    user = json.loads(admin(database_url, "users", "add", f"sub-{secrets.token_hex(4)}").stdout)
-    feed = json.loads(
-        admin(
-            database_url, "feeds", "add", "--owner", user["id"], "--homebase",
-            secrets.token_hex(8).upper(), "--title", "t", "--timezone", "UTC", "--no-pair",
-        ).stdout
-    )  # fmt: skip
+async def test_a_subscription_cannot_be_made_to_end_before_it_starts(
+    database_url: str, settings: Settings
+) -> None:
+    user = await run_admin(settings, "users", "add", f"sub-{secrets.token_hex(4)}")
+    feed = await add_feed(
+        settings, user["id"], secrets.token_hex(8).upper(), title="t", timezone="UTC", pair=False
+    )
 
     def period() -> Any:
         with psycopg.connect(database_url) as conn:
@@ -250,17 +217,17 @@ def test_a_subscription_cannot_be_made_to_end_before_it_starts(database_url: str
 
     before = period()
 
-    result = admin(database_url, "feeds", "subscription", feed["id"], "--to", "1999-01-01T00:00Z")
-
-    assert result.returncode == 1
-    assert "must end after" in result.stderr
+    result = await admin_refusal(
+        settings, "feeds", "subscription", feed["id"], "--to", "1999-01-01T00:00Z"
+    )
+    assert "must end after" in result
     assert period() == before
 
 
 async def test_a_rotated_token_replaces_the_old_one_and_a_revoked_one_reads_nothing(
-    world: World, database_url: str
+    world: World, settings: Settings
 ) -> None:
-    user = ok(admin(database_url, "users", "add", f"rotating-{secrets.token_hex(4)}"))
+    user = await run_admin(settings, "users", "add", f"rotating-{secrets.token_hex(4)}")
     path = f"/users/{user['id']}/feeds"
 
     async def status(token: str) -> int:
@@ -269,45 +236,48 @@ async def test_a_rotated_token_replaces_the_old_one_and_a_revoked_one_reads_noth
             return (await http.get(path)).status_code
 
     assert await status(user["token"]) == 200
-    rotated = ok(admin(database_url, "users", "token", user["id"]))
+    rotated = await run_admin(settings, "users", "token", user["id"])
     assert rotated["id"] == user["id"]
     assert rotated["token"] != user["token"]
     # The old token stops at once; the new one works.
     assert await status(user["token"]) == 401
     assert await status(rotated["token"]) == 200
 
-    revoked = ok(admin(database_url, "users", "token", user["id"], "--revoke"))
+    revoked = await run_admin(settings, "users", "token", user["id"], "--revoke")
     assert revoked["revoked"] is True
     assert "token" not in revoked
     assert await status(rotated["token"]) == 401
     # An unknown user is a one-line error.
-    missing = admin(database_url, "users", "token", "424242424")
-    assert missing.returncode == 1
-    assert "no user" in missing.stderr
+    missing = await admin_refusal(settings, "users", "token", "424242424")
+    assert "no user" in missing
 
 
 async def test_a_user_is_deleted_only_once_their_feeds_are_gone(
-    world: World, database_url: str
+    world: World, settings: Settings
 ) -> None:
-    user = ok(admin(database_url, "users", "add", f"leaving-{secrets.token_hex(4)}"))
-    feed = ok(
-        add_feed(database_url, user["id"], f"C0FFEE{secrets.token_hex(5).upper()}", "Flat", "UTC")
+    user = await run_admin(settings, "users", "add", f"leaving-{secrets.token_hex(4)}")
+    feed = await add_feed(
+        settings,
+        user["id"],
+        f"C0FFEE{secrets.token_hex(5).upper()}",
+        title="Flat",
+        timezone="UTC",
+        subscription_from="2026-01-01T00:00:00Z",
+        subscription_to="2027-01-01T00:00:00Z",
     )
     # Refused while they own a feed, naming it; nothing changes.
-    refused = admin(database_url, "users", "delete", user["id"])
-    assert refused.returncode == 1
-    assert f"owns feeds {feed['id']}" in refused.stderr
-    assert user["id"] in [u["id"] for u in ok(admin(database_url, "users", "list"))]
+    refused = await admin_refusal(settings, "users", "delete", user["id"])
+    assert f"owns feeds {feed['id']}" in refused
+    assert user["id"] in [u["id"] for u in await run_admin(settings, "users", "list")]
 
-    ok(admin(database_url, "feeds", "delete", feed["id"]))
-    deleted = ok(admin(database_url, "users", "delete", user["id"]))
+    await run_admin(settings, "feeds", "delete", feed["id"])
+    deleted = await run_admin(settings, "users", "delete", user["id"])
     assert deleted["deleted"] is True
-    assert user["id"] not in [u["id"] for u in ok(admin(database_url, "users", "list"))]
+    assert user["id"] not in [u["id"] for u in await run_admin(settings, "users", "list")]
     async with httpx.AsyncClient(base_url=world.url) as http:
         answer = await http.get(
             f"/users/{user['id']}/feeds", headers={"Authorization": f"Bearer {user['token']}"}
         )
     assert answer.status_code == 401
-    again = admin(database_url, "users", "delete", user["id"])
-    assert again.returncode == 1
-    assert "no user" in again.stderr
+    again = await admin_refusal(settings, "users", "delete", user["id"])
+    assert "no user" in again

@@ -15,8 +15,7 @@ import pytest
 
 from energy_platform.billing.price_files import parse_prices
 from energy_platform.core.settings import Settings
-from tests.support.admin import admin_process as admin
-from tests.support.admin import answer, run_admin
+from tests.support.admin import admin_refusal, run_admin
 from tests.support.engine import NewFeed, process
 from tests.support.entsoe import SAMPLE_DE_LU_2025_10_01, Period, Series, document
 
@@ -54,30 +53,25 @@ def rows(starts: list[datetime], price: Callable[[int], float]) -> list[str]:
     return [f"{t.isoformat()},{price(i)!r}" for i, t in enumerate(starts)]
 
 
-def listed(database_url: str, area: str, since: str, until: str) -> Any:
-    return answer(admin(database_url, "prices", "list", area, "--from", since, "--to", until))
+async def listed(settings: Settings, area: str, since: str, until: str) -> Any:
+    return await run_admin(settings, "prices", "list", area, "--from", since, "--to", until)
 
 
 async def stored(settings: Settings, area: str) -> Any:
-    """The area's prices of DAY as ``prices list`` answers them, run in this process: for the
-    tests of a refused import, which runs in a process of its own (its exit status, its stderr),
-    as do the imports and lists of the tests above."""
-    return await run_admin(
-        settings, "prices", "list", area, "--from", "2026-01-15T00:00:00Z", "--to",
-        "2026-01-16T00:00:00Z",
-    )  # fmt: skip
+    """The area's prices of DAY as ``prices list`` answers them."""
+    return await listed(settings, area, "2026-01-15T00:00:00Z", "2026-01-16T00:00:00Z")
 
 
-def test_a_day_of_quarter_hours_is_imported_and_listed_back(
-    database_url: str, area: str, write: WriteFile
+async def test_a_day_of_quarter_hours_is_imported_and_listed_back(
+    settings: Settings, area: str, write: WriteFile
 ) -> None:
     starts = quarter_hours(DAY, DAY + timedelta(days=1))
     file = write("start,price", *rows(starts, lambda i: i / 100))
 
-    imported = answer(admin(database_url, "prices", "import", area, "--file", file))
-    day = listed(database_url, area, "2026-01-15T00:00:00Z", "2026-01-16T00:00:00Z")
+    imported = await run_admin(settings, "prices", "import", area, "--file", file)
+    day = await listed(settings, area, "2026-01-15T00:00:00Z", "2026-01-16T00:00:00Z")
     # [00:20, 00:40) overlaps the slots starting 00:15 and 00:30.
-    part = listed(database_url, area, "2026-01-15T00:20:00Z", "2026-01-15T00:40:00Z")
+    part = await listed(settings, area, "2026-01-15T00:20:00Z", "2026-01-15T00:40:00Z")
 
     assert imported == {
         "area": area,
@@ -111,16 +105,16 @@ def test_a_day_of_quarter_hours_is_imported_and_listed_back(
         ("2026-10-25", 100),
     ],
 )
-def test_a_daylight_saving_day_written_in_local_times_has_its_quarter_hours(
-    database_url: str, area: str, write: WriteFile, date: str, slots: int
+async def test_a_daylight_saving_day_written_in_local_times_has_its_quarter_hours(
+    settings: Settings, area: str, write: WriteFile, date: str, slots: int
 ) -> None:
     midnight = datetime.fromisoformat(date).replace(tzinfo=BERLIN)
     starts = quarter_hours(midnight.astimezone(UTC), (midnight + timedelta(days=1)).astimezone(UTC))
     local = [t.astimezone(BERLIN) for t in starts]  # written as +01:00 and +02:00
     file = write(*rows(local, lambda i: 0.1))
 
-    imported = answer(admin(database_url, "prices", "import", area, "--file", file))
-    day = listed(database_url, area, local[0].isoformat(), f"{date}T23:59:59+01:00")
+    imported = await run_admin(settings, "prices", "import", area, "--file", file)
+    day = await listed(settings, area, local[0].isoformat(), f"{date}T23:59:59+01:00")
 
     assert imported["slots"] == slots
     assert len(day) == slots
@@ -128,31 +122,33 @@ def test_a_daylight_saving_day_written_in_local_times_has_its_quarter_hours(
     assert day[-1]["end"] == (midnight + timedelta(days=1)).astimezone(UTC).isoformat()
 
 
-def test_prices_per_mwh_are_stored_per_kwh(database_url: str, area: str, write: WriteFile) -> None:
+async def test_prices_per_mwh_are_stored_per_kwh(
+    settings: Settings, area: str, write: WriteFile
+) -> None:
     file = write("2026-01-15T00:00:00Z,85.5", "2026-01-15T01:00:00Z,-12")
 
-    answer(admin(database_url, "prices", "import", area, "--file", file, "--per", "MWh"))
+    await run_admin(settings, "prices", "import", area, "--file", file, "--per", "MWh")
 
     # 85.5 / 1000 and -12 / 1000 per kWh; the last slot is an hour long, as the one before.
-    assert listed(database_url, area, "2026-01-15T00:00:00Z", "2026-01-16T00:00:00Z") == [
+    assert await listed(settings, area, "2026-01-15T00:00:00Z", "2026-01-16T00:00:00Z") == [
         {"start": "2026-01-15T00:00:00+00:00", "end": "2026-01-15T01:00:00+00:00", "price": 0.0855},
         {"start": "2026-01-15T01:00:00+00:00", "end": "2026-01-15T02:00:00+00:00", "price": -0.012},
     ]
 
 
-def test_importing_the_same_file_again_changes_nothing_and_a_new_price_one_slot(
-    database_url: str, area: str, write: WriteFile
+async def test_importing_the_same_file_again_changes_nothing_and_a_new_price_one_slot(
+    settings: Settings, area: str, write: WriteFile
 ) -> None:
     starts = quarter_hours(DAY, DAY + timedelta(hours=2))
     first = write(*rows(starts, lambda i: 0.2))
     corrected = write(*rows(starts, lambda i: 0.3 if i == 5 else 0.2))
 
-    once = answer(admin(database_url, "prices", "import", area, "--file", first))
-    again = answer(admin(database_url, "prices", "import", area, "--file", first))
-    changed = answer(admin(database_url, "prices", "import", area, "--file", corrected))
+    once = await run_admin(settings, "prices", "import", area, "--file", first)
+    again = await run_admin(settings, "prices", "import", area, "--file", first)
+    changed = await run_admin(settings, "prices", "import", area, "--file", corrected)
 
     assert (once["changed"], again["changed"], changed["changed"]) == (8, 0, 1)
-    prices = listed(database_url, area, "2026-01-15T00:00:00Z", "2026-01-15T02:00:00Z")
+    prices = await listed(settings, area, "2026-01-15T00:00:00Z", "2026-01-15T02:00:00Z")
     assert prices[5] == {
         "start": "2026-01-15T01:15:00+00:00",
         "end": "2026-01-15T01:30:00+00:00",
@@ -183,32 +179,27 @@ GOOD = ["2026-01-15T00:00:00Z,9", "2026-01-15T00:15:00Z,9"]
     ],
 )
 async def test_a_bad_file_is_refused_whole_with_its_line_and_nothing_changes(
-    settings: Settings,
-    database_url: str,
-    area: str,
-    write: WriteFile,
-    lines: list[str],
-    message: str,
+    settings: Settings, area: str, write: WriteFile, lines: list[str], message: str
 ) -> None:
     starts = quarter_hours(DAY, DAY + timedelta(hours=1))
     await run_admin(settings, "prices", "import", area, "--file", write(*rows(starts, float)))
     before = await stored(settings, area)
 
     # The file's first rows are valid and would change two stored prices (0 and 1 to 9).
-    refused = admin(database_url, "prices", "import", area, "--file", write(*lines))
-
-    assert refused.returncode == 1
-    assert message in refused.stderr
-    assert len(refused.stderr.strip().splitlines()) == 1
+    refused = await admin_refusal(settings, "prices", "import", area, "--file", write(*lines))
+    assert message in refused
+    assert len(refused.strip().splitlines()) == 1
     assert await stored(settings, area) == before
 
 
-def test_an_entsoe_document_is_imported_and_listed_back(database_url: str, area: str) -> None:
+async def test_an_entsoe_document_is_imported_and_listed_back(
+    settings: Settings, area: str
+) -> None:
     sample = str(SAMPLE_DE_LU_2025_10_01)
 
-    imported = answer(admin(database_url, "prices", "import", area, "--file", sample))
+    imported = await run_admin(settings, "prices", "import", area, "--file", sample)
     # The Berlin day: 2025-10-01T00:00+02:00 to 2025-10-02T00:00+02:00.
-    day = listed(database_url, area, "2025-09-30T22:00:00Z", "2025-10-01T22:00:00Z")
+    day = await listed(settings, area, "2025-09-30T22:00:00Z", "2025-10-01T22:00:00Z")
 
     assert imported == {
         "area": area,
@@ -258,7 +249,6 @@ def test_an_entsoe_document_is_imported_and_listed_back(database_url: str, area:
 )
 async def test_a_bad_document_or_too_large_a_file_is_refused_whole_and_nothing_changes(
     settings: Settings,
-    database_url: str,
     area: str,
     tmp_path: Path,
     options: tuple[str, ...],
@@ -272,34 +262,31 @@ async def test_a_bad_document_or_too_large_a_file_is_refused_whole_and_nothing_c
     before = await stored(settings, area)
     file.write_text(content)
 
-    refused = admin(database_url, "prices", "import", area, "--file", str(file), *options)
+    refused = await admin_refusal(settings, "prices", "import", area, "--file", str(file), *options)
 
     assert len(before) == len(starts)
-    assert refused.returncode == 1
-    assert message in refused.stderr
-    assert len(refused.stderr.strip().splitlines()) == 1
+    assert message in refused
+    assert len(refused.strip().splitlines()) == 1
     assert await stored(settings, area) == before
 
 
-def test_what_the_database_refuses_is_reported_with_the_area(
-    database_url: str, write: WriteFile
+async def test_what_the_database_refuses_is_reported_with_the_area(
+    settings: Settings, write: WriteFile
 ) -> None:
-    refused = admin(database_url, "prices", "import", "no area", "--file", write(*GOOD))
-    missing = admin(
-        database_url, "prices", "list", "NOWHERE", "--from", "2026-01-01", "--to", "2027-01-01"
+    refused = await admin_refusal(settings, "prices", "import", "no area", "--file", write(*GOOD))
+    missing = await admin_refusal(
+        settings, "prices", "list", "NOWHERE", "--from", "2026-01-01", "--to", "2027-01-01"
     )
-    unreadable = admin(database_url, "prices", "import", "X", "--file", "/nonexistent.csv")
-
-    assert refused.returncode == 1
-    assert "price area 'no area': a name is letters, digits" in refused.stderr
-    assert missing.returncode == 1
-    assert "no price area 'NOWHERE'" in missing.stderr
-    assert unreadable.returncode == 1
-    assert "/nonexistent.csv: No such file or directory" in unreadable.stderr
+    unreadable = await admin_refusal(
+        settings, "prices", "import", "X", "--file", "/nonexistent.csv"
+    )
+    assert "price area 'no area': a name is letters, digits" in refused
+    assert "no price area 'NOWHERE'" in missing
+    assert "/nonexistent.csv: No such file or directory" in unreadable
 
 
 async def test_a_tariff_on_an_area_prices_buckets_by_its_slots_and_a_corrected_price_reprices(
-    new_feed: NewFeed, database_url: str, area: str, write: WriteFile
+    new_feed: NewFeed, settings: Settings, area: str, write: WriteFile
 ) -> None:
     feed = await new_feed("UTC")
     fid = str(feed.id)
@@ -310,19 +297,17 @@ async def test_a_tariff_on_an_area_prices_buckets_by_its_slots_and_a_corrected_p
     corrected = write("2026-01-15T00:00:00Z,0.40", "2026-01-15T00:15:00Z,0.20")
 
     on_area = ("tariffs", "set", fid, "--medium", "power", "--from", "2026-01-01T00:00:00Z")
-    no_prices = admin(database_url, *on_area, "--area", area)
-    answer(admin(database_url, "prices", "import", area, "--file", first))
-    tariffs = answer(
-        admin(database_url, *on_area, "--area", area, "--factor", "1.19", "--price", "0.05")
+    no_prices = await admin_refusal(settings, *on_area, "--area", area)
+    await run_admin(settings, "prices", "import", area, "--file", first)
+    tariffs = await run_admin(
+        settings, *on_area, "--area", area, "--factor", "1.19", "--price", "0.05"
     )
     await process(feed.db)
     priced = await feed.points("Electricity cost, channel 1")
-    answer(admin(database_url, "prices", "import", area, "--file", corrected))
+    await run_admin(settings, "prices", "import", area, "--file", corrected)
     await process(feed.db)
     repriced = await feed.points("Electricity cost, channel 1")
-
-    assert no_prices.returncode == 1
-    assert f"price area {area!r} has no prices" in no_prices.stderr
+    assert f"price area {area!r} has no prices" in no_prices
     assert tariffs == [
         {
             "medium": "power",

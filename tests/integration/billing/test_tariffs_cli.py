@@ -2,64 +2,28 @@
 
 import pytest
 
-from tests.support.admin import admin_process as admin
-from tests.support.admin import answer
+from energy_platform.core.settings import Settings
+from tests.support.admin import admin_refusal, run_admin
 from tests.support.engine import NewFeed
 
 
 async def test_tariffs_are_set_flat_or_by_time_of_use_from_an_instant_and_listed(
-    new_feed: NewFeed, database_url: str
+    new_feed: NewFeed, settings: Settings
 ) -> None:
     feed = await new_feed()
     fid = str(feed.id)
 
-    answer(
-        admin(
-            database_url,
-            "tariffs",
-            "set",
-            fid,
-            "--medium",
-            "gas",
-            "--from",
-            "2026-01-01T00:00:00+01:00",
-            "--price",
-            "1.25",
-            "--standing",
-            "0.35",
-        )
-    )
-    tariffs = answer(
-        admin(
-            database_url,
-            "tariffs",
-            "set",
-            fid,
-            "--medium",
-            "power",
-            "--from",
-            "2026-01-01T00:00:00Z",
-            "--band",
-            "22:00=0.10",
-            "--band",
-            "06:00=0.30",
-        )
-    )
-    answer(
-        admin(
-            database_url,
-            "tariffs",
-            "set",
-            fid,
-            "--medium",
-            "power",
-            "--from",
-            "2026-07-01T00:00:00Z",
-            "--price",
-            "-0.05",
-        )
-    )
-    listed = answer(admin(database_url, "tariffs", "list", fid))
+    set_tariff = ("tariffs", "set", fid)
+    # fmt: off
+    await run_admin(settings, *set_tariff, "--medium", "gas", "--from",
+                    "2026-01-01T00:00:00+01:00", "--price", "1.25", "--standing", "0.35")
+    tariffs = await run_admin(settings, *set_tariff, "--medium", "power", "--from",
+                              "2026-01-01T00:00:00Z", "--band", "22:00=0.10",
+                              "--band", "06:00=0.30")
+    await run_admin(settings, *set_tariff, "--medium", "power", "--from",
+                    "2026-07-01T00:00:00Z", "--price", "-0.05")
+    # fmt: on
+    listed = await run_admin(settings, "tariffs", "list", fid)
 
     assert tariffs == [
         {
@@ -108,12 +72,10 @@ async def test_tariffs_are_set_flat_or_by_time_of_use_from_an_instant_and_listed
     ],
 )
 async def test_invalid_tariffs_are_refused_with_one_line(
-    new_feed: NewFeed, database_url: str, args: tuple[str, ...], message: str
+    new_feed: NewFeed, settings: Settings, args: tuple[str, ...], message: str
 ) -> None:
     feed = await new_feed()
-    result = admin(
-        database_url, "tariffs", "set", str(feed.id), "--medium", "power", "--from", "now", *args
-    )
-    assert result.returncode == 1
-    assert message in result.stderr
-    assert len(result.stderr.strip().splitlines()) == 1
+    set_tariff = ("tariffs", "set", str(feed.id), "--medium", "power", "--from", "now")
+    result = await admin_refusal(settings, *set_tariff, *args)
+    assert message in result
+    assert len(result.strip().splitlines()) == 1

@@ -119,7 +119,9 @@ async def test_a_record_with_properties_of_newer_firmware_is_stored(
     platform: Platform, coap: aiocoap.Context
 ) -> None:
     sn = await device(platform, feed=False)
-    feed = (await add_feed(platform, sn, title="Newer meter", pair=False))["id"]
+    feed = (
+        await add_feed(platform.settings, platform.user_id, sn, title="Newer meter", pair=False)
+    )["id"]
     t = int(time.time()) - 5
     # "q" and "fw" are no property of format 4 today: a later firmware may add them.
     newer = {"f": 4, "t": t, "d": 9, "o": {"1.7.0": 640.5}, "q": 1, "fw": {"v": [7, 1]}}

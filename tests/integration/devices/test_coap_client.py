@@ -34,7 +34,9 @@ async def test_coap_client_posts_a_record_of_newer_firmware_and_it_is_stored(
     platform: Platform,
 ) -> None:
     sn = await device(platform, feed=False)
-    feed = (await add_feed(platform, sn, title="libcoap meter", pair=False))["id"]
+    feed = (
+        await add_feed(platform.settings, platform.user_id, sn, title="libcoap meter", pair=False)
+    )["id"]
     t = int(time.time()) - 5
     record = msgspec.json.encode({"f": 4, "t": t, "d": 9, "o": {"1.7.0": 321.5}, "q": 1})
     port = platform.settings.devices.coap_port

@@ -2,14 +2,14 @@
 
 import pytest
 
-from tests.support.admin import admin_process as admin
-from tests.support.admin import answer
+from energy_platform.core.settings import Settings
+from tests.support.admin import admin_refusal, run_admin
 from tests.support.data import T0
 from tests.support.engine import NewFeed, process
 
 
 async def test_reprocess_recomputes_a_feed_over_a_range(
-    new_feed: NewFeed, database_url: str
+    new_feed: NewFeed, settings: Settings
 ) -> None:
     feed = await new_feed()
     clamp = await feed.raw_stream(channel=1, medium=1)
@@ -21,21 +21,20 @@ async def test_reprocess_recomputes_a_feed_over_a_range(
         "UPDATE cluster.processed_points SET value = 1 WHERE stream_id = $1", energy
     )
 
-    result = answer(
-        admin(
-            database_url,
-            "reprocess",
-            str(feed.id),
-            "--from",
-            "2026-01-01T00:00:00Z",
-            "--to",
-            "2026-01-02T00:00:00Z",
-        )
+    result = await run_admin(
+        settings,
+        "reprocess",
+        str(feed.id),
+        "--from",
+        "2026-01-01T00:00:00Z",
+        "--to",
+        "2026-01-02T00:00:00Z",
     )
     await process(feed.db)
 
     assert result["streams"] == 1
     assert await feed.points("Electricity, channel 1") == {T0: pytest.approx(25.0)}
-    missing = admin(database_url, "reprocess", "999999999", "--from", "2026-01-01T00:00:00Z")
-    assert missing.returncode == 1
-    assert "no feed" in missing.stderr
+    missing = await admin_refusal(
+        settings, "reprocess", "999999999", "--from", "2026-01-01T00:00:00Z"
+    )
+    assert "no feed" in missing

@@ -16,8 +16,7 @@ from energy_platform.core.background import Periodic
 from energy_platform.core.lifecycle import run_services
 from energy_platform.core.settings import DatabaseSettings, EngineSettings, Settings
 from energy_platform.engine.service import EngineService
-from tests.support.admin import admin_process as admin
-from tests.support.admin import answer
+from tests.support.admin import run_admin
 from tests.support.data import T0
 from tests.support.engine import NewFeed
 from tests.support.services import eventually
@@ -69,7 +68,7 @@ async def test_a_data_error_fails_the_loop_instead_of_being_retried(database_url
 
 
 async def test_a_data_error_in_one_feed_parks_it_and_the_engine_goes_on(
-    new_feed: NewFeed, settings: Settings, database_url: str
+    new_feed: NewFeed, settings: Settings
 ) -> None:
     poisoned, healthy = await new_feed(), await new_feed()
     for feed in (poisoned, healthy):
@@ -94,7 +93,7 @@ async def test_a_data_error_in_one_feed_parks_it_and_the_engine_goes_on(
 
     # With the cause gone, a retry puts the work back and the running engine processes it,
     # leaving no work behind for the tests that share this database.
-    answer(admin(database_url, "engine", "retry", str(poisoned.id)))
+    await run_admin(settings, "engine", "retry", str(poisoned.id))
 
     async def processed() -> bool:
         waiting = await poisoned.db.fetchval(

@@ -12,10 +12,10 @@ import asyncpg
 import httpx
 import pytest
 
+from energy_platform.core.settings import Settings
 from energy_platform.engine.parking import narrowed
 from energy_platform.engine.watch import engine_queues
-from tests.support.admin import admin_process as admin
-from tests.support.admin import answer
+from tests.support.admin import admin_refusal, run_admin
 from tests.support.data import T0
 from tests.support.engine import Feed, NewFeed, api_buckets, process
 
@@ -65,7 +65,7 @@ async def steady(feed: Feed, medium: int, value: float, poison: Sequence[int] = 
 
 
 async def test_a_poisoned_feed_is_parked_and_retried_while_the_others_are_processed(
-    new_feed: NewFeed, api: httpx.AsyncClient, database_url: str
+    new_feed: NewFeed, api: httpx.AsyncClient, settings: Settings
 ) -> None:
     healthy, poisoned = await new_feed(), await new_feed()
     # A title the notice must escape (the time zone stays: nothing is queued by it).
@@ -88,7 +88,7 @@ async def test_a_poisoned_feed_is_parked_and_retried_while_the_others_are_proces
     # The operator sees it: the command lists the feed, its channel, the period holding the bad
     # row and the error; the gauge counts it.
     (listed,) = [
-        p for p in answer(admin(database_url, "engine", "parked")) if p["feed"] == str(poisoned.id)
+        p for p in await run_admin(settings, "engine", "parked") if p["feed"] == str(poisoned.id)
     ]
     assert listed["stage"] == "processing"
     assert listed["channels"] == [1]
@@ -118,7 +118,7 @@ async def test_a_poisoned_feed_is_parked_and_retried_while_the_others_are_proces
 
     # Repaired by hand, then retried: the feed is processed and the notice closes.
     await poisoned.db.execute(REPAIR, clamp)
-    released = answer(admin(database_url, "engine", "retry", str(poisoned.id)))
+    released = await run_admin(settings, "engine", "retry", str(poisoned.id))
     assert released == {"feed": str(poisoned.id), "released": 1}
     await process(poisoned.db)
     # As the healthy feed's, and the bucket from T0 + 180 now has its 5 s to T0 + 185:
@@ -130,18 +130,17 @@ async def test_a_poisoned_feed_is_parked_and_retried_while_the_others_are_proces
     }
     assert await is_open(poisoned) is False
     assert [
-        p for p in answer(admin(database_url, "engine", "parked")) if p["feed"] == str(poisoned.id)
+        p for p in await run_admin(settings, "engine", "parked") if p["feed"] == str(poisoned.id)
     ] == []
     assert (await gauges(healthy.db))["ep_engine_parked_feeds"] == before["ep_engine_parked_feeds"]
 
     # Nothing parked: a retry names the feed and fails.
-    again = admin(database_url, "engine", "retry", str(poisoned.id))
-    assert again.returncode == 1
-    assert f"feed '{poisoned.id}' has nothing parked" in again.stderr
+    again = await admin_refusal(settings, "engine", "retry", str(poisoned.id))
+    assert f"feed '{poisoned.id}' has nothing parked" in again
 
 
 async def test_a_stream_whose_hours_overflow_parks_its_feeds_rollups_alone(
-    new_feed: NewFeed, api: httpx.AsyncClient, database_url: str
+    new_feed: NewFeed, api: httpx.AsyncClient, settings: Settings
 ) -> None:
     healthy, poisoned = await new_feed(), await new_feed()
     # Voltage (medium 2) is not processed, only rolled up: two values of 1e308 in one hour sum
@@ -154,7 +153,7 @@ async def test_a_stream_whose_hours_overflow_parks_its_feeds_rollups_alone(
     # Voltage is averaged per hour: 230 V.
     assert await api_buckets(api, healthy, good, "hour") == [[T0, 230.0]]
     (listed,) = [
-        p for p in answer(admin(database_url, "engine", "parked")) if p["feed"] == str(poisoned.id)
+        p for p in await run_admin(settings, "engine", "parked") if p["feed"] == str(poisoned.id)
     ]
     assert listed["stage"] == "rollups"
     assert listed["streams"] == [str(bad)]
@@ -162,7 +161,7 @@ async def test_a_stream_whose_hours_overflow_parks_its_feeds_rollups_alone(
     assert await is_open(poisoned)
 
     await poisoned.db.execute(REPAIR, bad)
-    answer(admin(database_url, "engine", "retry", str(poisoned.id)))
+    await run_admin(settings, "engine", "retry", str(poisoned.id))
     await process(poisoned.db)
 
     # The 37 points of 230 V from T0 to T0 + 180.
@@ -176,7 +175,7 @@ async def test_a_stream_whose_hours_overflow_parks_its_feeds_rollups_alone(
 
 
 async def test_several_poisoned_feeds_in_one_batch_are_all_parked_and_the_rest_committed(
-    new_feed: NewFeed, database_url: str
+    new_feed: NewFeed, settings: Settings
 ) -> None:
     feeds = [await new_feed() for _ in range(8)]
     bad = {feeds[1].id, feeds[2].id, feeds[6].id}
@@ -188,7 +187,7 @@ async def test_several_poisoned_feeds_in_one_batch_are_all_parked_and_the_rest_c
     for feed in feeds:
         expected = {} if feed.id in bad else {T0: 25.0, T0 + 90: 25.0}
         assert await feed.points(ENERGY) == expected
-    listed = answer(admin(database_url, "engine", "parked"))
+    listed = await run_admin(settings, "engine", "parked")
     assert {int(p["feed"]) for p in listed} >= bad
     for feed_id in bad:  # leave nothing parked for the tests that share this database
         await feeds[0].db.execute("DELETE FROM cluster.parked_work WHERE feed_id = $1", feed_id)

@@ -11,6 +11,7 @@ import pytest
 from energy_platform.core.settings import Settings
 from tests.support.admin import run_admin
 from tests.support.forwarder import NewCustomer, configure, grant
+from tests.support.platform import add_feed
 from tests.support.provisioning import new_sn
 
 VALID = {"interval": 5, "url": "http://127.0.0.1:9/hook", "format": "json", "mode": "all"}
@@ -192,10 +193,7 @@ async def test_a_registered_homebase_leaves_the_data_api_and_comes_back(
 
     user = await run_admin(settings, "users", "add", f"fw-{new_sn()}")
     sn = new_sn()
-    feed = await run_admin(
-        settings, "feeds", "add", "--owner", user["id"], "--homebase", sn,
-        "--title", "Forwarded home", "--timezone", "Europe/Prague",
-    )  # fmt: skip
+    feed = await add_feed(settings, user["id"], sn, title="Forwarded home")
     port = free_port()
     service = HttpService("api", data.create_app(settings), "127.0.0.1", port)
     customer = await new_customer()

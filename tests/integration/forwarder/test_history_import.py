@@ -8,8 +8,8 @@ from pathlib import Path
 import asyncpg
 
 from energy_platform import seeding
-from tests.support.admin import admin_process as admin
-from tests.support.admin import answer
+from energy_platform.core.settings import Settings
+from tests.support.admin import run_admin
 from tests.support.forwarder import (
     NewCustomer,
     NewReceiver,
@@ -28,7 +28,7 @@ async def test_an_imported_history_of_a_registered_homebase_is_delivered_to_its_
     new_customer: NewCustomer,
     receiver_factory: NewReceiver,
     deliveries: None,
-    database_url: str,
+    settings: Settings,
     tmp_path: Path,
 ) -> None:
     receiver = await receiver_factory(then=200)
@@ -44,8 +44,8 @@ async def test_an_imported_history_of_a_registered_homebase_is_delivered_to_its_
     history.write_text("".join(f"{t},{v}\n" for t, v in yesterday))
     args = ("import", str(feed), "--channel", "1", "--device", "5", "--medium", "1")
 
-    done = answer(admin(database_url, *args, "--file", str(history)))
-    again = answer(admin(database_url, *args, "--file", str(history)))
+    done = await run_admin(settings, *args, "--file", str(history))
+    again = await run_admin(settings, *args, "--file", str(history))
     await backdate(db, customer, sn, since=b - 3600, cursor=b)
 
     assert (done["forwarded"], done["inserted"], done["unchanged"]) == (True, 5, 0)

@@ -10,7 +10,8 @@ from typing import Any
 import asyncpg
 import pytest
 
-from tests.support.admin import admin_process, answer
+from energy_platform.core.settings import Settings
+from tests.support.admin import run_admin
 from tests.support.forwarder import (
     MINUTE,
     NewCustomer,
@@ -26,8 +27,8 @@ from tests.support.services import eventually
 POWER: Stream = (1, 7, 12, None, "1-0:1.7.0")
 
 
-def parked(database_url: str, customer_id: int) -> list[dict[str, Any]]:
-    listed = answer(admin_process(database_url, "customers", "parked"))
+async def parked(settings: Settings, customer_id: int) -> list[dict[str, Any]]:
+    listed = await run_admin(settings, "customers", "parked")
     return [c for c in listed if c["id"] == str(customer_id)]
 
 
@@ -38,7 +39,7 @@ def intervals_from(requests: list[dict[str, Any]]) -> list[int]:
 async def test_a_customer_whose_points_overflow_is_parked_and_the_others_are_delivered(
     api: str,
     db: asyncpg.Connection,
-    database_url: str,
+    settings: Settings,
     new_customer: NewCustomer,
     receiver_factory: NewReceiver,
     deliveries: None,
@@ -69,7 +70,7 @@ async def test_a_customer_whose_points_overflow_is_parked_and_the_others_are_del
 
     await eventually(is_parked)
     await eventually(healthy_caught_up)
-    [listed] = parked(database_url, poisoned.id)
+    [listed] = await parked(settings, poisoned.id)
     assert listed["sqlstate"] == "22003"
     assert listed["delivered_to"] == at(b).isoformat()  # its cursor stays: nothing is lost
     assert poisoned_receiver.requests == []
@@ -84,7 +85,7 @@ async def test_a_customer_whose_points_overflow_is_parked_and_the_others_are_del
         " AND stream_id IN (SELECT id FROM forwarder.streams WHERE homebase_sn = $1)",
         sn,
     )
-    answer(admin_process(database_url, "customers", "retry", str(poisoned.id)))
+    await run_admin(settings, "customers", "retry", str(poisoned.id))
 
     def poisoned_caught_up() -> bool:
         sent = intervals_from([r.json() for r in poisoned_receiver.requests])
@@ -95,7 +96,7 @@ async def test_a_customer_whose_points_overflow_is_parked_and_the_others_are_del
     [point] = first["data"]
     assert (point["t"], point["medium"], point["method"]) == (b + MINUTE, 22, "INTEGRAL")
     assert point["v"] == pytest.approx(50_000 / 3600)
-    assert parked(database_url, poisoned.id) == []
+    assert await parked(settings, poisoned.id) == []
 
 
 async def test_a_customer_deleted_while_its_batch_is_out_stops_no_one(

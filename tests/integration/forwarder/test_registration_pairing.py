@@ -108,7 +108,7 @@ async def test_a_homebase_with_a_feed_stays_paired_whatever_the_registration_doe
     platform: Platform, cluster_api: str, db: asyncpg.Connection, new_customer: NewCustomer
 ) -> None:
     sn = await add_homebase(platform.settings)
-    feed = await add_feed(platform, sn)
+    feed = await add_feed(platform.settings, platform.user_id, sn)
     secret = await secret_of(platform, sn)
     customer = await new_customer()
     await grant(db, customer, sn)

@@ -10,8 +10,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support.admin import admin_process as admin
-from tests.support.admin import answer
+from energy_platform.core.settings import Settings
+from tests.support.admin import admin_refusal, run_admin
 from tests.support.engine import Feed, NewFeed
 
 JAN_1 = 1_767_225_600  # 2026-01-01T00:00:00Z
@@ -59,7 +59,7 @@ async def test_history_beyond_its_bound_is_a_400_naming_value_and_bound_and_noth
 
 
 async def test_the_admin_import_refuses_a_file_with_a_value_beyond_its_bound_whole(
-    new_feed: NewFeed, database_url: str, tmp_path: Path
+    new_feed: NewFeed, settings: Settings, tmp_path: Path
 ) -> None:
     feed = await new_feed("UTC")
     history = tmp_path / "register.csv"
@@ -67,11 +67,10 @@ async def test_the_admin_import_refuses_a_file_with_a_value_beyond_its_bound_who
     readings[50] = f"{JAN_1 + 500},1e16"  # Wh: beyond a 12-digit kWh register
     history.write_text("time,value\n" + "\n".join(readings) + "\n")
 
-    refused = admin(database_url, "import", str(feed.id), "--channel", "0", "--device", "7",
-                    "--medium", "22", "--file", str(history))  # fmt: skip
-
-    assert refused.returncode == 1
-    assert refused.stderr.strip().endswith(
+    refused = await admin_refusal(settings, "import", str(feed.id), "--channel", "0",
+                                  "--device", "7", "--medium", "22", "--file", str(history),
+    )  # fmt: skip
+    assert refused.strip().endswith(
         "line 52: 1e+16 is out of bounds: an energy register is at most 1e15 Wh, varh or VAh "
         "in magnitude"
     )
@@ -103,17 +102,15 @@ async def test_the_admin_import_refuses_a_file_with_a_value_beyond_its_bound_who
     ],
 )
 async def test_a_tariff_beyond_its_bounds_is_refused_and_the_tariffs_stay(
-    new_feed: NewFeed, database_url: str, args: tuple[str, ...], message: str
+    new_feed: NewFeed, settings: Settings, args: tuple[str, ...], message: str
 ) -> None:
     feed = await new_feed()
     fid = str(feed.id)
-    answer(admin(database_url, "tariffs", "set", fid, "--medium", "power", "--from",
-                 "2026-01-01T00:00:00Z", "--price", "0.25"))  # fmt: skip
-    before = answer(admin(database_url, "tariffs", "list", fid))
+    await run_admin(settings, "tariffs", "set", fid, "--medium", "power", "--from",
+                    "2026-01-01T00:00:00Z", "--price", "0.25")  # fmt: skip
+    before = await run_admin(settings, "tariffs", "list", fid)
 
-    refused = admin(database_url, "tariffs", "set", fid, "--medium", "power", "--from",
-                    "2026-02-01T00:00:00Z", *args)  # fmt: skip
-
-    assert refused.returncode == 1
-    assert message in refused.stderr
-    assert answer(admin(database_url, "tariffs", "list", fid)) == before
+    refused = await admin_refusal(settings, "tariffs", "set", fid, "--medium", "power",
+                                  "--from", "2026-02-01T00:00:00Z", *args)  # fmt: skip
+    assert message in refused
+    assert await run_admin(settings, "tariffs", "list", fid) == before

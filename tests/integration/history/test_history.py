@@ -13,10 +13,9 @@ import httpx
 import pytest
 
 from energy_platform import seeding
-from energy_platform.core.settings import RetentionSettings
+from energy_platform.core.settings import RetentionSettings, Settings
 from energy_platform.engine.retention import enforce
-from tests.support.admin import admin_process as admin
-from tests.support.admin import answer
+from tests.support.admin import admin_refusal, run_admin
 from tests.support.data import T0
 from tests.support.engine import Feed, NewFeed, api_buckets, process
 from tests.support.history import auth, points_json, send
@@ -81,7 +80,7 @@ async def test_history_sent_over_http_becomes_processed_points_costs_and_day_tot
 
 
 async def test_a_spike_is_removed_the_day_corrected_and_the_removal_undone(
-    new_feed: NewFeed, api: httpx.AsyncClient, database_url: str
+    new_feed: NewFeed, api: httpx.AsyncClient, settings: Settings
 ) -> None:
     feed = await new_feed("UTC")
     stream = await clamp(feed)
@@ -103,7 +102,7 @@ async def test_a_spike_is_removed_the_day_corrected_and_the_removal_undone(
     await process(feed.db)
     assert await day_total(api, feed, POWER, JAN_2) == pytest.approx(24_000.0)
 
-    (entry,) = answer(admin(database_url, "corrections", "list", str(feed.id)))
+    (entry,) = await run_admin(settings, "corrections", "list", str(feed.id))
     assert entry["actor"].startswith("user ")
     assert (entry["stream"], entry["removed"], entry["replaced"]) == (str(stream), 1, 0)
     audit = await feed.db.fetch(
@@ -113,16 +112,15 @@ async def test_a_spike_is_removed_the_day_corrected_and_the_removal_undone(
     assert [tuple(r) for r in audit] == [(datetime.fromtimestamp(spike, UTC), 10e6, None)]
 
     assert entry["id"] == removed.json()["correction"]
-    undone = answer(admin(database_url, "corrections", "undo", entry["id"]))
+    undone = await run_admin(settings, "corrections", "undo", entry["id"])
     assert undone["restored"] == 1
     await process(feed.db)
     assert await day_total(api, feed, POWER, JAN_2) == pytest.approx(spiked)
     # Undone once, the removal cannot be undone again: the spike is back where it left none.
-    refused = admin(database_url, "corrections", "undo", entry["id"])
-    assert refused.returncode == 1
-    assert f"correction {undone['correction']} undid it" in refused.stderr
+    refused = await admin_refusal(settings, "corrections", "undo", entry["id"])
+    assert f"correction {undone['correction']} undid it" in refused
     # Undoing the undo removes the spike again.
-    answer(admin(database_url, "corrections", "undo", undone["correction"]))
+    await run_admin(settings, "corrections", "undo", undone["correction"])
     await process(feed.db)
     assert await day_total(api, feed, POWER, JAN_2) == pytest.approx(24_000.0)
 
@@ -216,17 +214,15 @@ async def test_only_raw_streams_take_points_and_bad_bodies_change_nothing(
 
 
 async def test_admin_import_reads_a_file_of_any_size_into_a_new_stream(
-    new_feed: NewFeed, database_url: str, tmp_path: Path
+    new_feed: NewFeed, settings: Settings, tmp_path: Path
 ) -> None:
     feed = await new_feed("UTC")
     history = tmp_path / "history.csv"
     lines = [f"{JAN_2 + 10 * k},{k % 7}" for k in range(150_000)]
     history.write_text("time,value\n" + "\n".join(lines) + "\n")
 
-    done = answer(
-        admin(database_url, "import", str(feed.id), "--channel", "4", "--device", "2",
-              "--medium", "1", "--file", str(history))
-    )  # fmt: skip
+    done = await run_admin(settings, "import", str(feed.id), "--channel", "4", "--device", "2",
+                           "--medium", "1", "--file", str(history))  # fmt: skip
 
     assert {k: done[k] for k in ("inserted", "replaced", "unchanged")} == {
         "inserted": 150_000,
@@ -247,10 +243,10 @@ async def test_admin_import_reads_a_file_of_any_size_into_a_new_stream(
     assert [tuple(r) for r in log] == [(int(done["correction"]), 150_000)]
     # A bad line at the end refuses the whole file: nothing of it is written.
     history.write_text(f"{JAN_2 - 10},1\n" + "\n".join(lines[:5]) + "\n12:00,1\n")
-    refused = admin(database_url, "import", str(feed.id), "--channel", "4", "--device", "2",
-                    "--medium", "1", "--file", str(history))  # fmt: skip
-    assert refused.returncode == 1
-    assert "line 7" in refused.stderr
+    refused = await admin_refusal(settings, "import", str(feed.id), "--channel", "4",
+                                  "--device", "2", "--medium", "1", "--file", str(history),
+    )  # fmt: skip
+    assert "line 7" in refused
     assert (
         await feed.db.fetchval(
             "SELECT count(*) FROM cluster.raw_points WHERE stream_id = $1", stream
@@ -298,16 +294,16 @@ async def test_corrections_expire_after_their_days(new_feed: NewFeed, database_u
 
 
 async def test_the_example_history_of_the_operations_guide_imports_as_it_says(
-    new_feed: NewFeed, database_url: str
+    new_feed: NewFeed, settings: Settings
 ) -> None:
     feed = await new_feed("Europe/Prague")
     example = Path(__file__).parents[3] / "docs" / "examples" / "history.csv"
     args = ("import", str(feed.id), "--channel", "1", "--device", "3", "--medium", "1")
 
-    done = answer(admin(database_url, *args, "--file", str(example)))
+    done = await run_admin(settings, *args, "--file", str(example))
 
     assert (done["inserted"], done["replaced"], done["unchanged"]) == (37, 0, 0)
-    again = answer(admin(database_url, *args, "--file", str(example)))
+    again = await run_admin(settings, *args, "--file", str(example))
     assert (again["inserted"], again["unchanged"], again["stream"]) == (0, 37, done["stream"])
 
 

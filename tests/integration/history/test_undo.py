@@ -14,10 +14,10 @@ import asyncpg
 import httpx
 import pytest
 
+from energy_platform.core.settings import Settings
 from energy_platform.history import http as history_http
 from energy_platform.history.points import MAX_BODY_BYTES
-from tests.support.admin import admin_process as admin
-from tests.support.admin import answer
+from tests.support.admin import admin_refusal, run_admin
 from tests.support.data import T0
 from tests.support.engine import Feed, NewFeed
 from tests.support.history import points_json, points_of, remove, send, undo
@@ -84,7 +84,7 @@ async def test_undoing_b_then_a_restores_the_original(
 
 
 async def test_undoing_a_first_is_refused_where_b_overwrote_its_points_and_changes_nothing(
-    new_feed: NewFeed, api: httpx.AsyncClient, database_url: str
+    new_feed: NewFeed, api: httpx.AsyncClient, settings: Settings
 ) -> None:
     feed = await new_feed("UTC")
     stream, a, _ = await overlapping(feed, api)
@@ -100,9 +100,8 @@ async def test_undoing_a_first_is_refused_where_b_overwrote_its_points_and_chang
     assert f"at {T[4]} " in detail
     assert f"at {T[1]} " not in detail
     # The admin command refuses the same way: a non-zero exit naming the points.
-    by_operator = admin(database_url, "corrections", "undo", a)
-    assert by_operator.returncode == 1
-    assert f"at {T[3]} " in by_operator.stderr
+    by_operator = await admin_refusal(settings, "corrections", "undo", a)
+    assert f"at {T[3]} " in by_operator
     assert await points_of(feed.db, stream) == before
     assert await log_size(feed.db, feed) == corrections
 
@@ -125,7 +124,7 @@ async def test_undoing_a_first_works_where_b_left_its_points_alone(
 
 
 async def test_a_removal_is_not_undone_over_a_point_written_into_its_gap(
-    new_feed: NewFeed, api: httpx.AsyncClient, database_url: str
+    new_feed: NewFeed, api: httpx.AsyncClient, settings: Settings
 ) -> None:
     feed = await new_feed("UTC")
     stream = await feed.raw_stream(channel=1, medium=1)
@@ -139,15 +138,14 @@ async def test_a_removal_is_not_undone_over_a_point_written_into_its_gap(
     assert refused.status_code == 409
     assert f"at {T[2]} " in refused.json()["detail"]
     assert "now 42" in refused.json()["detail"]
-    by_operator = admin(database_url, "corrections", "undo", removed.json()["correction"])
-    assert by_operator.returncode == 1
-    assert "1 of its points" in by_operator.stderr
+    by_operator = await admin_refusal(settings, "corrections", "undo", removed.json()["correction"])
+    assert "1 of its points" in by_operator
     # Nothing half-restored: T1 and T3 stay removed, the device's point stays.
     assert await points_of(feed.db, stream) == {T[0]: 5, T[2]: 42, T[4]: 5}
 
 
 async def test_an_admin_import_is_all_or_nothing_and_a_resent_file_changes_nothing(
-    new_feed: NewFeed, database_url: str, tmp_path: Path
+    new_feed: NewFeed, settings: Settings, tmp_path: Path
 ) -> None:
     feed = await new_feed("UTC")
     good = [f"{JAN_2 + 10 * k},{k % 7}" for k in range(100_010)]  # more than one chunk
@@ -155,10 +153,8 @@ async def test_an_admin_import_is_all_or_nothing_and_a_resent_file_changes_nothi
     history.write_text("\n".join([*good, "12:00,1", *good[:5]]) + "\n")
     args = ("import", str(feed.id), "--channel", "4", "--device", "2", "--medium", "1")
 
-    refused = admin(database_url, *args, "--file", str(history))
-
-    assert refused.returncode == 1
-    assert "line 100011" in refused.stderr
+    refused = await admin_refusal(settings, *args, "--file", str(history))
+    assert "line 100011" in refused
     # Not a point, nor the stream it would have made, nor a correction.
     assert await feed.db.fetchval(
         "SELECT count(*) FROM cluster.streams WHERE feed_id = $1", feed.id
@@ -166,10 +162,10 @@ async def test_an_admin_import_is_all_or_nothing_and_a_resent_file_changes_nothi
     assert await log_size(feed.db, feed) == 0
 
     history.write_text("\n".join(good[:1000]) + "\n")
-    done = answer(admin(database_url, *args, "--file", str(history)))
+    done = await run_admin(settings, *args, "--file", str(history))
     assert (done["inserted"], done["replaced"], done["unchanged"]) == (1000, 0, 0)
     stream = int(done["stream"])
-    again = answer(admin(database_url, *args, "--file", str(history)))
+    again = await run_admin(settings, *args, "--file", str(history))
     assert (again["inserted"], again["unchanged"], again["correction"]) == (0, 1000, None)
     # One correction, and nothing recorded for the resent one.
     log = await feed.db.fetch(
@@ -177,7 +173,7 @@ async def test_an_admin_import_is_all_or_nothing_and_a_resent_file_changes_nothi
     )
     assert [tuple(r) for r in log] == [(int(done["correction"]), 1000)]
 
-    undone = answer(admin(database_url, "corrections", "undo", done["correction"]))
+    undone = await run_admin(settings, "corrections", "undo", done["correction"])
     assert undone["restored"] == 1000
     assert await points_of(feed.db, stream) == {}
 

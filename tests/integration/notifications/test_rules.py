@@ -26,6 +26,7 @@ from energy_platform.seeding import processed_stream
 from tests.support.admin import run_admin
 from tests.support.forwarder import NO_CUSTOMER
 from tests.support.platform import Platform, add_feed, paired_homebase
+from tests.support.provisioning import add_homebase
 from tests.support.scrape import scrape, value
 from tests.support.services import eventually, periodic_rounds, rounds_later
 
@@ -100,24 +101,6 @@ async def own_user(platform: Platform, name: str) -> Platform:
     return msgspec.structs.replace(platform, user_token=user["token"], user_id=user["id"])
 
 
-async def unpaired_homebase(platform: Platform) -> str:
-    """A new homebase known to provisioning (``admin homebases add``), not yet paired."""
-    sn = secrets.token_hex(8).upper()
-    await run_admin(
-        platform.settings,
-        "homebases",
-        "add",
-        sn,
-        "--partner",
-        "x",
-        "--type",
-        "HB",
-        "--generation",
-        "6",
-    )
-    return sn
-
-
 def rules_rounds(platform: Platform, seconds: float) -> int:
     """The rounds of the rules that ``seconds`` of the platform's clock stand for."""
     return max(1, round(seconds / platform.settings.notifications.interval))
@@ -166,7 +149,7 @@ async def test_a_power_change_over_coap_names_the_phases(platform: Platform) -> 
     await run_admin(
         s, "coap-devices", "add", sn, "--data-server", f"127.0.0.1:{s.devices.coap_port}"
     )
-    await add_feed(platform, sn, title="Meter <b>&</b>", pair=False)
+    await add_feed(platform.settings, platform.user_id, sn, title="Meter <b>&</b>", pair=False)
     context = await aiocoap.Context.create_client_context()
     try:
         now = int(time.time())
@@ -223,26 +206,11 @@ async def test_a_subscription_ending_within_seven_days_is_told(platform: Platfor
     sn, _, feed = await paired_homebase(platform)
     ends = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(time.time() + 3 * 86_400))
     # The feed of this homebase was added with a year's subscription: give it a short one.
-    other = secrets.token_hex(8).upper()
-    s = platform.settings
-    await run_admin(
-        s, "homebases", "add", other, "--partner", "x", "--type", "HB", "--generation", "6"
-    )
-    await run_admin(
-        s,
-        "feeds",
-        "add",
-        "--owner",
-        platform.user_id,
-        "--homebase",
-        other,
-        "--title",
-        "Short",
-        "--timezone",
-        "UTC",
-        "--subscription-to",
-        ends,
-    )
+    other = await add_homebase(platform.settings)
+    await add_feed(
+        platform.settings, platform.user_id, other, title="Short", timezone="UTC",
+        subscription_to=ends,
+    )  # fmt: skip
 
     async def told() -> bool:
         return any(
@@ -268,14 +236,10 @@ async def test_a_changed_subscription_end_re_arms_its_notice(
     def in_days(days: int) -> str:
         return time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(time.time() + days * 86_400))
 
-    sn = secrets.token_hex(8).upper()
-    await run_admin(
-        s, "homebases", "add", sn, "--partner", "x", "--type", "HB", "--generation", "6"
+    sn = await add_homebase(s)
+    feed = await add_feed(
+        s, platform.user_id, sn, title="Renewed", timezone="UTC", subscription_to=in_days(3)
     )
-    feed = await run_admin(
-        s, "feeds", "add", "--owner", platform.user_id, "--homebase", sn, "--title",
-        "Renewed", "--timezone", "UTC", "--subscription-to", in_days(3),
-    )  # fmt: skip
 
     async def notices() -> list[dict[str, Any]]:
         return [
@@ -374,7 +338,7 @@ async def test_no_rule_speaks_of_a_feed_while_it_is_registered_with_the_forwarde
     owner = await own_user(platform, "forwarding")
     homebases = {}
     for title in ("Forwarded one", "Shown one"):
-        sn = await unpaired_homebase(platform)
+        sn = await add_homebase(platform.settings)
         if title == "Forwarded one":  # registered before its feed exists: no round sees it shown
             with psycopg.connect(database_url, autocommit=True) as conn:
                 conn.execute(
@@ -382,20 +346,8 @@ async def test_no_rule_speaks_of_a_feed_while_it_is_registered_with_the_forwarde
                     " VALUES (%s, %s)",
                     (sn, NO_CUSTOMER),
                 )
-        feed = await run_admin(
-            s,
-            "feeds",
-            "add",
-            "--owner",
-            owner.user_id,
-            "--homebase",
-            sn,
-            "--title",
-            title,
-            "--timezone",
-            "UTC",
-            "--subscription-to",
-            ends,
+        feed = await add_feed(
+            s, owner.user_id, sn, title=title, timezone="UTC", subscription_to=ends
         )
         homebases[title] = (sn, int(feed["id"]))
     # Between rounds, so that every round of the rules sees all of it or none of it (a verdict
@@ -445,8 +397,8 @@ async def test_a_day_over_twice_its_28_day_median_is_unusual(
     twice it would be 60 kWh, and unusual."""
     feeds = {}
     for label, yesterday_wh in (("Greedy", 60_000.0), ("Usual", 30_000.0)):
-        sn = await unpaired_homebase(platform)
-        feed = await add_feed(platform, sn, title=label, timezone="UTC")
+        sn = await add_homebase(platform.settings)
+        feed = await add_feed(platform.settings, platform.user_id, sn, title=label, timezone="UTC")
         feeds[label] = (int(feed["id"]), yesterday_wh)
     # Between rounds: the rules see the whole history or none of it; a verdict they already took
     # on the new feeds' empty yesterday is taken back with it.
@@ -479,8 +431,10 @@ async def test_a_feed_whose_data_fails_a_rule_is_parked_while_the_others_are_tol
     owner = await own_user(platform, "parked")
     feeds = {}
     for label in ("Poisoned", "Greedy beside it"):
-        sn = await unpaired_homebase(platform)
-        feeds[label] = int((await add_feed(owner, sn, title=label, timezone="UTC"))["id"])
+        sn = await add_homebase(platform.settings)
+        feeds[label] = int(
+            (await add_feed(owner.settings, owner.user_id, sn, title=label, timezone="UTC"))["id"]
+        )
     poisoned, greedy = feeds["Poisoned"], feeds["Greedy beside it"]
     failed = {"loop": "rules", "outcome": "failed"}
     failed_before = REGISTRY.get_sample_value("ep_housekeeping_rounds_total", failed) or 0

@@ -37,7 +37,7 @@ from energy_platform.services import build_services
 from tests.support.admin import run_admin
 from tests.support.databases import create_session_database
 from tests.support.pgcluster import DrillCluster
-from tests.support.platform import platform_settings
+from tests.support.platform import add_feed, platform_settings
 from tests.support.provisioning import add_cluster, add_homebase
 from tests.support.services import eventually, free_port, running
 
@@ -120,10 +120,7 @@ async def test_restore_to_a_noted_time_keeps_what_was_committed_before_it(
     before, after = list(range(t0, t0 + 600)), list(range(t0 + 600, t0 + 1200))
     async with running(*services(), ready_urls=(api + "/healthz", provisioning + "/healthz")):
         user = await run_admin(c, "users", "add", "drill")
-        feed = await run_admin(
-            c, "feeds", "add", "--owner", user["id"], "--homebase", sn,
-            "--title", "Drill", "--timezone", "UTC",
-        )  # fmt: skip
+        feed = await add_feed(c, user["id"], sn, title="Drill", timezone="UTC")
         async with httpx.AsyncClient(headers={"X-SvcClusterAuth": cluster.secret}) as http:
             got = await http.get(f"{provisioning}/api/device/{sn}/secret/")
         homebase = SimulatedHomebase(sn, bytes.fromhex(got.json()["secret"]))

@@ -16,7 +16,7 @@ from tests.support.provisioning import add_cluster, add_homebase
 
 async def test_adding_a_feed_pairs_the_homebase_with_this_cluster(platform: Platform) -> None:
     sn = await add_homebase(platform.settings)
-    await add_feed(platform, sn, title="Pairing", timezone="UTC")
+    await add_feed(platform.settings, platform.user_id, sn, title="Pairing", timezone="UTC")
     auth = {"X-SvcClusterAuth": platform.settings.cluster.secret}
     async with httpx.AsyncClient(base_url=platform.provisioning + "/api", headers=auth) as http:
         status = (await http.get(f"/device/{sn}/pair/")).json()
@@ -31,7 +31,7 @@ async def test_a_homebase_paired_elsewhere_gets_no_feed(
     async with httpx.AsyncClient(base_url=platform.provisioning + "/api") as http:
         await http.post(f"/device/{sn}/pair/", headers={"X-SvcClusterAuth": other.secret})
     with pytest.raises(SystemExit) as exit_:
-        await add_feed(platform, sn, title="Pairing", timezone="UTC")
+        await add_feed(platform.settings, platform.user_id, sn, title="Pairing", timezone="UTC")
     assert exit_.value.code == 1
     assert f"homebase {sn} is paired to another cluster" in capsys.readouterr().err
     with psycopg.connect(database_url) as conn:
@@ -45,7 +45,7 @@ async def test_deleting_a_feed_removes_its_data_and_unpairs_the_homebase(
     platform: Platform, database_url: str, db: asyncpg.Connection
 ) -> None:
     sn = await add_homebase(platform.settings)
-    feed = await add_feed(platform, sn, title="Pairing", timezone="UTC")
+    feed = await add_feed(platform.settings, platform.user_id, sn, title="Pairing", timezone="UTC")
     assert isinstance(feed, dict)
     stream = await seeding.raw_stream(db, int(feed["id"]), 1, 1, device=3)
     await seeding.write_points(db, stream, [(int(time.time()), 1)])
@@ -74,10 +74,7 @@ async def test_pairing_without_the_accounts_setting_says_what_to_set_and_changes
     mqtt = msgspec.structs.replace(platform.settings.mqtt, accounts_url="")
     without = msgspec.structs.replace(platform.settings, mqtt=mqtt)
     with pytest.raises(SystemExit) as exit_:
-        await run_admin(
-            without, "feeds", "add", "--owner", platform.user_id, "--homebase", sn,
-            "--title", "No account", "--timezone", "UTC",
-        )  # fmt: skip
+        await add_feed(without, platform.user_id, sn, title="No account", timezone="UTC")
     assert exit_.value.code == 1
     assert "EP_MQTT_ACCOUNTS_URL is not set" in capsys.readouterr().err
     # Neither a feed here nor a pairing at provisioning.

@@ -1,8 +1,9 @@
 """``admin users tokens add|list|revoke`` and ``admin users token`` (rotation) as an operator runs
-them, checked through the API the tokens are used on."""
+them (in this process, but for a usage error), checked through the API the tokens are used on."""
 
 from __future__ import annotations
 
+import json
 import secrets
 
 import httpx
@@ -10,9 +11,7 @@ import psycopg
 import pytest
 
 from energy_platform.core.settings import Settings
-from tests.support.admin import admin_process as admin
-from tests.support.admin import answer as ok
-from tests.support.admin import run_admin
+from tests.support.admin import admin_process, admin_refusal, run_admin
 from tests.support.data import World
 
 
@@ -24,63 +23,61 @@ async def status(world: World, token: str, method: str, path: str) -> int:
 
 
 async def test_an_operator_adds_lists_and_revokes_a_read_token(
-    world: World, database_url: str
+    world: World, settings: Settings
 ) -> None:
-    user = ok(admin(database_url, "users", "add", f"tokens-{secrets.token_hex(4)}"))
+    user = await run_admin(settings, "users", "add", f"tokens-{secrets.token_hex(4)}")
     feeds = f"/users/{user['id']}/feeds"
     notifications = f"/users/{user['id']}/notifications"
 
-    made = ok(admin(database_url, "users", "tokens", "add", user["id"], "--name", "wall",
-                    "--scope", "read"))  # fmt: skip
+    made = await run_admin(settings, "users", "tokens", "add", user["id"], "--name", "wall",
+                                 "--scope", "read")  # fmt: skip
     assert set(made) == {"name", "scope", "token"}
     assert (made["name"], made["scope"]) == ("wall", "read")
-    listing = admin(database_url, "users", "tokens", "list", user["id"])
-    listed = ok(listing)
+    listed = await run_admin(settings, "users", "tokens", "list", user["id"])
     assert [(t["name"], t["scope"]) for t in listed] == [("default", "write"), ("wall", "read")]
-    assert made["token"] not in listing.stdout
-    assert user["token"] not in listing.stdout
+    assert made["token"] not in json.dumps(listed)
+    assert user["token"] not in json.dumps(listed)
 
     assert await status(world, made["token"], "GET", feeds) == 200
     assert await status(world, made["token"], "PATCH", notifications) == 403
     assert await status(world, user["token"], "PATCH", notifications) == 205
 
-    revoked = ok(admin(database_url, "users", "tokens", "revoke", user["id"], "wall"))
+    revoked = await run_admin(settings, "users", "tokens", "revoke", user["id"], "wall")
     assert revoked == {"user": user["id"], "name": "wall", "revoked": True}
     assert await status(world, made["token"], "GET", feeds) == 401
     assert await status(world, user["token"], "GET", feeds) == 200
-    again = admin(database_url, "users", "tokens", "revoke", user["id"], "wall")
-    assert again.returncode == 1
-    assert "no token 'wall'" in again.stderr
-    assert [t["name"] for t in ok(admin(database_url, "users", "tokens", "list", user["id"]))] == [
-        "default"
-    ]
+    again = await admin_refusal(settings, "users", "tokens", "revoke", user["id"], "wall")
+    assert "no token 'wall'" in again
+    assert [
+        t["name"] for t in await run_admin(settings, "users", "tokens", "list", user["id"])
+    ] == ["default"]
 
 
 async def test_rotation_replaces_the_default_token_and_revoke_takes_every_token(
-    world: World, database_url: str
+    world: World, settings: Settings
 ) -> None:
-    user = ok(admin(database_url, "users", "add", f"rotate-{secrets.token_hex(4)}"))
+    user = await run_admin(settings, "users", "add", f"rotate-{secrets.token_hex(4)}")
     feeds = f"/users/{user['id']}/feeds"
-    laptop = ok(admin(database_url, "users", "tokens", "add", user["id"], "--name", "laptop",
-                      "--scope", "write"))  # fmt: skip
+    laptop = await run_admin(settings, "users", "tokens", "add", user["id"], "--name", "laptop",
+                                   "--scope", "write")  # fmt: skip
 
-    rotated = ok(admin(database_url, "users", "token", user["id"]))
+    rotated = await run_admin(settings, "users", "token", user["id"])
     assert await status(world, user["token"], "GET", feeds) == 401
     assert await status(world, rotated["token"], "GET", feeds) == 200
     assert await status(world, laptop["token"], "GET", feeds) == 200  # other tokens stay
 
-    revoked = ok(admin(database_url, "users", "token", user["id"], "--revoke"))
+    revoked = await run_admin(settings, "users", "token", user["id"], "--revoke")
     assert (revoked["revoked"], revoked["tokens_revoked"]) == (True, 2)
     assert await status(world, rotated["token"], "GET", feeds) == 401
     assert await status(world, laptop["token"], "GET", feeds) == 401
-    assert ok(admin(database_url, "users", "tokens", "list", user["id"])) == []
+    assert await run_admin(settings, "users", "tokens", "list", user["id"]) == []
 
     # Rotating after that gives the user a write token `default` again.
-    renewed = ok(admin(database_url, "users", "token", user["id"]))
+    renewed = await run_admin(settings, "users", "token", user["id"])
     assert (
         await status(world, renewed["token"], "PATCH", f"/users/{user['id']}/notifications") == 205
     )
-    listed = ok(admin(database_url, "users", "tokens", "list", user["id"]))
+    listed = await run_admin(settings, "users", "tokens", "list", user["id"])
     assert [(t["name"], t["scope"]) for t in listed] == [("default", "write")]
 
 
@@ -112,11 +109,10 @@ async def test_token_mistakes_are_one_line_errors_and_change_nothing(
             ).fetchall()
 
     before = tokens()
-    result = admin(database_url, "users", "tokens", *(a.format(user=user["id"]) for a in args))
-    assert result.returncode == 1
-    assert result.stdout == ""
-    assert len(result.stderr.strip().splitlines()) == 1
-    assert message in result.stderr
+    tokens_args = (a.format(user=user["id"]) for a in args)
+    result = await admin_refusal(settings, "users", "tokens", *tokens_args)
+    assert len(result.strip().splitlines()) == 1
+    assert message in result
     assert tokens() == before
 
 
@@ -131,6 +127,7 @@ async def test_token_mistakes_are_one_line_errors_and_change_nothing(
 def test_a_token_without_a_name_or_a_valid_scope_is_a_usage_error(
     database_url: str, args: tuple[str, ...]
 ) -> None:
-    result = admin(database_url, "users", "tokens", *args)
+    # A usage error is click's, with its own exit status: only a process shows it.
+    result = admin_process(database_url, "users", "tokens", *args)
     assert result.returncode == 2
     assert result.stdout == ""
