@@ -6,7 +6,9 @@ periods per channel, widened to every bucket whose result the new points can cha
 the processed streams of channels seen for the first time. :data:`CLAIM` takes the closed part of
 the queued work of a bounded number of feeds under an advisory lock per feed, and
 :data:`COMPUTE` recomputes those buckets for all their channels in one statement: it upserts the
-points that qualify and deletes those that no longer do. docs/engine.md explains the rules.
+points that qualify and deletes those that no longer do. The statements are short chains over
+named SQL stages (sql/functions/22_engine_stages.sql, docs/engine.md#the-statements-stages);
+docs/engine.md explains the rules.
 """
 
 from __future__ import annotations
