@@ -77,7 +77,7 @@ WITH days AS MATERIALIZED (
         ON m.feed_id = s.feed_id AND m.type = 'processed' AND m.channel = s.channel
        AND m.idx IS NOT DISTINCT FROM s.idx AND m.tariff IS NOT DISTINCT FROM s.tariff
        AND m.combined = s.combined
-       AND m.quantity = CASE s.quantity WHEN 'export' THEN 'credit' ELSE 'cost' END
+       AND m.quantity = cluster.money_quantity(s.quantity)
      WHERE s.feed_id = p_feed_id AND s.type = 'processed'
        AND s.quantity IN ('consumption', 'export')
        AND (t.stream_id IS NOT NULL OR EXISTS (

@@ -1,0 +1,389 @@
+-- The engine's processing in chapters: the stages its intake and compute statements
+-- (engine/processing.py) are made of, each readable, testable and EXPLAINable alone
+-- (docs/engine.md#the-statements-stages). Re-applied by every `migrate`, after the numbered
+-- migrations: the one current definition.
+--
+-- Every stage is a LANGUAGE sql function, STABLE, without STRICT or SET, whose body is one
+-- SELECT: the planner inlines it into the calling statement, so the chain plans as one
+-- statement. A stage without a WITH is pulled up into its caller's joins; a stage with one
+-- (its MATERIALIZED boundaries) stays a subquery of its caller, planned once. The compute
+-- stages take the statement's work as four arrays (feed, channel, [from, to) per period):
+-- arrays, not rows of a table, so that each stage runs alone as `SELECT * FROM stage(...)`.
+-- What writes (the queues, the points, the live events) cannot be inlined (a function that
+-- writes is VOLATILE and planned apart, where the statement's EXPLAIN does not see it): it stays
+-- in the statements, which call these.
+
+-- Intake: the buckets whose results a written period [lower, upper] of a raw stream can change
+-- (docs/engine.md#work-late-data-and-configuration-changes). Widened to the bucket of the
+-- previous point when the segment from it is bridged (cluster.bridge_limit()), always to the
+-- bucket of the next point (a meter reading's consumption is counted at the later reading), and
+-- across bridged gaps; a register's across every gap: its span decides between it and the
+-- channel's power in every bucket between them. Plan: called per written period (LATERAL), its
+-- neighbours are two index probes per tier (cluster.point_neighbours, inlined).
+CREATE OR REPLACE FUNCTION cluster.affected_buckets(
+    p_raw_id bigint, p_spans boolean, p_written tstzrange
+) RETURNS TABLE (buckets tstzrange)
+LANGUAGE sql STABLE AS $$
+    SELECT b.buckets
+      FROM cluster.point_neighbours(p_raw_id, lower(p_written),
+                                    upper(p_written) + interval '1 microsecond') n
+     CROSS JOIN LATERAL (VALUES
+           (tstzrange(
+               time_bucket(cluster.bucket_width(),
+                           CASE WHEN lower(p_written) - n.before <= cluster.bridge_limit()
+                                  OR (p_spans AND n.before IS NOT NULL)
+                                THEN n.before ELSE lower(p_written) END),
+               time_bucket(cluster.bucket_width(),
+                           CASE WHEN n.after - upper(p_written) <= cluster.bridge_limit()
+                                  OR (p_spans AND n.after IS NOT NULL)
+                                THEN n.after ELSE upper(p_written) END)
+                   + cluster.bucket_width()), true),
+           (tstzrange(time_bucket(cluster.bucket_width(), n.after),
+                      time_bucket(cluster.bucket_width(), n.after) + cluster.bucket_width()),
+            n.after IS NOT NULL))
+           AS b (buckets, wanted)
+     WHERE b.wanted
+$$;
+COMMENT ON FUNCTION cluster.affected_buckets(bigint, boolean, tstzrange) IS
+    'The buckets a raw stream''s points written in p_written can change (p_spans: a register, widened across every gap).';
+
+-- Intake: the processed streams the raw media of the given channels (p_feeds[i],
+-- p_channels[i]) call for, with their first configuration's title, medium and unit (money in
+-- p_currency): one per quantity and index, where a register's index is a tariff (1-0:1.8.2:
+-- tariff 2), never a phase; a combined one when a channel has two or more of a quantity; and
+-- beside each consumption or export stream its money stream (cluster.money_quantity). Streams
+-- that exist already are included: the caller keeps the missing ones. Plan: set-based over the
+-- batch's channels (a join with the streams' (feed_id, channel) index, one sort); the intake
+-- passes its channels as two arrays of one row, so that this is inlined once, not per channel.
+CREATE OR REPLACE FUNCTION cluster.channel_streams(
+    p_feeds bigint[], p_channels integer[], p_currency text
+) RETURNS TABLE (feed_id bigint, channel integer, idx integer, tariff integer, combined boolean,
+                 quantity text, title text, medium text, unit text)
+LANGUAGE sql STABLE AS $$
+WITH media AS (
+    SELECT DISTINCT ON (s.feed_id, s.channel, m.quantity, t.idx, t.tariff)
+           s.feed_id, s.channel, m.quantity, t.idx, t.tariff, m.medium, m.title, m.unit,
+           m.index_label
+      FROM unnest(p_feeds, p_channels) AS c (feed_id, channel)
+      JOIN cluster.streams s ON s.feed_id = c.feed_id AND s.channel = c.channel AND s.type = 'raw'
+      JOIN cluster.processable_media m ON m.medium_id = s.medium
+     CROSS JOIN LATERAL cluster.processed_target(m.method, s.idx) t
+     ORDER BY s.feed_id, s.channel, m.quantity, t.idx, t.tariff, m.medium_id
+), wanted AS (
+    SELECT feed_id, channel, quantity, idx, tariff, false AS combined, medium, title, unit,
+           index_label
+      FROM media
+    UNION ALL
+    SELECT feed_id, channel, quantity, NULL, NULL, true, min(medium), min(title), min(unit), ''
+      FROM media WHERE idx IS NOT NULL OR tariff IS NOT NULL
+     GROUP BY feed_id, channel, quantity HAVING count(*) >= 2
+)
+SELECT w.feed_id, w.channel, w.idx, w.tariff, w.combined, q.quantity,
+       w.title || CASE WHEN k.money THEN ' ' || q.quantity ELSE '' END || ', channel '
+           || w.channel
+           || CASE WHEN w.combined THEN ', total'
+                   WHEN w.tariff IS NOT NULL THEN ', tariff ' || w.tariff
+                   WHEN w.idx IS NULL THEN ''
+                   ELSE w.index_label || w.idx END,
+       w.medium, CASE WHEN k.money THEN p_currency ELSE w.unit END
+  FROM wanted w
+ CROSS JOIN (VALUES (false), (true)) AS k (money)
+ CROSS JOIN LATERAL (
+       SELECT CASE WHEN k.money THEN cluster.money_quantity(w.quantity) ELSE w.quantity END
+              AS quantity) q
+ WHERE q.quantity IS NOT NULL
+$$;
+COMMENT ON FUNCTION cluster.channel_streams(bigint[], integer[], text) IS
+    'The processed streams (identity, title, medium, unit) the given channels'' raw media call for, money streams in p_currency included.';
+
+-- Compute, write-back: the processed streams of each work period (a row per period and
+-- stream), whose points in [wfrom, wto) the compute statement replaces, whose hours it queues
+-- for the rollups and whose compacted days it thaws first. Plan: a hash join of the work
+-- with the processed streams.
+CREATE OR REPLACE FUNCTION cluster.work_streams(
+    p_feeds bigint[], p_channels integer[], p_from timestamptz[], p_to timestamptz[]
+) RETURNS TABLE (stream_id bigint, wfrom timestamptz, wto timestamptz)
+LANGUAGE sql STABLE AS $$
+    SELECT ps.id, w.wfrom, w.wto
+      FROM unnest(p_feeds, p_channels, p_from, p_to) AS w (feed_id, channel, wfrom, wto)
+      JOIN cluster.streams ps
+        ON ps.feed_id = w.feed_id AND ps.channel = w.channel AND ps.type = 'processed'
+$$;
+COMMENT ON FUNCTION cluster.work_streams(bigint[], integer[], timestamptz[], timestamptz[]) IS
+    'The processed streams of each of the work''s periods (feed, channel, [from, to)).';
+
+-- Compute, energy per bucket: the raw streams of the work's channels, each with the period
+-- of points to read (from the last point before the period to the first at or after its end).
+-- Plan: a join of the work with the streams' (feed_id, channel) index, and per raw stream two
+-- index probes per tier for its neighbours (cluster.point_neighbours, inlined).
+CREATE OR REPLACE FUNCTION cluster.engine_sources(
+    p_feeds bigint[], p_channels integer[], p_from timestamptz[], p_to timestamptz[]
+) RETURNS TABLE (raw_id bigint, register boolean, reading boolean, wf double precision,
+                 wt double precision, lo timestamptz, hi timestamptz)
+LANGUAGE sql STABLE AS $$
+    SELECT s.id, m.method = 'register', m.method = 'reading',
+           date_part('epoch', w.wfrom), date_part('epoch', w.wto),
+           coalesce(n.before, w.wfrom), coalesce(n.after, w.wto)
+      FROM unnest(p_feeds, p_channels, p_from, p_to) AS w (feed_id, channel, wfrom, wto)
+      JOIN cluster.streams s ON s.feed_id = w.feed_id AND s.channel = w.channel AND s.type = 'raw'
+      JOIN cluster.processable_media m ON m.medium_id = s.medium
+     CROSS JOIN LATERAL cluster.point_neighbours(s.id, w.wfrom, w.wto) n
+$$;
+COMMENT ON FUNCTION cluster.engine_sources(bigint[], integer[], timestamptz[], timestamptz[]) IS
+    'The raw streams of the work''s periods, with their method and the span of points to read.';
+
+-- Compute, energy per bucket: per processed stream identity of the work's channels (quantity,
+-- idx, tariff, combined) and bucket k, the register's value (its rise along its line, Wh), the
+-- measured value (power's trapezoid in Wh, a meter reading's step), and a mean's integral and
+-- covered seconds; which of register and measured a stream takes is decided per bucket by its
+-- register span (cluster.engine_results).
+-- Per raw stream the points from the last one before wfrom to the first one at or after wto
+-- form segments. A bridged segment (cluster.bridged) adds its trapezoid (value·s) and its
+-- length (s) to the buckets it overlaps, cut at their edges (cluster.segment_integral,
+-- cluster.segment_covered); a register's segment is first made its constant rate of rise
+-- (Wh/s), so that its trapezoid is its rise in the bucket. A meter reading's segment, and a
+-- register's unbridged one, adds its step (never negative: a decrease is a reset or rollover)
+-- to the bucket of its later point. Times are float epoch seconds; bucket k starts at
+-- k·cluster.bucket_seconds().
+-- Plan: each segment is first added whole to the bucket it starts in ("heads", one hash
+-- aggregate over the points); the one segment per bucket that crosses its end is carried along
+-- and spread over the following buckets afterwards ("tails", a row per bucket, not per point).
+-- sources is MATERIALIZED so that its neighbour probes run once per raw stream; heads so that
+-- the hash aggregate runs once for both of its readers. OFFSET 0 keeps each expression of a
+-- segment computed once per point, not once per use.
+CREATE OR REPLACE FUNCTION cluster.bucket_energy(
+    p_feeds bigint[], p_channels integer[], p_from timestamptz[], p_to timestamptz[]
+) RETURNS TABLE (feed_id bigint, channel integer, quantity text, idx integer, tariff integer,
+                 combined boolean, k bigint, register double precision,
+                 measured double precision, integral double precision,
+                 covered double precision)
+LANGUAGE sql STABLE AS $$
+WITH sources AS MATERIALIZED (
+    SELECT * FROM cluster.engine_sources(p_feeds, p_channels, p_from, p_to)
+), segments AS (
+    SELECT raw_id, wt, e0, v0, e1, v1, step, k, a, least(e1, kend) AS c, e1 >= kend AS crosses,
+           bridged
+      FROM (SELECT raw_id, wt, e0, v0, e1, v1, step, bridged, k, a,
+                   cluster.bucket_seconds() * k + cluster.bucket_seconds() AS kend
+              FROM (SELECT raw_id, wt, e0, e1, cluster.bridged(e0, e1) AS bridged,
+                           greatest(e0, wf) AS a, cluster.bucket_of(greatest(e0, wf)) AS k,
+                           CASE WHEN register THEN greatest(v1 - v0, 0) / (e1 - e0)
+                                ELSE v0 END AS v0,
+                           CASE WHEN register THEN greatest(v1 - v0, 0) / (e1 - e0)
+                                ELSE v1 END AS v1,
+                           CASE WHEN reading OR (register AND NOT cluster.bridged(e0, e1))
+                                THEN greatest(v1 - v0, 0) END AS step
+                      FROM (SELECT src.raw_id, src.register, src.reading, src.wf, src.wt,
+                                   date_part('epoch', g.ts) AS e0, g.v0,
+                                   date_part('epoch', g.t1) AS e1, g.v1
+                              FROM sources src
+                              CROSS JOIN LATERAL (
+                                  SELECT p.ts, p.value AS v0,
+                                         lead(p.ts) OVER w AS t1, lead(p.value) OVER w AS v1
+                                    FROM cluster.stream_points(src.raw_id, src.lo,
+                                             src.hi + interval '1 microsecond') p
+                                  WINDOW w AS (ORDER BY p.ts)
+                              ) g
+                             WHERE g.t1 IS NOT NULL
+                            OFFSET 0) points
+                    OFFSET 0) x
+            OFFSET 0) y
+), heads AS MATERIALIZED (
+    SELECT raw_id, k, min(wt) AS wt,
+           sum(cluster.segment_integral(e0, v0, e1, v1, bridged, a, c)) AS integral,
+           sum(cluster.segment_covered(bridged, a, c)) AS covered,
+           sum(step) FILTER (WHERE NOT crosses) AS delta,
+           max(e0) FILTER (WHERE crosses) AS ce0,
+           max(v0) FILTER (WHERE crosses) AS cv0,
+           max(e1) FILTER (WHERE crosses) AS ce1,
+           max(v1) FILTER (WHERE crosses) AS cv1,
+           max(step) FILTER (WHERE crosses) AS cstep
+      FROM segments
+     GROUP BY raw_id, k
+), tails AS (
+    SELECT raw_id, k,
+           cluster.segment_integral(e0, v0, e1, v1, bridged, a, c) AS integral,
+           cluster.segment_covered(bridged, a, c) AS covered,
+           CASE WHEN cluster.bucket_of(e1) = k THEN step END AS delta
+      FROM (SELECT raw_id, k, e0, v0, e1, v1, step, bridged,
+                   greatest(e0, cluster.bucket_seconds() * k) AS a,
+                   least(e1, cluster.bucket_seconds() * k + cluster.bucket_seconds()) AS c
+              FROM (SELECT raw_id, ce0 AS e0, cv0 AS v0, ce1 AS e1, cv1 AS v1, cstep AS step,
+                           cluster.bridged(ce0, ce1) AS bridged,
+                           generate_series(
+                               CASE WHEN cluster.bridged(ce0, ce1) THEN k + 1
+                                    ELSE cluster.bucket_of(ce1) END,
+                               least(cluster.bucket_of(ce1),
+                                     (wt / cluster.bucket_seconds())::bigint - 1)) AS k
+                      FROM heads WHERE ce1 IS NOT NULL) spread) t
+), per_raw AS (
+    SELECT raw_id, k, sum(integral) AS integral, sum(covered) AS covered, sum(delta) AS delta
+      FROM (SELECT raw_id, k, integral, covered, delta FROM heads
+            UNION ALL
+            SELECT raw_id, k, integral, covered, delta FROM tails) parts
+     GROUP BY raw_id, k
+), per_index AS (
+    -- Registers apart from the rest: which of the two a bucket takes is decided per stream.
+    SELECT s.feed_id, s.channel, m.quantity, t.idx, t.tariff, r.k,
+           sum(CASE WHEN r.covered > 0 OR r.delta IS NOT NULL
+                    THEN r.integral + coalesce(r.delta, 0) END)
+               FILTER (WHERE m.method = 'register') AS register,
+           sum(CASE m.method WHEN 'integral' THEN CASE WHEN r.covered > 0
+                                                       THEN r.integral / 3600 END
+                             WHEN 'reading' THEN r.delta END)
+               FILTER (WHERE m.method IN ('integral', 'reading')) AS measured,
+           sum(r.integral) FILTER (WHERE m.method = 'mean') AS integral,
+           sum(r.covered) FILTER (WHERE m.method = 'mean') AS covered
+      FROM per_raw r
+      JOIN cluster.streams s ON s.id = r.raw_id
+      JOIN cluster.processable_media m ON m.medium_id = s.medium
+     CROSS JOIN LATERAL cluster.processed_target(m.method, s.idx) t
+     GROUP BY s.feed_id, s.channel, m.quantity, t.idx, t.tariff, r.k
+)
+SELECT feed_id, channel, quantity, coalesce(idx, 0), coalesce(tariff, 0), false, k, register,
+       measured, integral, covered
+  FROM per_index
+UNION ALL
+SELECT feed_id, channel, quantity, 0, 0, true, k, sum(register), sum(measured), sum(integral),
+       sum(covered)
+  FROM per_index WHERE idx IS NOT NULL OR tariff IS NOT NULL
+ GROUP BY feed_id, channel, quantity, k
+$$;
+COMMENT ON FUNCTION cluster.bucket_energy(bigint[], integer[], timestamptz[], timestamptz[]) IS
+    'Per processed stream identity and bucket k of the work''s periods: register (Wh along its line), measured (power''s trapezoid in Wh, a reading''s step), a mean''s integral and covered seconds.';
+
+-- Compute, register spans (docs/engine.md#each-wh-once): per processed stream identity of the
+-- work's channels, the buckets from a register's first reading to its last over its whole
+-- history, in which the stream takes the register's value and outside which it takes the
+-- other media's. A register counts in its own stream (its tariff), the unindexed one and, for
+-- a tariff, the combined one. Plan: registers is MATERIALIZED so that each register stream's
+-- first and last points (cluster.register_span, inlined: two probes per tier) are read once
+-- for both of its uses.
+CREATE OR REPLACE FUNCTION cluster.register_spans(
+    p_feeds bigint[], p_channels integer[], p_from timestamptz[], p_to timestamptz[]
+) RETURNS TABLE (feed_id bigint, channel integer, quantity text, idx integer, tariff integer,
+                 combined boolean, kfirst bigint, klast bigint)
+LANGUAGE sql STABLE AS $$
+WITH registers AS MATERIALIZED (
+    SELECT s.feed_id, s.channel, m.quantity, s.idx, e.kfirst, e.klast
+      FROM (SELECT DISTINCT s.id
+              FROM unnest(p_feeds, p_channels) AS w (feed_id, channel)
+              JOIN cluster.streams s
+                ON s.feed_id = w.feed_id AND s.channel = w.channel AND s.type = 'raw'
+              JOIN cluster.processable_media m
+                ON m.medium_id = s.medium AND m.method = 'register') r
+      JOIN cluster.streams s ON s.id = r.id
+      JOIN cluster.processable_media m ON m.medium_id = s.medium
+     CROSS JOIN LATERAL cluster.register_span(r.id) e
+)
+SELECT feed_id, channel, quantity, 0, coalesce(idx, 0), false, min(kfirst), max(klast)
+  FROM registers GROUP BY feed_id, channel, quantity, idx
+UNION ALL
+SELECT feed_id, channel, quantity, 0, 0, true, min(kfirst), max(klast)
+  FROM registers WHERE idx IS NOT NULL GROUP BY feed_id, channel, quantity
+$$;
+COMMENT ON FUNCTION cluster.register_spans(bigint[], integer[], timestamptz[], timestamptz[]) IS
+    'Per processed stream identity of the work''s channels with a register: the buckets kfirst..klast its registers span.';
+
+-- Compute: the processed streams of the work's channels, a row per configuration with a
+-- medium, as the buckets kfrom <= k < kto it holds for (cluster.validity_buckets), with the
+-- stream's register span and the channel's work periods (window). Plan: spans is MATERIALIZED
+-- and joins here, to a row per configuration: joined to the buckets (a CTE of unknown size) it
+-- became a nested loop over both.
+CREATE OR REPLACE FUNCTION cluster.engine_targets(
+    p_feeds bigint[], p_channels integer[], p_from timestamptz[], p_to timestamptz[]
+) RETURNS TABLE (stream_id bigint, feed_id bigint, channel integer, stream_idx integer,
+                 stream_tariff integer, idx integer, tariff integer, combined boolean,
+                 quantity text, medium text, kfrom bigint, kto bigint, kfirst bigint,
+                 klast bigint, "window" tstzmultirange)
+LANGUAGE sql STABLE AS $$
+WITH spans AS MATERIALIZED (
+    SELECT * FROM cluster.register_spans(p_feeds, p_channels, p_from, p_to)
+)
+SELECT ps.id, ps.feed_id, ps.channel, ps.idx, ps.tariff, coalesce(ps.idx, 0),
+       coalesce(ps.tariff, 0), ps.combined, ps.quantity, c.medium, k.kfrom, k.kto, sp.kfirst,
+       sp.klast, w.window
+  FROM (SELECT w.feed_id, w.channel, range_agg(tstzrange(w.wfrom, w.wto)) AS window
+          FROM unnest(p_feeds, p_channels, p_from, p_to) AS w (feed_id, channel, wfrom, wto)
+         GROUP BY w.feed_id, w.channel) w
+  JOIN cluster.streams ps
+    ON ps.feed_id = w.feed_id AND ps.channel = w.channel AND ps.type = 'processed'
+  JOIN cluster.stream_configs c ON c.stream_id = ps.id
+ CROSS JOIN LATERAL cluster.validity_buckets(c.validity) k
+  LEFT JOIN spans sp
+    ON sp.feed_id = ps.feed_id AND sp.channel = ps.channel AND sp.quantity = ps.quantity
+   AND sp.idx = coalesce(ps.idx, 0) AND sp.tariff = coalesce(ps.tariff, 0)
+   AND sp.combined = ps.combined
+ WHERE c.medium IS NOT NULL
+$$;
+COMMENT ON FUNCTION cluster.engine_targets(bigint[], integer[], timestamptz[], timestamptz[]) IS
+    'The processed streams of the work''s channels: per configuration with a medium, its buckets kfrom..kto-1, register span and work window.';
+
+-- Compute, pricing: per value stream (consumption, export, mean) the stretches of k with one
+-- configuration, and beside each consumption or export stream its money stream's stretches
+-- and bands with their price (cluster.pricing, the tariff formula: money = value × scale ×
+-- price); a value stretch has no timezone, band, scale or price. Plan: targets is MATERIALIZED
+-- (read twice); cluster.pricing is pulled up into this statement's joins, each table reached
+-- through its index from the target's keys.
+CREATE OR REPLACE FUNCTION cluster.engine_periods(
+    p_feeds bigint[], p_channels integer[], p_from timestamptz[], p_to timestamptz[]
+) RETURNS TABLE (feed_id bigint, channel integer, quantity text, idx integer, tariff integer,
+                 combined boolean, stream_id bigint, kfrom bigint, kto bigint, kfirst bigint,
+                 klast bigint, timezone text, starts time, ends time,
+                 scale double precision, price double precision)
+LANGUAGE sql STABLE AS $$
+WITH targets AS MATERIALIZED (
+    SELECT * FROM cluster.engine_targets(p_feeds, p_channels, p_from, p_to)
+)
+SELECT c.feed_id, c.channel, c.quantity, c.idx, c.tariff, c.combined, c.stream_id, c.kfrom,
+       c.kto, c.kfirst, c.klast, NULL::text, NULL::time, NULL::time, NULL::float8,
+       NULL::float8
+  FROM targets c WHERE c.quantity IN ('consumption', 'export', 'mean')
+UNION ALL
+SELECT c.feed_id, c.channel, c.quantity, c.idx, c.tariff, c.combined, p.money_id,
+       greatest(c.kfrom, k.kfrom), least(c.kto, k.kto), c.kfirst, c.klast, p.timezone,
+       p.starts, p.ends, p.scale, p.price
+  FROM targets c
+ CROSS JOIN LATERAL cluster.pricing(c.feed_id, c.channel, c.stream_idx, c.stream_tariff,
+                                    c.combined, c.quantity, c.medium, c.window) p
+ CROSS JOIN LATERAL cluster.validity_buckets(p.valid) k
+ WHERE greatest(c.kfrom, k.kfrom) < least(c.kto, k.kto)
+$$;
+COMMENT ON FUNCTION cluster.engine_periods(bigint[], integer[], timestamptz[], timestamptz[]) IS
+    'Per value stream of the work''s channels its stretches of buckets, and per money stream its priced stretches and bands (cluster.pricing).';
+
+-- Compute: the points the work's periods call for, per processed stream and bucket start: a
+-- value stream's value (a mean's time-weighted mean; inside a register span the register's,
+-- outside it the measured one), and its money stream's, value × scale × price of the band
+-- holding the bucket's local start. Plan: periods is MATERIALIZED and hashed; the buckets
+-- (cluster.bucket_energy, a subquery planned once) are the hash join's probe side: each bucket
+-- finds its stretches by the stream's keys, and k and the band are a filter on the few rows
+-- found. A nested loop here would be buckets × stretches (the plan test,
+-- tests/integration/engine/test_compute_plan.py, holds it to a hash join).
+CREATE OR REPLACE FUNCTION cluster.engine_results(
+    p_feeds bigint[], p_channels integer[], p_from timestamptz[], p_to timestamptz[]
+) RETURNS TABLE (stream_id bigint, ts timestamptz, value double precision)
+LANGUAGE sql STABLE AS $$
+WITH periods AS MATERIALIZED (
+    SELECT * FROM cluster.engine_periods(p_feeds, p_channels, p_from, p_to)
+)
+SELECT pd.stream_id, to_timestamp(cluster.bucket_seconds() * t.k), v.value
+  FROM cluster.bucket_energy(p_feeds, p_channels, p_from, p_to) t
+  JOIN periods pd
+    ON pd.feed_id = t.feed_id AND pd.channel = t.channel AND pd.quantity = t.quantity
+   AND pd.idx = t.idx AND pd.tariff = t.tariff AND pd.combined = t.combined
+   AND t.k >= pd.kfrom AND t.k < pd.kto
+ CROSS JOIN LATERAL (
+       SELECT (to_timestamp(cluster.bucket_seconds() * t.k) AT TIME ZONE pd.timezone)::time
+              AS local) l
+ CROSS JOIN LATERAL (
+       SELECT CASE WHEN pd.quantity = 'mean'
+                   THEN CASE WHEN t.covered > 0 THEN t.integral / t.covered END
+                   WHEN t.k BETWEEN pd.kfirst AND pd.klast THEN t.register
+                   ELSE t.measured END
+              * coalesce(pd.scale, 1) * coalesce(pd.price, 1) AS value) v
+ WHERE (pd.timezone IS NULL OR (pd.starts <= l.local AND l.local < pd.ends))
+   AND v.value IS NOT NULL
+$$;
+COMMENT ON FUNCTION cluster.engine_results(bigint[], integer[], timestamptz[], timestamptz[]) IS
+    'The processed points (stream, bucket start, value) the work''s periods call for.';

@@ -1,0 +1,79 @@
+"""The compute statement's plan keeps its shape (docs/engine.md#the-statements-stages): the
+buckets meet their stretches of configuration, span and price once, in a hash join on the
+streams' keys over the materialised periods; never in a nested loop, which pairs every bucket
+with every stretch (4 s for a batch of 1,000 channels when it happened)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from energy_platform.engine.processing import COMPUTE
+from tests.support.data import T0
+from tests.support.engine import NewFeed, process
+
+IMPORT_POWER, IMPORT_REGISTER = 12, 22
+METER = 7  # the homebase's meter reader
+# The CTEs of cluster.bucket_energy that hold a row per stream and bucket.
+BUCKET_ROWS = {"per_index", "heads"}
+# What the buckets are joined to: cluster.engine_periods and the stages under it.
+STRETCHES = {"periods", "targets", "spans", "registers", "engine_periods"}
+
+Plan = dict[str, Any]
+
+
+def reads(node: Plan) -> set[str]:
+    """The CTEs, tables and subqueries a plan node's subtree reads."""
+    found = {node[k] for k in ("CTE Name", "Relation Name", "Alias") if k in node}
+    for child in node.get("Plans", []):
+        found |= reads(child)
+    return found
+
+
+def joins(node: Plan) -> list[tuple[Plan, set[str], set[str]]]:
+    """Every join node with what its outer and inner sides read."""
+    sides = [c for c in node.get("Plans", []) if c.get("Parent Relationship") in ("Outer", "Inner")]
+    found = []
+    if node["Node Type"] in ("Nested Loop", "Hash Join", "Merge Join") and len(sides) == 2:
+        found.append((node, reads(sides[0]), reads(sides[1])))
+    for child in node.get("Plans", []):
+        found += joins(child)
+    return found
+
+
+async def test_buckets_meet_their_periods_in_one_hash_join_over_the_materialised_periods(
+    new_feed: NewFeed,
+) -> None:
+    feed = await new_feed()
+    power = await feed.raw_stream(channel=0, medium=IMPORT_POWER)
+    meter = await feed.raw_stream(channel=0, medium=IMPORT_REGISTER, device=METER)
+    await feed.db.execute(
+        "SELECT cluster.set_tariff($1, 'power', '-infinity', ARRAY['06:00', '22:00']::time[],"
+        " ARRAY[0.30, 0.10])",
+        feed.id,
+    )
+    # An hour of power every 10 s, and the register every 15 minutes from its second quarter.
+    await feed.ingest(power, [(T0 + 10 * i, 500.0) for i in range(360)])
+    await feed.ingest(meter, [(T0 + 900 * i, 1000.0 + 125 * i) for i in range(1, 5)])
+    await process(feed.db)  # the processed streams and their money streams exist
+
+    hour = (datetime.fromtimestamp(T0, UTC), datetime.fromtimestamp(T0 + 3600, UTC))
+    plan = json.loads(
+        await feed.db.fetchval(
+            "EXPLAIN (FORMAT JSON) " + COMPUTE, [feed.id], [0], [hour[0]], [hour[1]]
+        )
+    )[0]["Plan"]
+
+    meeting = [
+        (node, outer, inner)
+        for node, outer, inner in joins(plan)
+        if (outer & BUCKET_ROWS and inner & STRETCHES)
+        or (inner & BUCKET_ROWS and outer & STRETCHES)
+    ]
+    assert [node["Node Type"] for node, _, _ in meeting] == ["Hash Join"]
+    ((node, _, _),) = meeting
+    # The hashed side is the periods as computed once (a CTE), not a subquery planned anew.
+    (hashed,) = [c for c in node["Plans"] if c["Parent Relationship"] == "Inner"]
+    (scan,) = hashed["Plans"]
+    assert (scan["Node Type"], scan.get("CTE Name")) == ("CTE Scan", "periods")
