@@ -19,14 +19,17 @@
 -- bucket of the next point (a meter reading's consumption is counted at the later reading), and
 -- across bridged gaps; a register's across every gap: its span decides between it and the
 -- channel's power in every bucket between them. Plan: called per written period (LATERAL), its
--- neighbours are two index probes per tier (cluster.point_neighbours, inlined).
+-- neighbours are two index probes per tier (cluster.point_neighbours, inlined). OFFSET 0 keeps
+-- them one subquery: pulled up, each use of before and after became a copy of its probes, to
+-- plan and to run (planning INTAKE took 24 ms instead of 6).
 CREATE OR REPLACE FUNCTION cluster.affected_buckets(
     p_raw_id bigint, p_spans boolean, p_written tstzrange
 ) RETURNS TABLE (buckets tstzrange)
 LANGUAGE sql STABLE AS $$
     SELECT b.buckets
-      FROM cluster.point_neighbours(p_raw_id, lower(p_written),
-                                    upper(p_written) + interval '1 microsecond') n
+      FROM (SELECT * FROM cluster.point_neighbours(p_raw_id, lower(p_written),
+                                                  upper(p_written) + interval '1 microsecond')
+            OFFSET 0) n
      CROSS JOIN LATERAL (VALUES
            (tstzrange(
                time_bucket(cluster.bucket_width(),
