@@ -6,6 +6,12 @@ lines (see support.report); this collects them into benchmarks/results/{quick,fu
 current figures of benchmarks/README.md between its markers. A benchmark that fails or runs
 past its budget becomes a failed row; the others still run.
 
+A budget guards against a hang; it is not a verdict on the machine's speed. The run starts by
+timing a fixed workload (``calibrate``) and scales every budget by its seconds over
+``REFERENCE_S``, its seconds on the machine the budgets were set on (never below 1). The run
+also migrates one database that every benchmark's scratch database is copied from
+(support.TEMPLATE).
+
     python -m benchmarks.run_all [--full] [--strict]
 """
 
@@ -23,8 +29,21 @@ from pathlib import Path
 
 import msgspec
 
+from benchmarks.support import SHARED, TEMPLATE, drop_shared, migrated_template, tag
+from energy_platform.core.settings import Settings
+from energy_platform.seeding import drop_database
+
 RESULTS = Path(__file__).parent / "results"
 README = Path(__file__).parent / "README.md"
+# The fixed workload of the calibration: the database's share of most benchmarks (generate,
+# bucket, aggregate a million rows) and the Python's (a loop in the interpreter).
+CALIBRATION_SQL = """
+SELECT count(*) FROM (
+  SELECT time_bucket('90 s', to_timestamp(i * 5)) AS bucket, avg(i % 977) AS value
+    FROM generate_series(1, 1000000) i GROUP BY 1) buckets"""
+CALIBRATION_LOOP = 3_000_000
+REFERENCE_S = 1.0
+"""The calibration's seconds (median of 3) on the machine the budgets were set on."""
 BEGIN, END = "<!-- figures: written by benchmarks/run_all.py -->", "<!-- end of figures -->"
 
 
@@ -35,7 +54,8 @@ class Benchmark(msgspec.Struct, frozen=True):
     label: str
     """What it measures: the first column of the table."""
     budget: float
-    """Seconds it may take at quick size; past it, it is a failed row (no budget at full size)."""
+    """Seconds it may take at quick size on the reference machine (scaled by the run's
+    calibration); past it, it is a failed row (no budget at full size)."""
     quick: tuple[str, ...] = ()
     """Extra arguments at quick size."""
     full: tuple[str, ...] = ()
@@ -138,6 +158,10 @@ class Report(msgspec.Struct):
     failed: list[str]
     durations: dict[str, float] = {}
     """Seconds each benchmark took, by module and label."""
+    calibration: float = 0.0
+    """Seconds of the fixed workload at the start of the run (REFERENCE_S on the reference)."""
+    budget_scale: float = 1.0
+    """What every budget was multiplied by in this run."""
 
 
 def machine() -> dict[str, str]:
@@ -160,10 +184,26 @@ def machine() -> dict[str, str]:
     }
 
 
-def run(bench: Benchmark, full: bool) -> tuple[list[dict[str, object]], str]:
+def calibrate(url: str) -> float:
+    """Seconds of the fixed workload on this machine now: the median of 3."""
+    import psycopg
+
+    times = []
+    with psycopg.connect(url, autocommit=True) as conn:
+        for _ in range(3):
+            began = time.perf_counter()
+            conn.execute(CALIBRATION_SQL).fetchone()
+            sum(i * i for i in range(CALIBRATION_LOOP))
+            times.append(time.perf_counter() - began)
+    return sorted(times)[1]
+
+
+def run(
+    bench: Benchmark, full: bool, scale: float, env: dict[str, str]
+) -> tuple[list[dict[str, object]], str]:
     """The benchmark's rows, and why it failed ("" when it did not)."""
     print(f"\n== {bench.module} ({bench.label})", flush=True)
-    budget = None if full else bench.budget
+    budget = None if full else bench.budget * scale
     # A session of its own: past its budget the benchmark is killed with everything it started
     # (a `serve engine`, brokers, wrk), so nothing it left running slows the next one.
     process = subprocess.Popen(
@@ -172,6 +212,7 @@ def run(bench: Benchmark, full: bool) -> tuple[list[dict[str, object]], str]:
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        env=env,
     )
     try:
         stdout, stderr = process.communicate(timeout=budget)
@@ -179,7 +220,7 @@ def run(bench: Benchmark, full: bool) -> tuple[list[dict[str, object]], str]:
         os.killpg(process.pid, signal.SIGKILL)
         stdout, _ = process.communicate()
         print(stdout[-2000:])
-        return [], f"over its budget of {budget:.0f} s"
+        return [], f"over its budget of {budget:.0f} s ({bench.budget:.0f} s x {scale:.2f})"
     rows = []
     for line in stdout.splitlines():
         if line.startswith("RESULT "):
@@ -291,19 +332,26 @@ def chart(report: Report, path: Path) -> None:
 
 def main(full: bool, strict: bool) -> None:
     started = time.monotonic()
-    rows: list[Row] = []
-    failed: list[str] = []
-    durations: dict[str, float] = {}
-    for bench in BENCHMARKS:
-        if bench.full_only and not full:
-            continue
-        began = time.monotonic()
-        results, why = run(bench, full)
-        durations[f"{bench.module} ({bench.label})"] = round(time.monotonic() - began, 1)
-        rows += [msgspec.convert({**r, "benchmark": bench.label}, Row) for r in results]
-        if why:
-            failed.append(bench.module)
-            rows.append(failed_row(bench.label, bench.module, why))
+    server = Settings.from_env(os.environ).database.url
+    template = migrated_template(server)
+    try:
+        seconds = calibrate(template)
+        scale = max(1.0, seconds / REFERENCE_S)
+        name = template.rsplit("/", 1)[-1]
+        print(
+            f"calibration: {seconds:.2f} s against {REFERENCE_S:.2f} s on the reference machine;"
+            f" budgets x {scale:.2f}; load average {os.getloadavg()[0]:.1f}; scratch databases"
+            f" copied from {name} (made in {time.monotonic() - started:.1f} s)",
+            flush=True,
+        )
+        shared_tag = tag()
+        env = {**os.environ, TEMPLATE: name, SHARED: shared_tag}
+        try:
+            rows, failed, durations = run_all(full, scale, env)
+        finally:
+            drop_shared(server, shared_tag)
+    finally:
+        drop_database(template)
     report = Report(
         date=dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         size="full" if full else "quick",
@@ -313,7 +361,34 @@ def main(full: bool, strict: bool) -> None:
         rows=rows,
         failed=failed,
         durations=durations,
+        calibration=round(seconds, 3),
+        budget_scale=round(scale, 2),
     )
+    write(report, strict)
+
+
+def run_all(
+    full: bool, scale: float, env: dict[str, str]
+) -> tuple[list[Row], list[str], dict[str, float]]:
+    """Every benchmark of this size in turn: (rows, failed modules, seconds by benchmark)."""
+    rows: list[Row] = []
+    failed: list[str] = []
+    durations: dict[str, float] = {}
+    for bench in BENCHMARKS:
+        if bench.full_only and not full:
+            continue
+        began = time.monotonic()
+        results, why = run(bench, full, scale, env)
+        durations[f"{bench.module} ({bench.label})"] = round(time.monotonic() - began, 1)
+        rows += [msgspec.convert({**r, "benchmark": bench.label}, Row) for r in results]
+        if why:
+            failed.append(bench.module)
+            rows.append(failed_row(bench.label, bench.module, why))
+    return rows, failed, durations
+
+
+def write(report: Report, strict: bool) -> None:
+    """The report as JSON, chart, README figures and a table; exit 1 on a failure if strict."""
     RESULTS.mkdir(exist_ok=True)
     json_path, png_path = RESULTS / f"{report.size}.json", RESULTS / f"{report.size}.png"
     encoded = msgspec.json.format(msgspec.json.encode(report))
@@ -322,12 +397,14 @@ def main(full: bool, strict: bool) -> None:
     (RESULTS / f"{stamp}-{report.size}.json").write_bytes(encoded)
     chart(report, png_path)
     write_readme(report)
-    print("\n" + table(rows))
+    print("\n" + table(report.rows))
     print(f"\n{report.size} sizes, {report.seconds:.0f} s; machine: {report.machine}")
-    print("seconds per benchmark: " + ", ".join(f"{k} {v:.0f}" for k, v in durations.items()))
+    print(
+        "seconds per benchmark: " + ", ".join(f"{k} {v:.0f}" for k, v in report.durations.items())
+    )
     print(f"written: {json_path}, {png_path}, {README}")
-    if failed:
-        print(f"failed: {', '.join(failed)}", file=sys.stderr)
+    if report.failed:
+        print(f"failed: {', '.join(report.failed)}", file=sys.stderr)
         if strict:
             sys.exit(1)
 

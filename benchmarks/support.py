@@ -5,34 +5,51 @@ from __future__ import annotations
 import os
 import secrets
 import statistics
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from urllib.parse import urlsplit
 
 import msgspec
+import psycopg
+from psycopg import sql
 
 from energy_platform.core.db.migrations import migrate
 from energy_platform.core.logs import configure_logging
 from energy_platform.core.paths import migrations_dir
 from energy_platform.core.settings import LogSettings, Settings
-from energy_platform.seeding import create_empty_database, drop_database
+from energy_platform.seeding import (
+    copy_database,
+    create_empty_database,
+    drop_database,
+    with_database,
+)
+
+TEMPLATE = "EP_BENCH_TEMPLATE"
+"""The name of a database migrated to sql/ that `make bench` (run_all) made for this run: each
+benchmark's database is then a copy of it instead of migrated again. Unset, each migrates."""
 
 
 @contextmanager
-def bench_database() -> Iterator[Settings]:
-    """Settings pointing at a new database migrated to sql/, dropped afterwards.
+def bench_database(keep_as: str | None = None) -> Iterator[Settings]:
+    """Settings pointing at a new database migrated to sql/, dropped afterwards (``keep_as``:
+    made with that URL and kept).
 
     Benchmarks log warnings only: per-request lines would cost time and bury the figures.
     """
     settings = Settings.from_env(os.environ)
     configure_logging(LogSettings(format="console", level="warning"))
-    url = create_empty_database(settings.database.url)
+    template = os.environ.get(TEMPLATE)
+    if template:
+        url = copy_database(with_database(settings.database.url, template), keep_as)
+    else:
+        url = create_empty_database(settings.database.url, keep_as)
     try:
-        migrate(url, migrations_dir())
-        yield msgspec.structs.replace(
-            settings, database=msgspec.structs.replace(settings.database, url=url)
-        )
+        if not template:
+            migrate(url, migrations_dir())
+        yield _on(settings, url)
     finally:
-        drop_database(url)
+        if keep_as is None:
+            drop_database(url)
 
 
 TIME_UNITS = frozenset({"ms", "s"})
@@ -98,6 +115,83 @@ def report(figures: Sequence[Figure]) -> None:
             "RESULT "
             + msgspec.json.encode({**msgspec.structs.asdict(f), "ratio": f.ratio}).decode()
         )
+
+
+SHARED = "EP_BENCH_SHARED"
+"""A tag of this `make bench` run (set by run_all): data a benchmark seeds through
+:func:`shared_database` is kept for the run's other benchmarks as the database
+``ep_bench_<tag>_<kind>``, and run_all drops it at the end. Unset, each seeds its own."""
+SEEDED_INFO = "SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = %s"
+
+
+@contextmanager
+def shared_database(
+    kind: str, seed: Callable[[str], msgspec.Struct]
+) -> Iterator[tuple[Settings, object]]:
+    """Settings pointing at a database of its own holding the rows ``seed(url)`` writes, and
+    what it returned (as JSON built-ins). Within one `make bench` run they are seeded once: the
+    first benchmark seeds the run's shared database of ``kind``, and each (the first too) works
+    on a copy of it, dropped afterwards."""
+    shared_tag = os.environ.get(SHARED)
+    if not shared_tag:
+        with bench_database() as settings:
+            yield settings, msgspec.to_builtins(seed(settings.database.url))
+        return
+    settings = Settings.from_env(os.environ)
+    shared = with_database(settings.database.url, f"ep_bench_{shared_tag}_{kind}")
+    with psycopg.connect(with_database(shared, "postgres"), autocommit=True) as conn:
+        row = conn.execute(SEEDED_INFO, (urlsplit(shared).path.lstrip("/"),)).fetchone()
+    if row is None or row[0] is None:  # not there, or a seeding that failed half-way
+        drop_database(shared)
+        try:
+            with bench_database(keep_as=shared) as seeding:
+                info = msgspec.json.encode(seed(seeding.database.url)).decode()
+        except BaseException:
+            drop_database(shared)
+            raise
+        with psycopg.connect(with_database(shared, "postgres"), autocommit=True) as conn:
+            conn.execute(
+                sql.SQL("COMMENT ON DATABASE {} IS {}").format(
+                    sql.Identifier(urlsplit(shared).path.lstrip("/")), sql.Literal(info)
+                )
+            )
+        print(f"seeded {kind} for the run's other benchmarks too", flush=True)
+    else:
+        info = row[0]
+        print(f"{kind}: a copy of the rows seeded earlier in this run", flush=True)
+    url = copy_database(shared)
+    try:
+        yield _on(settings, url), msgspec.json.decode(info)
+    finally:
+        drop_database(url)
+
+
+def _on(settings: Settings, url: str) -> Settings:
+    return msgspec.structs.replace(
+        settings, database=msgspec.structs.replace(settings.database, url=url)
+    )
+
+
+def drop_shared(server: str, shared_tag: str) -> None:
+    """Drop the databases :func:`shared_database` kept under ``shared_tag``."""
+    with psycopg.connect(with_database(server, "postgres"), autocommit=True) as conn:
+        names = [
+            name
+            for (name,) in conn.execute(
+                "SELECT datname FROM pg_database WHERE datname LIKE %s",
+                (f"ep_bench_{shared_tag}_%",),
+            )
+        ]
+    for name in names:
+        drop_database(with_database(server, name))
+
+
+def migrated_template(server: str) -> str:
+    """A new database on ``server`` migrated to sql/, for :func:`bench_database` to copy; its
+    URL (the caller drops it)."""
+    url = create_empty_database(server)
+    migrate(url, migrations_dir())
+    return url
 
 
 def tag() -> str:
