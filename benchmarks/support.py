@@ -13,43 +13,27 @@ import msgspec
 import psycopg
 from psycopg import sql
 
-from energy_platform.core.db.migrations import migrate
 from energy_platform.core.logs import configure_logging
-from energy_platform.core.paths import migrations_dir
 from energy_platform.core.settings import LogSettings, Settings
-from energy_platform.seeding import (
-    copy_database,
-    create_empty_database,
-    drop_database,
-    with_database,
-)
-
-TEMPLATE = "EP_BENCH_TEMPLATE"
-"""The name of a database migrated to sql/ that `make bench` (run_all) made for this run: each
-benchmark's database is then a copy of it instead of migrated again. Unset, each migrates."""
+from energy_platform.seeding import copy_database, drop_database, with_database
+from tests.support.databases import create_session_database
 
 
 @contextmanager
-def bench_database(keep_as: str | None = None) -> Iterator[Settings]:
-    """Settings pointing at a new database migrated to sql/, dropped afterwards (``keep_as``:
-    made with that URL and kept).
+def bench_database() -> Iterator[Settings]:
+    """Settings pointing at a new database migrated to sql/, dropped afterwards.
 
     Benchmarks log warnings only: per-request lines would cost time and bury the figures.
     """
     settings = Settings.from_env(os.environ)
     configure_logging(LogSettings(format="console", level="warning"))
-    template = os.environ.get(TEMPLATE)
-    if template:
-        url = copy_database(with_database(settings.database.url, template), keep_as)
-    else:
-        url = create_empty_database(settings.database.url, keep_as)
+    # A copy of the tests' template of the current sql/ (made once, kept on the server) costs a
+    # fraction of a second where migrating costs several.
+    url = create_session_database(settings.database.url)
     try:
-        if not template:
-            migrate(url, migrations_dir())
         yield _on(settings, url)
     finally:
-        if keep_as is None:
-            drop_database(url)
+        drop_database(url)
 
 
 TIME_UNITS = frozenset({"ms", "s"})
@@ -130,38 +114,35 @@ def shared_database(
 ) -> Iterator[tuple[Settings, object]]:
     """Settings pointing at a database of its own holding the rows ``seed(url)`` writes, and
     what it returned (as JSON built-ins). Within one `make bench` run they are seeded once: the
-    first benchmark seeds the run's shared database of ``kind``, and each (the first too) works
-    on a copy of it, dropped afterwards."""
+    first benchmark to ask seeds them and keeps a copy as the run's database of ``kind``, the
+    next ones work on copies of that."""
     shared_tag = os.environ.get(SHARED)
-    if not shared_tag:
-        with bench_database() as settings:
-            yield settings, msgspec.to_builtins(seed(settings.database.url))
-        return
     settings = Settings.from_env(os.environ)
     shared = with_database(settings.database.url, f"ep_bench_{shared_tag}_{kind}")
-    with psycopg.connect(with_database(shared, "postgres"), autocommit=True) as conn:
-        row = conn.execute(SEEDED_INFO, (urlsplit(shared).path.lstrip("/"),)).fetchone()
-    if row is None or row[0] is None:  # not there, or a seeding that failed half-way
-        drop_database(shared)
-        try:
-            with bench_database(keep_as=shared) as seeding:
-                info = msgspec.json.encode(seed(seeding.database.url)).decode()
-        except BaseException:
-            drop_database(shared)
-            raise
+    name = urlsplit(shared).path.lstrip("/")
+    row = None
+    if shared_tag:
         with psycopg.connect(with_database(shared, "postgres"), autocommit=True) as conn:
-            conn.execute(
-                sql.SQL("COMMENT ON DATABASE {} IS {}").format(
-                    sql.Identifier(urlsplit(shared).path.lstrip("/")), sql.Literal(info)
-                )
-            )
-        print(f"seeded {kind} for the run's other benchmarks too", flush=True)
-    else:
-        info = row[0]
-        print(f"{kind}: a copy of the rows seeded earlier in this run", flush=True)
+            row = conn.execute(SEEDED_INFO, (name,)).fetchone()
+    if row is None or row[0] is None:  # not there, or a seeding that failed half-way
+        with bench_database() as seeding:
+            info = msgspec.json.encode(seed(seeding.database.url)).decode()
+            if shared_tag:
+                drop_database(shared)
+                copy_database(seeding.database.url, shared)
+                with psycopg.connect(with_database(shared, "postgres"), autocommit=True) as conn:
+                    conn.execute(
+                        sql.SQL("COMMENT ON DATABASE {} IS {}").format(
+                            sql.Identifier(name), sql.Literal(info)
+                        )
+                    )
+                print(f"seeded {kind}, kept for the run's other benchmarks", flush=True)
+            yield seeding, msgspec.json.decode(info)
+        return
+    print(f"{kind}: a copy of the rows seeded earlier in this run", flush=True)
     url = copy_database(shared)
     try:
-        yield _on(settings, url), msgspec.json.decode(info)
+        yield _on(settings, url), msgspec.json.decode(row[0])
     finally:
         drop_database(url)
 
@@ -184,14 +165,6 @@ def drop_shared(server: str, shared_tag: str) -> None:
         ]
     for name in names:
         drop_database(with_database(server, name))
-
-
-def migrated_template(server: str) -> str:
-    """A new database on ``server`` migrated to sql/, for :func:`bench_database` to copy; its
-    URL (the caller drops it)."""
-    url = create_empty_database(server)
-    migrate(url, migrations_dir())
-    return url
 
 
 def tag() -> str:

@@ -213,10 +213,9 @@ def with_database(url: str, name: str) -> str:
     return urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
 
 
-def create_empty_database(server: str, url: str | None = None) -> str:
-    """A new database with nothing in it on ``server`` (named as ``url``'s when given, else
-    a new name); its URL (the caller migrates it)."""
-    name = urlsplit(url).path.lstrip("/") if url else f"ep_scratch_{secrets.token_hex(4)}"
+def create_empty_database(server: str) -> str:
+    """A new database with nothing in it on ``server``; its URL (the caller migrates it)."""
+    name = f"ep_scratch_{secrets.token_hex(4)}"
     with psycopg.connect(with_database(server, "postgres"), autocommit=True) as conn:
         conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
     return with_database(server, name)
