@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import secrets
 import statistics
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from urllib.parse import urlsplit
@@ -126,21 +127,34 @@ def shared_database(
             row = conn.execute(SEEDED_INFO, (name,)).fetchone()
     if row is None or row[0] is None:  # not there, or a seeding that failed half-way
         with bench_database() as seeding:
+            began = time.perf_counter()
             info = msgspec.json.encode(seed(seeding.database.url)).decode()
+            seeded = time.perf_counter() - began
             if shared_tag:
                 drop_database(shared)
+                began = time.perf_counter()
                 copy_database(seeding.database.url, shared)
+                copied = time.perf_counter() - began
                 with psycopg.connect(with_database(shared, "postgres"), autocommit=True) as conn:
                     conn.execute(
                         sql.SQL("COMMENT ON DATABASE {} IS {}").format(
                             sql.Identifier(name), sql.Literal(info)
                         )
                     )
-                print(f"seeded {kind}, kept for the run's other benchmarks", flush=True)
+                print(
+                    f"{kind}: seeded in {seeded:.1f} s; a copy kept for the run's other"
+                    f" benchmarks, made in {copied:.1f} s",
+                    flush=True,
+                )
             yield seeding, msgspec.json.decode(info)
         return
-    print(f"{kind}: a copy of the rows seeded earlier in this run", flush=True)
+    began = time.perf_counter()
     url = copy_database(shared)
+    print(
+        f"{kind}: a copy of the rows seeded earlier in this run, made in"
+        f" {time.perf_counter() - began:.1f} s",
+        flush=True,
+    )
     try:
         yield _on(settings, url), msgspec.json.decode(row[0])
     finally:
