@@ -49,7 +49,6 @@ from tests.support.services import free_port, running
 
 TIMES_PER_MESSAGE = 10
 POINTS_PER_TIME = 5  # three phases, a gas meter, a thermometer: 50 points a message
-PAIRING_AT_ONCE = 8
 
 
 def sizes(full: bool) -> tuple[int, int]:
@@ -98,49 +97,34 @@ async def setup(
     )
     user = await run_admin(s, "users", "add", f"bench-{tag()}")
     sns = [f"BE{first + i:014X}" for i in range(homebases)]
+    out = []
     base = s.cluster.provisioning_url
-    # Pairing is mostly waiting (each command's connections, the broker's account, the
-    # provisioning round trip): a few at once take a fraction of the time one by one does.
-    pairing = asyncio.Semaphore(PAIRING_AT_ONCE)
     async with (
         running(*build_services("provisioning", s), ready_urls=(base + "/healthz",)),
         httpx.AsyncClient(
             base_url=base + "/api", headers={"X-SvcClusterAuth": s.cluster.secret}
         ) as http,
     ):
-
-        async def pair(sn: str) -> SimulatedHomebase:
-            async with pairing:
-                await run_admin(
-                    s,
-                    "homebases",
-                    "add",
-                    sn,
-                    "--partner",
-                    "bench",
-                    "--type",
-                    "HB",
-                    "--generation",
-                    "6",
-                )
-                # A customer registering the serial number: the feed, paired with this cluster.
-                await run_admin(
-                    s,
-                    "feeds",
-                    "add",
-                    "--owner",
-                    user["id"],
-                    "--homebase",
-                    sn,
-                    "--title",
-                    sn,
-                    "--timezone",
-                    "UTC",
-                )
-                secret = (await http.get(f"/device/{sn}/secret/")).json()["secret"]
-                return SimulatedHomebase(sn, bytes.fromhex(secret))
-
-        out = list(await asyncio.gather(*(pair(sn) for sn in sns)))
+        for sn in sns:
+            await run_admin(
+                s, "homebases", "add", sn, "--partner", "bench", "--type", "HB", "--generation", "6"
+            )
+            # A customer registering the serial number: the feed, paired with this cluster.
+            await run_admin(
+                s,
+                "feeds",
+                "add",
+                "--owner",
+                user["id"],
+                "--homebase",
+                sn,
+                "--title",
+                sn,
+                "--timezone",
+                "UTC",
+            )
+            secret = bytes.fromhex((await http.get(f"/device/{sn}/secret/")).json()["secret"])
+            out.append(SimulatedHomebase(sn, secret))
     return s, out
 
 
