@@ -73,7 +73,7 @@ BENCHMARKS = [
     # History in: 100,000-point JSON imports over HTTP beside COPY of as many rows.
     Benchmark("benchmarks.import_history", "data API", 90, quick=("--runs", "2")),
     # A household's bill of a year beside its year view, among 200 (full: 1,000) other feeds;
-    # a copy of the year view's household (74 s), or 250 s or more when it seeds it alone.
+    # on a copy of the year view's household it took 74 s; seeding its own, 507 s at a load of 11.
     Benchmark("benchmarks.bill", "data API", 300, quick=("--runs", "2", "--requests", "300")),
     # One stream's year of 5 s points (6.3 M) as CSV over HTTP beside COPY, and the API's RSS;
     # about 25 s a run plus 10 s of setup on a quiet machine.
