@@ -92,7 +92,7 @@ BENCHMARKS = [
     Benchmark(
         "benchmarks.broker_persistence",
         "ingestion",
-        420,
+        540,
         quick=("--runs", "1", "--only", "interval 1 s", "rabbitmq"),
     ),
     # The RabbitMQ ingest queue's type (quorum against lazy classic): the figures behind a choice.
