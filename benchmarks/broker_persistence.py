@@ -74,6 +74,7 @@ SETTINGS = {
 SHIPPED = "interval 1 s"
 """Mosquitto as the private broker and deploy/ run it: the one RabbitMQ is set beside."""
 WORKER_MESSAGES = 4_000  # a backlog of 200,000 points from 20 homebases
+WARM_UP_MESSAGES = 400  # 20 from each homebase: its secret fetched, its streams made
 POINTS_PER_MESSAGE = TIMES_PER_MESSAGE * POINTS_PER_TIME
 CRASH_BATCHES, KILL_AFTER = 400, 200
 AWAY_SECONDS, AWAY_MESSAGES = 8, 30_000
@@ -332,8 +333,9 @@ async def worker_rates(
                 await workers[-1].start()
                 for run in range(runs + 1):  # run 0 warms up (secrets, stream ids)
                     t0 += 3_600
-                    await publish(s, homebases, t0, WORKER_MESSAGES)
-                    seconds = await drain(workers, points)
+                    messages = WORKER_MESSAGES if run else WARM_UP_MESSAGES
+                    await publish(s, homebases, t0, messages)
+                    seconds = await drain(workers, messages * TIMES_PER_MESSAGE * POINTS_PER_TIME)
                     if run:
                         rates[count].append(points / seconds)
         finally:

@@ -5,16 +5,19 @@ from __future__ import annotations
 import os
 import secrets
 import statistics
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from urllib.parse import urlsplit
 
 import msgspec
+import psycopg
+from psycopg import sql
 
-from energy_platform.core.db.migrations import migrate
 from energy_platform.core.logs import configure_logging
-from energy_platform.core.paths import migrations_dir
 from energy_platform.core.settings import LogSettings, Settings
-from energy_platform.seeding import create_empty_database, drop_database
+from energy_platform.seeding import copy_database, drop_database, with_database
+from tests.support.databases import create_session_database
 
 
 @contextmanager
@@ -25,12 +28,11 @@ def bench_database() -> Iterator[Settings]:
     """
     settings = Settings.from_env(os.environ)
     configure_logging(LogSettings(format="console", level="warning"))
-    url = create_empty_database(settings.database.url)
+    # A copy of the tests' template of the current sql/ (made once, kept on the server) costs a
+    # fraction of a second where migrating costs several.
+    url = create_session_database(settings.database.url)
     try:
-        migrate(url, migrations_dir())
-        yield msgspec.structs.replace(
-            settings, database=msgspec.structs.replace(settings.database, url=url)
-        )
+        yield _on(settings, url)
     finally:
         drop_database(url)
 
@@ -98,6 +100,85 @@ def report(figures: Sequence[Figure]) -> None:
             "RESULT "
             + msgspec.json.encode({**msgspec.structs.asdict(f), "ratio": f.ratio}).decode()
         )
+
+
+SHARED = "EP_BENCH_SHARED"
+"""A tag of this `make bench` run (set by run_all): data a benchmark seeds through
+:func:`shared_database` is kept for the run's other benchmarks as the database
+``ep_bench_<tag>_<kind>``, and run_all drops it at the end. Unset, each seeds its own."""
+SEEDED_INFO = "SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = %s"
+
+
+@contextmanager
+def shared_database(
+    kind: str, seed: Callable[[str], msgspec.Struct]
+) -> Iterator[tuple[Settings, object]]:
+    """Settings pointing at a database of its own holding the rows ``seed(url)`` writes, and
+    what it returned (as JSON built-ins). Within one `make bench` run they are seeded once: the
+    first benchmark to ask seeds them and keeps a copy as the run's database of ``kind``, the
+    next ones work on copies of that."""
+    shared_tag = os.environ.get(SHARED)
+    settings = Settings.from_env(os.environ)
+    shared = with_database(settings.database.url, f"ep_bench_{shared_tag}_{kind}")
+    name = urlsplit(shared).path.lstrip("/")
+    row = None
+    if shared_tag:
+        with psycopg.connect(with_database(shared, "postgres"), autocommit=True) as conn:
+            row = conn.execute(SEEDED_INFO, (name,)).fetchone()
+    if row is None or row[0] is None:  # not there, or a seeding that failed half-way
+        with bench_database() as seeding:
+            began = time.perf_counter()
+            info = msgspec.json.encode(seed(seeding.database.url)).decode()
+            seeded = time.perf_counter() - began
+            if shared_tag:
+                drop_database(shared)
+                began = time.perf_counter()
+                copy_database(seeding.database.url, shared)
+                copied = time.perf_counter() - began
+                with psycopg.connect(with_database(shared, "postgres"), autocommit=True) as conn:
+                    conn.execute(
+                        sql.SQL("COMMENT ON DATABASE {} IS {}").format(
+                            sql.Identifier(name), sql.Literal(info)
+                        )
+                    )
+                print(
+                    f"{kind}: seeded in {seeded:.1f} s; a copy kept for the run's other"
+                    f" benchmarks, made in {copied:.1f} s",
+                    flush=True,
+                )
+            yield seeding, msgspec.json.decode(info)
+        return
+    began = time.perf_counter()
+    url = copy_database(shared)
+    print(
+        f"{kind}: a copy of the rows seeded earlier in this run, made in"
+        f" {time.perf_counter() - began:.1f} s",
+        flush=True,
+    )
+    try:
+        yield _on(settings, url), msgspec.json.decode(row[0])
+    finally:
+        drop_database(url)
+
+
+def _on(settings: Settings, url: str) -> Settings:
+    return msgspec.structs.replace(
+        settings, database=msgspec.structs.replace(settings.database, url=url)
+    )
+
+
+def drop_shared(server: str, shared_tag: str) -> None:
+    """Drop the databases :func:`shared_database` kept under ``shared_tag``."""
+    with psycopg.connect(with_database(server, "postgres"), autocommit=True) as conn:
+        names = [
+            name
+            for (name,) in conn.execute(
+                "SELECT datname FROM pg_database WHERE datname LIKE %s",
+                (f"ep_bench_{shared_tag}_%",),
+            )
+        ]
+    for name in names:
+        drop_database(with_database(server, name))
 
 
 def tag() -> str:

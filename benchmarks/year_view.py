@@ -1,7 +1,8 @@
 """The Year view: 10 processed streams with a year of 90 s points each, asked per local day
 (`resolution=day`) as 10 parallel requests, beside the same statements straight from asyncpg.
-Also how long the engine takes to build those streams' hourly rollups from nothing, and the
-same year view with one local day of every stream queued for the engine (cluster.rollup_work):
+The streams are the household's of benchmarks/household.py (seeded once per `make bench`, shared
+with the bill). Also how long the engine took to build their rollups from nothing, and the same
+year view with one local day of every stream queued for the engine (cluster.rollup_work):
 real-time rollups answer that day from its 960 points, the rest from the rollups.
 
     python -m benchmarks.year_view [--full] [--runs N]
@@ -13,27 +14,21 @@ import argparse
 import asyncio
 import math
 import statistics
-import time
 
-import asyncpg
 import httpx
 import psycopg
 
 from benchmarks.data_api import TOKEN, start_servers, stop_servers, timed_queries, timed_requests
-from benchmarks.support import bench_database, figure, report
-from energy_platform import seeding
+from benchmarks.household import BUCKETS, YEAR_FROM, YEAR_TO, household, year_paths
+from benchmarks.support import figure, report
 from energy_platform.api import queries
 from energy_platform.api.feeds import BUCKET_REACH
 from energy_platform.core.settings import HttpSettings
 from energy_platform.core.tokens import token_digest
-from energy_platform.engine.rollups import rollup_batch
 from tests.support.services import free_port
 
-# A year of local days in Europe/Prague: 2025-01-01T00:00+01:00 to 2026-01-01T00:00+01:00.
-YEAR_FROM = 1_735_686_000
-YEAR_TO = 1_767_222_000
-BUCKETS = (YEAR_TO - YEAR_FROM) // 90  # 350,400 points per stream
 STREAMS = 10
+NEIGHBOURS = 200  # the bill's other feeds at quick size: the same seeded rows
 GOAL_MS = 50
 QUEUED_GOAL = 2.0  # x the year view with nothing queued, in the same run
 # The local day 2025-06-15 in Prague (CEST, +02:00): its points are recomputed at read time.
@@ -43,72 +38,12 @@ INSERT INTO cluster.rollup_work (stream_id, span)
 SELECT s, tstzrange(%s, %s) FROM unnest(%s::bigint[]) s"""
 
 
-async def seed(url: str) -> tuple[int, list[int]]:
-    """A Prague feed with 10 processed energy streams, a year of 90 s points each."""
-    conn = await asyncpg.connect(url)
-    try:
-        owner = await seeding.add_user(conn, "bench", token=TOKEN)
-        feed = await seeding.add_feed(conn, owner.id, "BE00000000000002")
-        streams = [
-            await seeding.processed_stream(conn, feed, i, title="Electricity")
-            for i in range(1, STREAMS + 1)
-        ]
-        await year_of_points(conn, streams)
-        await conn.execute("ANALYZE")
-    finally:
-        await conn.close()
-    return feed, streams
-
-
-def year_paths(feed: int, streams: list[int]) -> list[str]:
-    """The year view's requests: each stream's 365 local days, ``resolution=day``."""
-    year = f"resolution=day&time_from={YEAR_FROM}&time_to={YEAR_TO - 1}&limit=366"
-    return [f"/feeds/{feed}/streams/{s}/data?{year}" for s in streams]
-
-
-async def year_of_points(conn: asyncpg.Connection, streams: list[int]) -> None:
-    """A year of 90 s points (0 to 50 Wh each) on each of ``streams``, their whole span queued
-    for the engine's rollups (:func:`build_rollups` builds them)."""
-    await conn.execute(
-        "INSERT INTO cluster.processed_points (stream_id, ts, value)"
-        " SELECT s, to_timestamp($1::bigint + 90 * i), round((random() * 50)::numeric, 3)"
-        "   FROM unnest($2::bigint[]) s, generate_series(0, $3) i",
-        YEAR_FROM,
-        streams,
-        BUCKETS - 1,
-    )
-    await queue_rollups(conn, streams)
-
-
-async def queue_rollups(conn: asyncpg.Connection, streams: list[int]) -> None:
-    """All of ``streams``' hours and days queued for the engine, as new points queue theirs."""
-    await conn.execute(
-        "INSERT INTO cluster.rollup_work (stream_id, span)"
-        " SELECT s, tstzrange(NULL, NULL) FROM unnest($1::bigint[]) s",
-        streams,
-    )
-
-
-async def build_rollups(url: str) -> float:
-    """Seconds the engine takes to roll the whole year of every stream up."""
-    conn = await asyncpg.connect(url)
-    try:
-        started = time.perf_counter()
-        while (await rollup_batch(conn, batch=1, delay=0)).periods:
-            pass
-        return time.perf_counter() - started
-    finally:
-        await conn.close()
-
-
 def main(runs: int) -> None:
     digest = token_digest(TOKEN)
-    with bench_database() as settings:
+    with household(NEIGHBOURS) as (settings, seeded):
         url = settings.database.url
-        feed, streams = asyncio.run(seed(url))
-        build = asyncio.run(build_rollups(url))
+        feed, streams, build = seeded.feed, seeded.streams, seeded.rollups_s
         with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute("VACUUM ANALYZE cluster.hourly_rollups, cluster.daily_rollups")
             sizes = conn.execute(
                 "SELECT pg_total_relation_size('cluster.hourly_rollups')::float8"
                 "       / (SELECT count(*) FROM cluster.hourly_rollups),"

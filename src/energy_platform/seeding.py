@@ -46,6 +46,9 @@ STREAM_SENDER = """
 SELECT f.homebase_sn, s.feed_id, s.channel, s.device, s.medium, s.idx, s.source
   FROM cluster.streams s JOIN cluster.feeds f ON f.id = s.feed_id
  WHERE s.id = $1 AND s.type IN ('raw', 'system')"""
+TERMINATE_SESSIONS = """
+SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+ WHERE datname = %s AND pid <> pg_backend_pid()"""
 SUBSCRIPTION = timedelta(days=365)
 """How long a feed's subscription runs unless told: ``admin feeds add``'s default."""
 
@@ -216,6 +219,34 @@ def create_empty_database(server: str) -> str:
     with psycopg.connect(with_database(server, "postgres"), autocommit=True) as conn:
         conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
     return with_database(server, name)
+
+
+def copy_database(url: str, copy: str | None = None) -> str:
+    """A new database on ``url``'s server (named as ``copy``'s when given, else a new name)
+    made as a copy of ``url``'s (``CREATE DATABASE ... TEMPLATE``: no statement of its rows
+    runs again); its URL. A copy needs the
+    source alone: its sessions (TimescaleDB's scheduler keeps one) are ended and new ones
+    refused until the copy is made."""
+    source = urlsplit(url).path.lstrip("/")
+    name = urlsplit(copy).path.lstrip("/") if copy else f"ep_scratch_{secrets.token_hex(4)}"
+    with psycopg.connect(with_database(url, "postgres"), autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("ALTER DATABASE {} WITH ALLOW_CONNECTIONS false").format(sql.Identifier(source))
+        )
+        try:
+            conn.execute(TERMINATE_SESSIONS, (source,))
+            conn.execute(
+                sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
+                    sql.Identifier(name), sql.Identifier(source)
+                )
+            )
+        finally:
+            conn.execute(
+                sql.SQL("ALTER DATABASE {} WITH ALLOW_CONNECTIONS true").format(
+                    sql.Identifier(source)
+                )
+            )
+    return with_database(url, name)
 
 
 def drop_database(url: str) -> None:

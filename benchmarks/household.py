@@ -1,0 +1,226 @@
+"""A household's year of points, seeded once per `make bench` for the benchmarks that read it.
+
+The household's feed (Europe/Prague) has ten processed streams, each with a year of 90 s points:
+channel 1's consumption total and its cost stream, its export and their credit stream, a heat
+pump on channel 2 configured as a sub-meter with its cost, and four temperature sensors. Power is
+on a dynamic tariff (two bands plus 1.19 x a year of quarter-hour area prices) with a daily
+standing charge, export on a fixed price; the cost and credit points are those prices applied to
+every bucket. Beside it are a few hundred other households' feeds with the same bill streams and
+tariffs but no points. The engine builds every rollup from nothing once the points are in.
+
+The year view (benchmarks/year_view.py) and the bill (benchmarks/bill.py) read the same rows:
+within one `make bench` the first seeds them and the second starts from a copy
+(support.shared_database).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from datetime import time as clock
+
+import asyncpg
+import msgspec
+import psycopg
+
+from benchmarks.data_api import TOKEN
+from benchmarks.support import shared_database
+from energy_platform import seeding
+from energy_platform.core.settings import Settings
+from energy_platform.engine.rollups import rollup_batch
+
+# A year of local days in Europe/Prague: 2025-01-01T00:00+01:00 to 2026-01-01T00:00+01:00.
+YEAR_FROM = 1_735_686_000
+YEAR_TO = 1_767_222_000
+BUCKETS = (YEAR_TO - YEAR_FROM) // 90  # 350,400 points per stream
+AREA = "BENCH-1"
+SLOT = 900  # the day-ahead market's quarter hours
+STANDING = 0.45  # per local day, power
+EVENING = clock(17)
+BANDS = ([clock(0), EVENING], [0.12, 0.21])  # per kWh from local times, plus the area's
+FACTOR = 1.19
+EXPORT_PRICE = 0.08
+SENSORS = 4  # temperature streams: ten streams in the year view with the bill's six
+BILL_STREAMS = [
+    (1, "Electricity, channel 1", "consumption", "Wh"),
+    (1, "Electricity cost, channel 1", "cost", "EUR"),
+    (1, "Electricity export, channel 1", "export", "Wh"),
+    (1, "Electricity export credit, channel 1", "credit", "EUR"),
+    (2, "Electricity, channel 2", "consumption", "Wh"),
+    (2, "Electricity cost, channel 2", "cost", "EUR"),
+]
+SET_PRICES = "SELECT cluster.set_prices($1, $2::tstzrange[], $3::float8[])"
+POWER_TARIFF = """
+SELECT cluster.set_tariff($1, 'power', NULL, $2::time[], $3::float8[], $4, $5, $6)"""
+EXPORT_TARIFF = """
+SELECT cluster.set_tariff($1, 'export', NULL, ARRAY['00:00'::time], ARRAY[$2::float8])"""
+SUBMETER = "SELECT cluster.set_stream_config($1, NULL, 'Heat pump', 'power', 'Wh', true)"
+# Each consumption bucket's cost as the power tariff prices it: the band of its local start time
+# plus the factor times its quarter hour's price ($4: the year's prices from YEAR_FROM on), per
+# kWh of its Wh.
+COST_POINTS = """
+INSERT INTO cluster.processed_points (stream_id, ts, value)
+SELECT $1, p.ts,
+       p.value / 1000 * (CASE WHEN (p.ts AT TIME ZONE 'Europe/Prague')::time >= $5::time
+                              THEN $7::float8 ELSE $6::float8 END
+                         + $8::float8 * ($4::float8[])[(extract(epoch FROM p.ts)::bigint - $3)
+                                                       / 900 + 1])
+  FROM cluster.processed_points p
+ WHERE p.stream_id = $2"""
+CREDIT_POINTS = """
+INSERT INTO cluster.processed_points (stream_id, ts, value)
+SELECT $1, p.ts, p.value / 1000 * $3::float8 FROM cluster.processed_points p
+ WHERE p.stream_id = $2"""
+
+
+def year_paths(feed: int, streams: list[int]) -> list[str]:
+    """The year view's requests: each stream's 365 local days, ``resolution=day``."""
+    year = f"resolution=day&time_from={YEAR_FROM}&time_to={YEAR_TO - 1}&limit=366"
+    return [f"/feeds/{feed}/streams/{s}/data?{year}" for s in streams]
+
+
+async def year_of_points(conn: asyncpg.Connection, streams: list[int]) -> None:
+    """A year of 90 s points (0 to 50 Wh each) on each of ``streams``, their whole span queued
+    for the engine's rollups (:func:`build_rollups` builds them)."""
+    await conn.execute(
+        "INSERT INTO cluster.processed_points (stream_id, ts, value)"
+        " SELECT s, to_timestamp($1::bigint + 90 * i), round((random() * 50)::numeric, 3)"
+        "   FROM unnest($2::bigint[]) s, generate_series(0, $3) i",
+        YEAR_FROM,
+        streams,
+        BUCKETS - 1,
+    )
+    await queue_rollups(conn, streams)
+
+
+async def queue_rollups(conn: asyncpg.Connection, streams: list[int]) -> None:
+    """All of ``streams``' hours and days queued for the engine, as new points queue theirs."""
+    await conn.execute(
+        "INSERT INTO cluster.rollup_work (stream_id, span)"
+        " SELECT s, tstzrange(NULL, NULL) FROM unnest($1::bigint[]) s",
+        streams,
+    )
+
+
+async def build_rollups(url: str) -> float:
+    """Seconds the engine takes to roll the whole year of every stream up."""
+    conn = await asyncpg.connect(url)
+    try:
+        started = time.perf_counter()
+        while (await rollup_batch(conn, batch=1, delay=0)).periods:
+            pass
+        return time.perf_counter() - started
+    finally:
+        await conn.close()
+
+
+class Seeded(msgspec.Struct, frozen=True):
+    """The household's feed, its consumption and cost streams and its year view's streams."""
+
+    feed: int
+    consumption: int
+    cost: int
+    streams: list[int]
+    seeded_s: float = 0.0
+    """Seconds the seeding took (points and rollups queued)."""
+    rollups_s: float = 0.0
+    """Seconds the engine took to build every rollup from nothing."""
+
+
+def prices() -> tuple[list[asyncpg.Range[datetime]], list[float]]:
+    """The area's quarter hours over the year and a price for each, per kWh."""
+    rng = random.Random(2025)
+    start = datetime.fromtimestamp(YEAR_FROM, UTC)
+    slots = [
+        asyncpg.Range(
+            start + timedelta(seconds=SLOT * q), start + timedelta(seconds=SLOT * (q + 1))
+        )
+        for q in range((YEAR_TO - YEAR_FROM) // SLOT)
+    ]
+    return slots, [round(rng.uniform(-0.05, 0.40), 5) for _ in slots]
+
+
+async def household_streams(conn: asyncpg.Connection, feed: int) -> list[int]:
+    """A household's processed streams, as the engine makes them for a meter with import and
+    export on channel 1 and a clamp on channel 2: consumption, cost, export, credit; the
+    clamp's consumption and cost."""
+    return [
+        await seeding.processed_stream(
+            conn, feed, channel, title=title, quantity=quantity, unit=unit
+        )
+        for channel, title, quantity, unit in BILL_STREAMS
+    ]
+
+
+async def tariffs(conn: asyncpg.Connection, feed: int) -> None:
+    await conn.execute(POWER_TARIFF, feed, *BANDS, AREA, FACTOR, STANDING)
+    await conn.execute(EXPORT_TARIFF, feed, EXPORT_PRICE)
+
+
+async def seed(url: str, neighbours: int) -> Seeded:
+    """The other households' feeds, then the household's with its tariffs, its sub-meter and a
+    year of points on its ten streams."""
+    conn = await asyncpg.connect(url)
+    try:
+        slots, values = prices()
+        await conn.execute(SET_PRICES, AREA, slots, values)
+        others = await seeding.add_user(conn, "neighbours")
+        for n in range(neighbours):
+            feed = await seeding.add_feed(conn, others.id, f"BF{n:014X}")
+            await household_streams(conn, feed)
+            await tariffs(conn, feed)
+        owner = await seeding.add_user(conn, "bench", token=TOKEN)
+        feed = await seeding.add_feed(conn, owner.id, "BE00000000000003")
+        streams = await household_streams(conn, feed)
+        used, cost, fed_in, credit, heat_pump, heat_pump_cost = streams
+        sensors = [
+            await seeding.processed_stream(
+                conn,
+                feed,
+                channel,
+                title=f"Temperature, channel {channel}",
+                medium="temperature",
+                unit="°C",
+                quantity="mean",
+            )
+            for channel in range(3, 3 + SENSORS)
+        ]
+        await conn.execute(SUBMETER, heat_pump)
+        await tariffs(conn, feed)
+        await year_of_points(conn, [used, fed_in, heat_pump, *sensors])
+        for source, money in ((used, cost), (heat_pump, heat_pump_cost)):
+            await conn.execute(
+                COST_POINTS, money, source, YEAR_FROM, values, EVENING, *BANDS[1], FACTOR
+            )
+        await conn.execute(CREDIT_POINTS, credit, fed_in, EXPORT_PRICE)
+        await queue_rollups(conn, [cost, credit, heat_pump_cost])
+        # Nothing else queued: the tariffs and the sub-meter found no raw data to recompute.
+        assert await conn.fetchval("SELECT count(*) FROM cluster.engine_work") == 0
+    finally:
+        await conn.close()
+    return Seeded(feed, used, cost, [*streams, *sensors])
+
+
+@contextmanager
+def household(neighbours: int) -> Iterator[tuple[Settings, Seeded]]:
+    """A database of its own with the household and ``neighbours`` other feeds, rollups built
+    and analysed; seeded once per `make bench` run."""
+    with shared_database(f"household_{neighbours}", lambda url: _seed_all(url, neighbours)) as (
+        settings,
+        info,
+    ):
+        yield settings, msgspec.convert(info, Seeded)
+
+
+def _seed_all(url: str, neighbours: int) -> Seeded:
+    started = time.perf_counter()
+    seeded = asyncio.run(seed(url, neighbours))
+    seeded_s = time.perf_counter() - started
+    rollups_s = asyncio.run(build_rollups(url))
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("VACUUM ANALYZE")
+    return msgspec.structs.replace(seeded, seeded_s=seeded_s, rollups_s=rollups_s)
