@@ -2,16 +2,28 @@
 and keep a dead letter, an oversized block-wise upload gets 4.13, a flooding device 4.29."""
 
 import time
+from collections.abc import AsyncIterator
 
 import aiocoap
 import asyncpg
 import msgspec
+import pytest
 
+from energy_platform.core.settings import Settings
 from tests.support.coap import device, post, reading
-from tests.support.platform import Platform
+from tests.support.platform import Platform, platform_in_loop, platform_settings, with_cluster
 
 TOO_LARGE = aiocoap.numbers.codes.Code(4 << 5 | 13)
 TOO_MANY = aiocoap.numbers.codes.Code(4 << 5 | 29)
+
+
+@pytest.fixture(scope="module")
+async def platform(settings: Settings, mqtt_url: str) -> AsyncIterator[Platform]:
+    """The shared platform with one request a minute after the burst: at the default of one a
+    second, a loaded machine sending the burst slowly refilled the bucket and saw no 4.29."""
+    s = platform_settings(settings, mqtt_url, coap_requests_per_minute=1)
+    async with platform_in_loop(await with_cluster(s)) as platform:
+        yield platform
 
 
 async def test_hostile_records_get_4_00_and_become_dead_letters(
