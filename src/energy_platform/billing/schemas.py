@@ -59,7 +59,7 @@ class Bill(msgspec.Struct):
     over, or before its first day is."""
     lines: list[BillLine]
     submeters: list[Submeter]
-    vat: float = 0.0
+    vat: float
     """The VAT included in total: the sum of the lines' vat."""
 
 
