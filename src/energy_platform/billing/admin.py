@@ -150,6 +150,10 @@ def set_tariff(
     per_kwh = (
         None if kwh_per_m3 is None else positive(kwh_per_m3, bounds.KWH_PER_M3, "--kwh-per-m3")
     )
+    if calendar is not None and all(kind == "all" for kind, _, _ in parsed):
+        raise InvalidInput(
+            "--holidays makes public holidays weekend days: give weekday/ or weekend/ bands"
+        )
     today = datetime.now(UTC).date()
     days = None if calendar is None else public_holidays(calendar, instant, today)
 

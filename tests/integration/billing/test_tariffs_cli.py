@@ -73,9 +73,13 @@ async def test_tariffs_are_set_flat_or_by_time_of_use_from_an_instant_and_listed
         (("--price", "1", "--floor", "1", "--cap", "0.5"), "--floor 1 is above --cap 0.5"),
         (("--price", "1", "--vat", "-1"), "--vat: '-1' must be at least 0"),
         (("--price", "1", "--vat", "1001"), "--vat: 1001.0 is out of bounds: a VAT rate"),
-        (("--price", "1", "--holidays", "XX"), "the holidays package knows no XX"),
-        (("--price", "1", "--holidays", "nl"), "a country code, or country-subdivision"),
-        (("--price", "1", "--holidays", "DE-XX"), "DE has no subdivision 'XX'"),
+        (("--price", "1", "--holidays", "NL"), "give weekday/ or weekend/ bands"),
+        (("--band", "weekend/00:00=1", "--band", "07:00=2", "--holidays", "XX"), "knows no XX"),
+        (("--band", "weekend/00:00=1", "--band", "07:00=2", "--holidays", "nl"), "a country code"),
+        (
+            ("--band", "weekday/00:00=1", "--band", "weekend/00:00=2", "--holidays", "DE-XX"),
+            "DE has no subdivision 'XX'",
+        ),
         (("--band", "weekday/07:00=1"), "weekends have no band: give weekend/ bands"),
         (
             ("--band", "07:00=1", "--band", "weekend/07:00=2"),
