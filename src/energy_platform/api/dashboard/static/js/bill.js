@@ -135,7 +135,7 @@ function renderBill(bill) {
   const table = $('#bill-lines');
   table.replaceChildren();
   if (bill.lines.length) {
-    table.append(row('th', ['', 'Used', 'Energy', 'Daily charges', 'Total']));
+    table.append(row('th', ['', 'Used', 'Energy', 'Standing charges', 'Total']));
     for (const line of bill.lines) {
       const energy = line.medium === 'export'
         ? `${money(line.credit, currency)} earned` : money(line.energy, currency);
