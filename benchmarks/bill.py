@@ -2,10 +2,11 @@
 beside the p99 of the same feed's year view on the same server in the same run.
 
 The household of benchmarks/household.py (seeded once per `make bench`, shared with the year
-view): ten processed streams with a year of 90 s points each on a dynamic tariff with a standing
-charge, export credit and a sub-meter, beside a few hundred other households' feeds with the
-same bill streams and tariffs but no points (the bill looks its streams, configurations and
-tariffs up among theirs); every rollup built before anything is asked.
+view): ten processed streams with a year of 90 s points each on a dynamic tariff with VAT,
+bands by kind of day, public holidays and a monthly standing charge, export credit and a
+sub-meter, beside a few hundred other households' feeds with the same bill streams and tariffs
+but no points (the bill looks its streams, configurations and tariffs up among theirs); every
+rollup built before anything is asked.
 
 "The year view" is benchmarks/year_view.py's figure, for this feed: its 10 streams' 365 local
 days (``resolution=day``) asked as 10 parallel requests, wall time. A bill is one request. The
@@ -13,8 +14,8 @@ two alternate in chunks through the real HTTP server, so that the machine's nois
 alike; each run's p99 of each is a figure, and the goal is the bill's at most twice the year
 view's. One year-view request alone (the consumption stream's) is timed too and printed beside
 them. Before timing, the benchmark checks the bill's answer (its energy is the cost stream's
-days summed, its standing charge 365 days' worth) and that computing it scanned no point
-chunk, only rollups.
+days summed, its standing charge twelve months' worth, its VAT 21/121 of both) and that
+computing it scanned no point chunk, only rollups.
 
     python -m benchmarks.bill [--runs N] [--requests N] [--neighbours N]
 """
@@ -32,7 +33,7 @@ import httpx
 import msgspec
 
 from benchmarks.data_api import TOKEN, start_servers, stop_servers, timed_requests
-from benchmarks.household import BUCKETS, STANDING, YEAR_FROM, Seeded, household, year_paths
+from benchmarks.household import BUCKETS, STANDING, VAT, YEAR_FROM, Seeded, household, year_paths
 from benchmarks.support import figure, report
 from energy_platform.core.settings import HttpSettings
 from tests.support.services import free_port
@@ -83,7 +84,8 @@ async def scans(url: str, seeded: Seeded) -> tuple[int, int]:
 
 
 def check(base: str, seeded: Seeded, bill_path: str) -> None:
-    """The bill is the cost stream's days summed plus 365 days of standing charges."""
+    """The bill is the cost stream's days summed plus twelve months of standing charges, VAT
+    on both."""
     headers = {"Authorization": f"Bearer {TOKEN}"}
     bill = httpx.get(base + bill_path, headers=headers).json()
     (cost_days,) = year_paths(seeded.feed, [seeded.cost])
@@ -94,7 +96,9 @@ def check(base: str, seeded: Seeded, bill_path: str) -> None:
     assert bill["projected_total"] is None, bill
     assert [power["medium"], export["medium"]] == ["power", "export"], bill
     assert math.isclose(power["energy"], sum(v for _, v in days), rel_tol=1e-9), bill
-    assert math.isclose(power["standing"], DAYS * STANDING, rel_tol=1e-9), bill
+    assert math.isclose(power["standing"], 12 * STANDING * (1 + VAT / 100), rel_tol=1e-9), bill
+    paid = power["energy"] + power["standing"]
+    assert math.isclose(power["vat"], paid * VAT / (100 + VAT), rel_tol=1e-9), bill
     assert [m["title"] for m in bill["submeters"]] == ["Heat pump"], bill
 
 
@@ -135,7 +139,8 @@ def main(runs: int, requests: int, neighbours: int) -> None:
             stop_servers(servers)
     print(
         f"bill: a household of {len(seeded.streams)} streams x {BUCKETS:,} points of 90 s (365"
-        f" days), a dynamic power tariff with a standing charge, export credit, a sub-meter,"
+        f" days), a dynamic power tariff with VAT, weekday and weekend bands, holidays and a"
+        f" monthly standing charge, export credit, a sub-meter,"
         f" beside {neighbours:,} other feeds;"
         f" seeded in {seeded.seeded_s:.1f} s, rollups built in {seeded.rollups_s:.1f} s (once a"
         f" run); the year's bill scanned point chunks {chunk_scans} times, the daily rollups"

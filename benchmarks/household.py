@@ -3,8 +3,9 @@
 The household's feed (Europe/Prague) has ten processed streams, each with a year of 90 s points:
 channel 1's consumption total and its cost stream, its export and their credit stream, a heat
 pump on channel 2 configured as a sub-meter with its cost, and four temperature sensors. Power is
-on a dynamic tariff (two bands plus 1.19 x a year of quarter-hour area prices) with a daily
-standing charge, export on a fixed price; the cost and credit points are those prices applied to
+on a dynamic tariff as contracts write it (a year of quarter-hour area prices plus bands by
+kind of day, 21 % VAT on both, Czech public holidays as weekend days) with a monthly standing
+charge, export on a fixed price; the cost and credit points are those prices applied to
 every bucket. Beside it are a few hundred other households' feeds with the same bill streams and
 tariffs but no points. The engine builds every rollup from nothing once the points are in.
 
@@ -30,6 +31,7 @@ import psycopg
 from benchmarks.data_api import TOKEN
 from benchmarks.support import shared_database
 from energy_platform import seeding
+from energy_platform.billing.holidays import Holidays, public_holidays
 from energy_platform.core.settings import Settings
 from energy_platform.engine.rollups import rollup_batch
 
@@ -39,10 +41,17 @@ YEAR_TO = 1_767_222_000
 BUCKETS = (YEAR_TO - YEAR_FROM) // 90  # 350,400 points per stream
 AREA = "BENCH-1"
 SLOT = 900  # the day-ahead market's quarter hours
-STANDING = 0.45  # per local day, power
+STANDING = 13.5  # per local month before VAT, power
 EVENING = clock(17)
-BANDS = ([clock(0), EVENING], [0.12, 0.21])  # per kWh from local times, plus the area's
-FACTOR = 1.19
+LOW, HIGH = 0.12, 0.21  # per kWh before VAT, plus the area's price: high on weekday evenings
+BANDS = (
+    [clock(0), EVENING, clock(0)],
+    [LOW, HIGH, LOW],
+    ["weekday", "weekday", "weekend"],
+)
+FACTOR = 1.0
+VAT = 21.0
+HOLIDAYS = "CZ"
 EXPORT_PRICE = 0.08
 SENSORS = 4  # temperature streams: ten streams in the year view with the bill's six
 BILL_STREAMS = [
@@ -55,21 +64,27 @@ BILL_STREAMS = [
 ]
 SET_PRICES = "SELECT cluster.set_prices($1, $2::tstzrange[], $3::float8[])"
 POWER_TARIFF = """
-SELECT cluster.set_tariff($1, 'power', NULL, $2::time[], $3::float8[], $4, $5, $6)"""
+SELECT cluster.set_tariff($1, 'power', NULL, $2::time[], $3::float8[], $4, $5, $6, $7::text[],
+                          $8, NULL, NULL, 'month', NULL, $9, $10::date[], $11::text[],
+                          $12::int4range)"""
 EXPORT_TARIFF = """
 SELECT cluster.set_tariff($1, 'export', NULL, ARRAY['00:00'::time], ARRAY[$2::float8])"""
 SUBMETER = "SELECT cluster.set_stream_config($1, NULL, 'Heat pump', 'power', 'Wh', true)"
 # Each consumption bucket's cost as the power tariff prices it: the band of its local start time
-# plus the factor times its quarter hour's price ($4: the year's prices from YEAR_FROM on), per
-# kWh of its Wh.
+# on its kind of local day (a weekday's evening is high; weekends and $9's holidays are low all
+# day) plus the factor times its quarter hour's price ($4: the year's prices from YEAR_FROM on),
+# with VAT, per kWh of its Wh.
 COST_POINTS = """
 INSERT INTO cluster.processed_points (stream_id, ts, value)
 SELECT $1, p.ts,
-       p.value / 1000 * (CASE WHEN (p.ts AT TIME ZONE 'Europe/Prague')::time >= $5::time
-                              THEN $7::float8 ELSE $6::float8 END
-                         + $8::float8 * ($4::float8[])[(extract(epoch FROM p.ts)::bigint - $3)
-                                                       / 900 + 1])
+       p.value / 1000 * cluster.tariff_price(
+           $8::float8, ($4::float8[])[(extract(epoch FROM p.ts)::bigint - $3) / 900 + 1],
+           CASE WHEN l.local::time >= $5::time AND extract(isodow FROM l.local) < 6
+                     AND NOT l.local::date = ANY ($9::date[])
+                THEN $7::float8 ELSE $6::float8 END,
+           $10::float8, NULL, NULL)
   FROM cluster.processed_points p
+ CROSS JOIN LATERAL (SELECT p.ts AT TIME ZONE 'Europe/Prague' AS local) l
  WHERE p.stream_id = $2"""
 CREDIT_POINTS = """
 INSERT INTO cluster.processed_points (stream_id, ts, value)
@@ -156,8 +171,18 @@ async def household_streams(conn: asyncpg.Connection, feed: int) -> list[int]:
     ]
 
 
-async def tariffs(conn: asyncpg.Connection, feed: int) -> None:
-    await conn.execute(POWER_TARIFF, feed, *BANDS, AREA, FACTOR, STANDING)
+def holidays() -> Holidays:
+    """The public holidays the power tariff counts as weekend days."""
+    return public_holidays(HOLIDAYS, None, datetime.fromtimestamp(YEAR_FROM, UTC).date())
+
+
+async def tariffs(conn: asyncpg.Connection, feed: int, days: Holidays) -> None:
+    starts, band_prices, kinds = BANDS
+    years = asyncpg.Range(days.first, days.last + 1)
+    await conn.execute(
+        POWER_TARIFF, feed, starts, band_prices, AREA, FACTOR, STANDING, kinds, VAT,
+        HOLIDAYS, days.days, days.names, years,
+    )  # fmt: skip
     await conn.execute(EXPORT_TARIFF, feed, EXPORT_PRICE)
 
 
@@ -168,11 +193,12 @@ async def seed(url: str, neighbours: int) -> Seeded:
     try:
         slots, values = prices()
         await conn.execute(SET_PRICES, AREA, slots, values)
+        days = holidays()
         others = await seeding.add_user(conn, "neighbours")
         for n in range(neighbours):
             feed = await seeding.add_feed(conn, others.id, f"BF{n:014X}")
             await household_streams(conn, feed)
-            await tariffs(conn, feed)
+            await tariffs(conn, feed, days)
         owner = await seeding.add_user(conn, "bench", token=TOKEN)
         feed = await seeding.add_feed(conn, owner.id, "BE00000000000003")
         streams = await household_streams(conn, feed)
@@ -190,12 +216,13 @@ async def seed(url: str, neighbours: int) -> Seeded:
             for channel in range(3, 3 + SENSORS)
         ]
         await conn.execute(SUBMETER, heat_pump)
-        await tariffs(conn, feed)
+        await tariffs(conn, feed, days)
         await year_of_points(conn, [used, fed_in, heat_pump, *sensors])
         for source, money in ((used, cost), (heat_pump, heat_pump_cost)):
             await conn.execute(
-                COST_POINTS, money, source, YEAR_FROM, values, EVENING, *BANDS[1], FACTOR
-            )
+                COST_POINTS, money, source, YEAR_FROM, values, EVENING, LOW, HIGH, FACTOR,
+                days.days, VAT,
+            )  # fmt: skip
         await conn.execute(CREDIT_POINTS, credit, fed_in, EXPORT_PRICE)
         await queue_rollups(conn, [cost, credit, heat_pump_cost])
         # Nothing else queued: the tariffs and the sub-meter found no raw data to recompute.

@@ -14,33 +14,89 @@ $$;
 COMMENT ON FUNCTION cluster.money_quantity(text) IS
     'The quantity of the money stream beside a processed stream of this quantity: cost of consumption, credit of export; null for any other.';
 
+-- The price of a unit, as contracts write it (docs/billing.md#tariffs): the band's price plus
+-- factor times the area's price (0 without an area), VAT on both, then held between the
+-- floor and the cap (null: none; greatest and least skip nulls):
+--
+--     price = clamp((factor × area price + band price) × (1 + vat/100), floor, cap)
+--
+-- The one definition the engine's pricing and the price curve use. A scalar LANGUAGE sql
+-- expression, each parameter used once: the planner inlines it wherever it is called.
+CREATE OR REPLACE FUNCTION cluster.tariff_price(
+    p_factor double precision, p_area_price double precision, p_band_price double precision,
+    p_vat double precision, p_floor double precision, p_cap double precision
+) RETURNS double precision
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT least(greatest((p_factor * p_area_price + p_band_price) * (1 + p_vat / 100), p_floor),
+                 p_cap)
+$$;
+COMMENT ON FUNCTION cluster.tariff_price(double precision, double precision, double precision, double precision, double precision, double precision) IS
+    'clamp((factor x area price + band price) x (1 + vat/100), floor, cap): the price of a unit after VAT; a null floor or cap is none.';
+
+-- Whether a band of kind p_days ('all', 'weekday', 'weekend') holds on the local date p_day:
+-- Saturdays, Sundays and the tariff's public holidays (p_holidays) are weekend days. The
+-- engine passes each bucket's local date, the price curve each day's; inlined like the above.
+CREATE OR REPLACE FUNCTION cluster.band_holds(p_days text, p_day date, p_holidays date[])
+RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT p_days = 'all'
+        OR (p_days = 'weekend') = (extract(isodow FROM p_day) >= 6 OR p_day = ANY (p_holidays))
+$$;
+COMMENT ON FUNCTION cluster.band_holds(text, date, date[]) IS
+    'Whether a band of kind all, weekday or weekend holds on a local date (weekend: Saturday, Sunday or one of p_holidays).';
+
+-- The local years whose holidays a tariff holds (cluster.tariffs.holiday_years) as instants in
+-- a time zone; unbounded for a tariff without holidays. A bucket outside them has no price
+-- (its holidays are unknown), as a bucket whose market price has not arrived.
+CREATE OR REPLACE FUNCTION cluster.holiday_span(p_years int4range, p_timezone text)
+RETURNS tstzrange
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT CASE WHEN p_years IS NULL THEN '(,)'::tstzrange
+                ELSE tstzrange(make_date(lower(p_years), 1, 1)::timestamp AT TIME ZONE p_timezone,
+                               make_date(upper(p_years), 1, 1)::timestamp AT TIME ZONE p_timezone)
+           END
+$$;
+COMMENT ON FUNCTION cluster.holiday_span(int4range, text) IS
+    'The instants of the local years p_years in p_timezone ([1 January of the first, 1 January after the last)); unbounded for null.';
+
 -- The tariff formula of one value stream (docs/engine.md#tariffs, #prices): its money stream
 -- (cluster.money_quantity), and per stretch of time with one money configuration, one tariff,
 -- one feed time zone and one market slot, and per band of that tariff, the price of a unit of
 -- the value:
 --
---     money = value × scale × price,   price = band price + factor × area price of the slot,
+--     money = value × scale × price,   price = cluster.tariff_price(...),
 --
--- where scale makes the value the tariff's unit (Wh to kWh for power: 0.001, else 1), and the
--- band holds the bucket's start in local time of `timezone` (starts <= local < ends). The
--- tariff is the one of the money stream's medium; export's is the tariff of medium `export`.
--- A dynamic tariff's stretches are cut at its area's slots that overlap p_window (a bucket in
--- no slot has no price yet, and no money point); the window's multirange, not its hull:
--- yesterday's late points beside live ones would have joined a day of slots.
+-- where scale makes the value the tariff's unit (Wh to kWh for power: 0.001; m³ to kWh for gas
+-- on a tariff with kwh_per_m3; else 1), and the band holds the bucket's start in local time of
+-- `timezone` (starts <= local < ends) on a local date of its kind (cluster.band_holds, with
+-- the tariff's holidays inside the window, an array of a few dates; null without holidays).
+-- The tariff is the one of the money stream's medium; export's is the tariff of medium
+-- `export`. A dynamic tariff's stretches are cut at its area's slots that overlap p_window (a
+-- bucket in no slot has no price yet, and no money point); the window's multirange, not its
+-- hull: yesterday's late points beside live ones would have joined a day of slots. A tariff
+-- with holidays is cut at the years they are known for (cluster.holiday_span).
 --
 -- Plan: called per value stream (LATERAL) from cluster.engine_periods; inlined and pulled up,
 -- its joins are the caller's: each table is reached through its index from the value stream's
 -- keys. Joined as CTEs instead, whose sizes the planner cannot know, they became a nested loop
 -- over every pair of periods (4 s for a batch of 1,000 channels). No bucket passes through
--- here: the caller cuts its buckets by `valid` (cluster.validity_buckets).
+-- here: the caller cuts its buckets by `valid` (cluster.validity_buckets). The holidays are a
+-- subplan per stretch and band, run only for a tariff that has them.
 CREATE OR REPLACE FUNCTION cluster.pricing(
     p_feed_id bigint, p_channel integer, p_idx integer, p_tariff integer, p_combined boolean,
     p_quantity text, p_medium text, p_window tstzmultirange
 ) RETURNS TABLE (money_id bigint, valid tstzrange, timezone text, starts time, ends time,
-                 scale double precision, price double precision)
+                 days text, holidays date[], scale double precision, price double precision)
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
-    SELECT cs.id, v.valid, z.timezone, b.starts, b.ends,
-           CASE WHEN p_medium = 'power' THEN 0.001::float8 ELSE 1 END, b.price + m.market
+    SELECT cs.id, v.valid, z.timezone, b.starts, b.ends, b.days,
+           CASE WHEN tr.holidays IS NOT NULL THEN ARRAY(
+               SELECT h.day FROM cluster.tariff_holidays h
+                WHERE h.tariff_id = tr.id
+                  AND h.day >= (lower(range_merge(p_window)) AT TIME ZONE z.timezone)::date - 1
+                  AND h.day <= (upper(range_merge(p_window)) AT TIME ZONE z.timezone)::date + 1)
+           END,
+           CASE WHEN p_medium = 'power' THEN 0.001::float8 ELSE coalesce(tr.kwh_per_m3, 1) END,
+           cluster.tariff_price(tr.factor, m.area_price, b.price, tr.vat, tr.floor, tr.cap)
       FROM cluster.streams cs
       JOIN cluster.stream_configs cc ON cc.stream_id = cs.id
       JOIN cluster.tariffs tr
@@ -48,11 +104,13 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
        AND tr.medium = CASE p_quantity WHEN 'export' THEN 'export' ELSE cc.medium END
       JOIN cluster.feed_configs z ON z.feed_id = cs.feed_id
      CROSS JOIN LATERAL (
-           SELECT '(,)'::tstzrange AS slot, 0::float8 AS market WHERE tr.area IS NULL
+           SELECT '(,)'::tstzrange AS slot, 0::float8 AS area_price WHERE tr.area IS NULL
            UNION ALL
-           SELECT p.slot, tr.factor * p.price FROM cluster.prices p
+           SELECT p.slot, p.price FROM cluster.prices p
             WHERE tr.area IS NOT NULL AND p.area = tr.area AND p.slot && p_window) m
-     CROSS JOIN LATERAL (SELECT cc.validity * tr.validity * z.validity * m.slot AS valid) v
+     CROSS JOIN LATERAL (
+           SELECT cc.validity * tr.validity * z.validity * m.slot
+                  * cluster.holiday_span(tr.holiday_years, z.timezone) AS valid) v
       JOIN cluster.tariff_bands b ON b.tariff_id = tr.id
      WHERE cs.feed_id = p_feed_id AND cs.type = 'processed' AND cs.channel = p_channel
        AND cs.idx IS NOT DISTINCT FROM p_idx AND cs.tariff IS NOT DISTINCT FROM p_tariff
@@ -60,4 +118,4 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
        AND NOT isempty(v.valid)
 $$;
 COMMENT ON FUNCTION cluster.pricing(bigint, integer, integer, integer, boolean, text, text, tstzmultirange) IS
-    'A value stream''s money stream, and per stretch of one money configuration, tariff, time zone and market slot that overlaps p_window, per band: money = value x scale x price for a bucket whose start lies in valid and, in local time, in [starts, ends).';
+    'A value stream''s money stream, and per stretch of one money configuration, tariff, time zone and market slot that overlaps p_window, per band: money = value x scale x price for a bucket whose start lies in valid and, in local time, in [starts, ends) on a date of kind days (cluster.band_holds with holidays).';

@@ -6,12 +6,24 @@
 
 -- A tariff from an instant on, like the configurations: periods starting at or after p_from go,
 -- the one holding it ends there, and a new current one starts (none when p_starts is NULL).
--- Bands: p_starts[i] (local time of day) with p_prices[i]; before the first start the last
--- band's price applies, so bands wrap around midnight.
+-- Bands: p_starts[i] (local time of day) with p_prices[i], on the days p_days[i] ('weekday',
+-- 'weekend', or 'all' or null: every day); before a day kind's first start its last band's
+-- price applies, so bands wrap around midnight. A band of every day counts on weekdays and on
+-- weekends: a tariff with a band of a day kind is stored as its weekday and its weekend
+-- bands, each covering 00:00 to 24:00. The formula's settings (cluster.tariff_price): VAT in
+-- percent, floor and cap; the standing charge per 'day' or 'month'; gas's kWh per m³. The
+-- holidays p_holiday_days (named p_holiday_names) of calendar p_holidays are the weekend days
+-- of the local years p_holiday_years besides Saturdays and Sundays (billing/holidays.py
+-- computes them with the holidays package).
 CREATE OR REPLACE FUNCTION cluster.set_tariff(
     p_feed_id bigint, p_medium text, p_from timestamptz, p_starts time[], p_prices double precision[],
     p_area text DEFAULT NULL, p_factor double precision DEFAULT 1,
-    p_standing double precision DEFAULT 0
+    p_standing double precision DEFAULT 0, p_days text[] DEFAULT NULL,
+    p_vat double precision DEFAULT 0, p_floor double precision DEFAULT NULL,
+    p_cap double precision DEFAULT NULL, p_standing_per text DEFAULT 'day',
+    p_kwh_per_m3 double precision DEFAULT NULL, p_holidays text DEFAULT NULL,
+    p_holiday_days date[] DEFAULT NULL, p_holiday_names text[] DEFAULT NULL,
+    p_holiday_years int4range DEFAULT NULL
 ) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
     v_from timestamptz := nullif(p_from, '-infinity');
@@ -26,8 +38,8 @@ BEGIN
     END IF;
     IF p_starts IS NOT NULL AND (cardinality(p_starts) = 0
             OR cardinality(p_starts) <> cardinality(p_prices)
-            OR (SELECT count(DISTINCT s) FROM unnest(p_starts) s) <> cardinality(p_starts)) THEN
-        RAISE EXCEPTION 'a tariff needs one price per band start and distinct band starts'
+            OR cardinality(p_starts) <> coalesce(cardinality(p_days), cardinality(p_starts))) THEN
+        RAISE EXCEPTION 'a tariff needs one price (and day kind) per band start'
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     DELETE FROM cluster.tariffs
@@ -36,27 +48,48 @@ BEGIN
     UPDATE cluster.tariffs SET validity = tstzrange(lower(validity), v_from, '[)')
      WHERE feed_id = p_feed_id AND medium = p_medium AND v_from IS NOT NULL AND validity @> v_from;
     IF p_starts IS NOT NULL THEN
-        INSERT INTO cluster.tariffs (feed_id, medium, validity, area, factor, standing)
+        INSERT INTO cluster.tariffs (feed_id, medium, validity, area, factor, standing, vat,
+                                     floor, cap, standing_per, kwh_per_m3, holidays,
+                                     holiday_years)
         VALUES (p_feed_id, p_medium, tstzrange(v_from, NULL, '[)'), p_area,
-                CASE WHEN p_area IS NULL THEN 1 ELSE p_factor END, p_standing)
+                CASE WHEN p_area IS NULL THEN 1 ELSE p_factor END, p_standing, p_vat, p_floor,
+                p_cap, p_standing_per, p_kwh_per_m3, p_holidays, p_holiday_years)
         RETURNING id INTO v_tariff_id;
-        INSERT INTO cluster.tariff_bands (tariff_id, starts, ends, price)
-        WITH b AS (
-            SELECT s AS starts, p AS price,
-                   lead(s, 1, '24:00'::time) OVER (ORDER BY s) AS ends,
-                   last_value(p) OVER (ORDER BY s ROWS BETWEEN UNBOUNDED PRECEDING
-                                                    AND UNBOUNDED FOLLOWING) AS last_price
-              FROM unnest(p_starts, p_prices) AS u(s, p)
+        INSERT INTO cluster.tariff_bands (tariff_id, days, starts, ends, price)
+        WITH given AS (
+            SELECT u.s, u.p, coalesce(u.d, 'all') AS d
+              FROM unnest(p_starts, p_prices, p_days) AS u (s, p, d)
+        ), kinds AS (
+            SELECT k.kind
+              FROM unnest(CASE WHEN (SELECT bool_and(d = 'all') FROM given) THEN ARRAY['all']
+                               ELSE ARRAY['weekday', 'weekend'] END) AS k (kind)
+        ), b AS (
+            SELECT k.kind, g.s AS starts, g.p AS price,
+                   lead(g.s, 1, '24:00'::time) OVER w AS ends,
+                   last_value(g.p) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING
+                                           AND UNBOUNDED FOLLOWING) AS last_price
+              FROM kinds k JOIN given g ON g.d IN ('all', k.kind)
+            WINDOW w AS (PARTITION BY k.kind ORDER BY g.s)
         )
-        SELECT v_tariff_id, starts, ends, price FROM b
+        SELECT v_tariff_id, kind, starts, ends, price FROM b
         UNION ALL
-        SELECT v_tariff_id, '00:00', min(starts), min(last_price) FROM b
-        HAVING min(starts) > '00:00';
+        SELECT v_tariff_id, kind, '00:00', min(starts), min(last_price) FROM b
+         GROUP BY kind HAVING min(starts) > '00:00';
+        -- Weekday bands without weekend ones, or the other way round (two bands of one kind
+        -- of day starting at once break the primary key).
+        IF (SELECT count(DISTINCT days) FROM cluster.tariff_bands
+             WHERE tariff_id = v_tariff_id AND days <> 'all') = 1 THEN
+            RAISE EXCEPTION 'weekdays and weekends each need a band: give bands of every day or of the other kind too'
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        INSERT INTO cluster.tariff_holidays (tariff_id, day, name)
+        SELECT v_tariff_id, h.day, h.name
+          FROM unnest(p_holiday_days, p_holiday_names) AS h (day, name);
     END IF;
     PERFORM cluster.engine_invalidate_feed(p_feed_id, tstzmultirange(tstzrange(v_from, NULL, '[)')));
 END $$;
-COMMENT ON FUNCTION cluster.set_tariff(bigint, text, timestamptz, time[], double precision[], text, double precision, double precision) IS
-    'Make the bands (local start times and prices) the feed''s tariff for the medium from p_from on (none when p_starts is NULL), plus p_factor times the prices of area p_area when given, and p_standing charged per local day; the engine recomputes the cost from p_from.';
+COMMENT ON FUNCTION cluster.set_tariff(bigint, text, timestamptz, time[], double precision[], text, double precision, double precision, text[], double precision, double precision, double precision, text, double precision, text, date[], text[], int4range) IS
+    'Make the bands (local start times, prices, day kinds) the feed''s tariff for the medium from p_from on (none when p_starts is NULL), plus p_factor times the prices of area p_area when given, with VAT, floor and cap, p_standing charged per local day or month, kWh per m³ for gas, and the public holidays that count as weekend days; the engine recomputes the cost from p_from.';
 
 -- Prices of an area's slots: every stored slot that overlaps a given one goes, the given ones
 -- come (the area is made on its first prices). The buckets whose price changed (a new, changed

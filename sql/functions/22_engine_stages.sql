@@ -325,27 +325,27 @@ COMMENT ON FUNCTION cluster.engine_targets(bigint[], integer[], timestamptz[], t
 -- Compute, pricing: per value stream (consumption, export, mean) the stretches of k with one
 -- configuration, and beside each consumption or export stream its money stream's stretches
 -- and bands with their price (cluster.pricing, the tariff formula: money = value × scale ×
--- price); a value stretch has no timezone, band, scale or price. Plan: targets is MATERIALIZED
+-- price); a value stretch has no timezone, band, day kind, holidays, scale or price. Plan: targets is MATERIALIZED
 -- (read twice); cluster.pricing is pulled up into this statement's joins, each table reached
 -- through its index from the target's keys.
 CREATE OR REPLACE FUNCTION cluster.engine_periods(
     p_feeds bigint[], p_channels integer[], p_from timestamptz[], p_to timestamptz[]
 ) RETURNS TABLE (feed_id bigint, channel integer, quantity text, idx integer, tariff integer,
                  combined boolean, stream_id bigint, kfrom bigint, kto bigint, kfirst bigint,
-                 klast bigint, timezone text, starts time, ends time,
-                 scale double precision, price double precision)
+                 klast bigint, timezone text, starts time, ends time, days text,
+                 holidays date[], scale double precision, price double precision)
 LANGUAGE sql STABLE AS $$
 WITH targets AS MATERIALIZED (
     SELECT * FROM cluster.engine_targets(p_feeds, p_channels, p_from, p_to)
 )
 SELECT c.feed_id, c.channel, c.quantity, c.idx, c.tariff, c.combined, c.stream_id, c.kfrom,
-       c.kto, c.kfirst, c.klast, NULL::text, NULL::time, NULL::time, NULL::float8,
-       NULL::float8
+       c.kto, c.kfirst, c.klast, NULL::text, NULL::time, NULL::time, NULL::text,
+       NULL::date[], NULL::float8, NULL::float8
   FROM targets c WHERE c.quantity IN ('consumption', 'export', 'mean')
 UNION ALL
 SELECT c.feed_id, c.channel, c.quantity, c.idx, c.tariff, c.combined, p.money_id,
        greatest(c.kfrom, k.kfrom), least(c.kto, k.kto), c.kfirst, c.klast, p.timezone,
-       p.starts, p.ends, p.scale, p.price
+       p.starts, p.ends, p.days, p.holidays, p.scale, p.price
   FROM targets c
  CROSS JOIN LATERAL cluster.pricing(c.feed_id, c.channel, c.stream_idx, c.stream_tariff,
                                     c.combined, c.quantity, c.medium, c.window) p
@@ -358,7 +358,7 @@ COMMENT ON FUNCTION cluster.engine_periods(bigint[], integer[], timestamptz[], t
 -- Compute: the points the work's periods call for, per processed stream and bucket start: a
 -- value stream's value (a mean's time-weighted mean; inside a register span the register's,
 -- outside it the measured one), and its money stream's, value × scale × price of the band
--- holding the bucket's local start. Plan: periods is MATERIALIZED and hashed; the buckets
+-- holding the bucket's local start on a local date of the band's kind (cluster.band_holds). Plan: periods is MATERIALIZED and hashed; the buckets
 -- (cluster.bucket_energy, a subquery planned once) are the hash join's probe side: each bucket
 -- finds its stretches by the stream's keys, and k and the band are a filter on the few rows
 -- found. A nested loop here would be buckets × stretches (the plan test,
@@ -377,7 +377,7 @@ SELECT pd.stream_id, to_timestamp(cluster.bucket_seconds() * t.k), v.value
    AND pd.idx = t.idx AND pd.tariff = t.tariff AND pd.combined = t.combined
    AND t.k >= pd.kfrom AND t.k < pd.kto
  CROSS JOIN LATERAL (
-       SELECT (to_timestamp(cluster.bucket_seconds() * t.k) AT TIME ZONE pd.timezone)::time
+       SELECT to_timestamp(cluster.bucket_seconds() * t.k) AT TIME ZONE pd.timezone
               AS local) l
  CROSS JOIN LATERAL (
        SELECT CASE WHEN pd.quantity = 'mean'
@@ -385,7 +385,9 @@ SELECT pd.stream_id, to_timestamp(cluster.bucket_seconds() * t.k), v.value
                    WHEN t.k BETWEEN pd.kfirst AND pd.klast THEN t.register
                    ELSE t.measured END
               * coalesce(pd.scale, 1) * coalesce(pd.price, 1) AS value) v
- WHERE (pd.timezone IS NULL OR (pd.starts <= l.local AND l.local < pd.ends))
+ WHERE (pd.timezone IS NULL
+        OR (pd.starts <= l.local::time AND l.local::time < pd.ends
+            AND cluster.band_holds(pd.days, l.local::date, pd.holidays)))
    AND v.value IS NOT NULL
 $$;
 COMMENT ON FUNCTION cluster.engine_results(bigint[], integer[], timestamptz[], timestamptz[]) IS

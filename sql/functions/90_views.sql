@@ -64,9 +64,10 @@ COMMENT ON VIEW cluster.readings IS 'All points of all types in one view; medium
 
 CREATE VIEW cluster.tariff_prices AS
 SELECT t.feed_id, t.medium, lower(t.validity) AS valid_from, upper(t.validity) AS valid_to,
-       b.starts, b.ends, b.price, t.area, t.factor, t.standing
+       b.starts, b.ends, b.price, t.area, t.factor, t.standing, b.days, t.vat, t.floor, t.cap,
+       t.standing_per, t.holidays, t.kwh_per_m3
   FROM cluster.tariffs t JOIN cluster.tariff_bands b ON b.tariff_id = t.id;
-COMMENT ON VIEW cluster.tariff_prices IS 'Every tariff band with its feed, medium and validity period (valid_to null: current); a dynamic tariff''s bucket costs factor x its area''s price (cluster.prices) + the band''s price. standing: the period''s charge per local day (the same on each of its bands'' rows).';
+COMMENT ON VIEW cluster.tariff_prices IS 'Every tariff band with its feed, medium and validity period (valid_to null: current); a bucket costs cluster.tariff_price(factor, its area''s price (cluster.prices) or 0, the band''s price, vat, floor, cap) per unit, on local dates of the band''s days (all, weekday, weekend: with the holidays of cluster.tariff_holidays). standing: the period''s charge per local day or month (standing_per), before VAT (the same on each of its bands'' rows).';
 
 -- When a homebase (or CoAP device) last sent data here. Boots and configuration requests are
 -- provisioning's, in provisioning's database: a cluster reads nothing there (docs/scaling.md),

@@ -50,17 +50,25 @@ COMMENT ON FUNCTION cluster.bill_days(bigint, date, date) IS
 --   and not at all on a day it is configured as a sub-meter (then it is listed apart);
 -- * amount: their cost streams' (credit streams') days, as the data API's days give them;
 -- * standing: each day that has begun is charged the standing charge of the tariff period of
---   the line's medium that holds the day's start, once;
+--   the line's medium that holds the day's start, with its VAT: a charge per day once, a
+--   charge per month by 1 / the days of the day's month (a whole month: once; a part of one:
+--   its days covered / its days);
+-- * vat: the VAT included in the line's total: each day's amount and charge times vat / (100 +
+--   vat) at the VAT rate of the tariff period holding the day's start (prices after VAT,
+--   cluster.tariff_price; export's credit counts against its charge, as in the total);
+-- * kwh (gas): each day's m³ times the kWh per m³ of the tariff period holding its start; null
+--   where no day of the range had one;
 -- * settled: what the days already over come to (amount, negative for export, plus standing):
 --   the base of the projection;
--- * unpriced: some day had a dynamic tariff and a consumption bucket without a cost point (a
---   slot whose price has not arrived).
+-- * unpriced: some day had a dynamic tariff (or one with holidays) and a consumption bucket
+--   without a cost point (a slot whose price has not arrived, a year whose holidays are not
+--   known).
 -- A medium with a tariff in the range but nothing measured has its line, with its charges.
 CREATE OR REPLACE FUNCTION cluster.feed_bill(
     p_feed_id bigint, p_from date, p_to date, p_now timestamptz
 ) RETURNS TABLE (medium text, stream_id bigint, title text, quantity double precision, unit text,
                  amount double precision, standing double precision, settled double precision,
-                 unpriced boolean)
+                 unpriced boolean, vat double precision, kwh double precision)
 LANGUAGE sql STABLE AS $$
 WITH days AS MATERIALIZED (
     SELECT * FROM cluster.bill_days(p_feed_id, p_from, p_to)
@@ -122,7 +130,7 @@ WITH days AS MATERIALIZED (
     SELECT c.stream_id, c.medium, c.submeter, c.validity
       FROM metered x
       JOIN cluster.stream_configs c ON c.stream_id = x.id
-     WHERE c.medium IN ('power', 'gas', 'water')
+     WHERE c.medium IN ('power', 'gas', 'water', 'heat')
 ), daily AS MATERIALIZED (
     SELECT x.id, x.is_total, c.submeter, d.day, d.start, d.finish,
            CASE x.quantity WHEN 'export' THEN 'export' ELSE c.medium END AS line,
@@ -136,16 +144,26 @@ WITH days AS MATERIALIZED (
     SELECT g.line, g.day, sum(g.quantity) AS quantity, sum(g.amount) AS amount,
            bool_or(g.short AND EXISTS (
                SELECT FROM cluster.tariffs t
-                WHERE t.feed_id = p_feed_id AND t.medium = g.line AND t.area IS NOT NULL
+                WHERE t.feed_id = p_feed_id AND t.medium = g.line
+                  AND (t.area IS NOT NULL OR t.holidays IS NOT NULL)
                   AND t.validity && tstzrange(g.start, g.finish))) AS unpriced
       FROM daily g
      WHERE g.is_total AND NOT g.submeter
      GROUP BY g.line, g.day
 ), charged AS (
-    SELECT t.medium AS line, d.day, t.standing
+    -- Per medium and day, the tariff period holding the day's start: its charge once the day
+    -- has begun (a monthly one by the day's share of its month), after VAT; its VAT rate and
+    -- kWh per m³ for the day's amount and quantity.
+    SELECT t.medium AS line, d.day, t.vat, t.kwh_per_m3,
+           CASE WHEN d.start <= p_now
+                THEN t.standing * (1 + t.vat / 100)
+                     / CASE t.standing_per
+                            WHEN 'month' THEN extract(day FROM date_trunc('month', d.day)
+                                                              + interval '1 month - 1 day')
+                            ELSE 1 END
+                ELSE 0 END AS standing
       FROM days d
       JOIN cluster.tariffs t ON t.feed_id = p_feed_id AND t.validity @> d.start
-     WHERE d.start <= p_now
 ), tariffed AS (
     SELECT DISTINCT t.medium AS line
       FROM cluster.tariffs t
@@ -154,19 +172,23 @@ WITH days AS MATERIALIZED (
 ), per_day AS (
     SELECT coalesce(m.line, c.line) AS line, coalesce(m.day, c.day) AS day,
            coalesce(m.quantity, 0) AS quantity, coalesce(m.amount, 0) AS amount,
-           coalesce(c.standing, 0) AS standing, coalesce(m.unpriced, false) AS unpriced
+           coalesce(c.standing, 0) AS standing, coalesce(m.unpriced, false) AS unpriced,
+           coalesce(c.vat / (100 + c.vat), 0) AS vat_share, m.quantity * c.kwh_per_m3 AS kwh
       FROM measured m
       FULL JOIN charged c ON c.line = m.line AND c.day = m.day
     UNION ALL
-    SELECT t.line, NULL, 0, 0, 0, false FROM tariffed t
+    SELECT t.line, NULL, 0, 0, 0, false, 0, NULL FROM tariffed t
 )
 SELECT p.line, NULL::bigint, NULL::text,
        sum(p.quantity) / CASE WHEN p.line IN ('power', 'export') THEN 1000 ELSE 1 END,
-       CASE WHEN p.line IN ('power', 'export') THEN 'kWh' ELSE 'm³' END,
+       CASE WHEN p.line IN ('power', 'export', 'heat') THEN 'kWh' ELSE 'm³' END,
        sum(p.amount), sum(p.standing),
        coalesce(sum(p.standing + CASE p.line WHEN 'export' THEN -p.amount ELSE p.amount END)
                     FILTER (WHERE d.finish <= p_now), 0),
-       bool_or(p.unpriced)
+       bool_or(p.unpriced),
+       coalesce(sum((p.standing + CASE p.line WHEN 'export' THEN -p.amount ELSE p.amount END)
+                    * p.vat_share), 0),
+       sum(p.kwh)
   FROM per_day p
   LEFT JOIN days d ON d.day = p.day
  GROUP BY p.line
@@ -174,38 +196,45 @@ UNION ALL
 SELECT g.line, g.id, (SELECT c.title FROM cluster.stream_configs c
                        WHERE c.stream_id = g.id AND c.validity @> max(g.start)),
        sum(g.quantity) / CASE WHEN g.line IN ('power', 'export') THEN 1000 ELSE 1 END,
-       CASE WHEN g.line IN ('power', 'export') THEN 'kWh' ELSE 'm³' END,
-       sum(g.amount), 0, NULL, false
+       CASE WHEN g.line IN ('power', 'export', 'heat') THEN 'kWh' ELSE 'm³' END,
+       sum(g.amount), 0, NULL, false, NULL, NULL
   FROM daily g
  WHERE g.submeter
  GROUP BY g.line, g.id
 $$;
 COMMENT ON FUNCTION cluster.feed_bill(bigint, date, date, timestamptz) IS
-    'A feed''s bill over its local dates [p_from, p_to] as of p_now: a row per medium (stream_id null: quantity in kWh or m³, energy cost or export credit, standing charges, what the days already over settled, whether a price is missing) and per sub-meter (stream_id set). docs/billing.md#the-bill.';
+    'A feed''s bill over its local dates [p_from, p_to] as of p_now: a row per medium (stream_id null: quantity in kWh or m³, energy cost or export credit, standing charges after VAT, what the days already over settled, whether a price is missing, the VAT included, gas in kWh) and per sub-meter (stream_id set). docs/billing.md#the-bill.';
 
 -- What a feed pays (earns, for export) per kWh or m³ over its local dates [p_from, p_to]: a row
--- per stretch of one price, in time order. A fixed tariff's stretches are its bands each day; a
--- dynamic tariff's are its bands cut at its area's slots, priced factor x slot price + band
--- price, and a slot without a price is a gap. Times without a tariff are gaps too. What the
--- page draws as today's and tomorrow's price curve.
+-- per stretch of one price, in time order. A fixed tariff's stretches are its bands each day
+-- (those of the day's kind: weekday, or weekend with the tariff's holidays); a dynamic
+-- tariff's are its bands cut at its area's slots, and a slot without a price is a gap; each
+-- priced by cluster.tariff_price, as the engine prices a bucket. Times without a tariff, or
+-- in a year whose holidays are not known, are gaps too. What the page draws as today's and
+-- tomorrow's price curve.
 CREATE OR REPLACE FUNCTION cluster.feed_prices(
     p_feed_id bigint, p_medium text, p_from date, p_to date
 ) RETURNS TABLE (start timestamptz, finish timestamptz, price double precision)
 LANGUAGE sql STABLE AS $$
 WITH pieces AS (
-    SELECT t.area, t.factor, b.price,
+    SELECT t.area, t.factor, t.vat, t.floor, t.cap, b.price,
            tstzrange((d.day + b.starts) AT TIME ZONE d.timezone,
                      (d.day + b.ends) AT TIME ZONE d.timezone, '[)')
-               * tstzrange(d.start, d.finish, '[)') * t.validity AS span
+               * tstzrange(d.start, d.finish, '[)') * t.validity
+               * cluster.holiday_span(t.holiday_years, d.timezone) AS span
       FROM cluster.bill_days(p_feed_id, p_from, p_to) d
       JOIN cluster.tariffs t
         ON t.feed_id = p_feed_id AND t.medium = p_medium
        AND t.validity && tstzrange(d.start, d.finish, '[)')
-      JOIN cluster.tariff_bands b ON b.tariff_id = t.id
+      JOIN cluster.tariff_bands b
+        ON b.tariff_id = t.id
+       AND cluster.band_holds(b.days, d.day, ARRAY(SELECT h.day FROM cluster.tariff_holidays h
+                                                    WHERE h.tariff_id = t.id AND h.day = d.day))
 ), priced AS (
-    SELECT p.span, p.price FROM pieces p WHERE p.area IS NULL
+    SELECT p.span, cluster.tariff_price(p.factor, 0, p.price, p.vat, p.floor, p.cap) AS price
+      FROM pieces p WHERE p.area IS NULL
     UNION ALL
-    SELECT p.span * s.slot, p.factor * s.price + p.price
+    SELECT p.span * s.slot, cluster.tariff_price(p.factor, s.price, p.price, p.vat, p.floor, p.cap)
       FROM pieces p
       JOIN cluster.prices s ON s.area = p.area AND s.slot && p.span
      WHERE p.area IS NOT NULL

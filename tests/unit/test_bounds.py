@@ -17,7 +17,7 @@ from energy_platform.core.codec.format_v4 import BATTERY, RAW_MEDIA, SIGNAL
 from energy_platform.core.errors import OutOfBounds
 
 MEASURED = [bounds.of_medium(m) for m in bounds.MEDIA] + [bounds.UNKNOWN]
-MONEY = [bounds.PRICE, bounds.FACTOR, bounds.STANDING]
+MONEY = [bounds.PRICE, bounds.FACTOR, bounds.STANDING, bounds.VAT, bounds.KWH_PER_M3]
 
 
 def test_every_medium_and_obis_code_we_know_has_its_quantitys_bound() -> None:
@@ -35,11 +35,13 @@ def test_the_engines_worst_arithmetic_at_the_bounds_stays_far_from_overflow() ->
     # Every value keeps its integers (a register's last Wh): below 2^53.
     assert max(b.limit for b in MEASURED) < 2**53
     # The largest product the engine forms: a value's swing (2x) over a 90 s bucket, priced at
-    # factor x area price + band price, in every bucket of a century, with standing charges.
-    price = bounds.FACTOR.limit * bounds.PRICE.limit + bounds.PRICE.limit
+    # (factor x area price + band price) x (1 + VAT), a gas m³ as kWh, in every bucket of a
+    # century, with standing charges and their VAT.
+    vat = 1 + bounds.VAT.limit / 100
+    price = (bounds.FACTOR.limit * bounds.PRICE.limit + bounds.PRICE.limit) * vat
     buckets = 100 * 366 * 960
-    worst = 2 * max(b.limit for b in MEASURED) * 90 * price * buckets
-    worst += bounds.STANDING.limit * 100 * 366
+    worst = 2 * max(b.limit for b in MEASURED) * 90 * price * bounds.KWH_PER_M3.limit * buckets
+    worst += bounds.STANDING.limit * vat * 100 * 366
     assert worst < 1e40 < sys.float_info.max
     # The smallest: a tiny value through 1/3600, 1/1000, a microsecond of 300 s, price, factor.
     assert bounds.SMALLEST**3 / 3600 / 1000 * (1e-6 / 300) > 1e-200 > sys.float_info.min

@@ -129,3 +129,15 @@ def test_a_processed_stream_documents_its_quantity_and_an_optional_tariff() -> N
     assert "tariff" not in processed["required"]
     for other in ("RawStream", "SystemStream"):
         assert not {"quantity", "tariff"} & set(schemas[other]["properties"]), other
+
+
+def test_the_bill_documents_its_vat_gas_in_kwh_and_the_heat_medium() -> None:
+    schemas = document("api")["components"]["schemas"]
+    bill, line = schemas["Bill"], schemas["BillLine"]
+    assert "vat" in bill["required"]
+    assert "vat" in line["required"]
+    assert "kwh" in line["properties"]
+    assert "kwh" not in line["required"]
+    assert "heat" in line["properties"]["medium"]["enum"]
+    medium = str(schemas["StreamConfig"]["properties"]["medium"])
+    assert "'heat'" in medium, medium

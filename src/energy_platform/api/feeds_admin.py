@@ -63,7 +63,7 @@ STREAM_CONFIG_AT = """
 SELECT title, medium, unit, submeter FROM cluster.stream_configs
  WHERE stream_id = $1 AND validity @> $2::timestamptz"""
 
-MEDIA = ("power", "gas", "water", "temperature", "none")
+MEDIA = ("power", "gas", "water", "heat", "temperature", "none")
 
 
 def _time_zone(name: str) -> str:

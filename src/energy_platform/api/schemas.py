@@ -44,7 +44,7 @@ class Feed(msgspec.Struct):
 
 class StreamConfig(msgspec.Struct):
     title: str
-    medium: Literal["power", "gas", "water", "temperature"] | None
+    medium: Literal["power", "gas", "water", "heat", "temperature"] | None
     unit: str
     valid_from: str | None
     valid_to: str | None

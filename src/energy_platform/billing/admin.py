@@ -7,13 +7,23 @@ They only change tables and queue work: the running engine reprices the affected
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import asyncpg
 import click
 import msgspec
 
 from energy_platform.billing import queries
+from energy_platform.billing.holidays import public_holidays
 from energy_platform.billing.price_files import FORMATS, MAX_FILE_BYTES, PER, parse_prices
-from energy_platform.billing.tariffs import MEDIA, Tariff, amount, parse_bands, tariffs_of_feed
+from energy_platform.billing.tariffs import (
+    MEDIA,
+    Tariff,
+    amount,
+    parse_bands,
+    positive,
+    tariffs_of_feed,
+)
 from energy_platform.core import bounds
 from energy_platform.core.console import CommandGroup, emit, parse_instant, run_in_transaction
 from energy_platform.core.errors import InvalidInput, NotFound
@@ -44,13 +54,16 @@ def tariffs() -> None:
 @click.argument("feed_id")
 @click.option("--medium", type=click.Choice(MEDIA), required=True)
 @click.option("--from", "since", required=True, help="ISO 8601 instant (or 'now').")
-@click.option("--price", help="Flat price per kWh (power) or m³ (gas, water).")
+@click.option(
+    "--price", help="Flat price per kWh (power, heat; gas with --kwh-per-m3) or m³ (gas, water)."
+)
 @click.option(
     "--band",
     "bands",
     multiple=True,
-    help="Time of use: LOCAL_START=PRICE, e.g. --band 06:00=0.30 --band 22:00=0.10; "
-    "bands wrap around midnight.",
+    help="Time of use: [weekday/|weekend/]LOCAL_START=PRICE, e.g. --band 06:00=0.30 --band "
+    "22:00=0.10, or --band weekday/07:00=0.30 --band weekday/23:00=0.20 --band "
+    "weekend/00:00=0.20; a band without a day kind holds every day; bands wrap around midnight.",
 )
 @click.option("--none", "none", is_flag=True, help="No tariff from the instant on.")
 @click.option(
@@ -58,11 +71,35 @@ def tariffs() -> None:
     help="Follow this price area's prices (admin prices import): price = factor x area price "
     "+ band price; without --price or --band the bands are 0.",
 )
-@click.option("--factor", help="What the area's price is multiplied by (VAT: 1.19); default 1.")
+@click.option("--factor", help="What the area's price is multiplied by; default 1.")
+@click.option(
+    "--vat",
+    help="VAT in percent on every part of the price and on the standing charge "
+    "(price = clamp((factor x area price + band price) x (1 + vat/100), floor, cap)); default 0.",
+)
+@click.option("--floor", "lowest", help="The lowest price after VAT (0: none paid when negative).")
+@click.option("--cap", "highest", help="The highest price after VAT.")
 @click.option(
     "--standing",
-    help="A fixed charge per local day of the feed's time zone (a 23- or 25-hour day counts "
-    "once), in the cost streams' currency; default 0.",
+    help="A fixed charge per local day (or month: --standing-per) of the feed's time zone, "
+    "before VAT, in the cost streams' currency; default 0.",
+)
+@click.option(
+    "--standing-per",
+    type=click.Choice(("day", "month")),
+    default="day",
+    show_default=True,
+    help="month: once per local calendar month, a part of a month by its days covered.",
+)
+@click.option(
+    "--holidays",
+    "calendar",
+    help="CC[-SUBDIVISION]: that country's public holidays count as weekend days (NL, DE-BY).",
+)
+@click.option(
+    "--kwh-per-m3",
+    "kwh_per_m3",
+    help="Gas: kWh per m³ (calorific value x correction factor); prices are then per kWh.",
 )
 @click.pass_obj
 def set_tariff(
@@ -75,28 +112,74 @@ def set_tariff(
     none: bool,
     area: str | None,
     factor: str | None,
+    vat: str | None,
+    lowest: str | None,
+    highest: str | None,
     standing: str | None,
+    standing_per: str,
+    calendar: str | None,
+    kwh_per_m3: str | None,
 ) -> None:
     """Set the feed's tariff for a medium from an instant on; prints the feed's tariffs."""
     if factor is not None and area is None:
         raise InvalidInput("--factor multiplies an area's prices: give --area too")
-    if standing is not None and none:
-        raise InvalidInput("--none sets no tariff: it takes no --standing")
+    given = {
+        "--standing": standing,
+        "--vat": vat,
+        "--floor": lowest,
+        "--cap": highest,
+        "--holidays": calendar,
+        "--kwh-per-m3": kwh_per_m3,
+    }
+    if none and (taken := [name for name, value in given.items() if value is not None]):
+        raise InvalidInput(f"--none sets no tariff: it takes no {taken[0]}")
+    if kwh_per_m3 is not None and medium != "gas":
+        raise InvalidInput("--kwh-per-m3 prices gas per kWh: only with --medium gas")
     fid, instant, parsed = (
         parse_id(feed_id, "feed"),
         parse_instant(since),
         parse_bands(price, bands, none, area),
     )
     multiplier = 1.0 if factor is None else amount(factor, bounds.FACTOR, "--factor")
-    daily = 0.0 if standing is None else amount(standing, bounds.STANDING, "--standing")
+    charge = 0.0 if standing is None else amount(standing, bounds.STANDING, "--standing")
+    rate = 0.0 if vat is None else positive(vat, bounds.VAT, "--vat", zero=True)
+    floor = None if lowest is None else amount(lowest, bounds.PRICE, "--floor")
+    cap = None if highest is None else amount(highest, bounds.PRICE, "--cap")
+    if floor is not None and cap is not None and floor > cap:
+        raise InvalidInput(f"--floor {lowest} is above --cap {highest}")
+    per_kwh = (
+        None if kwh_per_m3 is None else positive(kwh_per_m3, bounds.KWH_PER_M3, "--kwh-per-m3")
+    )
+    if calendar is not None and all(kind == "all" for kind, _, _ in parsed):
+        raise InvalidInput(
+            "--holidays makes public holidays weekend days: give weekday/ or weekend/ bands"
+        )
+    today = datetime.now(UTC).date()
+    days = None if calendar is None else public_holidays(calendar, instant, today)
 
     async def work(conn: asyncpg.Connection) -> list[Tariff]:
         await _require_feed(conn, fid, feed_id)
-        starts = [start for start, _ in parsed] if parsed else None
-        prices = [value for _, value in parsed] if parsed else None
         try:
             await conn.execute(
-                queries.SET_TARIFF, fid, medium, instant, starts, prices, area, multiplier, daily
+                queries.SET_TARIFF,
+                fid,
+                medium,
+                instant,
+                [start for _, start, _ in parsed] if parsed else None,
+                [value for _, _, value in parsed] if parsed else None,
+                area,
+                multiplier,
+                charge,
+                [kind for kind, _, _ in parsed] if parsed else None,
+                rate,
+                floor,
+                cap,
+                standing_per,
+                per_kwh,
+                calendar,
+                None if days is None else days.days,
+                None if days is None else days.names,
+                None if days is None else asyncpg.Range(days.first, days.last + 1),
             )
         except asyncpg.NoDataFoundError:  # the feed was checked above: it is the area
             raise NotFound(

@@ -1,16 +1,17 @@
 """A feed's bill from the rows of ``cluster.feed_bill`` (sql/functions/95_billing_bills.sql):
 a line per medium (export as credit), sub-meters apart, and a projection while the range runs
-(docs/billing.md#the-bill)."""
+(docs/billing.md#the-bill), with the VAT included in each line and in the total."""
 
 from __future__ import annotations
 
 from datetime import date
 
 import asyncpg
+import msgspec
 
 from energy_platform.billing.schemas import Bill, BillLine, Submeter
 
-MEDIA_ORDER = ("power", "gas", "water", "export")
+MEDIA_ORDER = ("power", "gas", "water", "heat", "export")
 
 
 def render_bill(
@@ -48,6 +49,7 @@ def render_bill(
                 row["unit"],
                 row["standing"],
                 row["standing"] - row["amount"],
+                row["vat"],
                 credit=row["amount"],
             )
         else:
@@ -57,7 +59,9 @@ def render_bill(
                 row["unit"],
                 row["standing"],
                 row["amount"] + row["standing"],
+                row["vat"],
                 energy=row["amount"],
+                kwh=msgspec.UNSET if row["kwh"] is None else row["kwh"],
             )
         lines.append(line)
     lines.sort(key=lambda line: MEDIA_ORDER.index(line.medium))
@@ -75,4 +79,5 @@ def render_bill(
         projected_total=settled / over * count if 0 < over < count else None,
         lines=lines,
         submeters=submeters,
+        vat=sum(line.vat for line in lines),
     )

@@ -3,13 +3,16 @@
 (sql/functions/95_billing_bills.sql)."""
 
 TARIFF_FEED = "SELECT 1 FROM cluster.feeds WHERE id = $1"
-SET_TARIFF = "SELECT cluster.set_tariff($1, $2, $3, $4::time[], $5::float8[], $6, $7, $8)"
+SET_TARIFF = """
+SELECT cluster.set_tariff($1, $2, $3, $4::time[], $5::float8[], $6, $7, $8, $9::text[], $10,
+                          $11, $12, $13, $14, $15, $16::date[], $17::text[], $18::int4range)"""
 TARIFFS_OF_FEED = """
-SELECT medium, lower(validity) AS valid_from, upper(validity) AS valid_to, area, factor,
-       standing, to_char(starts, 'HH24:MI') AS starts, to_char(ends, 'HH24:MI') AS ends, price
+SELECT t.id, medium, lower(validity) AS valid_from, upper(validity) AS valid_to, area, factor,
+       standing, vat, floor, cap, standing_per, holidays, holiday_years, kwh_per_m3, b.days,
+       to_char(starts, 'HH24:MI') AS starts, to_char(ends, 'HH24:MI') AS ends, price
   FROM cluster.tariffs t JOIN cluster.tariff_bands b ON b.tariff_id = t.id
  WHERE t.feed_id = $1
- ORDER BY medium, lower(validity) NULLS FIRST, starts"""
+ ORDER BY medium, lower(validity) NULLS FIRST, b.days, starts"""
 SET_PRICES = "SELECT cluster.set_prices($1, $2::tstzrange[], $3::float8[])"
 AREA_EXISTS = "SELECT 1 FROM cluster.price_areas WHERE area = $1"
 PRICES_OF_AREA = """
@@ -26,7 +29,7 @@ SELECT (array_agg(timezone ORDER BY day))[1] AS timezone, count(*) AS days,
   FROM cluster.bill_days($1, $2, $3)"""
 
 FEED_BILL = """
-SELECT medium, stream_id, title, quantity, unit, amount, standing, settled, unpriced
+SELECT medium, stream_id, title, quantity, unit, amount, standing, settled, unpriced, vat, kwh
   FROM cluster.feed_bill($1, $2, $3, now())"""
 
 FEED_PRICES = """

@@ -6,7 +6,7 @@ from typing import Literal
 
 import msgspec
 
-BillMedium = Literal["power", "gas", "water", "export"]
+BillMedium = Literal["power", "gas", "water", "heat", "export"]
 
 
 class BillLine(msgspec.Struct, omit_defaults=True):
@@ -14,16 +14,22 @@ class BillLine(msgspec.Struct, omit_defaults=True):
 
     medium: BillMedium
     quantity: float
-    """kWh for power and export, m³ for gas and water."""
+    """kWh for power, heat and export, m³ for gas and water."""
     unit: Literal["kWh", "m³"]
     standing: float
-    """Daily charges: each day of the range that has begun, once."""
+    """Standing charges with their VAT: each day of the range that has begun once, or its share
+    of a monthly charge (1 / its month's days)."""
     total: float
     """energy + standing, or standing - credit for export."""
+    vat: float
+    """The VAT included in total (each day's at the rate of the tariff holding its start)."""
     energy: float | msgspec.UnsetType = msgspec.UNSET
     """What the consumption costs (every medium but export)."""
     credit: float | msgspec.UnsetType = msgspec.UNSET
     """What the export earns (export only)."""
+    kwh: float | msgspec.UnsetType = msgspec.UNSET
+    """Gas on a tariff priced per kWh: the m³ times the tariff's kWh per m³ (each day's at the
+    factor of the tariff holding its start)."""
 
 
 class Submeter(msgspec.Struct):
@@ -31,7 +37,7 @@ class Submeter(msgspec.Struct):
 
     stream: str
     title: str
-    medium: Literal["power", "gas", "water"]
+    medium: Literal["power", "gas", "water", "heat"]
     quantity: float
     unit: Literal["kWh", "m³"]
     energy: float
@@ -53,6 +59,8 @@ class Bill(msgspec.Struct):
     over, or before its first day is."""
     lines: list[BillLine]
     submeters: list[Submeter]
+    vat: float
+    """The VAT included in total: the sum of the lines' vat."""
 
 
 class PriceStretch(msgspec.Struct):
@@ -63,7 +71,8 @@ class PriceStretch(msgspec.Struct):
     end: int
     """Unix seconds (exclusive)."""
     price: float
-    """Per kWh (power, export) or m³ (gas, water) in the currency."""
+    """Per kWh (power, heat, export; gas on a tariff with kWh per m³) or m³ (gas, water) in
+    the currency, after VAT, floor and cap."""
 
 
 class FeedPrices(msgspec.Struct):

@@ -86,8 +86,12 @@ PRICE: Final = Bound("a price", "per kWh or m³", 1e8)
 currency of a million units a euro, ten times over. Price files and tariff bands alike."""
 FACTOR: Final = Bound("a tariff factor", "", 1e3)
 """What an area's price is multiplied by: VAT (1.19) or a share; 1,000 is room for any."""
-STANDING: Final = Bound("a standing charge", "per day", 1e10)
+STANDING: Final = Bound("a standing charge", "per day or month", 1e10)
 """A grid connection's fee, ~1e4 EUR a day at most, in a currency of a million units a euro."""
+VAT: Final = Bound("a VAT rate", "%", 1e3)
+"""Rates run from 0 to 27 % (Hungary); a tariff's VAT multiplies its price by at most 11."""
+KWH_PER_M3: Final = Bound("a gas tariff's kWh per m³", "kWh per m³", 1e3)
+"""Calorific value (~8 to 13 kWh per m³ of natural gas) times a correction factor near 1."""
 
 MEDIA: Final[Mapping[int, Bound]] = MappingProxyType(
     {

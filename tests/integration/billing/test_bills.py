@@ -100,9 +100,11 @@ async def test_a_months_bill_is_its_cost_days_plus_its_daily_charges(
                 "energy": pytest.approx(cost),
                 "standing": pytest.approx(31 * 0.45),
                 "total": pytest.approx(cost + 31 * 0.45),
+                "vat": 0.0,
             }
         ],
         "submeters": [],
+        "vat": 0.0,
     }
     # A day's bill is that day's bucket.
     second = await bill(api, feed, "2026-01-02", "2026-01-02")
@@ -131,6 +133,7 @@ async def test_standing_charges_count_each_local_day_once_across_a_dst_change(
             "energy": 0.0,
             "standing": pytest.approx(50.0),
             "total": pytest.approx(50.0),
+            "vat": 0.0,
         }
     ]
     assert answer["total"] == pytest.approx(50.0)
@@ -160,6 +163,7 @@ async def test_export_credit_is_billed_apart_from_the_import(
         "energy": pytest.approx(1.8),
         "standing": pytest.approx(0.5),
         "total": pytest.approx(2.3),
+        "vat": 0.0,
     }
     assert line(answer, "export") == {
         "medium": "export",
@@ -168,6 +172,7 @@ async def test_export_credit_is_billed_apart_from_the_import(
         "credit": pytest.approx(0.96),
         "standing": 0.0,
         "total": pytest.approx(-0.96),
+        "vat": 0.0,
     }
     assert [x["medium"] for x in answer["lines"]] == ["power", "export"]
     assert answer["total"] == pytest.approx(2.3 - 0.96)
@@ -199,6 +204,7 @@ async def test_sub_meters_are_listed_but_not_added_to_the_total(
             "energy": pytest.approx(1.0),
             "standing": 0.0,
             "total": pytest.approx(1.0),
+            "vat": 0.0,
         }
     ]
     assert answer["submeters"] == [

@@ -69,6 +69,30 @@ async def test_tariffs_are_set_flat_or_by_time_of_use_from_an_instant_and_listed
         (("--area", "X", "--factor", "inf"), "not a finite price"),
         (("--none", "--standing", "1"), "--none sets no tariff: it takes no --standing"),
         (("--price", "1", "--standing", "x"), "'x' is not a price"),
+        (("--price", "1", "--kwh-per-m3", "10"), "--kwh-per-m3 prices gas per kWh: only with"),
+        (("--price", "1", "--floor", "1", "--cap", "0.5"), "--floor 1 is above --cap 0.5"),
+        (("--price", "1", "--vat", "-1"), "--vat: '-1' must be at least 0"),
+        (("--price", "1", "--vat", "1001"), "--vat: 1001.0 is out of bounds: a VAT rate"),
+        (("--price", "1", "--holidays", "NL"), "give weekday/ or weekend/ bands"),
+        (("--band", "weekend/00:00=1", "--band", "07:00=2", "--holidays", "XX"), "knows no XX"),
+        (("--band", "weekend/00:00=1", "--band", "07:00=2", "--holidays", "nl"), "a country code"),
+        (
+            ("--band", "weekday/00:00=1", "--band", "weekend/00:00=2", "--holidays", "DE-XX"),
+            "DE has no subdivision 'XX'",
+        ),
+        (("--band", "weekday/07:00=1"), "weekends have no band: give weekend/ bands"),
+        (
+            ("--band", "07:00=1", "--band", "weekend/07:00=2"),
+            "two bands start at 07:00 on weekends",
+        ),
+        (
+            (
+                "--band",
+                "holiday/07:00=1",
+            ),
+            "a band looks like",
+        ),
+        (("--none", "--vat", "19"), "--none sets no tariff: it takes no --vat"),
     ],
 )
 async def test_invalid_tariffs_are_refused_with_one_line(

@@ -8,8 +8,8 @@ import { drawChart } from './chart.js';
 import { addDays, localDate, midnight, monthOf, unixToWall } from './time.js';
 
 const $ = (selector) => document.querySelector(selector);
-const MEDIA = { power: 'Electricity', gas: 'Gas', water: 'Water', export: 'Fed in' };
-const UNITS = { power: 'kWh', export: 'kWh', gas: 'm³', water: 'm³' };
+const MEDIA = { power: 'Electricity', gas: 'Gas', water: 'Water', heat: 'Heat', export: 'Fed in' };
+const UNITS = { power: 'kWh', export: 'kWh', heat: 'kWh', gas: 'm³', water: 'm³' };
 const HEIGHT = 200;
 
 let runs = 0; // the newest showMoney; an older one's answers arrive too late to be shown
@@ -135,7 +135,7 @@ function renderBill(bill) {
   const table = $('#bill-lines');
   table.replaceChildren();
   if (bill.lines.length) {
-    table.append(row('th', ['', 'Used', 'Energy', 'Daily charges', 'Total']));
+    table.append(row('th', ['', 'Used', 'Energy', 'Standing charges', 'Total']));
     for (const line of bill.lines) {
       const energy = line.medium === 'export'
         ? `${money(line.credit, currency)} earned` : money(line.energy, currency);
@@ -163,6 +163,7 @@ function renderBill(bill) {
       + ' yet, are not in it.');
   }
   if (projected !== null) notes.push('Projected: the days already over, averaged over the whole month.');
+  if (bill.vat) notes.push(`The total includes ${money(bill.vat, currency)} VAT.`);
   $('#bill-note').textContent = notes.join(' ');
   panel.dataset.state = 'shown';
 }
@@ -213,14 +214,18 @@ function covered(stretches, from, to) {
 
 /**
  * What kind of curve this is: one price ('fixed'); bands that repeat each day ('bands'), which a
- * tariff of time-of-day prices gives; else prices that follow the market ('market').
+ * tariff of time-of-day prices gives; a few bands a day that differ from one day to the next
+ * ('days': weekday and weekend or holiday bands); else prices that follow the market
+ * ('market', a price a slot: 24 to 100 a day).
  */
 function kindOf(stretches, zone, [from, split, to]) {
   if (new Set(stretches.map((s) => s.price)).size === 1) return 'fixed';
   const day = (a, b) => stretches.filter((s) => s.start >= a && s.start < b)
     .map((s) => `${unixToWall(zone, s.start).slice(11)}=${s.price}`).join(' ');
   const whole = covered(stretches, from, to) === to - from;
-  return whole && day(from, split) === day(split, to) ? 'bands' : 'market';
+  if (whole && day(from, split) === day(split, to)) return 'bands';
+  const few = (a, b) => stretches.filter((s) => s.start >= a && s.start < b).length <= 12;
+  return whole && few(from, split) && few(split, to) ? 'days' : 'market';
 }
 
 async function renderPrices(answer, zone, today, now, run) {
@@ -242,6 +247,7 @@ async function renderPrices(answer, zone, today, now, run) {
   $('#price-kind').textContent = {
     fixed: `A fixed price: ${low}, all day.`,
     bands: `Prices by time of day, the same each day: ${low} to ${high}.`,
+    days: `Prices by time of day, by weekday and weekend (holidays count as weekend): ${low} to ${high}.`,
     market: `A dynamic tariff: the price follows the market, ${low} to ${high} over these two days.`,
   }[kind];
   const notes = [];

@@ -1,0 +1,60 @@
+"""Public holidays that a tariff's bands count as weekend days (``--holidays NL``,
+``--holidays DE-BY``), from the maintained ``holidays`` package, never a table of our own.
+
+The engine prices in SQL, which cannot call the package: the dates are computed here when a
+tariff is set and stored with it (``cluster.tariff_holidays``) for a span of local years
+(``cluster.tariffs.holiday_years``); a bucket outside them gets no price until the tariff is
+set again (docs/decisions.md, "Public holidays in SQL")."""
+
+from __future__ import annotations
+
+import re
+from datetime import date, datetime
+
+import holidays as calendars
+import msgspec
+
+from energy_platform.core.errors import InvalidInput
+
+CALENDAR = re.compile(r"^(?P<country>[A-Z]{2})(?:-(?P<subdivision>[A-Za-z0-9]{1,10}))?$")
+FIRST_YEAR = 2000
+"""Holidays are stored from this year on (or the tariff's start, if earlier): history a
+household imports rarely goes further back."""
+YEARS_AHEAD = 10
+"""...and up to this many years after the current one (or the tariff's start, if later)."""
+
+
+class Holidays(msgspec.Struct, frozen=True):
+    """A calendar's public holidays over local years ``first``..``last`` (both inclusive)."""
+
+    calendar: str
+    first: int
+    last: int
+    days: list[date]
+    names: list[str]
+
+
+def public_holidays(calendar: str, since: datetime | None, today: date) -> Holidays:
+    """The public holidays of ``calendar`` (a country, or country-subdivision, as the holidays
+    package names them) for the years a tariff from ``since`` (None: all time) needs."""
+    match = CALENDAR.match(calendar)
+    if match is None:
+        raise InvalidInput(
+            f"--holidays {calendar[:40]!r}: a country code, or country-subdivision (NL, DE-BY)"
+        )
+    country, subdivision = match["country"], match["subdivision"]
+    supported = calendars.list_supported_countries()
+    if country not in supported:
+        raise InvalidInput(f"--holidays {calendar!r}: the holidays package knows no {country}")
+    if subdivision is not None and subdivision not in supported[country]:
+        known = ", ".join(supported[country]) or "none"
+        raise InvalidInput(
+            f"--holidays {calendar!r}: {country} has no subdivision {subdivision!r} "
+            f"(known: {known})"
+        )
+    start = since.year if since is not None else FIRST_YEAR
+    first = min(FIRST_YEAR, start)
+    last = max(today.year, start) + YEARS_AHEAD
+    found = calendars.country_holidays(country, subdiv=subdivision, years=range(first, last + 1))
+    days = sorted(day for day in found if first <= day.year <= last)
+    return Holidays(calendar, first, last, days, [str(found.get(day)) for day in days])
