@@ -123,7 +123,11 @@ def of_medium(medium: int | None) -> Bound:
 def of_obis(code: str) -> Bound:
     """The bound of an OBIS code's values: its medium's, :data:`UNKNOWN` for an unknown code."""
     known = obis.lookup(code)
-    return UNKNOWN if known is None else of_medium(known[0])
+    if known is not None:
+        return of_medium(known[0])
+    mbus = obis.mbus(code)
+    # Gas, water and heat readings share one bound, so the device type need not be known.
+    return of_medium(obis.GAS) if mbus is not None and not mbus.is_type else UNKNOWN
 
 
 def within(bound: Bound, value: float) -> bool:
