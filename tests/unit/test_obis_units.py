@@ -1,6 +1,6 @@
 """docs/devices.md states the unit the platform takes for every OBIS code it knows, and the
-simulator's meter reader sends exactly that: W for power (a DSMR telegram's kW × 1000) and Wh
-for registers (its kWh × 1000)."""
+simulator's meter reader sends exactly that: W for power (a DSMR telegram's kW times 1000) and Wh
+for registers (its kWh times 1000)."""
 
 import re
 from pathlib import Path
