@@ -80,6 +80,10 @@ BATTERY: Final = Bound("battery charge", "%", 1e4)
 UNKNOWN: Final = Bound("a value of an unknown medium or OBIS code", "", 1e15)
 """Any register a meter may report under a code we do not know: the largest measured bound."""
 
+INTERVAL: Final = Bound("an import interval", "s", 31 * 86_400.0)
+"""The length of each value of a history by the interval: portals export 15 minutes, hours or
+days; a month's energy as one value is the longest a register's reading pair should span."""
+
 # Money: in the cost streams' currency (EP_ENGINE_CURRENCY).
 PRICE: Final = Bound("a price", "per kWh or m³", 1e8)
 """The exchanges' caps are 4 (day-ahead) and 10 (intraday) EUR/kWh; 1e8 holds them in a
