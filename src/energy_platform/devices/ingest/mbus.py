@@ -37,7 +37,7 @@ async def resolve(
         (sn, s.channel, v, t)
         for sn, series in batch
         for s in series
-        if s.obis is not None and (m := obis.mbus(s.obis)) is not None and m.is_type
+        if _is_type(s)
         for t, v in zip(s.times, s.values, strict=True)
     ]
     if seen:
@@ -51,6 +51,16 @@ async def resolve(
         [_given(s, types.get((sn, s.channel))) if s.pending else s for s in series]
         for sn, series in batch
     ]
+
+
+def _is_type(series: Series) -> bool:
+    # A device type is a system stream ``obis:0-n:24.1.0``: most series are ruled out by the
+    # prefix, before the pattern (this runs for every series ingest stores).
+    source = series.source
+    if source is None or not source.startswith("obis:0-") or series.obis is None:
+        return False
+    mbus = obis.mbus(series.obis)
+    return mbus is not None and mbus.is_type
 
 
 def _given(series: Series, device_type: float | None) -> Series:

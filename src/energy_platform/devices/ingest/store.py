@@ -171,7 +171,10 @@ class PointStore:
         self, conn: Connection, batch: Sequence[Accepted], dead: Sequence[DeadLetter]
     ) -> tuple[int, dict[ClusterKey, int], dict[ForwarderKey, int]]:
         resolved = await mbus.resolve(conn, [(a.route.sn, a.series) for a in batch])
-        batch = [msgspec.structs.replace(a, series=s) for a, s in zip(batch, resolved, strict=True)]
+        batch = [
+            a if s is a.series else msgspec.structs.replace(a, series=s)
+            for a, s in zip(batch, resolved, strict=True)
+        ]
         cluster_keys = {
             cluster_key(a.route.feed_id, r): None
             for a in batch
