@@ -64,7 +64,9 @@ def totals(points: Points, interval: int, base: float) -> dict[int, float]:
                 f" overlap: each is {interval // 1_000_000} s long"
             )
     readings: dict[int, float] = {}
-    total = base
+    total = bounds.check(
+        bounds.ENERGY, base, f"the running total at {_iso(points.times[order[0]])}"
+    )
     for n in order:
         start, energy = points.times[n], points.values[n]
         if energy < 0:
