@@ -20,13 +20,20 @@ def points_json(points: list[tuple[float, float]]) -> bytes:
 
 
 async def send(
-    api: httpx.AsyncClient, feed: Feed, stream: int, body: bytes, content_type: str
+    api: httpx.AsyncClient,
+    feed: Feed,
+    stream: int,
+    body: bytes,
+    content_type: str,
+    *,
+    interval: int | None = None,
 ) -> httpx.Response:
-    """``POST .../data`` with ``body``."""
+    """``POST .../data`` with ``body`` (``?interval=``: values are the Wh of each interval)."""
     return await api.post(
         f"/feeds/{feed.id}/streams/{stream}/data",
         content=body,
         headers={**auth(feed), "Content-Type": content_type},
+        params={} if interval is None else {"interval": interval},
     )
 
 

@@ -172,9 +172,59 @@ def test_unknown_properties_are_ignored_in_homebase_and_coap_records() -> None:
     ]
 
 
-def test_an_obis_code_with_a_billing_suffix_is_a_stream_of_its_own() -> None:
-    (series,) = decode_batch(msgspec.json.encode([record(o={"1-0:1.8.0*255": 7})]), NOW).series
-    assert (series.source, series.obis) == ("obis:1-0:1.8.0*255", "1-0:1.8.0*255")
+def test_star_255_is_the_current_value_and_any_other_f_a_past_one() -> None:
+    # SML readers write F = 255 for the current value: the register itself. F = 101 is a past
+    # billing period's reading: a system stream, never a register.
+    codes = {"1-0:1.8.0*255": 7_000, "1-0:1.8.0*101": 5_000, "2.8.0*255": 3}
+    readings = decode_batch(msgspec.json.encode([record(o=codes)]), NOW).series
+    assert readings == [
+        Series(1, 3, 22, None, None, "1-0:1.8.0", [NOW], [7000.0]),
+        Series(1, 3, None, None, "obis:1-0:1.8.0*101", "1-0:1.8.0*101", [NOW], [5000.0]),
+        Series(1, 3, 23, None, None, "1-0:2.8.0", [NOW], [3.0]),
+    ]
+
+
+def test_m_bus_devices_get_channels_of_their_own_and_their_type_decides_the_medium() -> None:
+    # A DSMR reader on channel 5: gas on M-Bus 1, water on M-Bus 2 (its capture suffix *255),
+    # a heat meter on M-Bus 3 (type 12), a device of type 2 on 4, and a Belgian 24.2.3.
+    codes = {
+        "0-1:24.1.0": 3, "0-1:24.2.1": 2300.5,
+        "0-2:24.1.0": 7, "0-2:24.2.1*255": 120.25,
+        "0-3:24.1.0": 12, "0-3:24.2.3": 8.0,
+        "0-4:24.1.0": 2, "0-4:24.2.1": 1.0,
+    }  # fmt: skip
+    readings = decode_batch(msgspec.json.encode([record(ch=5, d=7, o=codes)]), NOW).series
+    raw = {(r.channel, r.medium, r.obis): r.values for r in readings if r.source is None}
+    assert raw == {
+        (1005, 7, "0-1:24.2.1"): [2300.5],
+        (2005, 8, "0-2:24.2.1"): [120.25],
+        (3005, 9, "0-3:24.2.3"): [8.0],
+    }
+    system = {(r.channel, r.source) for r in readings if r.source is not None}
+    assert system == {
+        (1005, "obis:0-1:24.1.0"),
+        (2005, "obis:0-2:24.1.0"),
+        (3005, "obis:0-3:24.1.0"),
+        (4005, "obis:0-4:24.1.0"),
+        (4005, "obis:0-4:24.2.1"),  # type 2 (electricity) is no gas, water or heat meter
+    }
+
+
+def test_an_m_bus_reading_without_its_type_is_left_to_the_store() -> None:
+    (gas,) = decode_coap(
+        msgspec.json.encode({"f": 4, "t": NOW, "d": 9, "o": {"0-2:24.2.3": 10.5}}), NOW
+    )
+    assert gas == Series(2000, 9, None, None, None, "0-2:24.2.3", [NOW], [10.5])
+    assert gas.pending
+    # A past value of it is no reading; on a reader channel past 999 it has no channel.
+    past, high = decode_batch(
+        msgspec.json.encode(
+            [record(o={"0-1:24.2.1*101": 1}), record(ch=1000, o={"0-1:24.2.1": 2})]
+        ),
+        NOW,
+    ).series
+    assert (past.channel, past.source) == (1, "obis:0-1:24.2.1*101")
+    assert (high.channel, high.source) == (1000, "obis:0-1:24.2.1")
 
 
 def test_a_record_ten_minutes_ahead_is_still_accepted() -> None:

@@ -98,7 +98,7 @@ def test_nearly_valid_batches_give_points_or_the_decoders_error(records: list[ob
 
 # Every medium and OBIS code with a bound of its own, and one of each we do not know.
 MEDIA = st.sampled_from([*bounds.MEDIA, 99])
-CODES = st.sampled_from([*obis.KNOWN, "1-0:99.9.9"])
+CODES = st.sampled_from([*obis.KNOWN, "1-0:1.8.0*255", "0-1:24.2.1", "0-4:24.2.3", "1-0:99.9.9"])
 
 
 def within(bound: bounds.Bound) -> st.SearchStrategy[float]:

@@ -80,6 +80,10 @@ BATTERY: Final = Bound("battery charge", "%", 1e4)
 UNKNOWN: Final = Bound("a value of an unknown medium or OBIS code", "", 1e15)
 """Any register a meter may report under a code we do not know: the largest measured bound."""
 
+INTERVAL: Final = Bound("an import interval", "s", 31 * 86_400.0)
+"""The length of each value of a history by the interval: portals export 15 minutes, hours or
+days; a month's energy as one value is the longest a register's reading pair should span."""
+
 # Money: in the cost streams' currency (EP_ENGINE_CURRENCY).
 PRICE: Final = Bound("a price", "per kWh or m³", 1e8)
 """The exchanges' caps are 4 (day-ahead) and 10 (intraday) EUR/kWh; 1e8 holds them in a
@@ -127,7 +131,11 @@ def of_medium(medium: int | None) -> Bound:
 def of_obis(code: str) -> Bound:
     """The bound of an OBIS code's values: its medium's, :data:`UNKNOWN` for an unknown code."""
     known = obis.lookup(code)
-    return UNKNOWN if known is None else of_medium(known[0])
+    if known is not None:
+        return of_medium(known[0])
+    mbus = obis.mbus(code)
+    # Gas, water and heat readings share one bound, so the device type need not be known.
+    return of_medium(obis.GAS) if mbus is not None and not mbus.is_type else UNKNOWN
 
 
 def within(bound: Bound, value: float) -> bool:

@@ -15,11 +15,11 @@ import msgspec
 from energy_platform.core import bounds
 from energy_platform.core.codec.format_v4 import Series
 from energy_platform.core.console import CommandGroup, emit, run_in_transaction
-from energy_platform.core.errors import InvalidInput, NotFound
+from energy_platform.core.errors import Conflict, InvalidInput, NotFound
 from energy_platform.core.inputs import INT4_MAX, parse_id
 from energy_platform.core.settings import Settings
 from energy_platform.devices.ingest.store import cluster_streams, forwarder_key, forwarder_streams
-from energy_platform.history import queries
+from energy_platform.history import intervals, queries
 from energy_platform.history.corrections import Undone
 from energy_platform.history.corrections import undo as undo_correction
 from energy_platform.history.points import MAX_POINTS, Points, from_csv
@@ -95,6 +95,12 @@ def _parsed(path: Path, bound: bounds.Bound) -> Iterator[Points]:
 @click.option("--medium", type=Natural, required=True, help="Medium ID (docs/devices.md).")
 @click.option("--index", "idx", type=Natural, help="For phases 1..3 or a tariff register's n.")
 @click.option(
+    "--interval",
+    type=click.IntRange(1, int(bounds.INTERVAL.limit)),
+    help="Seconds: each value is the Wh used in the interval starting at its time (a portal's"
+    " export), made an energy register's readings (media 22, 23; docs/api.md).",
+)
+@click.option(
     "--file",
     "path",
     required=True,
@@ -109,15 +115,19 @@ def import_history(
     device: int,
     medium: int,
     idx: int | None,
+    interval: int | None,
     path: Path,
 ) -> None:
     """Add a history file's points to the feed's raw stream of this channel, device, medium and
     index (made when missing), as late data enters; a point at a time the stream holds replaces
     it. While the homebase is registered with the forwarder the points go to the forwarder, as
     its live data does (new times only). The whole file is one transaction and one correction:
-    a bad line anywhere changes nothing, and the file sent again changes nothing."""
+    a bad line anywhere changes nothing, and the file sent again changes nothing. With
+    --interval the file is intervals' energy (history/intervals.py), held in memory whole."""
     fid = parse_id(feed_id, "feed")
     bound = bounds.of_medium(medium)
+    if interval is not None:
+        intervals.check_medium(medium)
     series = Series(channel, device, medium, idx, None, None)
     who = operator()
 
@@ -126,6 +136,11 @@ def import_history(
         if feed is None:
             raise NotFound(f"no feed {feed_id!r}")
         if feed["forwarded"]:
+            if interval is not None:
+                raise Conflict(
+                    f"feed {feed_id}'s homebase is registered with the forwarder: its history"
+                    " goes to the customer as readings; import them without --interval"
+                )
             return await _forward(conn, fid, feed["homebase_sn"], series, path, bound)
         key = (fid, "raw", channel, device, medium, idx, None)
         stream = (await cluster_streams(conn, [key]))[key]
@@ -133,7 +148,14 @@ def import_history(
         # A chunk a call, every call adding to one correction: a file of any size, memory
         # bounded by the chunk, and the engine sees it all or nothing at the commit.
         correction = await conn.fetchval(queries.NEW_CORRECTION)
-        for points in _parsed(path, bound):
+        chunks = _parsed(path, bound)
+        if interval is not None:
+            chunks = _chunked(
+                await intervals.as_readings(
+                    conn, stream, _whole(chunks), intervals.check_interval(interval)
+                )
+            )
+        for points in chunks:
             if not points.times:
                 continue
             row = await conn.fetchrow(
@@ -148,6 +170,24 @@ def import_history(
         return totals
 
     emit(run_in_transaction(settings.database, work))
+
+
+def _whole(chunks: Iterator[Points]) -> Points:
+    times: list[int] = []
+    values: list[float] = []
+    for points in chunks:
+        times += points.times
+        values += points.values
+    if not times:
+        raise InvalidInput("the file holds no intervals")
+    return Points(times, values)
+
+
+def _chunked(points: Points) -> Iterator[Points]:
+    for first in range(0, len(points.times), MAX_POINTS):
+        yield Points(
+            points.times[first : first + MAX_POINTS], points.values[first : first + MAX_POINTS]
+        )
 
 
 async def _forward(

@@ -25,7 +25,7 @@ from energy_platform.core.errors import Conflict, InvalidInput, NotFound, Payloa
 from energy_platform.core.http.database import Database
 from energy_platform.core.http.openapi import problems, request_body
 from energy_platform.core.inputs import parse_id
-from energy_platform.history import queries
+from energy_platform.history import intervals, queries
 from energy_platform.history.corrections import Undone, undo
 from energy_platform.history.points import (
     EARLIEST,
@@ -100,9 +100,20 @@ class StreamWrites:
         request: Request[object, object, State],
         caller: NamedDependency[Caller],
         pool: Database,
+        interval: Annotated[
+            int | None,
+            QueryParameter(
+                ge=1,
+                le=int(bounds.INTERVAL.limit),
+                description="Seconds: each value is the Wh used in the interval starting at its"
+                " time, made the energy register's readings (media 22, 23; docs/api.md).",
+            ),
+        ] = None,
     ) -> Written:
         require_write(caller)
         stream, medium = await _raw_stream(pool, feed_id, stream_id, caller)
+        if interval is not None:
+            intervals.check_medium(medium)
         try:
             body = await request.body()
         except RequestEntityTooLarge:
@@ -111,14 +122,15 @@ class StreamWrites:
                 " split the import"
             ) from None
         points = _points(request.content_type[0], body, bounds.of_medium(medium))
-        row = await pool.fetchrow(
-            queries.WRITE_POINTS,
-            stream,
-            points.times,
-            points.values,
-            await actor(pool, caller),
-            None,
-        )
+        who = await actor(pool, caller)
+        async with pool.acquire() as conn, conn.transaction():
+            if interval is not None and points.times:
+                points = await intervals.as_readings(
+                    conn, stream, points, intervals.check_interval(interval)
+                )
+            row = await conn.fetchrow(
+                queries.WRITE_POINTS, stream, points.times, points.values, who, None
+            )
         assert row is not None  # noqa: S101 - the function answers one row
         return Written(row["inserted"], row["replaced"], row["unchanged"], _id(row))
 

@@ -55,3 +55,27 @@ SELECT l.correction
 CORRECTED_FEED = "SELECT 1 FROM cluster.feeds WHERE id = $1"
 
 ACTOR_NAME = "SELECT name FROM cluster.user_tokens WHERE token_sha256 = $1"
+
+# History by the interval (history/intervals.py): the stream's row locked for the transaction,
+# as cluster.write_points locks it, so that no other correction runs between the check and the
+# write.
+LOCK_RAW_STREAM = "SELECT 1 FROM cluster.streams WHERE id = $1 AND type = 'raw' FOR NO KEY UPDATE"
+
+# The values of the stream's last reading at or before $2 and of its first at or after $3, in
+# either tier (null: none): where a file of intervals from $2 to $3 takes its running total.
+INTERVAL_EDGES = """
+SELECT (SELECT p.value
+          FROM cluster.stream_points($1, n.before, n.before + interval '1 microsecond') p)
+           AS before,
+       (SELECT p.value
+          FROM cluster.stream_points($1, n.after, n.after + interval '1 microsecond') p)
+           AS after
+  FROM cluster.point_neighbours($1::int8, $2::timestamptz + interval '1 microsecond',
+                                $3::timestamptz) n"""
+
+# The stream's readings from $2 to $3, both included, in either tier; times in microseconds.
+READINGS_BETWEEN = """
+SELECT (extract(epoch FROM p.ts) * 1000000)::int8 AS micros, p.value
+  FROM cluster.stream_points($1::int8, $2::timestamptz,
+                             $3::timestamptz + interval '1 microsecond') p
+ ORDER BY p.ts"""

@@ -59,8 +59,9 @@ async def test_config_is_404_until_posted_then_answers_what_was_stored(
 async def test_an_obis_filter_takes_every_form_ingest_stores(
     api: str, new_customer: NewCustomer
 ) -> None:
-    # Ingest stores codes with a billing-period suffix (*F) as streams of their own: a filter
-    # must be able to name them, short or full, as ingest's one pattern reads them.
+    # Ingest stores codes with a past billing period's suffix (*F) as streams of their own, and
+    # *255 (the current value) as the code without it: a filter names them in any form, short
+    # or full, and means what ingest stores.
     customer = await new_customer()
     codes = ["1-0:1.8.0*255", "2.8.0*1", "255-255:255.255.255*255"]
     async with httpx.AsyncClient(base_url=api, headers=customer.headers()) as client:
@@ -69,9 +70,9 @@ async def test_an_obis_filter_takes_every_form_ingest_stores(
         )
         assert posted.status_code == 200, posted.text
         assert [f["obis"] for f in posted.json()["allow_list"]] == [
-            "1-0:1.8.0*255",
+            "1-0:1.8.0",
             "1-0:2.8.0*1",
-            "255-255:255.255.255*255",
+            "255-255:255.255.255",
         ]
 
 

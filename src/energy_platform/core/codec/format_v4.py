@@ -80,6 +80,8 @@ class Series(msgspec.Struct):
     """Points of one stream within one message: raw when ``source`` is None, else system.
 
     Decoding groups by stream, so that everything downstream works per stream, not per point.
+    An M-Bus reading whose record did not carry its device's type has neither ``medium`` nor
+    ``source`` (:attr:`pending`): the store gives it the medium of the type last seen.
     """
 
     channel: int
@@ -90,6 +92,10 @@ class Series(msgspec.Struct):
     obis: str | None
     times: list[int] = msgspec.field(default_factory=list)
     values: list[float] = msgspec.field(default_factory=list)
+
+    @property
+    def pending(self) -> bool:
+        return self.medium is None and self.source is None
 
     @property
     def key(self) -> tuple[int, int, int | None, int | None, str | None, str | None]:
@@ -208,9 +214,8 @@ def decode_coap(payload: bytes, now: float) -> list[Series]:
     if not record.o:
         raise RecordError("empty", "'o' has no values")
     grouped = _Grouped()
-    for code, v in record.o.items():
-        key = _obis_key(0, record.d, code)
-        grouped.add(key, record.t, _measured(v, bounds.of_obis(code), "OBIS {}", key[5]))
+    for key, t, value in _obis_points(0, record.d, record.t, record.o):
+        grouped.add(key, t, value)
     return list(grouped.series.values())
 
 
@@ -275,9 +280,7 @@ def _homebase_points(record: HomebaseRecord, now: float) -> list[tuple[Key, int,
         else:
             value = _measured(value, bound, "medium {}", medium)
             out.append((_medium_key(channel, device, medium, None), t, value))
-    for code, v in record.o.items():
-        key = _obis_key(channel, device, code)
-        out.append((key, t, _measured(v, bounds.of_obis(code), "OBIS {}", key[5])))
+    out.extend(_obis_points(channel, device, t, record.o))
     return out
 
 
@@ -287,11 +290,33 @@ def _medium_key(channel: int, device: int, medium: int, index: int | None) -> Ke
     return (channel, device, None, index, f"medium:{medium}", None)
 
 
-def _obis_key(channel: int, device: int, code: str) -> Key:
+def _obis_points(
+    channel: int, device: int, t: int, codes: dict[str, float]
+) -> list[tuple[Key, int, float]]:
+    # An M-Bus device's type sent beside its reading decides what the reading is.
+    types = {m.n: v for code, v in codes.items() if (m := obis.mbus(code)) and m.is_type}
+    out: list[tuple[Key, int, float]] = []
+    for code, v in codes.items():
+        key = _obis_key(channel, device, code, types)
+        out.append((key, t, _measured(v, bounds.of_obis(code), "OBIS {}", key[5])))
+    return out
+
+
+def _obis_key(channel: int, device: int, code: str, types: dict[int, float]) -> Key:
     known = obis.lookup(code)
     if known is None and not obis.is_code(code):
         raise RecordError("invalid_record", f"OBIS code {code[:40]!r} is not A-B:C.D.E")
     name = obis.normalise(code)
+    mbus = obis.mbus(code)
+    if mbus is not None and (own := obis.mbus_channel(channel, mbus.n)) is not None:
+        if mbus.is_type:
+            return (own, device, None, None, f"obis:{name}", name)
+        if mbus.n not in types:
+            return (own, device, None, None, None, name)  # pending: see Series
+        medium = obis.mbus_medium(types[mbus.n])
+        if medium is None:
+            return (own, device, None, None, f"obis:{name}", name)
+        return (own, device, medium, None, None, name)
     if known is None:
         return (channel, device, None, None, f"obis:{name}", name)
     medium, index = known

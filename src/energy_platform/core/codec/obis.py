@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Final
+from typing import Final, NamedTuple
 
 # ``A-B:C.D.E`` or the short ``C.D.E``, optionally ``*F``: ASCII digits (``\d`` would take "٣"
 # too) and separators, nothing else. The one pattern: ingest and the forwarder's filters.
@@ -11,6 +11,8 @@ PATTERN: Final = re.compile(
     r"(?:[0-9]{1,3}-[0-9]{1,3}:)?[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}(?:\*[0-9]{1,3})?"
 )
 MAX_LENGTH: Final = 32
+CURRENT: Final = 255
+"""``*255``: the current value, the same as no ``*F`` at all (SML readers write it)."""
 
 KNOWN: dict[str, tuple[int, int | None]] = {
     "1-0:1.7.0": (12, None),
@@ -37,15 +39,62 @@ KNOWN: dict[str, tuple[int, int | None]] = {
     "8-0:1.0.0": (8, None),
 }
 
+# DSMR's M-Bus devices (gas, water, heat meters wired to the electricity meter): channel n of
+# the meter, 1..4, in group B. 24.2.1 is the reading (24.2.3 in Belgium), 24.1.0 the type.
+MBUS: Final = re.compile(r"0-([1-4]):24\.(2\.1|2\.3|1\.0)")
+MBUS_CHANNELS: Final = 1000
+"""M-Bus device n of a meter read on channel c is channel ``n * 1000 + c`` (c < 1000)."""
+GAS: Final = 7
+MBUS_MEDIA: Final[dict[float, int]] = {3: GAS, 7: 8, 4: 9, 12: 9}
+"""M-Bus device type (``0-n:24.1.0``) to the medium of its reading: gas, water, heat (4 is a
+heat meter on the outlet, 12 on the inlet). A reading without a known type is gas."""
+
+
+class Mbus(NamedTuple):
+    """An M-Bus code: the device's channel on the meter, and whether it is the device type
+    (``0-n:24.1.0``) rather than the reading."""
+
+    n: int
+    is_type: bool
+
 
 def normalise(code: str) -> str:
-    """Short forms (``1.8.0``) mean electricity, channel 0 (``1-0:1.8.0``)."""
-    return code if ":" in code else f"1-0:{code}"
+    """Short forms (``1.8.0``) mean electricity, channel 0 (``1-0:1.8.0``); ``*255`` is the
+    same as no suffix, so it is dropped."""
+    full = code if ":" in code else f"1-0:{code}"
+    name, star, f = full.partition("*")
+    return name if star and f.isdigit() and int(f) == CURRENT else full
+
+
+def is_past(code: str) -> bool:
+    """Whether ``code`` names a past value: an ``*F`` other than 255 (a billing period's)."""
+    return "*" in normalise(code)
 
 
 def lookup(code: str) -> tuple[int, int | None] | None:
-    """(medium, index) for a known code, else None (it becomes a system stream)."""
+    """(medium, index) for a known code, else None (it becomes a system stream). A past
+    value is never a register or a measurement: None. M-Bus readings are :func:`mbus`'s."""
     return KNOWN.get(normalise(code))
+
+
+def mbus(code: str) -> Mbus | None:
+    """The M-Bus device a current ``0-n:24.2.1``, ``24.2.3`` or ``24.1.0`` names, else None."""
+    match = MBUS.fullmatch(normalise(code))
+    if match is None:
+        return None
+    return Mbus(int(match.group(1)), match.group(2) == "1.0")
+
+
+def mbus_channel(reader: int, n: int) -> int | None:
+    """The channel of M-Bus device ``n`` of the meter read on channel ``reader``; None when
+    the reader's channel is too high for one (its codes are then system streams)."""
+    return n * MBUS_CHANNELS + reader if reader < MBUS_CHANNELS else None
+
+
+def mbus_medium(device_type: float | None) -> int | None:
+    """The medium of an M-Bus reading whose device has ``device_type`` (None: unknown, gas);
+    None for a type that is none of gas, water or heat (a system stream)."""
+    return GAS if device_type is None else MBUS_MEDIA.get(device_type)
 
 
 def is_code(text: str) -> bool:

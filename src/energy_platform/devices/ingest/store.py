@@ -13,6 +13,7 @@ import msgspec
 from energy_platform.core.codec.format_v4 import Series
 from energy_platform.core.db.live_log import LIVE_PUBLISH
 from energy_platform.core.db.pool import Connection
+from energy_platform.devices.ingest import mbus
 from energy_platform.devices.ingest.drops import (
     INSERT_DEAD_LETTERS,
     DeadLetter,
@@ -158,6 +159,22 @@ class PointStore:
     async def write(self, batch: Sequence[Accepted], dead: Sequence[DeadLetter] = ()) -> int:
         """Store ``batch`` and the dead letters ``dead`` in one transaction; returns the number
         of points written."""
+        async with self._pool.acquire() as conn, conn.transaction():
+            count, new_cluster, new_forwarder = await self._write(conn, batch, dead)
+        # Only once committed. Bounded memory whatever streams devices invent: past the limit,
+        # start afresh (the ids are read back from the database as they are needed again).
+        _remember(self._cluster_ids, new_cluster, self._max_cached)
+        _remember(self._forwarder_ids, new_forwarder, self._max_cached)
+        return count
+
+    async def _write(
+        self, conn: Connection, batch: Sequence[Accepted], dead: Sequence[DeadLetter]
+    ) -> tuple[int, dict[ClusterKey, int], dict[ForwarderKey, int]]:
+        resolved = await mbus.resolve(conn, [(a.route.sn, a.series) for a in batch])
+        batch = [
+            a if s is a.series else msgspec.structs.replace(a, series=s)
+            for a, s in zip(batch, resolved, strict=True)
+        ]
         cluster_keys = {
             cluster_key(a.route.feed_id, r): None
             for a in batch
@@ -170,65 +187,58 @@ class PointStore:
             if a.route.feed_id is None
             for r in a.series
         }
-        async with self._pool.acquire() as conn, conn.transaction():
-            new_cluster = await cluster_streams(
-                conn, [k for k in cluster_keys if k not in self._cluster_ids]
+        new_cluster = await cluster_streams(
+            conn, [k for k in cluster_keys if k not in self._cluster_ids]
+        )
+        new_forwarder = await _ids(
+            conn,
+            [k for k in forwarder_keys if k not in self._forwarder_ids],
+            FORWARDER_STREAMS_UPSERT,
+            FORWARDER_STREAM_IDS,
+        )
+        cluster_ids = {**self._cluster_ids, **new_cluster}
+        forwarder_ids = {**self._forwarder_ids, **new_forwarder}
+        raw, system, forwarded = _Columns(), _Columns(), _Columns()
+        days: set[tuple[int, int]] = set()  # (stream, UTC day number) of cluster points
+        newest: dict[tuple[int, int], int] = {}
+        count = 0
+        for accepted in batch:
+            feed_id = accepted.route.feed_id
+            for r in accepted.series:
+                count += len(r.times)
+                if feed_id is None:
+                    forwarded.add(forwarder_ids[forwarder_key(accepted.route.sn, r)], r)
+                else:
+                    columns = raw if r.source is None else system
+                    stream = cluster_ids[cluster_key(feed_id, r)]
+                    columns.add(stream, r)
+                    days.update((stream, d) for d in {t // 86_400 for t in r.times})
+                    channel = (feed_id, r.channel)
+                    newest[channel] = max(newest.get(channel, 0), max(r.times))
+        if days:
+            streams, numbers = zip(*sorted(days), strict=True)
+            await conn.execute(
+                THAW_DAYS, streams, [date.fromordinal(UNIX_EPOCH + d) for d in numbers]
             )
-            new_forwarder = await _ids(
-                conn,
-                [k for k in forwarder_keys if k not in self._forwarder_ids],
-                FORWARDER_STREAMS_UPSERT,
-                FORWARDER_STREAM_IDS,
-            )
-            cluster_ids = {**self._cluster_ids, **new_cluster}
-            forwarder_ids = {**self._forwarder_ids, **new_forwarder}
-            raw, system, forwarded = _Columns(), _Columns(), _Columns()
-            days: set[tuple[int, int]] = set()  # (stream, UTC day number) of cluster points
-            newest: dict[tuple[int, int], int] = {}
-            count = 0
-            for accepted in batch:
-                feed_id = accepted.route.feed_id
-                for r in accepted.series:
-                    count += len(r.times)
-                    if feed_id is None:
-                        forwarded.add(forwarder_ids[forwarder_key(accepted.route.sn, r)], r)
-                    else:
-                        columns = raw if r.source is None else system
-                        stream = cluster_ids[cluster_key(feed_id, r)]
-                        columns.add(stream, r)
-                        days.update((stream, d) for d in {t // 86_400 for t in r.times})
-                        channel = (feed_id, r.channel)
-                        newest[channel] = max(newest.get(channel, 0), max(r.times))
-            if days:
-                streams, numbers = zip(*sorted(days), strict=True)
-                await conn.execute(
-                    THAW_DAYS, streams, [date.fromordinal(UNIX_EPOCH + d) for d in numbers]
-                )
-            for statement, columns in (
-                (RAW_POINTS_INSERT, raw),
-                (SYSTEM_POINTS_INSERT, system),
-                (FORWARDER_POINTS_INSERT, forwarded),
-            ):
-                if columns.streams:
-                    await conn.execute(statement, *columns.args())
-            if newest:
-                feeds, channels = zip(*sorted(newest), strict=True)
-                await conn.execute(
-                    CHANNELS_SEEN, feeds, channels, [newest[k] for k in sorted(newest)]
-                )
-            seen = sorted({a.route.sn for a in batch if a.series})
-            if seen:
-                await conn.execute(DATA_SEEN, seen)
-            if dead:
-                await conn.execute(INSERT_DEAD_LETTERS, *dead_letter_columns(list(dead)))
-            if raw.streams or system.streams:
-                # Last: its lock is held from here to the commit.
-                await conn.execute(LIVE_PUBLISH)
-        # Bounded memory whatever streams devices invent: past the limit, start afresh (the ids
-        # are read back from the database as they are needed again).
-        _remember(self._cluster_ids, new_cluster, self._max_cached)
-        _remember(self._forwarder_ids, new_forwarder, self._max_cached)
-        return count
+        for statement, columns in (
+            (RAW_POINTS_INSERT, raw),
+            (SYSTEM_POINTS_INSERT, system),
+            (FORWARDER_POINTS_INSERT, forwarded),
+        ):
+            if columns.streams:
+                await conn.execute(statement, *columns.args())
+        if newest:
+            feeds, channels = zip(*sorted(newest), strict=True)
+            await conn.execute(CHANNELS_SEEN, feeds, channels, [newest[k] for k in sorted(newest)])
+        seen = sorted({a.route.sn for a in batch if a.series})
+        if seen:
+            await conn.execute(DATA_SEEN, seen)
+        if dead:
+            await conn.execute(INSERT_DEAD_LETTERS, *dead_letter_columns(list(dead)))
+        if raw.streams or system.streams:
+            # Last: its lock is held from here to the commit.
+            await conn.execute(LIVE_PUBLISH)
+        return count, new_cluster, new_forwarder
 
 
 async def cluster_streams(conn: Connection, keys: list[ClusterKey]) -> dict[ClusterKey, int]:
