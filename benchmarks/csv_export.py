@@ -23,12 +23,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import asyncpg
-import httpx
 
 from benchmarks.compact_tier import household
 from benchmarks.data_api import TOKEN, start_servers, stop_servers
 from benchmarks.support import bench_database, figure, report
 from energy_platform import seeding
+from energy_platform.core.http.clients import http_client
 from energy_platform.core.settings import CompactionSettings, HttpSettings
 from energy_platform.engine.compaction import compact
 from tests.support.services import free_port
@@ -140,7 +140,7 @@ async def export(base: str, path: str) -> tuple[float, int, int]:
     """(seconds, bytes, lines) of one export, read as a client reads a download."""
     lines = size = 0
     headers = {"Authorization": f"Bearer {TOKEN}"}
-    async with httpx.AsyncClient(base_url=base, headers=headers, timeout=600) as http:
+    async with http_client(base_url=base, headers=headers, timeout=600) as http:
         started = time.perf_counter()
         async with http.stream("GET", path) as answer:
             assert answer.status_code == 200, await answer.aread()

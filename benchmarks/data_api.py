@@ -27,6 +27,7 @@ import msgspec
 from benchmarks.support import bench_database, figure, report
 from energy_platform import seeding
 from energy_platform.api import queries
+from energy_platform.core.http.clients import http_client
 from energy_platform.core.settings import HttpSettings
 from energy_platform.core.tokens import token_digest
 from tests.support.services import free_port
@@ -170,7 +171,7 @@ async def timed_requests(
     headers = {"Authorization": f"Bearer {TOKEN}"}
     limits = httpx.Limits(max_connections=len(paths))
     times = []
-    async with httpx.AsyncClient(base_url=base, headers=headers, limits=limits, timeout=60) as http:
+    async with http_client(base_url=base, headers=headers, limits=limits, timeout=60) as http:
         for _ in range(rounds + 1):  # the first round opens the connections: not counted
             started = time.perf_counter()
             responses = await asyncio.gather(*(http.get(p) for p in paths))

@@ -17,13 +17,13 @@ import time
 from datetime import UTC, datetime
 
 import asyncpg
-import httpx
 import msgspec
 import psycopg
 
 from benchmarks.data_api import TOKEN, start_servers, stop_servers
 from benchmarks.support import bench_database, figure, report
 from energy_platform import seeding
+from energy_platform.core.http.clients import http_client
 from energy_platform.history.points import MAX_POINTS
 from tests.support.services import free_port
 
@@ -64,7 +64,7 @@ async def imports(base: str, feed: int, streams: list[int]) -> float:
     """Points/s of one request a stream, one after the other."""
     bodies = [body(n) for n in range(len(streams))]
     headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
-    async with httpx.AsyncClient(base_url=base, headers=headers, timeout=120) as http:
+    async with http_client(base_url=base, headers=headers, timeout=120) as http:
         started = time.perf_counter()
         for stream, content in zip(streams, bodies, strict=True):
             answer = await http.post(f"/feeds/{feed}/streams/{stream}/data", content=content)

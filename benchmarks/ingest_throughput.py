@@ -29,6 +29,7 @@ import msgspec
 
 from benchmarks.support import bench_database, figure, report, tag
 from energy_platform.core.codec.format_v4 import HomebaseRecord
+from energy_platform.core.http.clients import http_client
 from energy_platform.core.settings import (
     ClusterSettings,
     DeviceSettings,
@@ -101,9 +102,7 @@ async def setup(
     base = s.cluster.provisioning_url
     async with (
         running(*build_services("provisioning", s), ready_urls=(base + "/healthz",)),
-        httpx.AsyncClient(
-            base_url=base + "/api", headers={"X-SvcClusterAuth": s.cluster.secret}
-        ) as http,
+        http_client(base_url=base + "/api", headers={"X-SvcClusterAuth": s.cluster.secret}) as http,
     ):
         for sn in sns:
             await run_admin(
@@ -170,7 +169,7 @@ class Worker:
 
 async def drain(workers: list[Worker], expected: int) -> float:
     """Seconds from resuming ``workers`` until they have committed ``expected`` more points."""
-    async with httpx.AsyncClient(timeout=5) as http:
+    async with http_client(timeout=5) as http:
         for w in workers:  # stopped: the counters are read after the resume
             w.process.send_signal(signal.SIGCONT)
         started = time.perf_counter()

@@ -57,6 +57,7 @@ from benchmarks.csv_export import rss_kb
 from benchmarks.ingest_throughput import Worker, drain, publish, setup
 from benchmarks.support import bench_database, figure, report
 from energy_platform.core.codec.format_v4 import HomebaseRecord
+from energy_platform.core.http.clients import http_client
 from energy_platform.core.paths import migrations_dir
 from energy_platform.core.settings import Settings
 from energy_platform.core.tokens import token_digest
@@ -475,7 +476,7 @@ async def main(full: bool, runs: int) -> None:
         try:
             async with (
                 running(*build_services("provisioning", s), ready_urls=(base + "/healthz",)),
-                httpx.AsyncClient(timeout=5) as http,
+                http_client(timeout=5) as http,
             ):
                 workers.append(IngestOnly(s, 1))
                 await wait_subscribed(workers[0].process)

@@ -19,6 +19,7 @@ import pytest_asyncio
 import structlog
 
 from energy_platform import seeding
+from energy_platform.core.http.clients import http_client
 from energy_platform.core.settings import (
     CompactionSettings,
     DatabaseSettings,
@@ -174,7 +175,7 @@ def new_feed(db: asyncpg.Connection) -> NewFeed:
 @pytest.fixture
 async def api(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
     """The data API on a free port, and a client of it (rollup and history tests read with it)."""
-    async with data_api(settings) as url, httpx.AsyncClient(base_url=url) as client:
+    async with data_api(settings) as url, http_client(base_url=url) as client:
         yield client
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import httpx
 
+from energy_platform.core.http.clients import tls_context
 from energy_platform.core.settings import Settings
 from tests.support.admin import CLI, run_admin
 from tests.support.platform import serve_env
@@ -29,7 +30,7 @@ def answers(url: str, token: str, requests: int) -> list[int]:
     # No keep-alive: every request opens a connection, which the kernel hands to either process.
     no_reuse = httpx.Limits(max_keepalive_connections=0)
     headers = {"Authorization": f"Bearer {token}"}
-    with httpx.Client(headers=headers, timeout=5, limits=no_reuse) as http:
+    with httpx.Client(headers=headers, timeout=5, limits=no_reuse, verify=tls_context()) as http:
         return [http.get(url).status_code for _ in range(requests)]
 
 
@@ -37,7 +38,7 @@ def wait_ready(base: str, processes: list[subprocess.Popen[bytes]]) -> None:
     def ready() -> bool:
         assert all(p.poll() is None for p in processes), "an API process exited"
         try:
-            return httpx.get(base + "/readyz", timeout=1).status_code == 200
+            return httpx.get(base + "/readyz", timeout=1, verify=tls_context()).status_code == 200
         except httpx.HTTPError:
             return False
 

@@ -10,6 +10,7 @@ from litestar import Litestar, Request, get
 from prometheus_client.parser import text_string_to_metric_families
 
 from energy_platform.api import app as data
+from energy_platform.core.http.clients import http_client
 from energy_platform.core.http.server import HttpService
 from energy_platform.core.settings import DatabaseSettings, Settings
 from energy_platform.forwarder.http import app as forwarder
@@ -31,7 +32,7 @@ async def test_every_http_service_answers_probes_metrics_and_openapi(
     port = free_port()
     service = HttpService(name, APPS[name](settings), "127.0.0.1", port)
     base = f"http://127.0.0.1:{port}"
-    async with running(service, ready_urls=(base + "/healthz",)), httpx.AsyncClient() as http:
+    async with running(service, ready_urls=(base + "/healthz",)), http_client() as http:
         health = await http.get(base + "/healthz")
         ready = await http.get(base + "/readyz")
         schema = await http.get(base + "/schema/openapi.json")
@@ -49,7 +50,7 @@ async def test_unknown_paths_and_methods_are_problem_json(settings: Settings) ->
     port = free_port()
     service = HttpService("api", data.create_app(settings), "127.0.0.1", port)
     base = f"http://127.0.0.1:{port}"
-    async with running(service, ready_urls=(base + "/healthz",)), httpx.AsyncClient() as http:
+    async with running(service, ready_urls=(base + "/healthz",)), http_client() as http:
         missing = await http.get(base + "/no/such/thing")
         wrong_method = await http.post(base + "/healthz")
 
@@ -78,7 +79,7 @@ async def test_readyz_follows_the_database_without_a_restart(settings: Settings)
     port = free_port()
     service = HttpService("api", data.create_app(settings), "127.0.0.1", port)
     base = f"http://127.0.0.1:{port}"
-    async with running(service, ready_urls=(base + "/healthz",)), httpx.AsyncClient() as http:
+    async with running(service, ready_urls=(base + "/healthz",)), http_client() as http:
         before = await http.get(base + "/readyz")
         await proxy.cut()
         during = await http.get(base + "/readyz", timeout=10)
@@ -126,7 +127,7 @@ async def test_a_request_in_flight_when_asked_to_stop_is_answered(
     serving = asyncio.create_task(service.run(stop))
     async with asyncio.timeout(30):
         await wait_for_http(f"http://127.0.0.1:{port}/")  # any answer: it listens
-    async with httpx.AsyncClient() as http:
+    async with http_client() as http:
         answer = asyncio.create_task(http.get(f"http://127.0.0.1:{port}/slow", timeout=30))
         async with asyncio.timeout(30):
             await arrived.wait()  # the request is in its handler
@@ -151,7 +152,7 @@ async def test_the_client_behind_a_local_proxy_is_the_forwarded_one(
     port = free_port()
     service = HttpService("peer", Litestar([peer]), "127.0.0.1", port, server=server)
     base = f"http://127.0.0.1:{port}"
-    async with running(service, ready_urls=(base + "/peer",)), httpx.AsyncClient() as http:
+    async with running(service, ready_urls=(base + "/peer",)), http_client() as http:
         direct = await http.get(base + "/peer")
         proxied = await http.get(base + "/peer", headers={"X-Forwarded-For": "198.51.100.7"})
 
@@ -174,7 +175,7 @@ async def test_requests_are_counted_per_route_and_status(settings: Settings) -> 
     service = HttpService("api", data.create_app(settings), "127.0.0.1", port)
     base = f"http://127.0.0.1:{port}"
     data_route = "/feeds/{feed_id}/streams/{stream_id}/data"
-    async with running(service, ready_urls=(base + "/healthz",)), httpx.AsyncClient() as http:
+    async with running(service, ready_urls=(base + "/healthz",)), http_client() as http:
         before = (await http.get(base + "/metrics")).text
         for _ in range(3):
             assert (await http.get(base + "/readyz")).status_code == 200

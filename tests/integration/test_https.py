@@ -20,6 +20,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from energy_platform.core.errors import ConfigurationError
+from energy_platform.core.http.clients import http_client
 from energy_platform.core.settings import DeviceSettings, HttpSettings, Settings
 from energy_platform.services import build_services
 from tests.support.services import free_port, running
@@ -101,10 +102,10 @@ async def test_every_http_service_serves_https_with_the_configured_certificate(
             unknown = await https.get(bases[1] + "/api/device/0123456789ABCDEF/boot/")
             assert unknown.status_code == 404
             assert unknown.headers["content-type"] == "application/problem+json"
-        async with httpx.AsyncClient(timeout=5) as untrusting:
+        async with http_client(timeout=5) as untrusting:
             with pytest.raises(httpx.ConnectError):  # default trust store: not this certificate
                 await untrusting.get(bases[0] + "/healthz")
-        async with httpx.AsyncClient(timeout=5) as plain:
+        async with http_client(timeout=5) as plain:
             with pytest.raises(httpx.TransportError):  # no plain HTTP on the same port
                 await plain.get(f"http://127.0.0.1:{tls.http.api_port}/healthz")
             # Homebases may speak either (the spec): provisioning answers plain HTTP as well,

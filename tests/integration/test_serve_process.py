@@ -10,6 +10,7 @@ import threading
 import httpx
 import pytest
 
+from energy_platform.core.http.clients import tls_context
 from tests.support.admin import CLI
 from tests.support.services import free_port, until
 
@@ -63,7 +64,7 @@ def wait_ready(
         assert process.poll() is None, log.text()
         while pending:
             try:
-                if httpx.get(pending[0], timeout=1).status_code != 200:
+                if httpx.get(pending[0], timeout=1, verify=tls_context()).status_code != 200:
                     return False
             except httpx.TransportError:
                 return False

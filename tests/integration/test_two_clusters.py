@@ -19,6 +19,7 @@ import msgspec
 import pytest
 
 from energy_platform.core.coap import JSON
+from energy_platform.core.http.clients import http_client
 from energy_platform.core.settings import (
     ClusterSettings,
     DatabaseSettings,
@@ -88,7 +89,7 @@ async def points(cluster: Cluster, sn: str) -> int:
 
 
 async def boot_mqtt_port(provisioning: str, sn: str) -> int:
-    async with httpx.AsyncClient() as http:
+    async with http_client() as http:
         answer = await http.get(f"{provisioning}/api/device/{sn}/boot/")
     assert answer.status_code == 200, answer.text
     return int(answer.json()["cluster"]["mqtt"][1])
@@ -96,7 +97,7 @@ async def boot_mqtt_port(provisioning: str, sn: str) -> int:
 
 async def secret_for(provisioning: str, cluster: Cluster, sn: str) -> httpx.Response:
     auth = {"X-SvcClusterAuth": cluster.settings.cluster.secret}
-    async with httpx.AsyncClient(headers=auth) as http:
+    async with http_client(headers=auth) as http:
         return await http.get(f"{provisioning}/api/device/{sn}/secret/")
 
 

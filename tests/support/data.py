@@ -13,6 +13,7 @@ import httpx
 
 from energy_platform import seeding
 from energy_platform.api import app as data
+from energy_platform.core.http.clients import http_client
 from energy_platform.core.http.server import HttpService
 from energy_platform.core.settings import Settings
 from tests.support.forwarder import NO_CUSTOMER
@@ -34,7 +35,7 @@ class World:
 
     def client(self, who: str | None) -> httpx.AsyncClient:
         headers = {} if who is None else {"Authorization": f"Bearer {self.tokens[who]}"}
-        return httpx.AsyncClient(base_url=self.url, headers=headers)
+        return http_client(base_url=self.url, headers=headers)
 
 
 async def seed(conn: asyncpg.Connection) -> World:

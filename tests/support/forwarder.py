@@ -15,6 +15,7 @@ import asyncpg
 import httpx
 import msgspec
 
+from energy_platform.core.http.clients import http_client
 from energy_platform.core.settings import ForwarderSettings, Settings
 from tests.support.provisioning import new_sn
 from tests.support.services import eventually
@@ -156,7 +157,7 @@ async def configure(
     api: str, customer: Customer, url: str, mode: str = "all", **extra: object
 ) -> httpx.Response:
     body = {"interval": 1, "url": url, "format": "json", "mode": mode, **extra}
-    async with httpx.AsyncClient(base_url=api, headers=customer.headers()) as client:
+    async with http_client(base_url=api, headers=customer.headers()) as client:
         return await client.post("/config", json=body)
 
 
@@ -172,7 +173,7 @@ async def grant(db: asyncpg.Connection, customer: Customer, *serials: str) -> No
 async def register(api: str, customer: Customer, sn: str, db: asyncpg.Connection) -> None:
     """Granted by the administrator, then registered by the customer."""
     await grant(db, customer, sn)
-    async with httpx.AsyncClient(base_url=api, headers=customer.headers()) as client:
+    async with http_client(base_url=api, headers=customer.headers()) as client:
         answer = await client.post(f"/register/{sn}")
     assert answer.status_code == 201, answer.text
 

@@ -18,6 +18,7 @@ import httpx
 import msgspec
 
 from energy_platform.core.codec.format_v4 import HomebaseRecord
+from energy_platform.core.http.clients import http_client
 from energy_platform.devices.simulator.homebase import (
     SimulatedHomebase,
     data_topic,
@@ -116,7 +117,7 @@ async def live(
     if last_id is not None:
         headers["Last-Event-ID"] = last_id
     async with (
-        httpx.AsyncClient(base_url=api, timeout=httpx.Timeout(10, read=None)) as http,
+        http_client(base_url=api, timeout=httpx.Timeout(10, read=None)) as http,
         http.stream("GET", f"/feeds/{feed}/live", params=params, headers=headers) as response,
     ):
         if response.status_code != 200:

@@ -13,6 +13,7 @@ import httpx
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 
+from energy_platform.core.http.clients import http_client
 from tests.support.services import until
 
 WEEK = 7 * 86_400
@@ -37,9 +38,7 @@ class PageWorld:
     notifications: list[str] = field(default_factory=list)
 
     def client(self) -> httpx.AsyncClient:
-        return httpx.AsyncClient(
-            base_url=self.url, headers={"Authorization": f"Bearer {self.token}"}
-        )
+        return http_client(base_url=self.url, headers={"Authorization": f"Bearer {self.token}"})
 
 
 def wait_until(driver: WebDriver, script: str, what: str) -> Any:
@@ -83,9 +82,7 @@ class MoneyWorld:
     """When the consumption and the prices were seeded: their dates are this instant's."""
 
     def client(self) -> httpx.AsyncClient:
-        return httpx.AsyncClient(
-            base_url=self.url, headers={"Authorization": f"Bearer {self.token}"}
-        )
+        return http_client(base_url=self.url, headers={"Authorization": f"Bearer {self.token}"})
 
 
 def local_midnight(zone: str, t: int, days: int = 0) -> int:

@@ -21,6 +21,7 @@ import httpx
 import msgspec
 
 from energy_platform.core.codec.format_v4 import HomebaseRecord
+from energy_platform.core.http.clients import http_client
 from energy_platform.core.settings import (
     ClusterSettings,
     DeviceSettings,
@@ -50,7 +51,7 @@ class Platform(msgspec.Struct, frozen=True):
     user_id: str
 
     def client(self) -> httpx.AsyncClient:
-        return httpx.AsyncClient(
+        return http_client(
             base_url=self.api, headers={"Authorization": f"Bearer {self.user_token}"}, timeout=10
         )
 
@@ -227,7 +228,7 @@ async def paired_homebase(
     sn = await add_homebase(s)
     auth = {"X-SvcClusterAuth": s.cluster.secret}
     feed_id = None
-    async with httpx.AsyncClient(base_url=platform.provisioning + "/api", headers=auth) as http:
+    async with http_client(base_url=platform.provisioning + "/api", headers=auth) as http:
         if feed:
             feed_id = (await add_feed(s, platform.user_id, sn))["id"]
         else:

@@ -22,6 +22,7 @@ from types import TracebackType
 import httpx
 import msgspec
 
+from energy_platform.core.http.clients import tls_context
 from energy_platform.core.settings import MqttSettings
 from tests.support.services import free_port, tmpfs, until
 
@@ -182,7 +183,10 @@ cluster_formation.peer_discovery_backend = classic_config
         """The management API's view of a queue (messages, leader, members...)."""
         path = f"/api/queues/{vhost.replace('/', '%2F')}/{name}"
         response = httpx.get(
-            f"http://127.0.0.1:{self.http_port}{path}", auth=(USER, self.password), timeout=30
+            f"http://127.0.0.1:{self.http_port}{path}",
+            auth=(USER, self.password),
+            timeout=30,
+            verify=tls_context(),
         )
         response.raise_for_status()
         return msgspec.json.decode(response.content, type=dict[str, object])
@@ -255,6 +259,7 @@ class RabbitCluster:
                 f"http://127.0.0.1:{node.http_port}/api/nodes",
                 auth=(USER, node.password),
                 timeout=30,
+                verify=tls_context(),
             )
         except httpx.TransportError as e:
             return repr(e)

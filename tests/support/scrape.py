@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 import subprocess
 
-import httpx
 from prometheus_client.parser import text_string_to_metric_families
+
+from energy_platform.core.http.clients import http_client
 
 
 async def scrape(base: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     """Every sample of ``base/metrics``: (name, sorted labels) -> value."""
-    async with httpx.AsyncClient() as http:
+    async with http_client() as http:
         answer = await http.get(f"{base}/metrics")
     assert answer.status_code == 200, answer.text
     return {
@@ -28,7 +29,7 @@ def value(samples: dict[tuple[str, tuple[tuple[str, str], ...]], float], name: s
 
 async def promtool_problems(base: str) -> str:
     """What ``promtool check metrics`` says about ``base/metrics`` (empty: nothing)."""
-    async with httpx.AsyncClient() as http:
+    async with http_client() as http:
         text = (await http.get(f"{base}/metrics")).text
     done = await asyncio.to_thread(
         subprocess.run,

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 from prometheus_client import REGISTRY
 
+from energy_platform.core.http.clients import http_client
 from energy_platform.core.lifecycle import Service
 
 
@@ -76,7 +77,7 @@ EVENTUALLY = 30.0
 
 async def wait_for_http(url: str, within: float = EVENTUALLY) -> None:
     """Wait until ``url`` answers at all (any status)."""
-    async with httpx.AsyncClient() as client:
+    async with http_client() as client:
         await eventually(partial(_answers, client, url), within, 0.05, what=f"{url} answers")
 
 

@@ -21,6 +21,7 @@ import structlog
 from energy_platform.core.background import Periodic
 from energy_platform.core.db.pool import Connection
 from energy_platform.core.errors import NotFound
+from energy_platform.core.http.clients import http_client
 from energy_platform.core.settings import ClusterSettings, MqttSettings, Settings
 from energy_platform.pairing.broker_accounts import BrokerAccounts, broker_accounts
 from energy_platform.pairing.provisioning_client import ProvisioningClient
@@ -57,7 +58,7 @@ class Pairings:
         self._http: httpx.AsyncClient | None = None
 
     async def __aenter__(self) -> Pairings:
-        self._http = httpx.AsyncClient(timeout=TIMEOUT)
+        self._http = http_client(timeout=TIMEOUT)
         return self
 
     async def __aexit__(self, *_: object) -> None:

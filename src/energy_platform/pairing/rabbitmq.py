@@ -25,6 +25,7 @@ import msgspec
 
 from energy_platform.core.codec.envelope import mqtt_password
 from energy_platform.core.errors import ConfigurationError, Unavailable
+from energy_platform.core.http.clients import http_client
 from energy_platform.core.serials import SERIAL_NUMBER
 from energy_platform.core.settings import MqttSettings
 
@@ -139,7 +140,7 @@ class RabbitAccounts:
         }
 
     def _client(self) -> httpx.AsyncClient:
-        return httpx.AsyncClient(base_url=self._base, auth=self._auth, timeout=TIMEOUT)
+        return http_client(base_url=self._base, auth=self._auth, timeout=TIMEOUT)
 
 
 async def declare_queue(http: httpx.AsyncClient, mqtt: MqttSettings, vhost_path: str) -> None:

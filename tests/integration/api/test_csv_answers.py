@@ -15,6 +15,7 @@ import msgspec
 import pytest
 
 from energy_platform import seeding
+from energy_platform.core.http.clients import http_client
 from energy_platform.core.settings import Settings
 from tests.support.data import T0, World, data_api
 from tests.support.live import SlowClient
@@ -378,7 +379,7 @@ async def test_exports_past_half_the_pool_wait_their_turn_as_429(
             )
             await writer.drain()
             assert (await reader.readline()).startswith(b"HTTP/1.1 200")
-            async with httpx.AsyncClient(base_url=url, headers=alice_headers(world)) as http:
+            async with http_client(base_url=url, headers=alice_headers(world)) as http:
                 refused = await http.get(path)
                 assert refused.status_code == 429
                 assert refused.headers["content-type"] == "application/problem+json"
@@ -439,7 +440,7 @@ async def test_an_export_whose_client_stops_reading_is_ended_and_its_slot_comes_
 
         await eventually(waiting, within=stall_s)
         seen = time.monotonic()
-        async with httpx.AsyncClient(base_url=url, headers=alice_headers(world)) as http:
+        async with http_client(base_url=url, headers=alice_headers(world)) as http:
             # Her one export is taken while it sits.
             refused = await http.get(fortnight, params={"time_to": T0 + 10})
             assert refused.status_code == 429, refused.text
@@ -471,7 +472,7 @@ async def test_one_user_runs_at_most_their_share_of_exports_then_429_with_retry_
         sitting = [await SlowClient.get(port, fortnight, world.tokens["alice"]) for _ in range(2)]
         try:
             bob = {"Authorization": f"Bearer {world.tokens['bob']}"}
-            async with httpx.AsyncClient(base_url=url) as http:
+            async with http_client(base_url=url) as http:
                 refused = await http.get(
                     fortnight, params={"time_to": T0 + 10}, headers=alice_headers(world)
                 )

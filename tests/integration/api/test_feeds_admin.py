@@ -4,10 +4,10 @@ runs them as processes), checked through the API a user reads."""
 import secrets
 from typing import Any
 
-import httpx
 import psycopg
 import pytest
 
+from energy_platform.core.http.clients import http_client
 from energy_platform.core.settings import Settings
 from tests.support.admin import admin_refusal, run_admin
 from tests.support.data import World
@@ -40,7 +40,7 @@ async def test_a_new_users_token_reads_the_feed_the_operator_added(
     listed = await run_admin(settings, "users", "list")
 
     headers = {"Authorization": f"Bearer {user['token']}"}
-    async with httpx.AsyncClient(base_url=world.url, headers=headers) as http:
+    async with http_client(base_url=world.url, headers=headers) as http:
         feeds = (await http.get(f"/users/{user['id']}/feeds")).json()
 
     assert feeds == [feed]
@@ -232,7 +232,7 @@ async def test_a_rotated_token_replaces_the_old_one_and_a_revoked_one_reads_noth
 
     async def status(token: str) -> int:
         headers = {"Authorization": f"Bearer {token}"}
-        async with httpx.AsyncClient(base_url=world.url, headers=headers) as http:
+        async with http_client(base_url=world.url, headers=headers) as http:
             return (await http.get(path)).status_code
 
     assert await status(user["token"]) == 200
@@ -274,7 +274,7 @@ async def test_a_user_is_deleted_only_once_their_feeds_are_gone(
     deleted = await run_admin(settings, "users", "delete", user["id"])
     assert deleted["deleted"] is True
     assert user["id"] not in [u["id"] for u in await run_admin(settings, "users", "list")]
-    async with httpx.AsyncClient(base_url=world.url) as http:
+    async with http_client(base_url=world.url) as http:
         answer = await http.get(
             f"/users/{user['id']}/feeds", headers={"Authorization": f"Bearer {user['token']}"}
         )

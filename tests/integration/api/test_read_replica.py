@@ -8,11 +8,11 @@ import time
 from collections.abc import Iterator
 
 import asyncpg
-import httpx
 import msgspec
 import pytest
 
 from energy_platform.api import app as data_app
+from energy_platform.core.http.clients import http_client
 from energy_platform.core.http.server import HttpService
 from energy_platform.core.settings import Settings
 from tests.support.admin import run_admin
@@ -70,7 +70,7 @@ async def test_the_api_reads_from_the_replica_and_writes_to_the_primary(
         auth = {"Authorization": f"Bearer {user['token']}"}
         async with (
             running(service, ready_urls=(base + "/healthz",)),
-            httpx.AsyncClient(base_url=base, headers=auth) as http,
+            http_client(base_url=base, headers=auth) as http,
         ):
             # Reads are the replica's: a notification made on the primary appears only once it
             # has been replayed there; the API's own reads of it agree with the replica.
@@ -131,7 +131,7 @@ async def test_tokens_are_used_through_the_replica_and_their_last_use_written_to
         auth = {"Authorization": f"Bearer {user['token']}"}
         async with (
             running(service, ready_urls=(base + "/healthz",)),
-            httpx.AsyncClient(base_url=base, headers=auth) as http,
+            http_client(base_url=base, headers=auth) as http,
         ):
             # Made on the primary; it authenticates once the replica has replayed it.
             made = {}
@@ -181,7 +181,7 @@ async def test_a_revoked_write_token_writes_nothing_while_the_replica_lags(
         owner = {"Authorization": f"Bearer {user['token']}"}
         async with (
             running(service, ready_urls=(base + "/healthz",)),
-            httpx.AsyncClient(base_url=base, headers=owner) as http,
+            http_client(base_url=base, headers=owner) as http,
         ):
             made = await http.post(tokens, json={"name": "script", "scope": "write"})
             assert made.status_code == 201, made.text

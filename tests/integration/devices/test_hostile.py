@@ -10,11 +10,11 @@ import time
 from collections.abc import AsyncIterator, Iterator
 
 import asyncpg
-import httpx
 import msgspec
 import pytest
 
 from energy_platform.core.codec.envelope import derive_key, seal
+from energy_platform.core.http.clients import http_client
 from energy_platform.core.settings import Settings
 from energy_platform.devices.simulator.homebase import SimulatedHomebase
 from tests.support.admin import run_admin
@@ -126,7 +126,7 @@ async def test_hostile_messages_become_dead_letters_and_nothing_else_stops(
     good_sn, good_secret, good_feed = await paired_homebase(platform)
     aead = derive_key(secret)
     hostile = list(hostile_payloads(int(time.time())))
-    async with httpx.AsyncClient() as http:
+    async with http_client() as http:
         before = dropped((await http.get(platform.api + "/metrics")).text)
         for payload, _, sealed in hostile:
             await publish_as(platform, sn, secret, seal(aead, sn, payload) if sealed else payload)

@@ -4,10 +4,10 @@ import time
 from collections import defaultdict
 
 import asyncpg
-import httpx
 
 from energy_platform.core.codec import obis
 from energy_platform.core.codec.format_v4 import RAW_MEDIA, HomebaseRecord
+from energy_platform.core.http.clients import http_client
 from energy_platform.devices.simulator.homebase import SimulatedHomebase
 from tests.support.forwarder import NO_CUSTOMER
 from tests.support.platform import Platform, paired_homebase, publish_as
@@ -183,7 +183,7 @@ async def test_garbage_from_one_homebase_costs_at_most_one_secret_request_a_minu
             return await conn.fetchval(query, sn) is not None
 
         await eventually(presence_seen)  # its key is known now
-        async with httpx.AsyncClient() as http:
+        async with http_client() as http:
             before = secret_requests((await http.get(platform.api + "/metrics")).text)
             assert before >= 1  # ingest asked for the key of the batch above
             for _ in range(20):

@@ -18,11 +18,11 @@ from contextlib import asynccontextmanager
 import aio_pika
 import aiomqtt
 import asyncpg
-import httpx
 import msgspec
 import pytest
 
 from energy_platform.core.codec.envelope import seal
+from energy_platform.core.http.clients import http_client
 from energy_platform.core.settings import Settings
 from energy_platform.devices.ingest.service import IngestService
 from energy_platform.devices.simulator.homebase import (
@@ -263,7 +263,7 @@ async def test_the_documented_service_accounts_are_enough(
         "accounts": ("administrator", f"^{q}$", f"^{q}$", "^amq\\.topic$"),
     }
     password = secrets.token_hex(8)
-    async with httpx.AsyncClient(base_url=node.api + "/api") as admin:
+    async with http_client(base_url=node.api + "/api") as admin:
         for user, (tags, configure, write, read) in rights.items():
             name = f"{user}-{queue}"
             body = {"password": password, "tags": tags}

@@ -22,6 +22,7 @@ import httpx
 import msgspec
 
 from energy_platform.core.codec.format_v4 import HomebaseRecord
+from energy_platform.core.http.clients import http_client
 from energy_platform.devices.simulator.homebase import SimulatedHomebase
 from tests.support.coap import device, post
 from tests.support.engine import process
@@ -95,7 +96,7 @@ async def test_a_homebase_sending_1e308_watts_loses_that_record_and_everyone_is_
     good = [watts(t, 1000.0) for t in range(t0, t0 + BUCKET + 1, 5) if t not in (t0 + 45, t0 + 50)]
     bad = [watts(t0 + 45, 1e308), watts(t0 + 50, 5e-324)]
     records = [*good[:9], *bad, *good[9:]]
-    async with httpx.AsyncClient() as http:
+    async with http_client() as http:
         before = out_of_bounds((await http.get(platform.api + "/metrics")).text)
         await publish_as(
             platform,

@@ -1,8 +1,7 @@
 """Processed streams as a user of the data API sees them."""
 
-import httpx
-
 from energy_platform.api import app as data
+from energy_platform.core.http.clients import http_client
 from energy_platform.core.http.server import HttpService
 from energy_platform.core.settings import Settings
 from tests.support.data import T0
@@ -28,7 +27,7 @@ async def test_the_api_shows_phases_their_combined_stream_and_cost(
     url = f"http://127.0.0.1:{port}"
     async with running(api, ready_urls=(url + "/healthz",)):
         headers = {"Authorization": f"Bearer {feed.owner_token}"}
-        async with httpx.AsyncClient(base_url=url, headers=headers) as client:
+        async with http_client(base_url=url, headers=headers) as client:
             streams = (
                 await client.get(f"/feeds/{feed.id}/streams", params={"type": "processed"})
             ).json()

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import asyncpg
-import httpx
 import pytest
 
+from energy_platform.core.http.clients import http_client
 from energy_platform.core.settings import Settings
 from tests.support.admin import run_admin
 from tests.support.forwarder import NewCustomer, configure, grant
@@ -18,7 +18,7 @@ VALID = {"interval": 5, "url": "http://127.0.0.1:9/hook", "format": "json", "mod
 
 
 async def test_every_endpoint_needs_a_customer_token(api: str) -> None:
-    async with httpx.AsyncClient(base_url=api) as client:
+    async with http_client(base_url=api) as client:
         for method, path in (
             ("GET", "/config"),
             ("POST", "/config"),
@@ -37,7 +37,7 @@ async def test_config_is_404_until_posted_then_answers_what_was_stored(
     api: str, new_customer: NewCustomer
 ) -> None:
     customer = await new_customer()
-    async with httpx.AsyncClient(base_url=api, headers=customer.headers()) as client:
+    async with http_client(base_url=api, headers=customer.headers()) as client:
         assert (await client.get("/config")).status_code == 404
         body = {
             **VALID,
@@ -64,7 +64,7 @@ async def test_an_obis_filter_takes_every_form_ingest_stores(
     # or full, and means what ingest stores.
     customer = await new_customer()
     codes = ["1-0:1.8.0*255", "2.8.0*1", "255-255:255.255.255*255"]
-    async with httpx.AsyncClient(base_url=api, headers=customer.headers()) as client:
+    async with http_client(base_url=api, headers=customer.headers()) as client:
         posted = await client.post(
             "/config", json={**VALID, "allow_list": [{"obis": code} for code in codes]}
         )
@@ -103,7 +103,7 @@ async def test_an_invalid_config_is_400_and_changes_nothing(
     api: str, new_customer: NewCustomer, case: str, change: dict[str, Any]
 ) -> None:
     customer = await new_customer()
-    async with httpx.AsyncClient(base_url=api, headers=customer.headers()) as client:
+    async with http_client(base_url=api, headers=customer.headers()) as client:
         assert (await client.post("/config", json=VALID)).status_code == 200
         answer = await client.post("/config", json={**VALID, **change})
         assert answer.status_code == 400, (case, answer.text)
@@ -120,7 +120,7 @@ async def test_every_required_field_is_required(
 ) -> None:
     customer = await new_customer()
     body = {k: v for k, v in VALID.items() if k != missing}
-    async with httpx.AsyncClient(base_url=api, headers=customer.headers()) as client:
+    async with http_client(base_url=api, headers=customer.headers()) as client:
         assert (await client.post("/config", json=body)).status_code == 400
 
 
@@ -141,8 +141,8 @@ async def test_registration_201_200_409_404_and_any_payload_is_ignored(
     await grant(db, alice, sn)
     await grant(db, bob, sn)
     async with (
-        httpx.AsyncClient(base_url=api, headers=alice.headers()) as a,
-        httpx.AsyncClient(base_url=api, headers=bob.headers()) as b,
+        http_client(base_url=api, headers=alice.headers()) as a,
+        http_client(base_url=api, headers=bob.headers()) as b,
     ):
         first = await a.post(f"/register/{sn}", content=b"\x00 not json at all")
         assert first.status_code == 201, first.text
@@ -175,7 +175,7 @@ async def test_a_serial_number_must_match_the_pattern(
     api: str, new_customer: NewCustomer, sn: str
 ) -> None:
     customer = await new_customer()
-    async with httpx.AsyncClient(base_url=api, headers=customer.headers()) as client:
+    async with http_client(base_url=api, headers=customer.headers()) as client:
         for method in ("POST", "DELETE"):
             answer = await client.request(method, f"/register/{sn}")
             assert answer.status_code == 400, (method, answer.text)
@@ -202,10 +202,10 @@ async def test_a_registered_homebase_leaves_the_data_api_and_comes_back(
     base = f"http://127.0.0.1:{port}"
     async with (
         running(service, ready_urls=(base + "/healthz",)),
-        httpx.AsyncClient(
+        http_client(
             base_url=base, headers={"Authorization": f"Bearer {user['token']}"}
         ) as data_api,
-        httpx.AsyncClient(base_url=api, headers=customer.headers()) as fw,
+        http_client(base_url=api, headers=customer.headers()) as fw,
     ):
         assert (await data_api.get(f"/feeds/{feed['id']}")).status_code == 200
         assert (await fw.post(f"/register/{sn}")).status_code == 201
@@ -221,7 +221,7 @@ async def test_admin_adds_a_customer_whose_token_works_and_is_never_listed(
 ) -> None:
     added = await run_admin(settings, "customers", "add", f"cli-{new_sn()}")
     try:
-        async with httpx.AsyncClient(
+        async with http_client(
             base_url=api, headers={"Authorization": f"Bearer {added['token']}"}
         ) as client:
             assert (await client.get("/register")).json() == {"registered": []}

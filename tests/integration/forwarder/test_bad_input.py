@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import httpx
 import pytest
 
+from energy_platform.core.http.clients import http_client
 from tests.support.forwarder import NewCustomer
 
 # Loopback only: a test never configures any other destination.
@@ -33,7 +33,7 @@ async def test_config_values_the_database_cannot_hold_are_400(
     api: str, new_customer: NewCustomer, case: str, change: dict[str, Any]
 ) -> None:
     customer = await new_customer()
-    async with httpx.AsyncClient(base_url=api, headers=customer.headers()) as client:
+    async with http_client(base_url=api, headers=customer.headers()) as client:
         assert (await client.post("/config", json=STORED)).status_code == 200
         answer = await client.post("/config", json={**STORED, **change})
         assert answer.status_code == 400, (case, answer.text)
@@ -49,7 +49,7 @@ async def test_serial_numbers_with_non_ascii_or_nul_are_400(
     api: str, new_customer: NewCustomer, sn: str
 ) -> None:
     customer = await new_customer()
-    async with httpx.AsyncClient(base_url=api, headers=customer.headers()) as client:
+    async with http_client(base_url=api, headers=customer.headers()) as client:
         added = await client.post(f"/register/{sn}")
         removed = await client.delete(f"/register/{sn}")
         listed = await client.get("/register")

@@ -8,9 +8,9 @@ import time
 from itertools import pairwise
 
 import asyncpg
-import httpx
 import pytest
 
+from energy_platform.core.http.clients import http_client
 from tests.support.forwarder import (
     FAST,
     Action,
@@ -268,7 +268,7 @@ async def test_points_belong_to_the_customer_registered_when_they_were_stored(
     await configure(api, second, second_receiver.url)
     await register(api, first, sn, db)
     await add_points(db, sn, GAS, [(b + 10, 1.0)])
-    async with httpx.AsyncClient(base_url=api, headers=first.headers()) as c:
+    async with http_client(base_url=api, headers=first.headers()) as c:
         assert (await c.delete(f"/register/{sn}")).status_code == 200
     await add_points(db, sn, GAS, [(b + 20, 2.0)])  # stored while nobody's: never sent
     await register(api, second, sn, db)
@@ -317,7 +317,7 @@ async def test_get_deliveries_shows_points_attempts_last_status_and_next_retry(
     receiver = await receiver_factory(then=503)
     customer, b = await customer_with_two_batches(api, db, new_customer, receiver.url)
     await eventually(lambda: len(receiver.requests) >= 3)
-    async with httpx.AsyncClient(base_url=api, headers=customer.headers()) as client:
+    async with http_client(base_url=api, headers=customer.headers()) as client:
         (pending,) = (await client.get("/deliveries")).json()["deliveries"]
         assert pending["id"] == receiver.requests[0].batch_id
         assert (pending["from"], pending["to"], pending["points"]) == (b, b + 60, 2)
@@ -344,5 +344,5 @@ async def test_get_deliveries_shows_points_attempts_last_status_and_next_retry(
         assert isinstance(done["attempts"], int)
         assert done["attempts"] >= 3
         assert (await client.get("/deliveries", params={"limit": 0})).status_code == 400
-    async with httpx.AsyncClient(base_url=api) as anonymous:
+    async with http_client(base_url=api) as anonymous:
         assert (await anonymous.get("/deliveries")).status_code == 401

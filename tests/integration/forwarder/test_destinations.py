@@ -10,10 +10,10 @@ import asyncio
 from collections.abc import AsyncIterator
 
 import asyncpg
-import httpx
 import msgspec
 import pytest
 
+from energy_platform.core.http.clients import http_client
 from energy_platform.core.http.server import HttpService
 from energy_platform.core.settings import ForwarderSettings, Settings
 from energy_platform.forwarder.delivery import DeliveryService
@@ -80,7 +80,7 @@ async def test_a_destination_that_is_not_public_is_400_and_changes_nothing(
     assert answer.status_code == 400, answer.text
     assert answer.headers["content-type"] == "application/problem+json"
     assert answer.json()["field"] == "url"
-    async with httpx.AsyncClient(base_url=strict_api, headers=customer.headers()) as client:
+    async with http_client(base_url=strict_api, headers=customer.headers()) as client:
         assert (await client.get("/config")).status_code == 404
 
 
@@ -104,7 +104,7 @@ async def test_allowed_networks_open_only_themselves(
     customer = await new_customer()
     answer = await configure(api, customer, url)
     assert answer.status_code == status, answer.text
-    async with httpx.AsyncClient(base_url=api, headers=customer.headers()) as client:
+    async with http_client(base_url=api, headers=customer.headers()) as client:
         assert (await client.get("/config")).status_code == (200 if status == 200 else 404)
 
 

@@ -4,9 +4,9 @@ and revoking a grant ends the registration."""
 from __future__ import annotations
 
 import asyncpg
-import httpx
 import pytest
 
+from energy_platform.core.http.clients import http_client
 from energy_platform.core.settings import Settings
 from tests.support.admin import run_admin
 from tests.support.provisioning import new_sn
@@ -19,7 +19,7 @@ async def test_403_until_granted_then_201_and_revoke_ends_the_registration(
     sn, other = new_sn(), new_sn()
     headers = {"Authorization": f"Bearer {added['token']}"}
     try:
-        async with httpx.AsyncClient(base_url=api, headers=headers) as client:
+        async with http_client(base_url=api, headers=headers) as client:
             refused = await client.post(f"/register/{sn}")
             assert refused.status_code == 403
             assert refused.headers["content-type"] == "application/problem+json"
@@ -74,10 +74,10 @@ async def test_a_customer_token_rotates_and_a_deleted_customer_ends_its_registra
 
     async def status(token: str) -> int:
         headers = {"Authorization": f"Bearer {token}"}
-        async with httpx.AsyncClient(base_url=api, headers=headers) as client:
+        async with http_client(base_url=api, headers=headers) as client:
             return (await client.get("/register")).status_code
 
-    async with httpx.AsyncClient(
+    async with http_client(
         base_url=api, headers={"Authorization": f"Bearer {added['token']}"}
     ) as client:
         assert (await client.post(f"/register/{sn}")).status_code == 201

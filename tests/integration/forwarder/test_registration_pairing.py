@@ -14,6 +14,7 @@ import msgspec
 import pytest
 
 from energy_platform.core.errors import ConfigurationError
+from energy_platform.core.http.clients import http_client
 from energy_platform.core.http.server import HttpService
 from energy_platform.devices.simulator.homebase import SimulatedHomebase, homebase_client
 from energy_platform.forwarder.http import app as forwarder
@@ -40,14 +41,14 @@ async def cluster_api(platform: Platform) -> AsyncIterator[str]:
 async def pairing(platform: Platform, sn: str, secret: str | None = None) -> tuple[bool, bool]:
     """(paired, paired to this cluster) as provisioning answers the cluster."""
     auth = {"X-SvcClusterAuth": secret or platform.settings.cluster.secret}
-    async with httpx.AsyncClient(base_url=platform.provisioning + "/api", headers=auth) as http:
+    async with http_client(base_url=platform.provisioning + "/api", headers=auth) as http:
         status = (await http.get(f"/device/{sn}/pair/")).json()
     return status["paired"], status["your_device"]
 
 
 async def secret_of(platform: Platform, sn: str) -> bytes:
     auth = {"X-SvcClusterAuth": platform.settings.cluster.secret}
-    async with httpx.AsyncClient(base_url=platform.provisioning + "/api", headers=auth) as http:
+    async with http_client(base_url=platform.provisioning + "/api", headers=auth) as http:
         answer = await http.get(f"/device/{sn}/secret/")
     assert answer.status_code == 200, answer.text
     return bytes.fromhex(answer.json()["secret"])
@@ -62,7 +63,7 @@ async def can_log_in(platform: Platform, sn: str, secret: bytes) -> bool:
 
 
 async def call(api: str, customer: Customer, method: str, sn: str) -> httpx.Response:
-    async with httpx.AsyncClient(base_url=api, headers=customer.headers(), timeout=20) as http:
+    async with http_client(base_url=api, headers=customer.headers(), timeout=20) as http:
         return await http.request(method, f"/register/{sn}")
 
 
@@ -72,14 +73,14 @@ async def test_registering_a_granted_homebase_pairs_it_and_its_data_reaches_the_
     sn = await add_homebase(platform.settings)
     customer = await new_customer()
     await grant(db, customer, sn)
-    async with httpx.AsyncClient() as http:
+    async with http_client() as http:
         before = await http.get(f"{platform.provisioning}/api/device/{sn}/boot/")
     assert before.status_code == 409  # paired with no cluster: it has nowhere to send
 
     assert (await call(cluster_api, customer, "POST", sn)).status_code == 201
 
     assert await pairing(platform, sn) == (True, True)
-    async with httpx.AsyncClient() as http:
+    async with http_client() as http:
         boot = await http.get(f"{platform.provisioning}/api/device/{sn}/boot/")
     assert boot.status_code == 200  # it boots to this cluster's addresses
     secret = await secret_of(platform, sn)
@@ -133,7 +134,7 @@ async def test_a_homebase_paired_with_another_cluster_is_not_registered(
 ) -> None:
     sn = await add_homebase(platform.settings)
     other = await add_cluster(platform.settings, "another cluster")
-    async with httpx.AsyncClient(base_url=platform.provisioning + "/api") as http:
+    async with http_client(base_url=platform.provisioning + "/api") as http:
         await http.post(f"/device/{sn}/pair/", headers={"X-SvcClusterAuth": other.secret})
     customer = await new_customer()
     await grant(db, customer, sn)

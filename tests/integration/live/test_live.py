@@ -10,11 +10,11 @@ import time
 from collections.abc import AsyncIterator, Callable
 
 import asyncpg
-import httpx
 import msgspec
 import pytest
 
 from energy_platform.core.codec.format_v4 import HomebaseRecord
+from energy_platform.core.http.clients import http_client
 from energy_platform.core.settings import LiveSettings, Settings
 from energy_platform.devices.simulator.homebase import data_topic, homebase_client
 from energy_platform.live.hub import APPLICATION_NAME
@@ -307,7 +307,7 @@ async def test_another_users_feed_and_bad_requests_are_refused(
     platform: Platform, home: Home
 ) -> None:
     other = await run_admin(platform.settings, "users", "add", f"neighbour-{home.sn[-6:]}")
-    async with httpx.AsyncClient(base_url=platform.api, timeout=10) as http:
+    async with http_client(base_url=platform.api, timeout=10) as http:
 
         async def status(path: str, token: str = platform.user_token, **headers: str) -> int:
             answer = await http.get(path, headers={"Authorization": f"Bearer {token}", **headers})

@@ -15,6 +15,7 @@ import httpx
 import msgspec
 import pytest
 
+from energy_platform.core.http.clients import tls_context
 from energy_platform.core.settings import HttpSettings, Settings
 from tests.support.admin import CLI
 from tests.support.data import T0, World
@@ -96,7 +97,7 @@ def api(world_data: World, settings: Settings) -> Iterator[tuple[str, int]]:
     def ready() -> bool:
         assert process.poll() is None, "serve api exited"
         try:
-            return httpx.get(base + "/readyz", timeout=1).status_code == 200
+            return httpx.get(base + "/readyz", timeout=1, verify=tls_context()).status_code == 200
         except httpx.HTTPError:
             return False
 

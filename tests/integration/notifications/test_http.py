@@ -2,10 +2,10 @@
 
 from typing import Any
 
-import httpx
 import psycopg
 import pytest
 
+from energy_platform.core.http.clients import http_client
 from tests.support.data import World
 
 CREATED = [
@@ -276,7 +276,7 @@ async def test_a_read_token_lists_notifications_but_patches_none(
         )
     reader = {"Authorization": f"Bearer {made.json()['token']}"}
     before = await state(world)
-    async with httpx.AsyncClient(base_url=world.url, headers=reader) as http:
+    async with http_client(base_url=world.url, headers=reader) as http:
         listed = await http.get(base(world) + "/notifications")
         one = await http.patch(base(world) + f"/notifications/{seeded[0]}", json={"read": True})
         bulk = await http.patch(base(world) + "/notifications", json={"archived": True})

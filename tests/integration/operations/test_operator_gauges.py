@@ -9,12 +9,12 @@ import asyncio
 from collections.abc import AsyncIterator
 
 import asyncpg
-import httpx
 import msgspec
 import pytest
 
 from energy_platform.api import app as data
 from energy_platform.core.background import Periodic
+from energy_platform.core.http.clients import http_client
 from energy_platform.core.http.server import HttpService
 from energy_platform.core.settings import DatabaseSettings, Settings
 from energy_platform.services import CLUSTER_WATCHES, build_services
@@ -175,6 +175,6 @@ async def test_engine_alone_serves_its_metrics_on_the_metrics_port(settings: Set
     url = f"http://127.0.0.1:{port}"
     async with running(metrics, ready_urls=(url + "/healthz",)):
         samples = await scrape(url)
-        async with httpx.AsyncClient() as http:
+        async with http_client() as http:
             assert (await http.get(url + "/readyz")).status_code == 200
     assert value(samples, "ep_database_up") == 1

@@ -23,6 +23,7 @@ import httpx
 import pytest
 import yaml
 
+from energy_platform.core.http.clients import http_client
 from energy_platform.core.settings import Settings
 from energy_platform.devices.simulator.homebase import SimulatedHomebase
 from energy_platform.services import build_services
@@ -95,7 +96,7 @@ def start_prometheus(workdir: Path, api: str) -> tuple[subprocess.Popen[bytes], 
 async def alert_state(prometheus: str, name: str) -> str:
     """``inactive``, ``pending`` or ``firing`` as Prometheus' rules API says once it has
     evaluated the rule; ``unknown`` before (or while it does not answer)."""
-    async with httpx.AsyncClient() as http:
+    async with http_client() as http:
         try:
             answer = await http.get(f"{prometheus}/api/v1/rules", timeout=2)
         except httpx.TransportError:
@@ -178,7 +179,7 @@ async def test_ingest_silent_goes_pending_when_ingest_stops_consuming(
 
 
 async def _target_up(prometheus: str) -> bool:
-    async with httpx.AsyncClient() as http:
+    async with http_client() as http:
         try:
             answer = await http.get(f"{prometheus}/api/v1/query", params={"query": "up"}, timeout=2)
         except httpx.TransportError:
@@ -190,7 +191,7 @@ async def _target_up(prometheus: str) -> bool:
 
 
 async def _query(prometheus: str, query: str) -> list[object]:
-    async with httpx.AsyncClient() as http:
+    async with http_client() as http:
         # Its callers need the answer: a slow one is waited for, not taken for a failure.
         answer = await http.get(f"{prometheus}/api/v1/query", params={"query": query}, timeout=30)
     result: list[object] = answer.json()["data"]["result"]

@@ -16,10 +16,10 @@ from collections.abc import Iterator
 from datetime import datetime, timedelta
 
 import asyncpg
-import httpx
 import msgspec
 import pytest
 
+from energy_platform.core.http.clients import http_client
 from energy_platform.core.lifecycle import Service
 from energy_platform.core.settings import (
     ClusterSettings,
@@ -121,7 +121,7 @@ async def test_restore_to_a_noted_time_keeps_what_was_committed_before_it(
     async with running(*services(), ready_urls=(api + "/healthz", provisioning + "/healthz")):
         user = await run_admin(c, "users", "add", "drill")
         feed = await add_feed(c, user["id"], sn, title="Drill", timezone="UTC")
-        async with httpx.AsyncClient(headers={"X-SvcClusterAuth": cluster.secret}) as http:
+        async with http_client(headers={"X-SvcClusterAuth": cluster.secret}) as http:
             got = await http.get(f"{provisioning}/api/device/{sn}/secret/")
         homebase = SimulatedHomebase(sn, bytes.fromhex(got.json()["secret"]))
 
@@ -140,7 +140,7 @@ async def test_restore_to_a_noted_time_keeps_what_was_committed_before_it(
         await eventually(lambda: _count_is(cluster_db, sn, after, RAW_POINTS_PER_TIME * len(after)))
         await run_admin(c, "feeds", "delete", str(feed["id"]))  # the mistake
         assert await raw_points(cluster_db, sn, before[0], after[-1]) == 0
-        async with httpx.AsyncClient() as http:
+        async with http_client() as http:
             assert (await http.get(f"{provisioning}/api/device/{sn}/boot/")).status_code == 409
 
     # What archive_timeout does in production: the WAL up to the mistake is in the repository.
@@ -159,7 +159,7 @@ async def test_restore_to_a_noted_time_keeps_what_was_committed_before_it(
     assert await raw_points(cluster_db, sn, before[0], before[-1]) == expected
     assert await raw_points(cluster_db, sn, after[0], after[-1]) == 0
     async with running(*services(), ready_urls=(api + "/healthz", provisioning + "/healthz")):
-        async with httpx.AsyncClient() as http:
+        async with http_client() as http:
             boot = await http.get(f"{provisioning}/api/device/{sn}/boot/")
         assert boot.status_code == 200, boot.text  # paired with this cluster again
         # The broker is not restored: the account the unpairing removed is given back.
@@ -168,7 +168,7 @@ async def test_restore_to_a_noted_time_keeps_what_was_committed_before_it(
         await publish(c, homebase, late)
         await eventually(lambda: _count_is(cluster_db, sn, late, RAW_POINTS_PER_TIME * len(late)))
         headers = {"Authorization": f"Bearer {user['token']}"}
-        async with httpx.AsyncClient(base_url=api, headers=headers) as http:
+        async with http_client(base_url=api, headers=headers) as http:
             streams = await http.get(f"/feeds/{feed['id']}/streams")
         assert streams.status_code == 200, streams.text
         assert streams.json()

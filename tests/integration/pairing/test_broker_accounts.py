@@ -6,10 +6,10 @@ from urllib.parse import urlsplit
 
 import aiomqtt
 import asyncpg
-import httpx
 import msgspec
 import pytest
 
+from energy_platform.core.http.clients import http_client
 from energy_platform.core.settings import MqttSettings
 from energy_platform.devices.simulator.homebase import (
     SimulatedHomebase,
@@ -130,7 +130,7 @@ async def pair_directly(platform: Platform, sn: str) -> bytes:
     """Pair ``sn`` the way no command of this cluster does (an operator at provisioning, an
     older release): no broker account comes with it. Its secret."""
     auth = {"X-SvcClusterAuth": platform.settings.cluster.secret}
-    async with httpx.AsyncClient(base_url=platform.provisioning + "/api", headers=auth) as http:
+    async with http_client(base_url=platform.provisioning + "/api", headers=auth) as http:
         assert (await http.post(f"/device/{sn}/pair/")).status_code == 200
         return bytes.fromhex((await http.get(f"/device/{sn}/secret/")).json()["secret"])
 

@@ -3,12 +3,12 @@
 import time
 
 import asyncpg
-import httpx
 import msgspec
 import psycopg
 import pytest
 
 from energy_platform import seeding
+from energy_platform.core.http.clients import http_client
 from tests.support.admin import run_admin
 from tests.support.platform import Platform, add_feed
 from tests.support.provisioning import add_cluster, add_homebase
@@ -18,7 +18,7 @@ async def test_adding_a_feed_pairs_the_homebase_with_this_cluster(platform: Plat
     sn = await add_homebase(platform.settings)
     await add_feed(platform.settings, platform.user_id, sn, title="Pairing", timezone="UTC")
     auth = {"X-SvcClusterAuth": platform.settings.cluster.secret}
-    async with httpx.AsyncClient(base_url=platform.provisioning + "/api", headers=auth) as http:
+    async with http_client(base_url=platform.provisioning + "/api", headers=auth) as http:
         status = (await http.get(f"/device/{sn}/pair/")).json()
     assert (status["paired"], status["your_device"]) == (True, True)
 
@@ -28,7 +28,7 @@ async def test_a_homebase_paired_elsewhere_gets_no_feed(
 ) -> None:
     sn = await add_homebase(platform.settings)
     other = await add_cluster(platform.settings, "another cluster")
-    async with httpx.AsyncClient(base_url=platform.provisioning + "/api") as http:
+    async with http_client(base_url=platform.provisioning + "/api") as http:
         await http.post(f"/device/{sn}/pair/", headers={"X-SvcClusterAuth": other.secret})
     with pytest.raises(SystemExit) as exit_:
         await add_feed(platform.settings, platform.user_id, sn, title="Pairing", timezone="UTC")
@@ -53,7 +53,7 @@ async def test_deleting_a_feed_removes_its_data_and_unpairs_the_homebase(
     deleted = await run_admin(platform.settings, "feeds", "delete", feed["id"])
 
     auth = {"X-SvcClusterAuth": platform.settings.cluster.secret}
-    async with httpx.AsyncClient(base_url=platform.provisioning + "/api", headers=auth) as http:
+    async with http_client(base_url=platform.provisioning + "/api", headers=auth) as http:
         status = (await http.get(f"/device/{sn}/pair/")).json()
     with psycopg.connect(database_url) as conn:
         left = conn.execute(
@@ -84,6 +84,6 @@ async def test_pairing_without_the_accounts_setting_says_what_to_set_and_changes
         ).fetchone()
     assert feeds == (0,)
     auth = {"X-SvcClusterAuth": platform.settings.cluster.secret}
-    async with httpx.AsyncClient(base_url=platform.provisioning + "/api", headers=auth) as http:
+    async with http_client(base_url=platform.provisioning + "/api", headers=auth) as http:
         status = (await http.get(f"/device/{sn}/pair/")).json()
     assert status["paired"] is False

@@ -15,6 +15,7 @@ import msgspec
 import pytest
 
 from energy_platform.core.coap import CoapService, CoapSite
+from energy_platform.core.http.clients import http_client
 from energy_platform.core.settings import DeviceSettings, ProvisioningSettings, Settings
 from energy_platform.provisioning.services import provisioning_services
 from tests.support.provisioning import Stack
@@ -50,5 +51,5 @@ async def stack(provisioning_settings: Settings) -> AsyncIterator[Stack]:
 
 @pytest.fixture
 async def http() -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(timeout=10) as client:
+    async with http_client(timeout=10) as client:
         yield client

@@ -16,6 +16,7 @@ import psycopg
 import pytest
 import tftpy
 
+from energy_platform.core.http.clients import http_client
 from tests.support.admin import run_admin
 from tests.support.provisioning import Stack, add_cluster, add_homebase, homebase_row
 
@@ -33,7 +34,7 @@ async def upload(stack: Stack, tmp_path: Path, size: int, component: str = "avr"
 async def paired_homebase(stack: Stack, generation: int) -> str:
     cluster = await add_cluster(stack.settings)
     sn = await add_homebase(stack.settings, generation)
-    async with httpx.AsyncClient() as http:
+    async with http_client() as http:
         response = await http.post(f"{stack.base}/device/{sn}/pair/", headers=cluster.auth)
     assert response.status_code == 200
     return sn

@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 import secrets
 
-import httpx
 import psycopg
 import pytest
 
+from energy_platform.core.http.clients import http_client
 from energy_platform.core.settings import Settings
 from tests.support.admin import admin_process, admin_refusal, run_admin
 from tests.support.data import World
@@ -17,7 +17,7 @@ from tests.support.data import World
 
 async def status(world: World, token: str, method: str, path: str) -> int:
     headers = {"Authorization": f"Bearer {token}"}
-    async with httpx.AsyncClient(base_url=world.url, headers=headers) as http:
+    async with http_client(base_url=world.url, headers=headers) as http:
         body = {"read": True} if method == "PATCH" else None
         return (await http.request(method, path, json=body)).status_code
 

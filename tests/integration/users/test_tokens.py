@@ -7,10 +7,10 @@ import secrets
 from typing import Any
 
 import asyncpg
-import httpx
 import pytest
 
 from energy_platform import seeding
+from energy_platform.core.http.clients import http_client
 from energy_platform.core.tokens import token_digest
 from energy_platform.users.tokens import MAX_TOKENS
 from tests.support.data import World
@@ -142,7 +142,7 @@ async def test_a_bad_name_or_scope_is_400_and_makes_nothing(
 
 async def test_a_request_never_revokes_its_own_token(world: World) -> None:
     own = await make(world, "write")
-    async with httpx.AsyncClient(base_url=world.url, headers=bearer(own["token"])) as http:
+    async with http_client(base_url=world.url, headers=bearer(own["token"])) as http:
         refused = await http.delete(f"{tokens_of(world, 'alice')}/{own['name']}")
         still = await http.get(tokens_of(world, "alice"))
         # Another write token of the same user revokes it.
@@ -205,7 +205,7 @@ async def test_a_read_token_gets_403_on_every_writing_request(
         home=world.feeds["home"],
         phase1=world.streams["phase1"],
     )
-    async with httpx.AsyncClient(base_url=world.url, headers=bearer(reader["token"])) as http:
+    async with http_client(base_url=world.url, headers=bearer(reader["token"])) as http:
         answer = await http.request(method, url, json=body)
     assert answer.status_code == 403, answer.text
     assert answer.headers["content-type"] == "application/problem+json"
@@ -227,7 +227,7 @@ async def test_a_read_token_reads_everything_its_user_sees(world: World) -> None
         f"/users/{world.users['alice']}/notifications",
         f"/users/{world.users['alice']}/notification_count",
     ]
-    async with httpx.AsyncClient(base_url=world.url, headers=bearer(reader["token"])) as http:
+    async with http_client(base_url=world.url, headers=bearer(reader["token"])) as http:
         answers = {path: (await http.get(path)).status_code for path in paths}
         theirs = await http.get(f"/feeds/{world.feeds['bobs']}")
     assert answers == dict.fromkeys(paths, 200)
@@ -241,7 +241,7 @@ async def test_a_revoked_token_is_401_on_reads_and_writes(world: World) -> None:
             await http.delete(f"{tokens_of(world, 'alice')}/{writer['name']}")
         ).status_code == 204
     home, phase1 = world.feeds["home"], world.streams["phase1"]
-    async with httpx.AsyncClient(base_url=world.url, headers=bearer(writer["token"])) as http:
+    async with http_client(base_url=world.url, headers=bearer(writer["token"])) as http:
         answers = [
             await http.get(f"/feeds/{home}/streams/{phase1}/data"),
             await http.get(f"/users/{world.users['alice']}/feeds"),
@@ -256,7 +256,7 @@ async def test_the_last_use_is_recorded_from_any_endpoint_the_data_one_included(
 ) -> None:
     reader, other = await make(world, "read"), await make(world, "read")
     home, phase1 = world.feeds["home"], world.streams["phase1"]
-    async with httpx.AsyncClient(base_url=world.url) as http:
+    async with http_client(base_url=world.url) as http:
         # The data endpoint authenticates inside its own statement, the others through the
         # dependency: both note the use.
         data = await http.get(
@@ -287,7 +287,7 @@ async def test_a_user_holds_at_most_the_limit_of_tokens(
             user.id,
             MAX_TOKENS,
         )
-        async with httpx.AsyncClient(base_url=world.url, headers=bearer(user.token)) as http:
+        async with http_client(base_url=world.url, headers=bearer(user.token)) as http:
             full = await http.post(
                 f"/users/{user.id}/tokens", json={"name": "one-more", "scope": "read"}
             )

@@ -17,7 +17,6 @@ from typing import Literal, NoReturn
 import aiocoap
 import aiocoap.error
 import aiocoap.resource
-import httpx
 import msgspec
 import structlog
 
@@ -43,6 +42,7 @@ from energy_platform.core.errors import (
     Unavailable,
 )
 from energy_platform.core.faults import is_outside_fault
+from energy_platform.core.http.clients import http_client
 from energy_platform.core.ratelimit import TokenBuckets
 from energy_platform.core.serials import checked_serial
 from energy_platform.core.settings import Settings
@@ -130,7 +130,7 @@ class DataServer:
     @asynccontextmanager
     async def opened(self) -> AsyncIterator[None]:
         """The database pool and the HTTP client to provisioning, while the server runs."""
-        async with self.database.opened(), httpx.AsyncClient(timeout=PROVISIONING_TIMEOUT) as http:
+        async with self.database.opened(), http_client(timeout=PROVISIONING_TIMEOUT) as http:
             self._provisioning = ProvisioningClient(self._cluster, http)
             try:
                 yield

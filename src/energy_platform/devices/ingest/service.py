@@ -17,7 +17,6 @@ from urllib.parse import urlsplit
 
 import aiomqtt
 import asyncpg
-import httpx
 import structlog
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
@@ -26,6 +25,7 @@ from energy_platform.core.background import Backoff, sleep_unless_stopped
 from energy_platform.core.db.pool import create_pool
 from energy_platform.core.errors import ConfigurationError
 from energy_platform.core.faults import is_outside_fault
+from energy_platform.core.http.clients import http_client
 from energy_platform.core.settings import MqttSettings, Settings
 from energy_platform.devices.ingest.drops import Drops
 from energy_platform.devices.ingest.keys import KeyStore
@@ -72,7 +72,7 @@ class IngestService:
         pool = await create_pool(self._settings.database)
         ingest = self._settings.devices
         try:
-            async with httpx.AsyncClient(timeout=5.0) as http, asyncio.TaskGroup() as group:
+            async with http_client(timeout=5.0) as http, asyncio.TaskGroup() as group:
                 keys = KeyStore(ProvisioningClient(self._settings.cluster, http), ingest.cache_size)
                 routes = RouteTable(pool, ingest.route_cache_seconds, ingest.cache_size)
                 pipeline = Pipeline(self._settings, pool, keys, routes, self._drops)

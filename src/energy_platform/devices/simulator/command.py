@@ -14,6 +14,7 @@ import msgspec
 
 from energy_platform.core.background import sleep_unless_stopped
 from energy_platform.core.console import CommandGroup, emit
+from energy_platform.core.http.clients import http_client
 from energy_platform.core.settings import ClusterSettings, Settings
 
 
@@ -111,11 +112,10 @@ def simulate_coap_device(
 
 async def fetch_secret(cluster: ClusterSettings, sn: str) -> bytes:
     """A homebase secret as this cluster gets it from provisioning."""
-    import httpx
 
     from energy_platform.pairing.provisioning_client import ProvisioningClient
 
-    async with httpx.AsyncClient(timeout=5) as http:
+    async with http_client(timeout=5) as http:
         return await ProvisioningClient(cluster, http).secret(sn)
 
 

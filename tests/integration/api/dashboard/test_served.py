@@ -4,13 +4,14 @@ import re
 
 import httpx
 
+from energy_platform.core.http.clients import http_client
 from tests.support.page import PageWorld
 
 
 async def test_the_page_and_every_asset_it_loads_are_served_from_this_origin(
     page_world: PageWorld,
 ) -> None:
-    async with httpx.AsyncClient(base_url=page_world.url) as http:
+    async with http_client(base_url=page_world.url) as http:
         page = await http.get("/")
         assert page.status_code == 200
         assert page.headers["content-type"].startswith("text/html")
