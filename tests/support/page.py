@@ -56,9 +56,20 @@ def wait_until(driver: WebDriver, script: str, what: str) -> Any:
         raise AssertionError(f"{e}; the page shows {shown}; console: {logs}") from None
 
 
+def open_feed(driver: WebDriver, feed: str) -> None:
+    """Clicks the button of ``feed`` once it is shown (on a loaded machine it is in the page
+    before it is laid out, and a click then is refused as 'not interactable')."""
+    selector = f'[data-feed="{feed}"]'
+    shown = f"document.querySelector('{selector}')?.getClientRects().length > 0"
+    wait_until(driver, shown, f"the button of feed {feed}")
+    driver.find_element(By.CSS_SELECTOR, selector).click()
+
+
 def sign_in(driver: WebDriver, url: str, user: str, token: str, feed: str) -> None:
     """Signs in on the page at ``url`` and waits for the button of ``feed``."""
     driver.get(url + "/")
+    ready = "!document.querySelector('#sign-in button[type=submit]').disabled"
+    wait_until(driver, ready, "the page's script")
     driver.find_element(By.ID, "user-id").send_keys(user)
     driver.find_element(By.ID, "token").send_keys(token)
     driver.find_element(By.CSS_SELECTOR, "#sign-in button[type=submit]").click()

@@ -21,7 +21,6 @@ from zoneinfo import ZoneInfo
 
 import httpx
 import pytest
-from selenium.webdriver.common.by import By
 
 from tests.support.browser import chromium
 from tests.support.page import (
@@ -30,6 +29,7 @@ from tests.support.page import (
     STANDING,
     MoneyWorld,
     local_midnight,
+    open_feed,
     sign_in,
     wait_until,
 )
@@ -116,7 +116,7 @@ def browse(world: MoneyWorld) -> dict[str, Any]:
         sign_in(driver, world.url, world.user, world.token, world.feeds["dynamic"])
         for key in ("dynamic", "fixed", "none"):
             feed = world.feeds[key]
-            driver.find_element(By.CSS_SELECTOR, f'[data-feed="{feed}"]').click()
+            open_feed(driver, feed)
             seen[key] = wait_until(
                 driver, SHOWN.replace("arguments[0]", f"'{feed}'"), f"the money of the {key} feed"
             )

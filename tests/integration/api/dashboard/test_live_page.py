@@ -18,12 +18,11 @@ import asyncpg
 import msgspec
 import pytest
 from selenium.webdriver import Chrome as WebDriver
-from selenium.webdriver.common.by import By
 
 from energy_platform.core.settings import LiveSettings, Settings
 from tests.support.browser import chromium
 from tests.support.live import Home, stored
-from tests.support.page import sign_in, wait_until
+from tests.support.page import open_feed, sign_in, wait_until
 from tests.support.platform import Platform, paired_homebase, platform_in_loop, platform_settings
 from tests.support.platform import with_cluster as registered
 
@@ -71,7 +70,7 @@ async def open_live(driver: WebDriver, platform: Platform, home: Home) -> None:
 
     def go() -> None:
         sign_in(driver, platform.api, platform.user_id, platform.user_token, home.feed)
-        driver.find_element(By.CSS_SELECTOR, f'[data-feed="{home.feed}"]').click()
+        open_feed(driver, home.feed)
 
     await asyncio.to_thread(go)
     await until(driver, "document.querySelector('#chart').dataset.state === 'drawn'", "the chart")

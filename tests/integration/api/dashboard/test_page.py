@@ -22,7 +22,7 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.select import Select
 
 from tests.support.browser import chromium
-from tests.support.page import WEEK, ZONE, PageWorld, sign_in, wait_until
+from tests.support.page import WEEK, ZONE, PageWorld, open_feed, sign_in, wait_until
 
 ROOT = Path(__file__).resolve().parents[4]
 # Where the screenshot goes: .local/ (not committed); docs/images/dashboard.png is a copy.
@@ -43,7 +43,7 @@ def chart_of(driver: WebDriver, streams: list[str]) -> dict[str, Any]:
 
 def sign_in_and_open_feed(driver: WebDriver, world: PageWorld) -> None:
     sign_in(driver, world.url, world.user, world.token, world.feed)
-    driver.find_element(By.CSS_SELECTOR, f'[data-feed="{world.feed}"]').click()
+    open_feed(driver, world.feed)
 
 
 def stream_title(driver: WebDriver, stream: str) -> Any:

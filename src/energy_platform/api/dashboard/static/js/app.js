@@ -569,6 +569,9 @@ $('#sign-in').addEventListener('submit', (event) => {
     $('#sign-in-error').textContent = explain(error);
   });
 });
+// Enabled once the form is handled here: the module loads after the page, and a form sent
+// before that would go to the server as a plain submission, which the page's CSP refuses.
+$('#sign-in button[type=submit]').disabled = false;
 $('#sign-out').addEventListener('click', () => signOut());
 for (const b of document.querySelectorAll('[data-range]')) {
   b.addEventListener('click', () => guarded(async () => { setRange(b.dataset.range); await chart(); }));
