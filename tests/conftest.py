@@ -172,9 +172,10 @@ def new_feed(db: asyncpg.Connection) -> NewFeed:
     return make
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 async def api(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
-    """The data API on a free port, and a client of it (rollup and history tests read with it)."""
+    """The data API on a free port, and a client of it (rollup and history tests read with it);
+    one per module: building and serving the app cost a test a quarter of a second of CPU."""
     async with data_api(settings) as url, http_client(base_url=url) as client:
         yield client
 
