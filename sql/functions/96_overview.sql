@@ -64,32 +64,32 @@ WITH days AS MATERIALIZED (
 ), rolled AS MATERIALIZED (
     -- Per metered stream and hour (or day), its value and its money side by side, grouped as
     -- the bill groups them (one row each, so max() is that row's value).
-    SELECT x.id AS stream_id, r.start,
+    SELECT x.id AS stream_id, r.start, r.day,
            max(r.total) FILTER (WHERE NOT x.money) AS total,
            max(r.points) FILTER (WHERE NOT x.money) AS points,
            max(r.total) FILTER (WHERE x.money) AS money_total
       FROM sources x
      CROSS JOIN LATERAL (
-           SELECT h.hour AS start, h.total, h.points::bigint AS points
+           SELECT h.hour AS start, NULL::date AS day, h.total, h.points::bigint AS points
              FROM cluster.hourly_rollups h
             WHERE p_unit = 'hour' AND NOT x.stale AND h.stream_id = x.source
               AND h.hour >= (SELECT lo FROM span) AND h.hour < (SELECT hi FROM span)
            UNION ALL
-           SELECT h.hour, h.total, h.points
+           SELECT h.hour, NULL, h.total, h.points
              FROM cluster.realtime_hours(x.source, (SELECT lo FROM span),
                                          (SELECT hi FROM span) - interval '1 microsecond') h
             WHERE p_unit = 'hour' AND x.stale
            UNION ALL
-           SELECT d.start, d.total, d.points
+           SELECT d.start, d.day, d.total, d.points
              FROM cluster.daily_rollups d
             WHERE p_unit <> 'hour' AND NOT x.stale AND d.stream_id = x.source
               AND d.day >= p_from AND d.day <= p_to
            UNION ALL
-           SELECT d.start, d.total, d.points
+           SELECT d.start, d.day, d.total, d.points
              FROM cluster.realtime_days(x.source, (SELECT lo FROM span) - interval '1 day',
                                         (SELECT hi FROM span)) d
             WHERE p_unit <> 'hour' AND x.stale AND d.day >= p_from AND d.day <= p_to) r
-     GROUP BY x.id, r.start
+     GROUP BY x.id, r.start, r.day
     HAVING bool_or(NOT x.money)
 ), configs AS MATERIALIZED (
     -- By stream first, as the bill finds them (joined to the rows, the planner looked them up
@@ -98,14 +98,14 @@ WITH days AS MATERIALIZED (
       FROM metered x
       JOIN cluster.stream_configs c ON c.stream_id = x.stream_id
      WHERE c.medium IN ('power', 'gas', 'water')
+), months AS (
+    -- A month starts at the local midnight of its first day (the period's days hold it: a
+    -- year's overview asks from the first of January).
+    SELECT date_trunc('month', d.day)::date AS month, min(d.start) AS start
+      FROM days d GROUP BY 1
 ), units AS MATERIALIZED (
-    -- Per hour (or day) and stream, in the bill's units, with the bucket it falls in: a month
-    -- starts at the local midnight of its first day (the period's days hold it: a year's
-    -- overview asks from the first of January).
-    SELECT CASE WHEN p_unit = 'month'
-                THEN (SELECT d.start FROM days d
-                       WHERE d.day = date_trunc('month', g.day)::date)
-                ELSE q.start END AS bucket,
+    -- Per hour (or day) and stream, in the bill's units, with the bucket it falls in.
+    SELECT CASE WHEN p_unit = 'month' THEN m.start ELSE q.start END AS bucket,
            q.start, q.stream_id, l.line,
            x.is_total AND NOT c.submeter AS counted,
            q.total / CASE WHEN l.line IN ('power', 'export') THEN 1000 ELSE 1 END AS quantity,
@@ -113,7 +113,11 @@ WITH days AS MATERIALIZED (
            coalesce(q.money_total, 0) * CASE l.line WHEN 'export' THEN -1 ELSE 1 END AS money
       FROM rolled q
       JOIN metered x ON x.stream_id = q.stream_id
-      JOIN days g ON q.start >= g.start AND q.start < g.finish
+      -- A day's rows carry their date; an hour's is looked up (a day's 23 to 25 hours a
+      -- stream), so that a year's days join by date, not by range.
+      JOIN days g ON g.day = coalesce(q.day, (SELECT d.day FROM days d
+                                               WHERE q.start >= d.start AND q.start < d.finish))
+      LEFT JOIN months m ON m.month = date_trunc('month', g.day)::date
       JOIN configs c ON c.stream_id = q.stream_id AND c.validity @> q.start
      CROSS JOIN LATERAL (SELECT CASE x.quantity WHEN 'export' THEN 'export' ELSE c.medium END
                                 AS line) l
