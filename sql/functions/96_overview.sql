@@ -169,13 +169,15 @@ WITH days AS MATERIALIZED (
                                          (SELECT hi FROM span) - interval '1 microsecond') r
             WHERE x.stale) h
 ), night AS (
+    -- The local hour by the zone valid at it (a feed has a configuration or two: no range
+    -- join of a year's hours with its days).
     SELECT h.hour, sum(h.total * 40 / h.points) AS watts
       FROM hours h
-      JOIN days d ON h.hour >= d.start AND h.hour < d.finish
+      LEFT JOIN cluster.feed_configs z ON z.feed_id = p_feed_id AND z.validity @> h.hour
       JOIN cluster.stream_configs c
         ON c.stream_id = h.stream_id AND c.validity @> h.hour
        AND c.medium = 'power' AND NOT c.submeter
-     WHERE extract(hour FROM h.hour AT TIME ZONE d.timezone) < 5
+     WHERE extract(hour FROM h.hour AT TIME ZONE coalesce(z.timezone, 'UTC')) < 5
      GROUP BY h.hour
 )
 SELECT percentile_cont(0.05) WITHIN GROUP (ORDER BY watts) FROM night
@@ -183,17 +185,36 @@ $$;
 COMMENT ON FUNCTION cluster.feed_baseload(bigint, date, date) IS
     'A feed''s always-on electricity use over its local dates [p_from, p_to]: the 5th percentile of its night hours'' mean power (local 00:00-05:00), in W; null without data. docs/decisions.md.';
 
--- The mean of what the feed pays per kWh of electricity over [p_start, p_end) (its price curve,
--- cluster.feed_prices, weighted by time; gaps without a price left out): what a flat load would
--- have paid, the "market average" the overview sets beside the household's own average.
+-- The mean of what the feed pays per kWh of electricity over [p_start, p_end), weighted by time:
+-- what a flat load would have paid, the "market average" the overview sets beside the
+-- household's own average. Per tariff period: its bands' mean over a day (each band's price by
+-- its length) plus its factor times its area's time-weighted mean over the slots that have a
+-- price; the curve of cluster.feed_prices has the same mean wherever the area's prices cover
+-- the time (a year is one range scan of the area's slots, not the curve's 35,000 stretches).
 CREATE OR REPLACE FUNCTION cluster.feed_mean_price(
-    p_feed_id bigint, p_from date, p_to date, p_start timestamptz, p_end timestamptz
+    p_feed_id bigint, p_start timestamptz, p_end timestamptz
 ) RETURNS double precision LANGUAGE sql STABLE AS $$
-    SELECT sum(p.price * x.seconds) / nullif(sum(x.seconds), 0)
-      FROM cluster.feed_prices(p_feed_id, 'power', p_from, p_to) p
-     CROSS JOIN LATERAL (SELECT extract(epoch FROM least(p.finish, p_end)
-                                                   - greatest(p.start, p_start)) AS seconds) x
-     WHERE p.start < p_end AND p.finish > p_start
+WITH periods AS (
+    SELECT t.id, t.area, t.factor, t.validity * tstzrange(p_start, p_end) AS span
+      FROM cluster.tariffs t
+     WHERE t.feed_id = p_feed_id AND t.medium = 'power'
+       AND t.validity && tstzrange(p_start, p_end)
+), means AS (
+    SELECT extract(epoch FROM upper(p.span) - lower(p.span)) AS seconds,
+           (SELECT sum(b.price * extract(epoch FROM b.ends - b.starts)) / 86400
+              FROM cluster.tariff_bands b WHERE b.tariff_id = p.id)
+           + CASE WHEN p.area IS NULL THEN 0 ELSE p.factor * (
+                 SELECT sum(s.price * x.seconds) / nullif(sum(x.seconds), 0)
+                   FROM cluster.prices s
+                  CROSS JOIN LATERAL (
+                        SELECT extract(epoch FROM least(upper(s.slot), upper(p.span))
+                                                  - greatest(lower(s.slot), lower(p.span)))
+                               AS seconds) x
+                  WHERE s.area = p.area AND s.slot && p.span) END AS price
+      FROM periods p
+     WHERE NOT isempty(p.span)
+)
+SELECT sum(price * seconds) / nullif(sum(seconds), 0) FROM means WHERE price IS NOT NULL
 $$;
-COMMENT ON FUNCTION cluster.feed_mean_price(bigint, date, date, timestamptz, timestamptz) IS
-    'The time-weighted mean of a feed''s electricity price curve over [p_start, p_end) within its local dates [p_from, p_to]; null where it has no price.';
+COMMENT ON FUNCTION cluster.feed_mean_price(bigint, timestamptz, timestamptz) IS
+    'The time-weighted mean price per kWh of a feed''s electricity tariffs over [p_start, p_end): bands by their length, plus factor x the area''s mean over its priced slots; null where it has no price.';

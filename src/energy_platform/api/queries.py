@@ -211,7 +211,7 @@ WITH newest AS (
             ORDER BY q.ts DESC LIMIT 1) p
      WHERE m.is_total)
 SELECT cluster.feed_baseload($1, $2, $3) AS baseload,
-       cluster.feed_mean_price($1, $2, $3, $6, least($5, now())) AS mean_price,
+       cluster.feed_mean_price($1, $6, least($5, now())) AS mean_price,
        (SELECT sum(value) * 40 FROM newest WHERE quantity = 'consumption') AS power_w,
        (SELECT sum(value) * 40 FROM newest WHERE quantity = 'export') AS export_w,
        (SELECT max(ts) FROM newest) AS at,
