@@ -3,12 +3,14 @@ a dashboard draws from (docs/api.md#overview): now, so far and projected (the bi
 period's days, ``cluster.feed_bill``), buckets per local hour, day or month from the rollups
 (``cluster.feed_overview``), a compared period, baseload and coverage.
 
-Every number comes from the bill's functions or the rollups, in one read-only snapshot; a year
-reads a few hundred rows per stream, never a point.
+Every number comes from the bill's functions or the rollups, in three read-only transactions at
+once (the period's bill and buckets share one snapshot); a year reads a few hundred rows per
+stream, never a point.
 """
 
 from __future__ import annotations
 
+import asyncio
 import calendar
 from collections.abc import Iterable
 from datetime import date, datetime, timedelta
@@ -146,6 +148,44 @@ async def _bill(
     return days, render_bill(str(feed), first, last, currency, days, rows)
 
 
+async def _period(
+    reads: asyncpg.Pool, feed: int, first: date, last: date, grain: str, currency: str
+) -> tuple[asyncpg.Record, Bill, list[asyncpg.Record], list[asyncpg.Record]]:
+    """The period's days, bill, bucket rows and meters, in one snapshot: a day ending
+    between two statements would otherwise count as open in one and over in the other."""
+    async with (
+        reads.acquire() as conn,
+        conn.transaction(isolation="repeatable_read", readonly=True),
+    ):
+        days, bill = await _bill(conn, feed, first, last, currency)
+        rows = await conn.fetch(queries.OVERVIEW_BUCKETS, feed, first, last, grain)
+        meters = await conn.fetch(queries.OVERVIEW_METERS, feed)
+    return days, bill, rows, meters
+
+
+async def _compared(
+    reads: asyncpg.Pool, feed: int, dates: tuple[date, date] | None, grain: str, currency: str
+) -> OverviewCompare | None:
+    """The compared period whole: its bill and its buckets (none without one)."""
+    if dates is None:
+        return None
+    async with (
+        reads.acquire() as conn,
+        conn.transaction(isolation="repeatable_read", readonly=True),
+    ):
+        _, bill = await _bill(conn, feed, *dates, currency)
+        rows = await conn.fetch(queries.OVERVIEW_BUCKETS, feed, *dates, grain)
+    lines, standing = overview_lines(bill)
+    return OverviewCompare(
+        from_=dates[0].isoformat(),
+        to=dates[1].isoformat(),
+        total=bill.total,
+        lines=lines,
+        standing=standing,
+        buckets=buckets_of(rows)[0],
+    )
+
+
 def projection(days: asyncpg.Record, so_far: OverviewSoFar) -> float | None:
     """Where a running period is heading: its energy money so far at the same pace for the
     rest of its time, plus the standing charge of every day at the days begun's average."""
@@ -189,34 +229,16 @@ class OverviewController(Controller):
                 f"date: {asked} is outside the years {FIRST_YEAR} to {LAST_YEAR}", field="date"
             )
         feed = (await visible_feed(reads, feed_id, caller))["id"]
-        async with (
-            reads.acquire() as conn,
-            conn.transaction(isolation="repeatable_read", readonly=True),
-        ):
-            today: date = await conn.fetchval(queries.OVERVIEW_TODAY, feed)
-            first, last = period_dates(period, asked or today)
-            days, bill = await _bill(conn, feed, first, last, currency)
-            rows = await conn.fetch(queries.OVERVIEW_BUCKETS, feed, first, last, GRAIN[period])
-            figures = await conn.fetchrow(
-                queries.OVERVIEW_FIGURES, feed, first, last, today, days["finish"], days["start"]
-            )
-            meters = await conn.fetch(queries.OVERVIEW_METERS, feed)
-            compared = None
-            other = compared_dates(period, first, compare)
-            if other is not None:
-                _, before = await _bill(conn, feed, *other, currency)
-                before_rows = await conn.fetch(
-                    queries.OVERVIEW_BUCKETS, feed, *other, GRAIN[period]
-                )
-                before_lines, before_standing = overview_lines(before)
-                compared = OverviewCompare(
-                    from_=other[0].isoformat(),
-                    to=other[1].isoformat(),
-                    total=before.total,
-                    lines=before_lines,
-                    standing=before_standing,
-                    buckets=buckets_of(before_rows)[0],
-                )
+        today: date = await reads.fetchval(queries.OVERVIEW_TODAY, feed)
+        first, last = period_dates(period, asked or today)
+        other = compared_dates(period, first, compare)
+        # Three independent reads at once, each on a connection of its own: the period (its
+        # days, bill, buckets and meters in one snapshot), its figures, the compared period.
+        (days, bill, rows, meters), figures, compared = await asyncio.gather(
+            _period(reads, feed, first, last, GRAIN[period], currency),
+            reads.fetchrow(queries.OVERVIEW_FIGURES, feed, first, last, today),
+            _compared(reads, feed, other, GRAIN[period], currency),
+        )
         assert figures is not None  # noqa: S101 - one row of scalars
         lines, standing = overview_lines(bill)
         vat, warnings = bill_extras(bill)

@@ -195,11 +195,13 @@ SELECT m.stream_id, m.quantity, c.title, c.medium, c.submeter
  WHERE c.medium IN ('power', 'gas', 'water')
  ORDER BY m.stream_id"""
 
-# Baseload and the mean price over the period's dates [$2, $3] up to $5; what holds now: per
+# Baseload and the mean price over the period's dates [$2, $3] (up to now); what holds now: per
 # counted electricity meter its newest 90 s bucket of the last 15 minutes (Wh x 40 = W), and
 # the price of the curve at now ($4 is the feed's local today).
 OVERVIEW_FIGURES = """
-WITH newest AS (
+WITH span AS (
+    SELECT min(start) AS lo, max(finish) AS hi FROM cluster.bill_days($1, $2, $3)
+), newest AS (
     SELECT m.quantity, p.ts, p.value
       FROM cluster.overview_meters($1) m
       JOIN cluster.stream_configs c
@@ -211,7 +213,8 @@ WITH newest AS (
             ORDER BY q.ts DESC LIMIT 1) p
      WHERE m.is_total)
 SELECT cluster.feed_baseload($1, $2, $3) AS baseload,
-       cluster.feed_mean_price($1, $6, least($5, now())) AS mean_price,
+       cluster.feed_mean_price($1, (SELECT lo FROM span), least((SELECT hi FROM span), now()))
+           AS mean_price,
        (SELECT sum(value) * 40 FROM newest WHERE quantity = 'consumption') AS power_w,
        (SELECT sum(value) * 40 FROM newest WHERE quantity = 'export') AS export_w,
        (SELECT max(ts) FROM newest) AS at,
