@@ -75,6 +75,9 @@ BENCHMARKS = [
     # A household's bill of a year beside its year view, among 200 (full: 1,000) other feeds;
     # on a copy of the year view's household it took 74 s; seeding its own, 507 s at a load of 11.
     Benchmark("benchmarks.bill", "data API", 300, quick=("--runs", "2", "--requests", "300")),
+    # Issue 50: a year's overview (GET /feeds/{id}/overview?period=year) beside its year view, on
+    # the same household.
+    Benchmark("benchmarks.overview", "data API", 300, quick=("--runs", "2", "--requests", "300")),
     # One stream's year of 5 s points (6.3 M) as CSV over HTTP beside COPY, and the API's RSS;
     # about 25 s a run plus 10 s of setup on a quiet machine.
     Benchmark("benchmarks.csv_export", "data API", 150, quick=("--runs", "2")),

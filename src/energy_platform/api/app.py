@@ -5,6 +5,7 @@ from litestar import Litestar
 from energy_platform.api.dashboard.routes import dashboard_routes
 from energy_platform.api.export import export_routes
 from energy_platform.api.feeds import FeedsController
+from energy_platform.api.overview import overview_routes
 from energy_platform.billing.http import bill_routes
 from energy_platform.core.gauges import Watch
 from energy_platform.core.http.application import build_app
@@ -33,6 +34,7 @@ def create_app(settings: Settings, watches: Sequence[Watch] = ()) -> Litestar:
             FeedsController,
             export_routes(settings.database.pool_max, settings.api),
             bill_routes(settings.engine.currency),
+            overview_routes(settings.engine.currency),
             NotificationsController,
             TokensController,
             live_routes(hub),

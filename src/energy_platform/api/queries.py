@@ -165,3 +165,58 @@ SELECT EXISTS (SELECT FROM caller) AS caller_known,
                                        ELSE cluster.json_point(ts, value) END,
                                   CASE WHEN $9::boolean THEN '' ELSE ',' END ORDER BY ts) AS text
                   FROM newest) b) AS body"""
+
+# The overview (api/overview.py; sql/functions/96_overview.sql). Every statement runs in one
+# read-only snapshot, so a day ending meanwhile is over in all or in none.
+# The feed's local date now, in its current zone.
+OVERVIEW_TODAY = """
+SELECT (now() AT TIME ZONE coalesce(
+           (SELECT c.timezone FROM cluster.feed_configs c
+             WHERE c.feed_id = $1 AND c.validity @> now()), 'UTC'))::date AS today"""
+
+# A period's local dates: its zone, how many days and how many are over (the bill's
+# projection reads these: billing/queries.py::BILL_DAYS), and the instants it starts and ends.
+OVERVIEW_DAYS = """
+SELECT (array_agg(timezone ORDER BY day))[1] AS timezone, count(*) AS days,
+       count(*) FILTER (WHERE finish <= now()) AS over,
+       min(start) AS start, max(finish) AS finish, now() AS now
+  FROM cluster.bill_days($1, $2, $3)"""
+
+OVERVIEW_BUCKETS = """
+SELECT start, stream_id, line, counted, quantity, points, money, covered
+  FROM cluster.feed_overview($1, $2, $3, $4)"""
+
+OVERVIEW_METERS = """
+SELECT m.stream_id, m.quantity, c.title, c.medium, c.submeter
+  FROM cluster.overview_meters($1) m
+  CROSS JOIN LATERAL (
+        SELECT title, medium, submeter FROM cluster.stream_configs s
+         WHERE s.stream_id = m.stream_id ORDER BY lower(s.validity) DESC LIMIT 1) c
+ WHERE c.medium IN ('power', 'gas', 'water')
+ ORDER BY m.stream_id"""
+
+# Baseload and the mean price over the period's dates [$2, $3] (up to now); what holds now: per
+# counted electricity meter its newest 90 s bucket of the last 15 minutes (Wh x 40 = W), and
+# the price of the curve at now ($4 is the feed's local today).
+OVERVIEW_FIGURES = """
+WITH span AS (
+    SELECT min(start) AS lo, max(finish) AS hi FROM cluster.bill_days($1, $2, $3)
+), newest AS (
+    SELECT m.quantity, p.ts, p.value
+      FROM cluster.overview_meters($1) m
+      JOIN cluster.stream_configs c
+        ON c.stream_id = m.stream_id AND c.validity @> now()
+       AND c.medium = 'power' AND NOT c.submeter
+     CROSS JOIN LATERAL (
+           SELECT q.ts, q.value FROM cluster.processed_points q
+            WHERE q.stream_id = m.stream_id AND q.ts >= now() - interval '15 minutes'
+            ORDER BY q.ts DESC LIMIT 1) p
+     WHERE m.is_total)
+SELECT cluster.feed_baseload($1, $2, $3) AS baseload,
+       cluster.feed_mean_price($1, (SELECT lo FROM span), least((SELECT hi FROM span), now()))
+           AS mean_price,
+       (SELECT sum(value) * 40 FROM newest WHERE quantity = 'consumption') AS power_w,
+       (SELECT sum(value) * 40 FROM newest WHERE quantity = 'export') AS export_w,
+       (SELECT max(ts) FROM newest) AS at,
+       (SELECT p.price FROM cluster.feed_prices($1, 'power', $4, $4) p
+         WHERE p.start <= now() AND p.finish > now() LIMIT 1) AS price"""

@@ -131,7 +131,7 @@ def browse(world: PageWorld) -> dict[str, Any]:
             ).click()
         seen["phases"] = chart_of(driver, [world.streams[p] for p in ("L1", "L2", "L3")])
         seen["legend"] = driver.execute_script(
-            "return [...document.querySelectorAll('.u-legend .u-series')].length"
+            "return [...document.querySelectorAll('#chart .u-legend .u-series')].length"
         )
         # Mark the newest notification read.
         newest = world.notifications[0]

@@ -60,6 +60,14 @@ export class Api {
   /** What a feed's household pays over local dates [from, to] (YYYY-MM-DD, both inclusive). */
   bill(feedId, from, to) { return this.request('GET', `/feeds/${enc(feedId)}/bill`, { params: { from, to } }); }
 
+  /**
+   * A feed's day, week, month or year at a glance (docs/api.md#overview): `period`, `date` (any
+   * local date of it, YYYY-MM-DD; null: the feed's today) and `compare`.
+   */
+  overview(feedId, { period = 'day', date = null, compare = 'previous' } = {}) {
+    return this.request('GET', `/feeds/${enc(feedId)}/overview`, { params: { period, date, compare } });
+  }
+
   /** The feed's price per unit of `medium` over local dates [from, to]: stretches of one price. */
   prices(feedId, from, to, medium = 'power') {
     return this.request('GET', `/feeds/${enc(feedId)}/prices`, { params: { from, to, medium } });

@@ -1,6 +1,7 @@
-// The page: sign in with a token, a user's feeds, a feed's streams by channel, charts of the
-// chosen streams over a range, the feed's bill and prices, and the notifications. The open feed
-// is followed live: each stream's newest value, and charts that grow. Only the public data API
+// The page: sign in with a token, a user's feeds; a feed opens on its overview (overview.js:
+// one call, kept live), then its streams by channel, charts of the chosen streams over a range,
+// its bill and prices, and the notifications. The open feed is followed live: the overview's
+// "now" and "so far", each stream's newest value, and charts that grow. Only the public data API
 // is used.
 
 import { Api, ApiError } from './api.js';
@@ -8,6 +9,7 @@ import { clearMoney, number, resizeMoney, showMoney } from './bill.js';
 import { drawChart } from './chart.js';
 import { LiveFeed } from './live.js';
 import { renderNotifications } from './notifications.js';
+import { clearOverview, renderOverview, resizeOverview, shifted, showOverviewNow } from './overview.js';
 import { bucketed, bucketFor, dropBefore, merge, negated, withGaps } from './series.js';
 import { TYPES, byChannel, currentConfig, describe, firstChoice } from './streams.js';
 import { offsetsOf, unixToWall, wallToUnix } from './time.js';
@@ -33,10 +35,16 @@ const state = {
   backlog: null, // live points that came while the chart was loading: merged once it has loaded
   asked: new Set(), // streams the live events named that the page read the stream list for
   redraw: null, // the pending redraw of live points
+  // The overview: what it shows, its newest answer, the live buckets of its meters
+  // (stream id -> [t, value]) and its pending re-read.
+  ov: { period: 'day', date: null, compare: 'previous', answer: null, run: 0, live: new Map(), reread: null },
 };
+// The overview is read again at most this often (ms) while live buckets come in.
+const OVERVIEW_REREAD_MS = 2000;
 // What the last chart took, for people and for the page's tests (read with execute_script);
 // `money`: the bill and prices the money panels show; `live`: the LiveFeed of the open feed.
-window.dashboard = { last: null, money: null, live: null };
+// `overview`: the overview's answer as drawn, with how long reading and drawing it took.
+window.dashboard = { last: null, money: null, live: null, overview: null };
 
 // --- credentials: in this browser only (sessionStorage, or localStorage when remembered) ------
 
@@ -71,6 +79,7 @@ function signOut(message = '') {
   stopLive();
   state.plot?.destroy();
   clearMoney();
+  clearOverview();
   Object.assign(state, {
     api: null, userId: null, feeds: [], feed: null, plot: null, opening: null, charted: null, backlog: null,
   });
@@ -145,8 +154,72 @@ async function openFeed(feed) {
   if (first) state.selected.add(first.id);
   renderStreams();
   setRange('day');
+  state.ov = { ...state.ov, date: null, answer: null, live: new Map() };
   startLive(feed);
-  await Promise.all([chart(), money()]);
+  await Promise.all([overview(), chart(), money()]);
+}
+
+/** Reads and draws the overview of the open feed, as state.ov says. */
+async function overview() {
+  const run = ++state.ov.run;
+  const { period, date, compare } = state.ov;
+  const feed = state.feed;
+  $('#overview').dataset.state = 'loading';
+  const started = performance.now();
+  const answer = await state.api.overview(feed.id, { period, date, compare });
+  const fetchMs = performance.now() - started;
+  if (run !== state.ov.run || state.feed !== feed) return;
+  state.ov.answer = answer;
+  const { drawMs } = await renderOverview(answer, state.zone, liveNow());
+  if (run !== state.ov.run) return;
+  $('#overview').dataset.state = 'drawn';
+  window.dashboard.overview = { answer, fetchMs, drawMs, totalMs: performance.now() - started };
+}
+
+/** The counted electricity meters and export of the overview: which live buckets are "now". */
+function nowMeters() {
+  const meters = state.ov.answer?.meters ?? [];
+  return new Map(meters.filter((m) => !m.submeter && m.medium !== 'gas' && m.medium !== 'water')
+    .map((m) => [m.stream, m.medium]));
+}
+
+/** "Now" from the live buckets heard since the overview was read, else null (the answer's). */
+function liveNow() {
+  const meters = nowMeters();
+  let at = null;
+  for (const [stream, [t]] of state.ov.live) if (meters.has(stream) && (at === null || t > at)) at = t;
+  if (at === null || at < (state.ov.answer?.now.at ?? 0)) return null;
+  const sum = (medium) => {
+    let total = null;
+    for (const [stream, [t, v]] of state.ov.live) {
+      if (meters.get(stream) === medium && v !== null && at - t < 900) total = (total ?? 0) + v * 40;
+    }
+    return total;
+  };
+  return { power_w: sum('power'), export_w: sum('export'), at };
+}
+
+/** A live bucket of one of the overview's meters: "now" moves, and "so far" is read again. */
+function overviewLive(stream, points) {
+  const answer = state.ov.answer;
+  if (!answer || !answer.meters.some((m) => m.stream === stream)) return;
+  let newest = state.ov.live.get(stream) ?? null;
+  for (const point of points) if (!newest || point[0] >= newest[0]) newest = point;
+  if (newest) state.ov.live.set(stream, newest);
+  const now = liveNow();
+  if (now) {
+    showOverviewNow(now, answer, state.zone);
+    window.dashboard.overview.now = now;
+  }
+  // Only a period that holds now changes with live data.
+  const today = Date.now() / 1000;
+  if (!state.ov.reread && today >= wallToUnix(state.zone, `${answer.from}T00:00:00`)
+      && today < wallToUnix(state.zone, `${answer.to}T00:00:00`) + 90_000) {
+    state.ov.reread = setTimeout(() => {
+      state.ov.reread = null;
+      guarded(overview);
+    }, OVERVIEW_REREAD_MS);
+  }
 }
 
 async function money() {
@@ -421,6 +494,8 @@ function startLive(feed) {
 function stopLive() {
   state.live?.stop();
   state.live = null;
+  clearTimeout(state.ov.reread);
+  state.ov.reread = null;
   clearTimeout(state.redraw);
   state.redraw = null;
   $('#live').hidden = true;
@@ -448,6 +523,7 @@ function onLive({ event, data }) {
   if (event === 'reload') { reload(body); return; }
   if (event !== 'points' && event !== 'buckets') return;
   const { stream, points } = body;
+  if (event === 'buckets') overviewLive(stream, points);
   noteNow(stream, points);
   if (!state.streams.some((s) => s.id === stream)) { discover(stream); return; }
   if (state.backlog) state.backlog.push([stream, points]);
@@ -596,6 +672,31 @@ $('#zoom-out').addEventListener('click', () => guarded(() => {
   return view(from - (to - from) / 2, to + (to - from) / 2);
 }));
 $('#bucket').addEventListener('change', () => guarded(chart));
+for (const b of document.querySelectorAll('[data-period]')) {
+  b.addEventListener('click', () => guarded(() => {
+    Object.assign(state.ov, { period: b.dataset.period, date: state.ov.answer?.from ?? null });
+    return overview();
+  }));
+}
+for (const [id, step] of [['#ov-back', -1], ['#ov-forward', 1]]) {
+  $(id).addEventListener('click', () => guarded(() => {
+    const answer = state.ov.answer;
+    if (!answer) return null;
+    state.ov.date = shifted(answer.period, answer.from, step);
+    return overview();
+  }));
+}
+$('#ov-browse').addEventListener('click', () => $('#browser').scrollIntoView());
+$('#ov-today').addEventListener('click', () => guarded(() => { state.ov.date = null; return overview(); }));
+$('#ov-compare').addEventListener('change', () => guarded(() => { state.ov.compare = $('#ov-compare').value; return overview(); }));
+for (const b of document.querySelectorAll('button.toggle[data-table]')) {
+  b.addEventListener('click', () => {
+    const table = document.getElementById(b.dataset.table);
+    table.hidden = !table.hidden;
+    b.textContent = table.hidden ? 'table' : 'hide table';
+    b.setAttribute('aria-expanded', String(!table.hidden));
+  });
+}
 $('#all-read').addEventListener('click', () => guarded(async () => {
   await state.api.setAllNotifications(state.userId, { read: true });
   await loadNotifications();
@@ -604,6 +705,7 @@ $('#show-archived').addEventListener('change', () => guarded(loadNotifications))
 window.addEventListener('resize', () => {
   state.plot?.setSize({ width: $('#chart').clientWidth, height: 360 });
   resizeMoney();
+  resizeOverview();
 });
 
 const saved = storedCredentials();

@@ -260,6 +260,12 @@ async function renderPrices(answer, zone, today, now, run) {
         + ' curve has a gap until they are.'
       : 'Part of tomorrow has no price (no tariff then): a gap in the curve.');
   }
+  const cheapest = [today, tomorrow].map((day, i) => ({
+    day: i ? 'tomorrow' : 'today', hours: cheapestHours(stretches, bounds[i], bounds[i + 1]),
+  }));
+  const named = cheapest.filter((c) => c.hours.length)
+    .map((c) => `${c.day} ${c.hours.map((h) => unixToWall(zone, h).slice(11, 13)).sort().map((h) => `${h}:00`).join(', ')}`);
+  if (named.length) notes.push(`Cheapest hours (shaded): ${named.join('; ')}.`);
   notes.push('The dashed line is now.');
   $('#price-note').textContent = notes.join(' ');
   const { times, values } = stepsOf(stretches);
@@ -269,6 +275,7 @@ async function renderPrices(answer, zone, today, now, run) {
   const element = $('#price-chart');
   const drawn = await drawChart(element, [{ label: 'Price', unit, steps: true, money: true, times, values }], {
     range, zone, width: element.clientWidth || 400, height: HEIGHT, now,
+    marks: cheapest.flatMap((c) => c.hours.map((h) => [h, h + 3600])),
   });
   if (run !== runs) {
     drawn.plot.destroy();
@@ -276,5 +283,25 @@ async function renderPrices(answer, zone, today, now, run) {
   }
   plot = drawn.plot;
   panel.dataset.state = 'drawn';
-  return { kind, range, times, values };
+  return { kind, range, times, values, cheapest };
+}
+
+/**
+ * The `count` cheapest whole local hours of [from, to) by their time-weighted price, among the
+ * hours priced throughout (an hour with a gap is not offered as cheap); their starts.
+ */
+export function cheapestHours(stretches, from, to, count = 3) {
+  const hours = [];
+  for (let t = from; t < to; t += 3600) {
+    let paid = 0;
+    let priced = 0;
+    for (const s of stretches) {
+      const overlap = Math.min(s.end, t + 3600) - Math.max(s.start, t);
+      if (overlap > 0) { paid += s.price * overlap; priced += overlap; }
+    }
+    if (priced === 3600) hours.push({ t, price: paid / 3600 });
+  }
+  // Flat prices have no cheapest hours.
+  if (new Set(hours.map((h) => h.price)).size < 2) return [];
+  return hours.sort((a, b) => a.price - b.price || a.t - b.t).slice(0, count).map((h) => h.t);
 }

@@ -13,11 +13,12 @@ const COLOURS = ['#2563eb', '#dc2626', '#16a34a', '#9333ea', '#ea580c', '#0891b2
  * canvas, with the chart and the time it took. `onZoom(min, max)` follows the user's zooms;
  * `onPick(t)`, when given, gets the time under a click that is not a drag. A series with `steps`
  * holds each value until the next time (a price); `now`, when given, is marked by a line.
+ * `marks` ([[from, to], ...]) are shaded behind the series (the cheapest hours).
  * `update(series, range)`, also resolved, puts new data of the same series into the chart (live
  * points): the time axis shows the new range unless the user has zoomed in.
  */
 export function drawChart(element, series, {
-  range, zone, width, height = 360, now, onZoom, onPick, started = performance.now(),
+  range, zone, width, height = 360, now, marks = [], onZoom, onPick, started = performance.now(),
 }) {
   let done = false; // the first frame is drawn
   const shown = { range }; // what the time axis shows when not zoomed in; moved by update()
@@ -58,7 +59,8 @@ export function drawChart(element, series, {
       })),
     ],
     hooks: { setScale: [(u, key) => { if (done && key === 'x' && onZoom) onZoom(u.scales.x.min, u.scales.x.max); }] },
-    plugins: [wheelZoom(shown), ...(onPick ? [clickPick(onPick)] : []), ...(now ? [marker(now)] : [])],
+    plugins: [wheelZoom(shown), ...(onPick ? [clickPick(onPick)] : []), ...(now ? [marker(now)] : []),
+      ...(marks.length ? [shaded(marks)] : [])],
   };
   for (const key of keys) {
     options.scales[key] = {
@@ -183,6 +185,26 @@ function marker(t) {
         ctx.moveTo(x, top);
         ctx.lineTo(x, top + height);
         ctx.stroke();
+        ctx.restore();
+      },
+    },
+  };
+}
+
+/** Stretches of time [from, to) shaded behind the series. */
+function shaded(marks) {
+  return {
+    hooks: {
+      drawClear: (u) => {
+        const { top, height } = u.bbox;
+        const { ctx } = u;
+        ctx.save();
+        ctx.fillStyle = 'rgba(0, 158, 115, 0.18)'; // Okabe and Ito's bluish green, light
+        for (const [from, to] of marks) {
+          const x0 = u.valToPos(from, 'x', true);
+          const x1 = u.valToPos(to, 'x', true);
+          ctx.fillRect(x0, top, x1 - x0, height);
+        }
         ctx.restore();
       },
     },

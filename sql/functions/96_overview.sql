@@ -1,0 +1,223 @@
+-- A feed's overview (docs/api.md#overview): what a dashboard draws of a day, week, month or year,
+-- beside the bill of the same days (cluster.feed_bill, 95_billing_bills.sql). Read from the hourly
+-- and daily rollups, real time as the data API's `resolution` reads them: never a point, whatever
+-- the range. Re-applied by every `migrate`, after the bill's file whose functions it calls.
+
+-- The streams a bill counts, as cluster.feed_bill selects them: each channel total of
+-- consumption or export (is_total), and each stream ever configured as a sub-meter, with the
+-- money stream beside it (cost of consumption, credit of export). Which of them counts on a day
+-- (its medium, whether it is a sub-meter then) is its configuration's at that day's start.
+CREATE OR REPLACE FUNCTION cluster.overview_meters(p_feed_id bigint)
+RETURNS TABLE (stream_id bigint, quantity text, is_total boolean, money_id bigint)
+LANGUAGE sql STABLE AS $$
+    SELECT s.id, s.quantity, t.stream_id IS NOT NULL, m.id
+      FROM cluster.streams s
+      LEFT JOIN cluster.channel_totals t ON t.stream_id = s.id
+      LEFT JOIN cluster.streams m
+        ON m.feed_id = s.feed_id AND m.type = 'processed' AND m.channel = s.channel
+       AND m.idx IS NOT DISTINCT FROM s.idx AND m.tariff IS NOT DISTINCT FROM s.tariff
+       AND m.combined = s.combined
+       AND m.quantity = cluster.money_quantity(s.quantity)
+     WHERE s.feed_id = p_feed_id AND s.type = 'processed'
+       AND s.quantity IN ('consumption', 'export')
+       AND (t.stream_id IS NOT NULL OR EXISTS (
+                SELECT FROM cluster.stream_configs c WHERE c.stream_id = s.id AND c.submeter))
+$$;
+COMMENT ON FUNCTION cluster.overview_meters(bigint) IS
+    'The streams a feed''s bill counts (channel totals of consumption and export) or lists (sub-meters), each with its money stream: what cluster.feed_overview reads.';
+
+-- A feed's overview per bucket and counted stream over its local dates [p_from, p_to]: per local
+-- hour (p_unit 'hour'), local day ('day') or local month ('month', from the first's midnight),
+-- as the data API's `resolution` gives each stream's buckets:
+-- * line: the bill's line the stream counts in at the hour's or day's start (power, gas, water,
+--   export), and counted: false while it is a sub-meter (listed apart, added to no line);
+-- * quantity: its consumption or export in the line's unit (kWh, m³); money: its cost, or minus
+--   its credit for export (the money streams' rollups, as the bill reads them); points: how many
+--   90 s buckets hold its value;
+-- * covered: the seconds of the bucket with data, the same on each of the bucket's rows: per
+--   hour or day, the most 90 s buckets any counted stream holds, times 90 s.
+-- A bucket without data has no row: it is absent, never 0. A month is the sum of its days, so
+-- its rows add up to the bill of its days (energy and credit; charges are the bill's own).
+-- part D: where the bill's selection of counted streams changes (main meters), overview_meters
+-- and `counted` follow it.
+CREATE OR REPLACE FUNCTION cluster.feed_overview(
+    p_feed_id bigint, p_from date, p_to date, p_unit text
+) RETURNS TABLE (start timestamptz, stream_id bigint, line text, counted boolean,
+                 quantity double precision, points bigint, money double precision,
+                 covered double precision)
+LANGUAGE sql STABLE AS $$
+WITH days AS MATERIALIZED (
+    SELECT * FROM cluster.bill_days(p_feed_id, p_from, p_to)
+), span AS MATERIALIZED (
+    SELECT min(start) AS lo, max(finish) AS hi FROM days
+), metered AS MATERIALIZED (
+    SELECT * FROM cluster.overview_meters(p_feed_id)
+), sources AS MATERIALIZED (
+    -- Each metered stream and its money stream, and whether the engine has work queued for it
+    -- (then its rollups are read in real time, as the data API and the bill read them).
+    SELECT x.id, x.source, x.money,
+           EXISTS (SELECT FROM cluster.rollup_work w WHERE w.stream_id = x.source)
+           OR EXISTS (SELECT FROM cluster.dirty_ranges d WHERE d.stream_id = x.source) AS stale
+      FROM (SELECT stream_id AS id, stream_id AS source, false AS money FROM metered
+            UNION ALL
+            SELECT stream_id, money_id, true FROM metered WHERE money_id IS NOT NULL) x
+), rolled AS MATERIALIZED (
+    -- Per metered stream and hour (or day), its value and its money side by side, grouped as
+    -- the bill groups them (one row each, so max() is that row's value).
+    SELECT x.id AS stream_id, r.start, r.day,
+           max(r.total) FILTER (WHERE NOT x.money) AS total,
+           max(r.points) FILTER (WHERE NOT x.money) AS points,
+           max(r.total) FILTER (WHERE x.money) AS money_total
+      FROM sources x
+     CROSS JOIN LATERAL (
+           SELECT h.hour AS start, NULL::date AS day, h.total, h.points::bigint AS points
+             FROM cluster.hourly_rollups h
+            WHERE p_unit = 'hour' AND NOT x.stale AND h.stream_id = x.source
+              AND h.hour >= (SELECT lo FROM span) AND h.hour < (SELECT hi FROM span)
+           UNION ALL
+           SELECT h.hour, NULL, h.total, h.points
+             FROM cluster.realtime_hours(x.source, (SELECT lo FROM span),
+                                         (SELECT hi FROM span) - interval '1 microsecond') h
+            WHERE p_unit = 'hour' AND x.stale
+           UNION ALL
+           SELECT d.start, d.day, d.total, d.points
+             FROM cluster.daily_rollups d
+            WHERE p_unit <> 'hour' AND NOT x.stale AND d.stream_id = x.source
+              AND d.day >= p_from AND d.day <= p_to
+           UNION ALL
+           SELECT d.start, d.day, d.total, d.points
+             FROM cluster.realtime_days(x.source, (SELECT lo FROM span) - interval '1 day',
+                                        (SELECT hi FROM span)) d
+            WHERE p_unit <> 'hour' AND x.stale AND d.day >= p_from AND d.day <= p_to) r
+     GROUP BY x.id, r.start, r.day
+    HAVING bool_or(NOT x.money)
+), configs AS MATERIALIZED (
+    -- By stream first, as the bill finds them (joined to the rows, the planner looked them up
+    -- by validity alone).
+    SELECT c.stream_id, c.medium, c.submeter, c.validity
+      FROM metered x
+      JOIN cluster.stream_configs c ON c.stream_id = x.stream_id
+     WHERE c.medium IN ('power', 'gas', 'water')
+), months AS (
+    -- A month starts at the local midnight of its first day (the period's days hold it: a
+    -- year's overview asks from the first of January).
+    SELECT date_trunc('month', d.day)::date AS month, min(d.start) AS start
+      FROM days d GROUP BY 1
+), units AS MATERIALIZED (
+    -- Per hour (or day) and stream, in the bill's units, with the bucket it falls in.
+    SELECT CASE WHEN p_unit = 'month' THEN m.start ELSE q.start END AS bucket,
+           q.start, q.stream_id, l.line,
+           x.is_total AND NOT c.submeter AS counted,
+           q.total / CASE WHEN l.line IN ('power', 'export') THEN 1000 ELSE 1 END AS quantity,
+           q.points,
+           coalesce(q.money_total, 0) * CASE l.line WHEN 'export' THEN -1 ELSE 1 END AS money
+      FROM rolled q
+      JOIN metered x ON x.stream_id = q.stream_id
+      -- A day's rows carry their date; an hour's is looked up (a day's 23 to 25 hours a
+      -- stream), so that a year's days join by date, not by range.
+      JOIN days g ON g.day = coalesce(q.day, (SELECT d.day FROM days d
+                                               WHERE q.start >= d.start AND q.start < d.finish))
+      LEFT JOIN months m ON m.month = date_trunc('month', g.day)::date
+      JOIN configs c ON c.stream_id = q.stream_id AND c.validity @> q.start
+     CROSS JOIN LATERAL (SELECT CASE x.quantity WHEN 'export' THEN 'export' ELSE c.medium END
+                                AS line) l
+), covered AS (
+    SELECT u.bucket, sum(u.most) * 90 AS seconds
+      FROM (SELECT bucket, start, max(points) FILTER (WHERE counted) AS most
+              FROM units GROUP BY bucket, start) u
+     GROUP BY u.bucket
+)
+SELECT u.bucket, u.stream_id, min(u.line), bool_and(u.counted), sum(u.quantity),
+       sum(u.points)::bigint, sum(u.money), min(v.seconds)
+  FROM units u
+  JOIN covered v ON v.bucket = u.bucket
+ WHERE u.bucket IS NOT NULL
+ GROUP BY u.bucket, u.stream_id
+ ORDER BY u.bucket, u.stream_id
+$$;
+COMMENT ON FUNCTION cluster.feed_overview(bigint, date, date, text) IS
+    'A feed''s consumption, export and money per local hour, day or month (p_unit) of its local dates [p_from, p_to], per counted stream (counted false: a sub-meter), with the seconds of each bucket that hold data; from the rollups. docs/api.md#overview.';
+
+-- The feed's baseload over its local dates [p_from, p_to]: the 5th percentile of its electricity
+-- use in the night (local 00:00 to 05:00, docs/decisions.md), in W. Each night hour's power is
+-- the mean over the 90 s buckets it holds data for (total Wh x 40 / buckets), summed over the
+-- counted power totals. The night hours are made from the days (4 or 6 on a DST night) and
+-- looked up in the hourly rollups by key (real time), so a year reads its 1,825 night hours a
+-- stream: scanning its 8,760 hours with a zone and a configuration looked up for each took
+-- 125 ms on the benchmarks' household, the probes a tenth of that. Null without a night hour
+-- of data.
+CREATE OR REPLACE FUNCTION cluster.feed_baseload(p_feed_id bigint, p_from date, p_to date)
+RETURNS double precision LANGUAGE sql STABLE AS $$
+WITH nights AS MATERIALIZED (
+    SELECT h.hour
+      FROM cluster.bill_days(p_feed_id, p_from, p_to) d
+     CROSS JOIN LATERAL generate_series(
+           d.start, (d.day + time '05:00') AT TIME ZONE d.timezone - interval '1 second',
+           interval '1 hour') h (hour)
+), totals AS MATERIALIZED (
+    SELECT m.stream_id,
+           EXISTS (SELECT FROM cluster.rollup_work w WHERE w.stream_id = m.stream_id)
+           OR EXISTS (SELECT FROM cluster.dirty_ranges d WHERE d.stream_id = m.stream_id) AS stale
+      FROM cluster.overview_meters(p_feed_id) m
+     WHERE m.is_total AND m.quantity = 'consumption'
+       AND EXISTS (SELECT FROM cluster.stream_configs c
+                    WHERE c.stream_id = m.stream_id AND c.medium = 'power' AND NOT c.submeter)
+), hours AS (
+    SELECT x.stream_id, r.hour, r.total, r.points::bigint AS points
+      FROM totals x
+     CROSS JOIN nights n
+     CROSS JOIN LATERAL (
+           SELECT h.hour, h.total, h.points FROM cluster.hourly_rollups h
+            WHERE h.stream_id = x.stream_id AND h.hour = n.hour) r
+     WHERE NOT x.stale
+    UNION ALL
+    SELECT x.stream_id, r.hour, r.total, r.points
+      FROM totals x
+     CROSS JOIN LATERAL cluster.realtime_hours(
+           x.stream_id, (SELECT min(hour) FROM nights), (SELECT max(hour) FROM nights)) r
+      JOIN nights n ON n.hour = r.hour
+     WHERE x.stale
+), night AS (
+    SELECT h.hour, sum(h.total * 40 / h.points) AS watts
+      FROM hours h
+      JOIN cluster.stream_configs c
+        ON c.stream_id = h.stream_id AND c.validity @> h.hour
+       AND c.medium = 'power' AND NOT c.submeter
+     GROUP BY h.hour
+)
+SELECT percentile_cont(0.05) WITHIN GROUP (ORDER BY watts) FROM night
+$$;
+COMMENT ON FUNCTION cluster.feed_baseload(bigint, date, date) IS
+    'A feed''s always-on electricity use over its local dates [p_from, p_to]: the 5th percentile of its night hours'' mean power (local 00:00-05:00), in W; null without data. docs/decisions.md.';
+
+-- The mean of what the feed pays per kWh of electricity over [p_start, p_end), weighted by time:
+-- what a flat load would have paid, the "market average" the overview sets beside the
+-- household's own average. Per tariff period: its bands' mean over a day (each band's price by
+-- its length) plus its factor times the mean of its area's slots that meet the period (each
+-- slot once: an area's slots have one length; where it changed, such as hours before quarter
+-- hours, each slot still counts once). The curve of cluster.feed_prices has the same mean
+-- wherever the area's prices cover the time in slots of one length. A year is one range of
+-- the area's slots averaged (20 ms on the benchmarks' household, a loaded machine), where
+-- weighting each slot by its length took 130 ms and cutting the curve's 35,000 stretches 291.
+CREATE OR REPLACE FUNCTION cluster.feed_mean_price(
+    p_feed_id bigint, p_start timestamptz, p_end timestamptz
+) RETURNS double precision LANGUAGE sql STABLE AS $$
+WITH periods AS (
+    SELECT t.id, t.area, t.factor, t.validity * tstzrange(p_start, p_end) AS span
+      FROM cluster.tariffs t
+     WHERE t.feed_id = p_feed_id AND t.medium = 'power'
+       AND t.validity && tstzrange(p_start, p_end)
+), means AS (
+    SELECT extract(epoch FROM upper(p.span) - lower(p.span)) AS seconds,
+           (SELECT sum(b.price * extract(epoch FROM b.ends - b.starts)) / 86400
+              FROM cluster.tariff_bands b WHERE b.tariff_id = p.id)
+           + CASE WHEN p.area IS NULL THEN 0 ELSE p.factor * (
+                 SELECT avg(s.price) FROM cluster.prices s
+                  WHERE s.area = p.area AND s.slot && p.span) END AS price
+      FROM periods p
+     WHERE NOT isempty(p.span)
+)
+SELECT sum(price * seconds) / nullif(sum(seconds), 0) FROM means WHERE price IS NOT NULL
+$$;
+COMMENT ON FUNCTION cluster.feed_mean_price(bigint, timestamptz, timestamptz) IS
+    'The mean price per kWh of a feed''s electricity tariffs over [p_start, p_end), weighted by time: bands by their length, plus factor x the mean of the area''s slots; null where it has no price.';

@@ -1,0 +1,294 @@
+"""``GET /feeds/{feed_id}/overview``: a feed's day, week, month or year at a glance, the one call
+a dashboard draws from (docs/api.md#overview): now, so far and projected (the bill of the
+period's days, ``cluster.feed_bill``), buckets per local hour, day or month from the rollups
+(``cluster.feed_overview``), a compared period, baseload and coverage.
+
+Every number comes from the bill's functions or the rollups, in three read-only transactions at
+once (the period's bill and buckets share one snapshot); a year reads a few hundred rows per
+stream, never a point.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import calendar
+from collections.abc import Iterable
+from datetime import date, datetime, timedelta
+from typing import Annotated, Literal
+
+import asyncpg
+import msgspec
+from litestar import Controller, Router, get
+from litestar.di import NamedDependency, Provide
+from litestar.params import FromPath, QueryParameter
+
+from energy_platform.api import queries
+from energy_platform.api.schemas import (
+    Overview,
+    OverviewBucket,
+    OverviewCompare,
+    OverviewLine,
+    OverviewMeter,
+    OverviewNow,
+    OverviewPeriod,
+    OverviewProjection,
+    OverviewSoFar,
+)
+from energy_platform.billing import queries as billing
+from energy_platform.billing.bills import render_bill
+from energy_platform.billing.http import parse_local_date
+from energy_platform.billing.schemas import Bill
+from energy_platform.core.db.pool import Connection
+from energy_platform.core.errors import InvalidInput
+from energy_platform.core.http.database import Reads
+from energy_platform.users.auth import Caller, authenticate, visible_feed
+
+Compare = Literal["previous", "last_year", "none"]
+# The rollups' grain of each period's buckets.
+GRAIN: dict[str, str] = {"day": "hour", "week": "day", "month": "day", "year": "month"}
+# A date whose period or compared period would leave the calendar (years 1 to 9999).
+FIRST_YEAR, LAST_YEAR = 2, 9998
+DATE_DOC = (
+    "Any local date of the period, YYYY-MM-DD, in the feed's time zone; default: its today."
+    " A week runs Monday to Sunday."
+)
+COMPARE_DOC = (
+    "The period set beside it: the one before (previous), the same one a year earlier"
+    " (last_year; 29 February compares with the 28th), or none."
+)
+
+
+def period_dates(period: str, day: date) -> tuple[date, date]:
+    """The local dates, both inclusive, of the ``period`` holding ``day``."""
+    if period == "day":
+        return day, day
+    if period == "week":
+        monday = day - timedelta(days=day.weekday())
+        return monday, monday + timedelta(days=6)
+    if period == "month":
+        last = calendar.monthrange(day.year, day.month)[1]
+        return day.replace(day=1), day.replace(day=last)
+    return date(day.year, 1, 1), date(day.year, 12, 31)
+
+
+def a_year_before(day: date) -> date:
+    """The same date a year earlier; 29 February becomes the 28th."""
+    if day.month == 2 and day.day == 29:
+        return date(day.year - 1, 2, 28)
+    return day.replace(year=day.year - 1)
+
+
+def compared_dates(period: str, first: date, compare: str) -> tuple[date, date] | None:
+    """The dates of the period compared with the one starting at ``first``."""
+    if compare == "none":
+        return None
+    if compare == "last_year":
+        return period_dates(period, a_year_before(first))
+    if period == "day":
+        return period_dates(period, first - timedelta(days=1))
+    if period == "week":
+        return period_dates(period, first - timedelta(days=7))
+    # The month or year before holds the day before the first.
+    return period_dates(period, first - timedelta(days=1))
+
+
+def bill_extras(bill: Bill) -> tuple[float, list[str]]:
+    """The bill's VAT and warnings (0 and none where the bill has no such fields)."""
+    # part C/D: from the bill
+    return float(getattr(bill, "vat", 0.0)), list(getattr(bill, "warnings", []))
+
+
+def overview_lines(bill: Bill) -> tuple[list[OverviewLine], float]:
+    """The bill's lines money first (export as minus its credit), and its standing charges."""
+    lines = [
+        OverviewLine(
+            line.medium,
+            line.quantity,
+            line.unit,
+            -line.credit if isinstance(line.credit, float) else _amount(line.energy),
+        )
+        for line in bill.lines
+    ]
+    return lines, sum(line.standing for line in bill.lines)
+
+
+def _amount(value: float | msgspec.UnsetType) -> float:
+    return value if isinstance(value, float) else 0.0
+
+
+def buckets_of(rows: Iterable[asyncpg.Record]) -> tuple[list[OverviewBucket], float]:
+    """``cluster.feed_overview``'s rows as buckets, and the seconds of data they cover."""
+    buckets: dict[datetime, OverviewBucket] = {}
+    covered = 0.0
+    for row in rows:
+        bucket = buckets.get(row["start"])
+        if bucket is None:
+            bucket = OverviewBucket(int(row["start"].timestamp()), {}, None, 0.0, {})
+            buckets[row["start"]] = bucket
+            covered += row["covered"] or 0.0
+        bucket.meters[str(row["stream_id"])] = row["quantity"]
+        if not row["counted"]:
+            continue
+        bucket.money += row["money"]
+        if row["line"] == "export":
+            bucket.export = (bucket.export or 0.0) + row["quantity"]
+        else:
+            bucket.consumption[row["line"]] = (
+                bucket.consumption.get(row["line"], 0.0) + row["quantity"]
+            )
+    return list(buckets.values()), covered
+
+
+async def _bill(
+    conn: Connection, feed: int, first: date, last: date, currency: str
+) -> tuple[asyncpg.Record, Bill]:
+    days = await conn.fetchrow(queries.OVERVIEW_DAYS, feed, first, last)
+    assert days is not None  # noqa: S101 - aggregates answer one row
+    rows = await conn.fetch(billing.FEED_BILL, feed, first, last)
+    return days, render_bill(str(feed), first, last, currency, days, rows)
+
+
+async def _period(
+    reads: asyncpg.Pool, feed: int, first: date, last: date, grain: str, currency: str
+) -> tuple[asyncpg.Record, Bill, list[asyncpg.Record], list[asyncpg.Record]]:
+    """The period's days, bill, bucket rows and meters, in one snapshot: a day ending
+    between two statements would otherwise count as open in one and over in the other."""
+    async with (
+        reads.acquire() as conn,
+        conn.transaction(isolation="repeatable_read", readonly=True),
+    ):
+        days, bill = await _bill(conn, feed, first, last, currency)
+        rows = await conn.fetch(queries.OVERVIEW_BUCKETS, feed, first, last, grain)
+        meters = await conn.fetch(queries.OVERVIEW_METERS, feed)
+    return days, bill, rows, meters
+
+
+async def _compared(
+    reads: asyncpg.Pool, feed: int, dates: tuple[date, date] | None, grain: str, currency: str
+) -> OverviewCompare | None:
+    """The compared period whole: its bill and its buckets (none without one)."""
+    if dates is None:
+        return None
+    async with (
+        reads.acquire() as conn,
+        conn.transaction(isolation="repeatable_read", readonly=True),
+    ):
+        _, bill = await _bill(conn, feed, *dates, currency)
+        rows = await conn.fetch(queries.OVERVIEW_BUCKETS, feed, *dates, grain)
+    lines, standing = overview_lines(bill)
+    return OverviewCompare(
+        from_=dates[0].isoformat(),
+        to=dates[1].isoformat(),
+        total=bill.total,
+        lines=lines,
+        standing=standing,
+        buckets=buckets_of(rows)[0],
+    )
+
+
+def projection(days: asyncpg.Record, so_far: OverviewSoFar) -> float | None:
+    """Where a running period is heading: its energy money so far at the same pace for the
+    rest of its time, plus the standing charge of every day at the days begun's average."""
+    start, finish, now = days["start"], days["finish"], days["now"]
+    if now < start or now >= finish:
+        return None
+    elapsed = (now - start).total_seconds()
+    if elapsed <= 0:
+        return None
+    energy = so_far.total - so_far.standing
+    begun = days["over"] + 1
+    whole = (finish - start).total_seconds()
+    return float(energy * whole / elapsed + so_far.standing / begun * days["days"])
+
+
+class OverviewController(Controller):
+    dependencies = {"caller": Provide(authenticate)}  # noqa: RUF012 - Litestar's own convention
+    tags = ["overview"]  # noqa: RUF012
+
+    @get(
+        "/feeds/{feed_id:str}/overview",
+        summary="A feed's day, week, month or year at a glance: now, so far, projected, buckets",
+    )
+    async def overview(
+        self,
+        feed_id: FromPath[str],
+        caller: NamedDependency[Caller],
+        reads: Reads,
+        currency: NamedDependency[str],
+        period: Annotated[
+            OverviewPeriod, QueryParameter(description="The calendar unit shown.")
+        ] = "day",
+        on: Annotated[
+            str | None, QueryParameter(name="date", description=DATE_DOC, max_length=10)
+        ] = None,
+        compare: Annotated[Compare, QueryParameter(description=COMPARE_DOC)] = "previous",
+    ) -> Overview:
+        asked = None if on is None else parse_local_date(on, "date")
+        if asked is not None and not FIRST_YEAR <= asked.year <= LAST_YEAR:
+            raise InvalidInput(
+                f"date: {asked} is outside the years {FIRST_YEAR} to {LAST_YEAR}", field="date"
+            )
+        feed = (await visible_feed(reads, feed_id, caller))["id"]
+        today: date = await reads.fetchval(queries.OVERVIEW_TODAY, feed)
+        first, last = period_dates(period, asked or today)
+        other = compared_dates(period, first, compare)
+        # Three independent reads at once, each on a connection of its own: the period (its
+        # days, bill, buckets and meters in one snapshot), its figures, the compared period.
+        (days, bill, rows, meters), figures, compared = await asyncio.gather(
+            _period(reads, feed, first, last, GRAIN[period], currency),
+            reads.fetchrow(queries.OVERVIEW_FIGURES, feed, first, last, today),
+            _compared(reads, feed, other, GRAIN[period], currency),
+        )
+        assert figures is not None  # noqa: S101 - one row of scalars
+        lines, standing = overview_lines(bill)
+        vat, warnings = bill_extras(bill)
+        power = next((line for line in lines if line.medium == "power"), None)
+        so_far = OverviewSoFar(
+            lines=lines,
+            standing=standing,
+            total=bill.total,
+            vat=vat,
+            average_price=power.money / power.quantity if power and power.quantity else None,
+            market_average_price=figures["mean_price"],
+        )
+        buckets, covered = buckets_of(rows)
+        elapsed = (min(days["now"], days["finish"]) - days["start"]).total_seconds()
+        return Overview(
+            feed=str(feed),
+            period=period,
+            from_=first.isoformat(),
+            to=last.isoformat(),
+            timezone=bill.timezone,
+            currency=currency,
+            now=OverviewNow(
+                power_w=figures["power_w"],
+                export_w=figures["export_w"],
+                price=figures["price"],
+                at=None if figures["at"] is None else int(figures["at"].timestamp()),
+            ),
+            so_far=so_far,
+            projection=OverviewProjection(projection(days, so_far)),
+            compare=compared,
+            buckets=buckets,
+            baseload_w=figures["baseload"],
+            coverage=min(covered / elapsed, 1.0) if elapsed > 0 else 0.0,
+            warnings=warnings,
+            meters=[
+                OverviewMeter(
+                    str(m["stream_id"]),
+                    m["title"],
+                    "export" if m["quantity"] == "export" else m["medium"],
+                    m["submeter"],
+                )
+                for m in meters
+            ],
+        )
+
+
+def overview_routes(currency: str) -> Router:
+    """The overview's route for the data API's app; ``currency`` names what its money is in."""
+    return Router(
+        path="/",
+        route_handlers=[OverviewController],
+        dependencies={"currency": Provide(lambda: currency, sync_to_thread=False)},
+    )
