@@ -6,6 +6,8 @@ from typing import Annotated, Literal
 
 import msgspec
 
+from energy_platform.billing.schemas import BillMedium
+
 StreamType = Literal["raw", "processed", "system"]
 Quantity = Literal["consumption", "export", "cost", "credit", "mean"]
 # Described in the OpenAPI document too: a dashboard charts a stream by what it measures.
@@ -84,7 +86,7 @@ Stream = RawStream | ProcessedStream | SystemStream
 
 # The overview (api/overview.py, docs/api.md#overview): one answer a dashboard draws from.
 OverviewPeriod = Literal["day", "week", "month", "year"]
-OverviewMedium = Literal["power", "gas", "water", "export"]
+OverviewMedium = BillMedium  # a line of the overview is a line of the bill
 
 
 class OverviewNow(msgspec.Struct):

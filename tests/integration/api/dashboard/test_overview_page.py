@@ -12,11 +12,11 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import asyncpg
-import httpx
 import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 
+from energy_platform.core.http.clients import http_client
 from energy_platform.core.settings import Settings
 from tests.support.browser import chromium
 from tests.support.engine import process
@@ -61,7 +61,7 @@ def open_feed(driver: WebDriver, url: str, user: str, token: str, feed: str) -> 
 
 
 async def api_overview(url: str, token: str, feed: str, **params: str) -> dict[str, Any]:
-    async with httpx.AsyncClient(base_url=url) as http:
+    async with http_client(base_url=url) as http:
         answer = await http.get(
             f"/feeds/{feed}/overview",
             params=params,
@@ -188,7 +188,7 @@ async def test_a_point_published_live_moves_now_and_today(
 async def test_a_read_token_sees_the_overview_and_changes_nothing(
     platform: Platform, home: Home
 ) -> None:
-    async with httpx.AsyncClient(
+    async with http_client(
         base_url=platform.api, headers={"Authorization": f"Bearer {platform.user_token}"}
     ) as http:
         made = await http.post(
