@@ -25,10 +25,9 @@ import asyncpg
 import httpx
 import msgspec
 
-from benchmarks.bill import CHUNK, CHUNK_SCANS, FIRST, LAST, p99
+from benchmarks.bill import CHUNK, CHUNK_SCANS, FIRST, LAST, against_the_year_view, p99
 from benchmarks.data_api import TOKEN, start_servers, stop_servers, timed_requests
 from benchmarks.household import BUCKETS, YEAR_FROM, YEAR_TO, Seeded, household, year_paths
-from benchmarks.support import figure, report
 from energy_platform.core.settings import HttpSettings
 from tests.support.services import free_port
 
@@ -114,20 +113,8 @@ def main(runs: int, requests: int, neighbours: int) -> None:
             f" {statistics.median(run.overviews):.1f} / {p99(run.overviews):.1f}, year view"
             f" {statistics.median(run.years):.1f} / {p99(run.years):.1f}"
         )
-    overviews = [p99(run.overviews) for run in done]
-    years = [p99(run.years) for run in done]
-    report(
-        [
-            figure(
-                ROW,
-                "ms",
-                overviews,
-                "year view p99 ms (10 streams x 365 days)",
-                years,
-                goal=f"<= {GOAL}x the year view",
-                goal_met=statistics.median(overviews) <= GOAL * statistics.median(years),
-            )
-        ]
+    against_the_year_view(
+        ROW, [p99(run.overviews) for run in done], [p99(run.years) for run in done], GOAL
     )
 
 
