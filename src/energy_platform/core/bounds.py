@@ -80,6 +80,10 @@ BATTERY: Final = Bound("battery charge", "%", 1e4)
 UNKNOWN: Final = Bound("a value of an unknown medium or OBIS code", "", 1e15)
 """Any register a meter may report under a code we do not know: the largest measured bound."""
 
+MAX_RATE: Final = Bound("a meter's fastest rise", "W, m³/h or kW", 1e10)
+"""A stream's own limit on its meter counters' rise (``admin streams configure --max-rate``):
+as much as the largest power a grid connection carries, in the counter's unit per hour."""
+
 # Money: in the cost streams' currency (EP_ENGINE_CURRENCY).
 PRICE: Final = Bound("a price", "per kWh or m³", 1e8)
 """The exchanges' caps are 4 (day-ahead) and 10 (intraday) EUR/kWh; 1e8 holds them in a
