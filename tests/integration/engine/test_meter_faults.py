@@ -40,12 +40,32 @@ async def register(feed: Feed) -> int:
     return await feed.raw_stream(channel=0, medium=IMPORT_REGISTER, device=METER)
 
 
+async def priced_register(new_feed: NewFeed) -> tuple[Feed, int]:
+    """A feed in UTC at a flat 0.30 a kWh, and its meter reader's import register."""
+    feed = await new_feed("UTC")
+    await flat(feed, "power", 0.30)
+    return feed, await register(feed)
+
+
 async def faults_told(api: httpx.AsyncClient, feed: Feed) -> list[dict[str, Any]]:
     """The owner's meter fault notifications, as the data API lists them."""
     owner = await feed.db.fetchval("SELECT owner_id FROM cluster.feeds WHERE id = $1", feed.id)
     answer = await api.get(f"/users/{owner}/notifications", headers=auth(feed))
     assert answer.status_code == 200, answer.text
     return [n for n in answer.json() if n["title"] in FAULT_TITLES]
+
+
+async def assert_counted_and_told(
+    api: httpx.AsyncClient, feed: Feed, wh: float, title: str, *phrases: str
+) -> None:
+    """The register's points add up to ``wh``, its day's bill says so, and the owner was told
+    of one fault, titled ``title``, in words that hold each of ``phrases``."""
+    assert sum((await feed.points(ENERGY)).values()) == pytest.approx(wh)
+    assert line(await bill(api, feed, DAY, DAY), "power")["quantity"] == pytest.approx(wh / 1000)
+    (told,) = await faults_told(api, feed)
+    assert told["title"] == title
+    for phrase in phrases:
+        assert phrase in told["content"]
 
 
 def counted(kind: str) -> float:
@@ -63,9 +83,7 @@ async def from_scratch(feed: Feed) -> None:
 async def test_a_glitch_to_0_is_skipped_and_its_owner_told_once(
     new_feed: NewFeed, api: httpx.AsyncClient
 ) -> None:
-    feed = await new_feed("UTC")
-    await flat(feed, "power", 0.30)
-    meter = await register(feed)
+    feed, meter = await priced_register(new_feed)
     glitches = counted("glitch")
     imported = await send(api, feed, meter, points_json(GLITCH), "application/json")
     assert imported.status_code == 200, imported.text
@@ -100,9 +118,7 @@ async def test_a_glitch_to_0_is_skipped_and_its_owner_told_once(
 async def test_a_replacement_starting_higher_adds_nothing_and_counts_on(
     new_feed: NewFeed, api: httpx.AsyncClient
 ) -> None:
-    feed = await new_feed("UTC")
-    await flat(feed, "power", 0.30)
-    meter = await register(feed)
+    feed, meter = await priced_register(new_feed)
     # The old meter read 1,150 Wh; the new one starts at 9,000,000 Wh a minute later: a rise
     # of 540 MW, far above EP_ENGINE_MAX_RATE_POWER (100 kW).
     readings = [
@@ -116,20 +132,15 @@ async def test_a_replacement_starting_higher_adds_nothing_and_counts_on(
     await process(feed.db)
 
     # 10 Wh before, 0 for the jump, 10 Wh after: 20 Wh, not 8,998,870.
-    assert sum((await feed.points(ENERGY)).values()) == pytest.approx(20.0)
-    assert line(await bill(api, feed, DAY, DAY), "power")["quantity"] == pytest.approx(0.020)
-    (told,) = await faults_told(api, feed)
-    assert told["title"] == "Meter jump ignored"
-    assert "from 1150 Wh" in told["content"]
-    assert "to 9000000 Wh" in told["content"]
+    await assert_counted_and_told(
+        api, feed, 20.0, "Meter jump ignored", "from 1150 Wh", "to 9000000 Wh"
+    )
 
 
 async def test_a_replacement_starting_lower_is_a_reset_once_the_drop_persists(
     new_feed: NewFeed, api: httpx.AsyncClient
 ) -> None:
-    feed = await new_feed("UTC")
-    await flat(feed, "power", 0.30)
-    meter = await register(feed)
+    feed, meter = await priced_register(new_feed)
     # The old meter read 5,000,010 Wh; the new one starts at 100 Wh.
     await feed.ingest(meter, [(T0, 5_000_000.0), (T0 + 60, 5_000_010.0), (T0 + 120, 100.0)])
     await process(feed.db)
@@ -141,11 +152,7 @@ async def test_a_replacement_starting_lower_is_a_reset_once_the_drop_persists(
     await process(feed.db)
 
     # 10 Wh, 0 for the drop, then counting on from 100 Wh: 10 and 15 Wh.
-    assert sum((await feed.points(ENERGY)).values()) == pytest.approx(35.0)
-    assert line(await bill(api, feed, DAY, DAY), "power")["quantity"] == pytest.approx(0.035)
-    (told,) = await faults_told(api, feed)
-    assert told["title"] == "Meter reset"
-    assert "went back from 5000010 Wh" in told["content"]
+    await assert_counted_and_told(api, feed, 35.0, "Meter reset", "went back from 5000010 Wh")
 
 
 async def test_readings_arriving_late_and_out_of_order_count_as_in_order(
