@@ -53,15 +53,13 @@ COMMENT ON FUNCTION cluster.bucket_of(double precision) IS
 -- (engine/processing.py, TUNE: `ep.engine_max_spread`, `ep.engine_max_rate_<medium>`). Unset
 -- (a session that is not the engine's), a rise is spread only where power is bridged and no
 -- rise is too steep: the rules before issue 48.
-CREATE OR REPLACE FUNCTION cluster.spread(e0 double precision, e1 double precision)
-RETURNS boolean
+CREATE OR REPLACE FUNCTION cluster.max_spread_seconds() RETURNS double precision
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
-    SELECT e1 - e0 <= coalesce(
-        nullif(current_setting('ep.engine_max_spread', true), '')::double precision,
-        cluster.bridge_seconds())
+    SELECT coalesce(nullif(current_setting('ep.engine_max_spread', true), '')::double precision,
+                    cluster.bridge_seconds())
 $$;
-COMMENT ON FUNCTION cluster.spread(double precision, double precision) IS
-    'True when a counter''s rise between readings at e0 <= e1 is spread evenly over the time between them (EP_ENGINE_MAX_SPREAD); else it goes whole to the later reading''s bucket.';
+COMMENT ON FUNCTION cluster.max_spread_seconds() IS
+    'Longest gap in seconds over which a register''s rise between two readings is spread evenly (EP_ENGINE_MAX_SPREAD); a longer one''s goes whole to the later reading''s bucket.';
 
 CREATE OR REPLACE FUNCTION cluster.default_max_rate(medium text) RETURNS double precision
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
@@ -69,6 +67,20 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
 $$;
 COMMENT ON FUNCTION cluster.default_max_rate(text) IS
     'The fastest rise per hour a counter of this processed medium can make (EP_ENGINE_MAX_RATE_<MEDIUM>: W, m³/h, kW); null: no limit.';
+
+-- A counter's rate limit at the instant e (Unix seconds): rate when one limit holds
+-- throughout, else rates[i] from starts[i] on (ascending, the first -Infinity), as
+-- cluster.engine_sources gathers them. No subquery, so that it is inlined; in the usual case
+-- (one limit) it costs a test per reading.
+CREATE OR REPLACE FUNCTION cluster.rate_at(
+    rate double precision, starts double precision[], rates double precision[],
+    e double precision
+) RETURNS double precision
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT coalesce(rate, rates[width_bucket(e, starts)])
+$$;
+COMMENT ON FUNCTION cluster.rate_at(double precision, double precision[], double precision[], double precision) IS
+    'The rate limit valid at e: rate, else rates[i] from starts[i] (ascending) on.';
 
 -- A rise from (e0, v0) to (e1, v1) that the channel can make: not down, and not faster than
 -- its rate (per second; null: no limit). Anything else is a reset or a replacement: it adds 0.

@@ -129,24 +129,27 @@ COMMENT ON FUNCTION cluster.work_streams(bigint[], integer[], timestamptz[], tim
 -- of points to read: from the last point before the period to the first at or after its end,
 -- and for a meter counter (register or reading) one more on each side, the neighbours that
 -- decide whether the first and the last reading are glitches (cluster.glitch). A counter also
--- gets its rate limit per second: the one of its own processed stream's configuration
--- (`admin streams configure --max-rate`), else its medium's (cluster.default_max_rate); when
--- that configuration changes inside the period, the limits from each change on (starts,
--- rates), looked up per reading. Plan: a join of the work with the streams' (feed_id, channel)
--- index, per raw stream two index probes per tier for its neighbours
--- (cluster.point_neighbours, inlined), and for a counter two more and its configurations.
+-- gets its rate limit per second (cluster.rate_at: rate, or where it changes in the period
+-- rates[i] from starts[i] on, the first from -Infinity): its own processed stream's
+-- configurations' (`admin streams configure --max-rate`), else its medium's
+-- (cluster.default_max_rate), and a register the longest gap
+-- its rise is spread over (cluster.max_spread_seconds): read once per stream, not per point.
+-- Plan: a join of the work with the streams' (feed_id, channel) index, per raw stream two
+-- index probes per tier for its neighbours (cluster.point_neighbours, inlined), and for a
+-- counter two more and its configurations.
 CREATE OR REPLACE FUNCTION cluster.engine_sources(
     p_feeds bigint[], p_channels integer[], p_from timestamptz[], p_to timestamptz[]
 ) RETURNS TABLE (raw_id bigint, register boolean, reading boolean, wf double precision,
                  wt double precision, lo timestamptz, hi timestamptz, rate double precision,
-                 starts timestamptz[], rates double precision[])
+                 starts double precision[], rates double precision[],
+                 spread double precision)
 LANGUAGE sql STABLE AS $$
     SELECT s.id, m.method = 'register', m.method = 'reading',
            date_part('epoch', w.wfrom), date_part('epoch', w.wto), x.lo, x.hi,
-           CASE WHEN cardinality(r.rates) > 1 THEN NULL
-                ELSE coalesce(r.rates[1], cluster.default_max_rate(m.medium) / 3600) END,
-           CASE WHEN cardinality(r.rates) > 1 THEN r.starts END,
-           CASE WHEN cardinality(r.rates) > 1 THEN r.rates END
+           CASE WHEN cardinality(r.rates) = 1 THEN r.rates[1] END,
+           CASE WHEN cardinality(r.rates) > 1 THEN '-Infinity'::float8 || r.starts[2:] END,
+           CASE WHEN cardinality(r.rates) > 1 THEN r.rates END,
+           CASE WHEN m.method = 'register' THEN cluster.max_spread_seconds() END
       FROM unnest(p_feeds, p_channels, p_from, p_to) AS w (feed_id, channel, wfrom, wto)
       JOIN cluster.streams s ON s.feed_id = w.feed_id AND s.channel = w.channel AND s.type = 'raw'
       JOIN cluster.processable_media m ON m.medium_id = s.medium
@@ -157,9 +160,12 @@ LANGUAGE sql STABLE AS $$
      CROSS JOIN LATERAL (SELECT coalesce(n2.before, n.before, w.wfrom) AS lo,
                                 coalesce(n2.after, n.after, w.wto) AS hi) x
       LEFT JOIN LATERAL (
-           SELECT array_agg(lower(c.validity) ORDER BY lower(c.validity) NULLS FIRST) AS starts,
-                  array_agg(coalesce(c.max_rate, cluster.default_max_rate(m.medium)) / 3600
-                            ORDER BY lower(c.validity) NULLS FIRST) AS rates
+           SELECT coalesce(array_agg(date_part('epoch', lower(c.validity))
+                                     ORDER BY lower(c.validity) NULLS FIRST),
+                           '{-Infinity}') AS starts,
+                  coalesce(array_agg(coalesce(c.max_rate, cluster.default_max_rate(m.medium))
+                                     / 3600 ORDER BY lower(c.validity) NULLS FIRST),
+                           ARRAY[cluster.default_max_rate(m.medium) / 3600]) AS rates
              FROM cluster.processed_target(m.method, s.idx) t
              JOIN cluster.streams ps
                ON ps.feed_id = s.feed_id AND ps.channel = s.channel AND ps.type = 'processed'
@@ -170,72 +176,70 @@ LANGUAGE sql STABLE AS $$
             WHERE m.method IN ('register', 'reading')) r ON true
 $$;
 COMMENT ON FUNCTION cluster.engine_sources(bigint[], integer[], timestamptz[], timestamptz[]) IS
-    'The raw streams of the work''s periods, with their method, the span of points to read and, for a counter, its rate limit (per second; starts and rates when it changes inside the span).';
+    'The raw streams of the work''s periods, with their method, the span of points to read and, for a counter, its rate limit (per second: rate, or rates[i] from starts[i] on) and a register''s longest spread gap.';
 
 -- Compute, energy per bucket: the segments of the work's raw streams, a row each, with what
 -- the rules of meter counters (registers and readings, docs/engine.md#registers-wh) judged of
 -- it. Per raw stream the points from engine_sources's lo to hi are paired, each with the next:
 -- a counter's glitch (cluster.glitch) starts no segment, and the segment before it ends at the
 -- point after it (skip; the glitch is ge, gv); plausible: the counter could make the segment's
--- rise (cluster.plausible_rise), else it is a reset or a replacement and counts 0; followed: a
--- point follows the segment's end (a drop there has persisted: a reset, not a glitch yet to be
--- undone). Cut to the segments that reach the work's period: the outer neighbours are read only
--- to judge the inner ones. Plan: sources is MATERIALIZED so that its neighbour probes run once
--- per raw stream; one window gives each point the neighbours its rules read (a sort per raw
--- stream, as a lone lead did); OFFSET 0 keeps each expression computed once per point. Read by
--- cluster.bucket_energy and, for the buckets where faults were judged, cluster.meter_faults_in.
+-- rise (cluster.plausible_rise, judged by the rate limit at its later reading), else it is a
+-- reset or a replacement and counts 0; followed: a point follows the segment's end (a drop
+-- there has persisted: a reset, not a glitch yet to be undone); spread: a register's rise is
+-- spread over the segment. Cut to the segments that reach the work's period: the outer
+-- neighbours are read only to judge the inner ones. Plan: sources is MATERIALIZED so that its
+-- neighbour probes run once per raw stream; one window gives each point the neighbours its
+-- rules read (a sort per raw stream, as a lone lead did), over epochs taken once per point;
+-- OFFSET 0 keeps each expression computed once per point. Read by cluster.bucket_energy and,
+-- for the buckets where faults were judged, cluster.meter_faults_in.
 CREATE OR REPLACE FUNCTION cluster.engine_segments(
     p_feeds bigint[], p_channels integer[], p_from timestamptz[], p_to timestamptz[]
 ) RETURNS TABLE (raw_id bigint, register boolean, reading boolean, counter boolean,
                  wf double precision, wt double precision, e0 double precision,
                  v0 double precision, e1 double precision, v1 double precision, skip boolean,
                  ge double precision, gv double precision, plausible boolean,
-                 followed boolean)
+                 followed boolean, spread boolean)
 LANGUAGE sql STABLE AS $$
 WITH sources AS MATERIALIZED (
     SELECT * FROM cluster.engine_sources(p_feeds, p_channels, p_from, p_to)
-), ends AS (
-    SELECT raw_id, register, reading, counter, wf, wt, e AS e0, v AS v0,
-           CASE WHEN skip THEN nne ELSE ne END AS e1, CASE WHEN skip THEN nnv ELSE nv END AS v1,
-           CASE WHEN skip THEN nnr ELSE nr END AS r1, skip,
-           CASE WHEN skip THEN ne END AS ge, CASE WHEN skip THEN nv END AS gv,
-           nne IS NOT NULL AS followed
-      FROM (SELECT *, counter AND cluster.glitch(e, v, nv, nne, nnv, nnr) AS skip
-              FROM (SELECT src.raw_id, src.register, src.reading,
-                           src.register OR src.reading AS counter, src.wf, src.wt, g.*
-                      FROM sources src
-                     CROSS JOIN LATERAL (
-                         SELECT date_part('epoch', p.ts) AS e, p.value AS v,
-                                date_part('epoch', lag(p.ts) OVER w) AS pe,
-                                lag(p.value) OVER w AS pv,
-                                date_part('epoch', lead(p.ts) OVER w) AS ne,
-                                lead(p.value) OVER w AS nv, lead(p.rate) OVER w AS nr,
-                                date_part('epoch', lead(p.ts, 2) OVER w) AS nne,
-                                lead(p.value, 2) OVER w AS nnv, lead(p.rate, 2) OVER w AS nnr
-                           FROM (SELECT q.ts, q.value,
-                                        CASE WHEN src.starts IS NULL THEN src.rate
-                                        ELSE (SELECT l.rate
-                                                FROM unnest(src.starts, src.rates)
-                                                     AS l (start, rate)
-                                               WHERE l.start IS NULL OR l.start <= q.ts
-                                               ORDER BY l.start DESC NULLS LAST LIMIT 1)
-                                        END AS rate
-                                   FROM cluster.stream_points(src.raw_id, src.lo,
-                                            src.hi + interval '1 microsecond') q) p
-                         WINDOW w AS (ORDER BY p.ts)
-                     ) g
-                     WHERE g.ne IS NOT NULL
-                    OFFSET 0) points
-             WHERE NOT (counter AND cluster.glitch(pe, pv, v, ne, nv, nr))
-            OFFSET 0) r
-     WHERE CASE WHEN skip THEN nne ELSE ne END >= wf AND e < wt
 )
-SELECT raw_id, register, reading, counter, wf, wt, e0, v0, e1, v1, skip, ge, gv,
-       counter AND cluster.plausible_rise(v0, e0, v1, e1, r1), followed
-  FROM ends
+SELECT src.raw_id, src.register, src.reading, src.register OR src.reading, src.wf, src.wt,
+       g.e0, g.v0, CASE WHEN g.skip THEN g.nne ELSE g.ne END,
+       CASE WHEN g.skip THEN g.nnv ELSE g.nv END, g.skip,
+       CASE WHEN g.skip THEN g.ne END, CASE WHEN g.skip THEN g.nv END,
+       (src.register OR src.reading)
+       AND cluster.plausible_rise(
+           g.v0, g.e0, CASE WHEN g.skip THEN g.nnv ELSE g.nv END,
+           CASE WHEN g.skip THEN g.nne ELSE g.ne END,
+           cluster.rate_at(src.rate, src.starts, src.rates,
+                           CASE WHEN g.skip THEN g.nne ELSE g.ne END)),
+       g.nne IS NOT NULL, CASE WHEN g.skip THEN g.nne ELSE g.ne END - g.e0 <= src.spread
+  FROM sources src
+ CROSS JOIN LATERAL (
+     -- The window's own projection judges each point (the neighbours are its window
+     -- functions, each computed once however often it is named).
+     SELECT p.e AS e0, p.value AS v0, lead(p.e) OVER w AS ne, lead(p.value) OVER w AS nv,
+            lead(p.e, 2) OVER w AS nne, lead(p.value, 2) OVER w AS nnv,
+            (src.register OR src.reading)
+            AND cluster.glitch(lag(p.e) OVER w, lag(p.value) OVER w, p.value, lead(p.e) OVER w,
+                               lead(p.value) OVER w,
+                               cluster.rate_at(src.rate, src.starts, src.rates, lead(p.e) OVER w))
+                AS glitch,
+            (src.register OR src.reading)
+            AND cluster.glitch(p.e, p.value, lead(p.value) OVER w, lead(p.e, 2) OVER w,
+                               lead(p.value, 2) OVER w,
+                               cluster.rate_at(src.rate, src.starts, src.rates, lead(p.e, 2) OVER w))
+                AS skip
+       FROM (SELECT q.ts, date_part('epoch', q.ts) AS e, q.value
+               FROM cluster.stream_points(src.raw_id, src.lo, src.hi + interval '1 microsecond') q
+             OFFSET 0) p
+     WINDOW w AS (ORDER BY p.ts)
+ ) g
+ WHERE g.ne IS NOT NULL AND NOT g.glitch
+   AND CASE WHEN g.skip THEN g.nne ELSE g.ne END >= src.wf AND g.e0 < src.wt
 $$;
 COMMENT ON FUNCTION cluster.engine_segments(bigint[], integer[], timestamptz[], timestamptz[]) IS
-    'The segments of the work''s raw streams that reach its periods, with a meter counter''s judgement: skip (past a glitch at ge, gv), plausible, followed.';
+    'The segments of the work''s raw streams that reach its periods, with a meter counter''s judgement: skip (past a glitch at ge, gv), plausible, followed, and whether a register''s rise is spread over it.';
 
 -- Compute, energy per bucket: per processed stream identity of the work's channels (quantity,
 -- idx, tariff, combined) and bucket k, the register's value (its rise along its line, Wh), the
@@ -249,7 +253,7 @@ COMMENT ON FUNCTION cluster.engine_segments(bigint[], integer[], timestamptz[], 
 -- cluster.segment_covered). A meter counter's (register or reading, docs/engine.md#registers-wh)
 -- segments skip its glitches (cluster.glitch), and a rise it cannot make (down: a reset; too
 -- steep: a replacement; cluster.plausible_rise) counts 0. A register's segment within
--- EP_ENGINE_MAX_SPREAD (cluster.spread) is made its constant rate of rise (Wh/s), so that its
+-- EP_ENGINE_MAX_SPREAD (spread) is made its constant rate of rise (Wh/s), so that its
 -- trapezoid is its rise in the bucket; a longer one, and a meter reading's, adds its step to
 -- the bucket of its later point. Times are float epoch seconds; bucket k starts at
 -- k·cluster.bucket_seconds().
@@ -271,28 +275,26 @@ LANGUAGE sql STABLE AS $$
 WITH ends AS (
     SELECT * FROM cluster.engine_segments(p_feeds, p_channels, p_from, p_to)
 ), segments AS (
-    SELECT raw_id, wt, e0, v0, e1, v1, step, faults, k, a, least(e1, kend) AS c,
-           e1 >= kend AS crosses, bridged
-      FROM (SELECT raw_id, wt, e0, v0, e1, v1, step, faults, bridged, k, a,
-                   cluster.bucket_seconds() * k + cluster.bucket_seconds() AS kend
-              FROM (SELECT raw_id, wt, e0, e1, bridged, faults,
-                           greatest(e0, wf) AS a, cluster.bucket_of(greatest(e0, wf)) AS k,
-                           CASE WHEN register THEN counted / (e1 - e0) ELSE v0 END AS v0,
-                           CASE WHEN register THEN counted / (e1 - e0) ELSE v1 END AS v1,
-                           CASE WHEN reading OR (register AND NOT bridged) THEN counted END
-                               AS step
-                      FROM (SELECT raw_id, register, reading, wf, wt, e0, v0, e1, v1,
-                                   CASE WHEN register THEN cluster.spread(e0, e1)
-                                        ELSE cluster.bridged(e0, e1) END AS bridged,
-                                   CASE WHEN plausible THEN v1 - v0 ELSE 0 END AS counted,
-                                   CASE WHEN counter
-                                        THEN skip::integer
-                                             + CASE WHEN plausible OR (v1 < v0 AND NOT followed)
-                                                    THEN 0 ELSE 1 END END AS faults
-                              FROM ends
-                            OFFSET 0) x
-                    OFFSET 0) y
-            OFFSET 0) z
+    -- A register's segment is its rate of rise (v0 = v1, Wh/s), of what it counts: its rise,
+    -- or 0 for a reset or a replacement. k, the bucket it starts in; c, where it leaves it.
+    SELECT raw_id, wt, e0, e1, faults, a, k, least(e1, kend) AS c, e1 >= kend AS crosses,
+           CASE WHEN register THEN spread ELSE cluster.bridged(e0, e1) END AS bridged,
+           CASE WHEN register THEN CASE WHEN plausible THEN (v1 - v0) / (e1 - e0) ELSE 0 END
+                ELSE v0 END AS v0,
+           CASE WHEN register THEN CASE WHEN plausible THEN (v1 - v0) / (e1 - e0) ELSE 0 END
+                ELSE v1 END AS v1,
+           CASE WHEN reading OR (register AND NOT spread)
+                THEN CASE WHEN plausible THEN v1 - v0 ELSE 0 END END AS step
+      FROM (SELECT raw_id, register, reading, wt, e0, v0, e1, v1, spread, plausible,
+                   CASE WHEN counter
+                        THEN skip::integer
+                             + CASE WHEN plausible OR (v1 < v0 AND NOT followed) THEN 0 ELSE 1 END
+                   END AS faults,
+                   greatest(e0, wf) AS a, cluster.bucket_of(greatest(e0, wf)) AS k,
+                   cluster.bucket_seconds() * cluster.bucket_of(greatest(e0, wf))
+                       + cluster.bucket_seconds() AS kend
+              FROM ends
+            OFFSET 0) x
 ), heads AS MATERIALIZED (
     SELECT raw_id, k, min(wt) AS wt,
            sum(cluster.segment_integral(e0, v0, e1, v1, bridged, a, c)) AS integral,

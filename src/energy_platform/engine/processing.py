@@ -276,7 +276,7 @@ SELECT cluster.thaw_days(array_agg(w.stream_id), array_agg(d.day::date))
 # Hash aggregates need memory; JIT compilation costs more (about 1 s) than these batches gain.
 TUNE = "SELECT set_config('work_mem', $1, true), set_config('jit', 'off', true)"
 # The meter counters' limits (EngineSettings), read by the stages through
-# cluster.spread and cluster.default_max_rate: set per transaction, as work_mem is.
+# cluster.max_spread_seconds and cluster.default_max_rate: set per transaction, as work_mem is.
 METER_LIMITS = """
 SELECT set_config('ep.engine_max_spread', $1, true),
        set_config('ep.engine_max_rate_power', $2, true),
