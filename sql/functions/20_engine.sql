@@ -48,6 +48,67 @@ $$;
 COMMENT ON FUNCTION cluster.bucket_of(double precision) IS
     'The bucket k holding the instant e (Unix seconds).';
 
+-- Meter counters (registers, gas and water readings; docs/engine.md#registers-wh): the two
+-- limits their rules read, set per transaction by the engine from EngineSettings
+-- (engine/processing.py, TUNE: `ep.engine_max_spread`, `ep.engine_max_rate_<medium>`). Unset
+-- (a session that is not the engine's), a rise is spread only where power is bridged and no
+-- rise is too steep: the rules before issue 48.
+CREATE OR REPLACE FUNCTION cluster.max_spread_seconds() RETURNS double precision
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+    SELECT coalesce(nullif(current_setting('ep.engine_max_spread', true), '')::double precision,
+                    cluster.bridge_seconds())
+$$;
+COMMENT ON FUNCTION cluster.max_spread_seconds() IS
+    'Longest gap in seconds over which a register''s rise between two readings is spread evenly (EP_ENGINE_MAX_SPREAD); a longer one''s goes whole to the later reading''s bucket.';
+
+CREATE OR REPLACE FUNCTION cluster.default_max_rate(medium text) RETURNS double precision
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+    SELECT nullif(current_setting('ep.engine_max_rate_' || medium, true), '')::double precision
+$$;
+COMMENT ON FUNCTION cluster.default_max_rate(text) IS
+    'The fastest rise per hour a counter of this processed medium can make (EP_ENGINE_MAX_RATE_<MEDIUM>: W, m³/h, kW); null: no limit.';
+
+-- A counter's rate limit at the instant e (Unix seconds): rate when one limit holds
+-- throughout, else rates[i] from starts[i] on (ascending, the first -Infinity), as
+-- cluster.engine_sources gathers them. No subquery, so that it is inlined; in the usual case
+-- (one limit) it costs a test per reading.
+CREATE OR REPLACE FUNCTION cluster.rate_at(
+    rate double precision, starts double precision[], rates double precision[],
+    e double precision
+) RETURNS double precision
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT coalesce(rate, rates[width_bucket(e, starts)])
+$$;
+COMMENT ON FUNCTION cluster.rate_at(double precision, double precision[], double precision[], double precision) IS
+    'The rate limit valid at e: rate, else rates[i] from starts[i] (ascending) on.';
+
+-- A rise from (e0, v0) to (e1, v1) that the channel can make: not down, and not faster than
+-- its rate (per second; null: no limit). Anything else is a reset or a replacement: it adds 0.
+CREATE OR REPLACE FUNCTION cluster.plausible_rise(
+    v0 double precision, e0 double precision, v1 double precision, e1 double precision,
+    rate double precision
+) RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT v1 >= v0 AND (rate IS NULL OR v1 - v0 <= rate * (e1 - e0))
+$$;
+COMMENT ON FUNCTION cluster.plausible_rise(double precision, double precision, double precision, double precision, double precision) IS
+    'True when a counter can rise from v0 at e0 to v1 at e1 (not down, at most rate per second).';
+
+-- A glitch: a reading (e, v) below the one before it (pe, pv), where the next one (ne, nv) is
+-- back at or above that one within a plausible rise (its rate nr). It is skipped: the segment
+-- goes from the reading before it to the one after it. Only a reading's neighbours decide, so
+-- late and out-of-order readings are judged as on arrival in order; two glitches are never
+-- neighbours (the one after a glitch is above it).
+CREATE OR REPLACE FUNCTION cluster.glitch(
+    pe double precision, pv double precision, v double precision, ne double precision,
+    nv double precision, nr double precision
+) RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT coalesce(v < pv AND cluster.plausible_rise(pv, pe, nv, ne, nr), false)
+$$;
+COMMENT ON FUNCTION cluster.glitch(double precision, double precision, double precision, double precision, double precision, double precision) IS
+    'True when the reading v is a glitch: below the one before it (pe, pv), and the next (ne, nv) is back at or above that one within a plausible rise (rate nr per second).';
+
 -- The part [a, c] of the segment from (e0, v0) to (e1, v1) that lies in one bucket: its
 -- trapezoid (value·s, the integral of the line over [a, c]) and the seconds it covers. Both are
 -- 0 for a gap (bridged false) or an empty part, so that a sum over a bucket's parts needs no
@@ -175,16 +236,20 @@ COMMENT ON FUNCTION cluster.engine_reprocess(bigint, timestamptz, timestamptz) I
 -- Setting a configuration "from an instant on": periods starting at or after the instant go,
 -- the period holding the instant ends there, and a new current period starts at it. One
 -- statement, so concurrent changes of one feed or stream serialise on its row lock. The engine
--- recomputes exactly the period whose medium changes (a new title or unit changes no value).
+-- recomputes exactly the period whose medium changes (a new title or unit changes no value);
+-- where the rate limit of its meter counters changes, their readings are queued as if they had
+-- just arrived, so that intake widens them to every segment the limit judges
+-- (docs/engine.md#registers-wh).
 CREATE OR REPLACE FUNCTION cluster.set_stream_config(
     p_stream_id bigint, p_from timestamptz, p_title text, p_medium text, p_unit text,
-    p_submeter boolean DEFAULT false
+    p_submeter boolean DEFAULT false, p_max_rate double precision DEFAULT NULL
 ) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
     v_from timestamptz := nullif(p_from, '-infinity');  -- -infinity or NULL: from the start
     v_feed_id bigint;
     v_channel integer;
     v_changed tstzmultirange;
+    v_rate_changed tstzmultirange;
 BEGIN
     SELECT feed_id, channel INTO v_feed_id, v_channel
       FROM cluster.streams WHERE id = p_stream_id AND type = 'processed' FOR UPDATE;
@@ -195,20 +260,37 @@ BEGIN
     SELECT tstzmultirange(tstzrange(v_from, NULL, '[)'))
            - coalesce(range_agg(validity * tstzrange(v_from, NULL, '[)'))
                           FILTER (WHERE medium IS NOT DISTINCT FROM p_medium),
+                      '{}'::tstzmultirange),
+           tstzmultirange(tstzrange(v_from, NULL, '[)'))
+           - coalesce(range_agg(validity * tstzrange(v_from, NULL, '[)'))
+                          FILTER (WHERE max_rate IS NOT DISTINCT FROM p_max_rate),
                       '{}'::tstzmultirange)
-      INTO v_changed
+      INTO v_changed, v_rate_changed
       FROM cluster.stream_configs WHERE stream_id = p_stream_id;
     DELETE FROM cluster.stream_configs
      WHERE stream_id = p_stream_id
        AND (v_from IS NULL OR (NOT lower_inf(validity) AND lower(validity) >= v_from));
     UPDATE cluster.stream_configs SET validity = tstzrange(lower(validity), v_from, '[)')
      WHERE stream_id = p_stream_id AND v_from IS NOT NULL AND validity @> v_from;
-    INSERT INTO cluster.stream_configs (stream_id, title, medium, unit, submeter, validity)
-    VALUES (p_stream_id, p_title, p_medium, p_unit, p_submeter, tstzrange(v_from, NULL, '[)'));
+    INSERT INTO cluster.stream_configs (stream_id, title, medium, unit, submeter, max_rate,
+                                        validity)
+    VALUES (p_stream_id, p_title, p_medium, p_unit, p_submeter, p_max_rate,
+            tstzrange(v_from, NULL, '[)'));
     PERFORM cluster.engine_invalidate(v_feed_id, v_channel, v_changed);
+    INSERT INTO cluster.dirty_ranges (stream_id, ts_from, ts_to)
+    SELECT s.id, e.first_ts, e.last_ts
+      FROM cluster.streams s
+      JOIN cluster.processable_media m
+        ON m.medium_id = s.medium AND m.method IN ('register', 'reading')
+     CROSS JOIN unnest(v_rate_changed) r
+     CROSS JOIN LATERAL (
+           SELECT cluster.point_from(s.id, coalesce(lower(r), '-infinity')) AS first_ts,
+                  cluster.point_before(s.id, coalesce(upper(r), 'infinity')) AS last_ts) e
+     WHERE s.feed_id = v_feed_id AND s.channel = v_channel AND s.type = 'raw'
+       AND e.first_ts <= e.last_ts;
 END $$;
-COMMENT ON FUNCTION cluster.set_stream_config(bigint, timestamptz, text, text, text, boolean) IS
-    'Make (title, medium, unit, sub-meter or not) the processed stream''s configuration from p_from on; the engine recomputes the period whose medium changed (a bill reads the sub-meter flag when asked).';
+COMMENT ON FUNCTION cluster.set_stream_config(bigint, timestamptz, text, text, text, boolean, double precision) IS
+    'Make (title, medium, unit, sub-meter or not, max rate of its meter counters) the processed stream''s configuration from p_from on; the engine recomputes the period whose medium or rate changed (a bill reads the sub-meter flag when asked).';
 
 -- The same for a feed; the engine recomputes where the time zone changes: time-of-use tariffs
 -- are read in the feed's local time.

@@ -17,28 +17,38 @@
 -- (docs/engine.md#work-late-data-and-configuration-changes). Widened to the bucket of the
 -- previous point when the segment from it is bridged (cluster.bridge_limit()), always to the
 -- bucket of the next point (a meter reading's consumption is counted at the later reading), and
--- across bridged gaps; a register's across every gap: its span decides between it and the
--- channel's power in every bucket between them. Plan: called per written period (LATERAL), its
--- neighbours are two index probes per tier (cluster.point_neighbours, inlined). OFFSET 0 keeps
--- them one subquery: pulled up, each use of before and after became a copy of its probes, to
--- plan and to run (planning INTAKE took 24 ms instead of 6).
+-- across bridged gaps. A meter counter's (p_counter: a register or a reading) across every gap,
+-- to its second neighbour on each side: a point changes whether its neighbours are glitches,
+-- which changes the segments from the one before them to the one after them
+-- (docs/engine.md#registers-wh), and a register's span decides between it and the channel's
+-- power in every bucket between them. Plan: called per written period (LATERAL), its
+-- neighbours are two index probes per tier (cluster.point_neighbours, inlined), a counter's
+-- second neighbours two more. OFFSET 0 keeps each one subquery: pulled up, each use of before
+-- and after became a copy of its probes, to plan and to run (planning INTAKE took 24 ms
+-- instead of 6).
 CREATE OR REPLACE FUNCTION cluster.affected_buckets(
-    p_raw_id bigint, p_spans boolean, p_written tstzrange
+    p_raw_id bigint, p_counter boolean, p_written tstzrange
 ) RETURNS TABLE (buckets tstzrange)
 LANGUAGE sql STABLE AS $$
     SELECT b.buckets
       FROM (SELECT * FROM cluster.point_neighbours(p_raw_id, lower(p_written),
                                                   upper(p_written) + interval '1 microsecond')
             OFFSET 0) n
+      LEFT JOIN LATERAL (
+           SELECT * FROM cluster.point_neighbours(p_raw_id, n.before,
+                                                  n.after + interval '1 microsecond')
+            WHERE p_counter OFFSET 0) n2 ON true
      CROSS JOIN LATERAL (VALUES
            (tstzrange(
                time_bucket(cluster.bucket_width(),
-                           CASE WHEN lower(p_written) - n.before <= cluster.bridge_limit()
-                                  OR (p_spans AND n.before IS NOT NULL)
+                           CASE WHEN p_counter AND n.before IS NOT NULL
+                                THEN coalesce(n2.before, n.before)
+                                WHEN lower(p_written) - n.before <= cluster.bridge_limit()
                                 THEN n.before ELSE lower(p_written) END),
                time_bucket(cluster.bucket_width(),
-                           CASE WHEN n.after - upper(p_written) <= cluster.bridge_limit()
-                                  OR (p_spans AND n.after IS NOT NULL)
+                           CASE WHEN p_counter AND n.after IS NOT NULL
+                                THEN coalesce(n2.after, n.after)
+                                WHEN n.after - upper(p_written) <= cluster.bridge_limit()
                                 THEN n.after ELSE upper(p_written) END)
                    + cluster.bucket_width()), true),
            (tstzrange(time_bucket(cluster.bucket_width(), n.after),
@@ -48,7 +58,7 @@ LANGUAGE sql STABLE AS $$
      WHERE b.wanted
 $$;
 COMMENT ON FUNCTION cluster.affected_buckets(bigint, boolean, tstzrange) IS
-    'The buckets a raw stream''s points written in p_written can change (p_spans: a register, widened across every gap).';
+    'The buckets a raw stream''s points written in p_written can change (p_counter: a meter counter, widened across every gap to its second neighbours).';
 
 -- Intake: the processed streams the raw media of the given channels (p_feeds[i],
 -- p_channels[i]) call for, with their first configuration's title, medium and unit (money in
@@ -116,114 +126,212 @@ COMMENT ON FUNCTION cluster.work_streams(bigint[], integer[], timestamptz[], tim
     'The processed streams of each of the work''s periods (feed, channel, [from, to)).';
 
 -- Compute, energy per bucket: the raw streams of the work's channels, each with the period
--- of points to read (from the last point before the period to the first at or after its end).
--- Plan: a join of the work with the streams' (feed_id, channel) index, and per raw stream two
--- index probes per tier for its neighbours (cluster.point_neighbours, inlined).
+-- of points to read: from the last point before the period to the first at or after its end,
+-- and for a meter counter (register or reading) one more on each side, the neighbours that
+-- decide whether the first and the last reading are glitches (cluster.glitch). A counter also
+-- gets its rate limit per second (cluster.rate_at: rate, or where it changes in the period
+-- rates[i] from starts[i] on, the first from -Infinity): its own processed stream's
+-- configurations' (`admin streams configure --max-rate`), else its medium's
+-- (cluster.default_max_rate), and a register the longest gap
+-- its rise is spread over (cluster.max_spread_seconds): read once per stream, not per point.
+-- Plan: a join of the work with the streams' (feed_id, channel) index, per raw stream two
+-- index probes per tier for its neighbours (cluster.point_neighbours, inlined), and for a
+-- counter two more and its configurations.
 CREATE OR REPLACE FUNCTION cluster.engine_sources(
     p_feeds bigint[], p_channels integer[], p_from timestamptz[], p_to timestamptz[]
 ) RETURNS TABLE (raw_id bigint, register boolean, reading boolean, wf double precision,
-                 wt double precision, lo timestamptz, hi timestamptz)
+                 wt double precision, lo timestamptz, hi timestamptz, rate double precision,
+                 starts double precision[], rates double precision[],
+                 spread double precision)
 LANGUAGE sql STABLE AS $$
     SELECT s.id, m.method = 'register', m.method = 'reading',
-           date_part('epoch', w.wfrom), date_part('epoch', w.wto),
-           coalesce(n.before, w.wfrom), coalesce(n.after, w.wto)
+           date_part('epoch', w.wfrom), date_part('epoch', w.wto), x.lo, x.hi,
+           CASE WHEN cardinality(r.rates) = 1 THEN r.rates[1] END,
+           CASE WHEN cardinality(r.rates) > 1 THEN '-Infinity'::float8 || r.starts[2:] END,
+           CASE WHEN cardinality(r.rates) > 1 THEN r.rates END,
+           CASE WHEN m.method = 'register' THEN cluster.max_spread_seconds() END
       FROM unnest(p_feeds, p_channels, p_from, p_to) AS w (feed_id, channel, wfrom, wto)
       JOIN cluster.streams s ON s.feed_id = w.feed_id AND s.channel = w.channel AND s.type = 'raw'
       JOIN cluster.processable_media m ON m.medium_id = s.medium
      CROSS JOIN LATERAL cluster.point_neighbours(s.id, w.wfrom, w.wto) n
+      LEFT JOIN LATERAL (
+           SELECT * FROM cluster.point_neighbours(s.id, n.before, n.after + interval '1 microsecond')
+            WHERE m.method IN ('register', 'reading')) n2 ON true
+     CROSS JOIN LATERAL (SELECT coalesce(n2.before, n.before, w.wfrom) AS lo,
+                                coalesce(n2.after, n.after, w.wto) AS hi) x
+      LEFT JOIN LATERAL (
+           SELECT coalesce(array_agg(date_part('epoch', lower(c.validity))
+                                     ORDER BY lower(c.validity) NULLS FIRST),
+                           '{-Infinity}') AS starts,
+                  coalesce(array_agg(coalesce(c.max_rate, cluster.default_max_rate(m.medium))
+                                     / 3600 ORDER BY lower(c.validity) NULLS FIRST),
+                           ARRAY[cluster.default_max_rate(m.medium) / 3600]) AS rates
+             FROM cluster.processed_target(m.method, s.idx) t
+             JOIN cluster.streams ps
+               ON ps.feed_id = s.feed_id AND ps.channel = s.channel AND ps.type = 'processed'
+              AND ps.quantity = m.quantity AND NOT ps.combined
+              AND ps.idx IS NOT DISTINCT FROM t.idx AND ps.tariff IS NOT DISTINCT FROM t.tariff
+             JOIN cluster.stream_configs c
+               ON c.stream_id = ps.id AND c.validity && tstzrange(x.lo, x.hi, '[]')
+            WHERE m.method IN ('register', 'reading')) r ON true
 $$;
 COMMENT ON FUNCTION cluster.engine_sources(bigint[], integer[], timestamptz[], timestamptz[]) IS
-    'The raw streams of the work''s periods, with their method and the span of points to read.';
+    'The raw streams of the work''s periods, with their method, the span of points to read and, for a counter, its rate limit (per second: rate, or rates[i] from starts[i] on) and a register''s longest spread gap.';
+
+-- Compute, energy per bucket: the segments of the work's raw streams, a row each, with what
+-- the rules of meter counters (registers and readings, docs/engine.md#registers-wh) judged of
+-- it. Per raw stream the points from engine_sources's lo to hi are paired, each with the next:
+-- a counter's glitch (cluster.glitch) starts no segment, and the segment before it ends at the
+-- point after it (skip; the glitch is ge, gv); plausible: the counter could make the segment's
+-- rise (cluster.plausible_rise, judged by the rate limit at its later reading), else it is a
+-- reset or a replacement and counts 0; followed: a point follows the segment's end (a drop
+-- there has persisted: a reset, not a glitch yet to be undone); spread: a register's rise is
+-- spread over the segment. Cut to the segments that reach the work's period: the outer
+-- neighbours are read only to judge the inner ones. Plan: sources is MATERIALIZED so that its
+-- neighbour probes run once per raw stream; one window gives each point the neighbours its
+-- rules read (a sort per raw stream, as a lone lead did), over epochs taken once per point;
+-- OFFSET 0 keeps each expression computed once per point. Read by cluster.bucket_energy and,
+-- for the buckets where faults were judged, cluster.meter_faults_in.
+CREATE OR REPLACE FUNCTION cluster.engine_segments(
+    p_feeds bigint[], p_channels integer[], p_from timestamptz[], p_to timestamptz[]
+) RETURNS TABLE (raw_id bigint, register boolean, reading boolean, counter boolean,
+                 wf double precision, wt double precision, e0 double precision,
+                 v0 double precision, e1 double precision, v1 double precision, skip boolean,
+                 ge double precision, gv double precision, plausible boolean,
+                 followed boolean, spread boolean)
+LANGUAGE sql STABLE AS $$
+WITH sources AS MATERIALIZED (
+    SELECT * FROM cluster.engine_sources(p_feeds, p_channels, p_from, p_to)
+)
+SELECT src.raw_id, src.register, src.reading, src.register OR src.reading, src.wf, src.wt,
+       g.e0, g.v0, CASE WHEN g.skip THEN g.nne ELSE g.ne END,
+       CASE WHEN g.skip THEN g.nnv ELSE g.nv END, g.skip,
+       CASE WHEN g.skip THEN g.ne END, CASE WHEN g.skip THEN g.nv END,
+       (src.register OR src.reading)
+       AND cluster.plausible_rise(
+           g.v0, g.e0, CASE WHEN g.skip THEN g.nnv ELSE g.nv END,
+           CASE WHEN g.skip THEN g.nne ELSE g.ne END,
+           cluster.rate_at(src.rate, src.starts, src.rates,
+                           CASE WHEN g.skip THEN g.nne ELSE g.ne END)),
+       g.nne IS NOT NULL, CASE WHEN g.skip THEN g.nne ELSE g.ne END - g.e0 <= src.spread
+  FROM sources src
+ CROSS JOIN LATERAL (
+     -- The window's own projection judges each point (the neighbours are its window
+     -- functions, each computed once however often it is named).
+     SELECT p.e AS e0, p.value AS v0, lead(p.e) OVER w AS ne, lead(p.value) OVER w AS nv,
+            lead(p.e, 2) OVER w AS nne, lead(p.value, 2) OVER w AS nnv,
+            (src.register OR src.reading)
+            AND cluster.glitch(lag(p.e) OVER w, lag(p.value) OVER w, p.value, lead(p.e) OVER w,
+                               lead(p.value) OVER w,
+                               cluster.rate_at(src.rate, src.starts, src.rates, lead(p.e) OVER w))
+                AS glitch,
+            (src.register OR src.reading)
+            AND cluster.glitch(p.e, p.value, lead(p.value) OVER w, lead(p.e, 2) OVER w,
+                               lead(p.value, 2) OVER w,
+                               cluster.rate_at(src.rate, src.starts, src.rates, lead(p.e, 2) OVER w))
+                AS skip
+       FROM (SELECT q.ts, date_part('epoch', q.ts) AS e, q.value
+               FROM cluster.stream_points(src.raw_id, src.lo, src.hi + interval '1 microsecond') q
+             OFFSET 0) p
+     WINDOW w AS (ORDER BY p.ts)
+ ) g
+ WHERE g.ne IS NOT NULL AND NOT g.glitch
+   AND CASE WHEN g.skip THEN g.nne ELSE g.ne END >= src.wf AND g.e0 < src.wt
+$$;
+COMMENT ON FUNCTION cluster.engine_segments(bigint[], integer[], timestamptz[], timestamptz[]) IS
+    'The segments of the work''s raw streams that reach its periods, with a meter counter''s judgement: skip (past a glitch at ge, gv), plausible, followed, and whether a register''s rise is spread over it.';
 
 -- Compute, energy per bucket: per processed stream identity of the work's channels (quantity,
 -- idx, tariff, combined) and bucket k, the register's value (its rise along its line, Wh), the
--- measured value (power's trapezoid in Wh, a meter reading's step), and a mean's integral and
--- covered seconds; which of register and measured a stream takes is decided per bucket by its
+-- measured value (power's trapezoid in Wh, a meter reading's step), a mean's integral and
+-- covered seconds, and the counter faults (glitches, resets, replacements) judged at a reading
+-- in the bucket; which of register and measured a stream takes is decided per bucket by its
 -- register span (cluster.engine_results).
 -- Per raw stream the points from the last one before wfrom to the first one at or after wto
 -- form segments. A bridged segment (cluster.bridged) adds its trapezoid (value·s) and its
 -- length (s) to the buckets it overlaps, cut at their edges (cluster.segment_integral,
--- cluster.segment_covered); a register's segment is first made its constant rate of rise
--- (Wh/s), so that its trapezoid is its rise in the bucket. A meter reading's segment, and a
--- register's unbridged one, adds its step (never negative: a decrease is a reset or rollover)
--- to the bucket of its later point. Times are float epoch seconds; bucket k starts at
+-- cluster.segment_covered). A meter counter's (register or reading, docs/engine.md#registers-wh)
+-- segments skip its glitches (cluster.glitch), and a rise it cannot make (down: a reset; too
+-- steep: a replacement; cluster.plausible_rise) counts 0. A register's segment within
+-- EP_ENGINE_MAX_SPREAD (spread) is made its constant rate of rise (Wh/s), so that its
+-- trapezoid is its rise in the bucket; a longer one, and a meter reading's, adds its step to
+-- the bucket of its later point. Times are float epoch seconds; bucket k starts at
 -- k·cluster.bucket_seconds().
+-- A fault counts in the bucket of the reading that ends its segment, where its step would.
 -- Plan: each segment is first added whole to the bucket it starts in ("heads", one hash
 -- aggregate over the points); the one segment per bucket that crosses its end is carried along
 -- and spread over the following buckets afterwards ("tails", a row per bucket, not per point).
--- sources is MATERIALIZED so that its neighbour probes run once per raw stream; heads so that
--- the hash aggregate runs once for both of its readers. OFFSET 0 keeps each expression of a
--- segment computed once per point, not once per use.
+-- The segments are cluster.engine_segments's (a subquery planned once, its sources
+-- MATERIALIZED); heads is MATERIALIZED so that the hash aggregate runs once for both of its
+-- readers. OFFSET 0 keeps each expression of a segment computed once per point, not once per
+-- use.
 CREATE OR REPLACE FUNCTION cluster.bucket_energy(
     p_feeds bigint[], p_channels integer[], p_from timestamptz[], p_to timestamptz[]
 ) RETURNS TABLE (feed_id bigint, channel integer, quantity text, idx integer, tariff integer,
                  combined boolean, k bigint, register double precision,
                  measured double precision, integral double precision,
-                 covered double precision)
+                 covered double precision, faults bigint)
 LANGUAGE sql STABLE AS $$
-WITH sources AS MATERIALIZED (
-    SELECT * FROM cluster.engine_sources(p_feeds, p_channels, p_from, p_to)
+WITH ends AS (
+    SELECT * FROM cluster.engine_segments(p_feeds, p_channels, p_from, p_to)
 ), segments AS (
-    SELECT raw_id, wt, e0, v0, e1, v1, step, k, a, least(e1, kend) AS c, e1 >= kend AS crosses,
-           bridged
-      FROM (SELECT raw_id, wt, e0, v0, e1, v1, step, bridged, k, a,
-                   cluster.bucket_seconds() * k + cluster.bucket_seconds() AS kend
-              FROM (SELECT raw_id, wt, e0, e1, cluster.bridged(e0, e1) AS bridged,
-                           greatest(e0, wf) AS a, cluster.bucket_of(greatest(e0, wf)) AS k,
-                           CASE WHEN register THEN greatest(v1 - v0, 0) / (e1 - e0)
-                                ELSE v0 END AS v0,
-                           CASE WHEN register THEN greatest(v1 - v0, 0) / (e1 - e0)
-                                ELSE v1 END AS v1,
-                           CASE WHEN reading OR (register AND NOT cluster.bridged(e0, e1))
-                                THEN greatest(v1 - v0, 0) END AS step
-                      FROM (SELECT src.raw_id, src.register, src.reading, src.wf, src.wt,
-                                   date_part('epoch', g.ts) AS e0, g.v0,
-                                   date_part('epoch', g.t1) AS e1, g.v1
-                              FROM sources src
-                              CROSS JOIN LATERAL (
-                                  SELECT p.ts, p.value AS v0,
-                                         lead(p.ts) OVER w AS t1, lead(p.value) OVER w AS v1
-                                    FROM cluster.stream_points(src.raw_id, src.lo,
-                                             src.hi + interval '1 microsecond') p
-                                  WINDOW w AS (ORDER BY p.ts)
-                              ) g
-                             WHERE g.t1 IS NOT NULL
-                            OFFSET 0) points
-                    OFFSET 0) x
-            OFFSET 0) y
+    -- A register's segment is its rate of rise (v0 = v1, Wh/s), of what it counts: its rise,
+    -- or 0 for a reset or a replacement. k, the bucket it starts in; c, where it leaves it.
+    SELECT raw_id, wt, e0, e1, faults, a, k, least(e1, kend) AS c, e1 >= kend AS crosses,
+           CASE WHEN register THEN spread ELSE cluster.bridged(e0, e1) END AS bridged,
+           CASE WHEN register THEN CASE WHEN plausible THEN (v1 - v0) / (e1 - e0) ELSE 0 END
+                ELSE v0 END AS v0,
+           CASE WHEN register THEN CASE WHEN plausible THEN (v1 - v0) / (e1 - e0) ELSE 0 END
+                ELSE v1 END AS v1,
+           CASE WHEN reading OR (register AND NOT spread)
+                THEN CASE WHEN plausible THEN v1 - v0 ELSE 0 END END AS step
+      FROM (SELECT raw_id, register, reading, wt, e0, v0, e1, v1, spread, plausible,
+                   CASE WHEN counter
+                        THEN skip::integer
+                             + CASE WHEN plausible OR (v1 < v0 AND NOT followed) THEN 0 ELSE 1 END
+                   END AS faults,
+                   greatest(e0, wf) AS a, cluster.bucket_of(greatest(e0, wf)) AS k,
+                   cluster.bucket_seconds() * cluster.bucket_of(greatest(e0, wf))
+                       + cluster.bucket_seconds() AS kend
+              FROM ends
+            OFFSET 0) x
 ), heads AS MATERIALIZED (
     SELECT raw_id, k, min(wt) AS wt,
            sum(cluster.segment_integral(e0, v0, e1, v1, bridged, a, c)) AS integral,
            sum(cluster.segment_covered(bridged, a, c)) AS covered,
            sum(step) FILTER (WHERE NOT crosses) AS delta,
+           sum(faults) FILTER (WHERE NOT crosses) AS faults,
            max(e0) FILTER (WHERE crosses) AS ce0,
            max(v0) FILTER (WHERE crosses) AS cv0,
            max(e1) FILTER (WHERE crosses) AS ce1,
            max(v1) FILTER (WHERE crosses) AS cv1,
-           max(step) FILTER (WHERE crosses) AS cstep
+           max(step) FILTER (WHERE crosses) AS cstep,
+           max(faults) FILTER (WHERE crosses) AS cfaults,
+           bool_or(bridged) FILTER (WHERE crosses) AS cbridged
       FROM segments
      GROUP BY raw_id, k
 ), tails AS (
     SELECT raw_id, k,
            cluster.segment_integral(e0, v0, e1, v1, bridged, a, c) AS integral,
            cluster.segment_covered(bridged, a, c) AS covered,
-           CASE WHEN cluster.bucket_of(e1) = k THEN step END AS delta
-      FROM (SELECT raw_id, k, e0, v0, e1, v1, step, bridged,
+           CASE WHEN cluster.bucket_of(e1) = k THEN step END AS delta,
+           CASE WHEN cluster.bucket_of(e1) = k THEN faults END AS faults
+      FROM (SELECT raw_id, k, e0, v0, e1, v1, step, faults, bridged,
                    greatest(e0, cluster.bucket_seconds() * k) AS a,
                    least(e1, cluster.bucket_seconds() * k + cluster.bucket_seconds()) AS c
               FROM (SELECT raw_id, ce0 AS e0, cv0 AS v0, ce1 AS e1, cv1 AS v1, cstep AS step,
-                           cluster.bridged(ce0, ce1) AS bridged,
+                           cfaults AS faults, cbridged AS bridged,
                            generate_series(
-                               CASE WHEN cluster.bridged(ce0, ce1) THEN k + 1
-                                    ELSE cluster.bucket_of(ce1) END,
+                               CASE WHEN cbridged THEN k + 1 ELSE cluster.bucket_of(ce1) END,
                                least(cluster.bucket_of(ce1),
                                      (wt / cluster.bucket_seconds())::bigint - 1)) AS k
                       FROM heads WHERE ce1 IS NOT NULL) spread) t
 ), per_raw AS (
-    SELECT raw_id, k, sum(integral) AS integral, sum(covered) AS covered, sum(delta) AS delta
-      FROM (SELECT raw_id, k, integral, covered, delta FROM heads
+    SELECT raw_id, k, sum(integral) AS integral, sum(covered) AS covered, sum(delta) AS delta,
+           sum(faults) AS faults
+      FROM (SELECT raw_id, k, integral, covered, delta, faults FROM heads
             UNION ALL
-            SELECT raw_id, k, integral, covered, delta FROM tails) parts
+            SELECT raw_id, k, integral, covered, delta, faults FROM tails) parts
      GROUP BY raw_id, k
 ), per_index AS (
     -- Registers apart from the rest: which of the two a bucket takes is decided per stream.
@@ -236,7 +344,8 @@ WITH sources AS MATERIALIZED (
                              WHEN 'reading' THEN r.delta END)
                FILTER (WHERE m.method IN ('integral', 'reading')) AS measured,
            sum(r.integral) FILTER (WHERE m.method = 'mean') AS integral,
-           sum(r.covered) FILTER (WHERE m.method = 'mean') AS covered
+           sum(r.covered) FILTER (WHERE m.method = 'mean') AS covered,
+           sum(r.faults) AS faults
       FROM per_raw r
       JOIN cluster.streams s ON s.id = r.raw_id
       JOIN cluster.processable_media m ON m.medium_id = s.medium
@@ -244,16 +353,40 @@ WITH sources AS MATERIALIZED (
      GROUP BY s.feed_id, s.channel, m.quantity, t.idx, t.tariff, r.k
 )
 SELECT feed_id, channel, quantity, coalesce(idx, 0), coalesce(tariff, 0), false, k, register,
-       measured, integral, covered
+       measured, integral, covered, faults
   FROM per_index
 UNION ALL
 SELECT feed_id, channel, quantity, 0, 0, true, k, sum(register), sum(measured), sum(integral),
-       sum(covered)
+       sum(covered), sum(faults)
   FROM per_index WHERE idx IS NOT NULL OR tariff IS NOT NULL
  GROUP BY feed_id, channel, quantity, k
 $$;
 COMMENT ON FUNCTION cluster.bucket_energy(bigint[], integer[], timestamptz[], timestamptz[]) IS
-    'Per processed stream identity and bucket k of the work''s periods: register (Wh along its line), measured (power''s trapezoid in Wh, a reading''s step), a mean''s integral and covered seconds.';
+    'Per processed stream identity and bucket k of the work''s periods: register (Wh along its line), measured (power''s trapezoid in Wh, a reading''s step), a mean''s integral and covered seconds, and the counter faults judged there.';
+
+-- Compute, meter faults: the faults judged in the work's periods (COMPUTE names the buckets
+-- where cluster.bucket_energy counted one, so that this reads only those): per raw counter,
+-- each glitch skipped (at the glitch), each reset that persisted and each rise the meter
+-- cannot make (at the reading that ends the step), with the readings before and after, for
+-- the owner's notification. Plan: cluster.engine_segments over the few buckets named.
+CREATE OR REPLACE FUNCTION cluster.meter_faults_in(
+    p_feeds bigint[], p_channels integer[], p_from timestamptz[], p_to timestamptz[]
+) RETURNS TABLE (raw_id bigint, kind text, ts timestamptz, value double precision,
+                 before_ts timestamptz, before_value double precision, after_ts timestamptz,
+                 after_value double precision)
+LANGUAGE sql STABLE AS $$
+    SELECT DISTINCT s.raw_id, f.kind, to_timestamp(f.e), f.v, to_timestamp(s.e0), s.v0,
+           to_timestamp(s.e1), s.v1
+      FROM cluster.engine_segments(p_feeds, p_channels, p_from, p_to) s
+     CROSS JOIN LATERAL (VALUES ('glitch', s.ge, s.gv, s.skip),
+                                (CASE WHEN s.v1 < s.v0 THEN 'reset' ELSE 'replacement' END,
+                                 s.e1, s.v1,
+                                 NOT s.plausible AND (s.v1 >= s.v0 OR s.followed)))
+           AS f (kind, e, v, judged)
+     WHERE s.counter AND f.judged
+$$;
+COMMENT ON FUNCTION cluster.meter_faults_in(bigint[], integer[], timestamptz[], timestamptz[]) IS
+    'The meter faults (glitch, reset, replacement) judged in the work''s periods: the reading judged, and the readings before and after it.';
 
 -- Compute, register spans (docs/engine.md#each-wh-once): per processed stream identity of the
 -- work's channels, the buckets from a register's first reading to its last over its whole
@@ -358,19 +491,21 @@ COMMENT ON FUNCTION cluster.engine_periods(bigint[], integer[], timestamptz[], t
 -- Compute: the points the work's periods call for, per processed stream and bucket start: a
 -- value stream's value (a mean's time-weighted mean; inside a register span the register's,
 -- outside it the measured one), and its money stream's, value × scale × price of the band
--- holding the bucket's local start on a local date of the band's kind (cluster.band_holds). Plan: periods is MATERIALIZED and hashed; the buckets
+-- holding the bucket's local start on a local date of the band's kind (cluster.band_holds);
+-- with the counter faults judged in the bucket, which COMPUTE names so that the engine records
+-- them (FAULTS, engine/processing.py). Plan: periods is MATERIALIZED and hashed; the buckets
 -- (cluster.bucket_energy, a subquery planned once) are the hash join's probe side: each bucket
 -- finds its stretches by the stream's keys, and k and the band are a filter on the few rows
 -- found. A nested loop here would be buckets × stretches (the plan test,
 -- tests/integration/engine/test_compute_plan.py, holds it to a hash join).
 CREATE OR REPLACE FUNCTION cluster.engine_results(
     p_feeds bigint[], p_channels integer[], p_from timestamptz[], p_to timestamptz[]
-) RETURNS TABLE (stream_id bigint, ts timestamptz, value double precision)
+) RETURNS TABLE (stream_id bigint, ts timestamptz, value double precision, faults bigint)
 LANGUAGE sql STABLE AS $$
 WITH periods AS MATERIALIZED (
     SELECT * FROM cluster.engine_periods(p_feeds, p_channels, p_from, p_to)
 )
-SELECT pd.stream_id, to_timestamp(cluster.bucket_seconds() * t.k), v.value
+SELECT pd.stream_id, to_timestamp(cluster.bucket_seconds() * t.k), v.value, t.faults
   FROM cluster.bucket_energy(p_feeds, p_channels, p_from, p_to) t
   JOIN periods pd
     ON pd.feed_id = t.feed_id AND pd.channel = t.channel AND pd.quantity = t.quantity
@@ -391,4 +526,4 @@ SELECT pd.stream_id, to_timestamp(cluster.bucket_seconds() * t.k), v.value
    AND v.value IS NOT NULL
 $$;
 COMMENT ON FUNCTION cluster.engine_results(bigint[], integer[], timestamptz[], timestamptz[]) IS
-    'The processed points (stream, bucket start, value) the work''s periods call for.';
+    'The processed points (stream, bucket start, value) the work''s periods call for, with the counter faults judged in the bucket.';

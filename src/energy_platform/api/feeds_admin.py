@@ -14,6 +14,7 @@ import asyncpg
 import click
 
 from energy_platform.api.json_shapes import render_feeds, render_streams
+from energy_platform.core import bounds
 from energy_platform.core.console import CommandGroup, emit, parse_instant, run_in_transaction
 from energy_platform.core.errors import InvalidInput, NotFound
 from energy_platform.core.inputs import checked_text, parse_id
@@ -58,12 +59,22 @@ STREAM_BY_ID = """
 SELECT id, type, channel, device, medium, idx, tariff, combined, quantity
   FROM cluster.streams
  WHERE id = $1"""
-SET_STREAM_CONFIG = "SELECT cluster.set_stream_config($1, $2, $3, $4, $5, $6)"
+SET_STREAM_CONFIG = "SELECT cluster.set_stream_config($1, $2, $3, $4, $5, $6, $7)"
 STREAM_CONFIG_AT = """
-SELECT title, medium, unit, submeter FROM cluster.stream_configs
+SELECT title, medium, unit, submeter, max_rate FROM cluster.stream_configs
  WHERE stream_id = $1 AND validity @> $2::timestamptz"""
 
 MEDIA = ("power", "gas", "water", "heat", "temperature", "none")
+
+
+def _max_rate(text: str) -> float:
+    try:
+        rate = float(text)
+    except ValueError:
+        raise InvalidInput(f"--max-rate: {text!r} is neither a number nor 'default'") from None
+    if not rate > 0:
+        raise InvalidInput(f"--max-rate: {text} is not a rise: give a number above 0")
+    return bounds.check(bounds.MAX_RATE, rate, "--max-rate")
 
 
 def _time_zone(name: str) -> str:
@@ -269,6 +280,13 @@ def list_streams(settings: Settings, feed_id: str) -> None:
     help="A consumption stream metering part of another (a heat pump behind the main meter): "
     "bills list it apart, not in the total. Default: as at that instant.",
 )
+@click.option(
+    "--max-rate",
+    help="The fastest rise of the meter counters (registers, readings) counting in this "
+    "consumption or export stream, per hour: W for power, m³/h for gas and water, kW for heat; "
+    "a faster one is a replaced meter and adds 0. 'default': EP_ENGINE_MAX_RATE_<MEDIUM>. "
+    "Default: as at that instant.",
+)
 @click.pass_obj
 def configure_stream(
     settings: Settings,
@@ -278,9 +296,11 @@ def configure_stream(
     medium: str | None,
     unit: str | None,
     submeter: bool | None,
+    max_rate: str | None,
 ) -> None:
     """Set a processed stream's configuration from an instant on; prints the stream."""
     instant, sid = parse_instant(since), parse_id(stream_id, "stream")
+    rate = None if max_rate in (None, "default") else _max_rate(max_rate)
     title = None if title is None else checked_text(title, "--title")
     unit = None if unit is None else checked_text(unit, "--unit")
 
@@ -303,8 +323,16 @@ def configure_stream(
         if not new_title or new_unit is None:
             raise InvalidInput("no configuration at that instant: give --title and --unit")
         new_submeter = submeter if submeter is not None else bool(before and before["submeter"])
+        if max_rate is not None and (
+            stream["quantity"] not in ("consumption", "export") or stream["combined"]
+        ):
+            raise InvalidInput(
+                f"stream {stream_id} is not a meter's own consumption or export stream: set "
+                "--max-rate on the stream of each register or meter"
+            )
+        new_rate = rate if max_rate is not None else (before and before["max_rate"])
         await conn.execute(
-            SET_STREAM_CONFIG, sid, instant, new_title, new_medium, new_unit, new_submeter
+            SET_STREAM_CONFIG, sid, instant, new_title, new_medium, new_unit, new_submeter, new_rate
         )
         return (await render_streams(conn, [stream]))[0]
 

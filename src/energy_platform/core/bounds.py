@@ -84,6 +84,10 @@ INTERVAL: Final = Bound("an import interval", "s", 31 * 86_400.0)
 """The length of each value of a history by the interval: portals export 15 minutes, hours or
 days; a month's energy as one value is the longest a register's reading pair should span."""
 
+MAX_RATE: Final = Bound("a meter's fastest rise", "W, m³/h or kW", 1e10)
+"""A stream's own limit on its meter counters' rise (``admin streams configure --max-rate``):
+as much as the largest power a grid connection carries, in the counter's unit per hour."""
+
 # Money: in the cost streams' currency (EP_ENGINE_CURRENCY).
 PRICE: Final = Bound("a price", "per kWh or m³", 1e8)
 """The exchanges' caps are 4 (day-ahead) and 10 (intraday) EUR/kWh; 1e8 holds them in a

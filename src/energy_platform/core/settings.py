@@ -341,8 +341,25 @@ class EngineSettings(Section, frozen=True, kw_only=True):
     waiting hours from the points meanwhile: real-time rollups)."""
     rollup_batch: int = 500
     """Streams whose queued rollup work one transaction recomputes."""
+    max_spread: int = 31 * 86_400
+    """Seconds between two register readings up to which their rise is spread evenly over the
+    time between them; a longer gap's rise goes whole to the later reading's bucket."""
+    max_rate_power: float = 100_000.0
+    """Fastest rise of an electricity register in W (Wh per hour); a faster one is a replaced
+    meter or a wrong reading and adds 0 (settable per stream: admin streams configure)."""
+    max_rate_gas: float = 10.0
+    """Fastest rise of a gas meter in m³ per hour (a household's meter passes at most a few)."""
+    max_rate_water: float = 10.0
+    """Fastest rise of a water meter in m³ per hour (a household connection passes 2 to 5)."""
+    max_rate_heat: float = 100.0
+    """Fastest rise of a heat meter in kW (kWh per hour)."""
 
     def __post_init__(self) -> None:
+        if self.max_spread < 0:
+            raise ValueError("EP_ENGINE_MAX_SPREAD must be >= 0 seconds")
+        rates = (self.max_rate_power, self.max_rate_gas, self.max_rate_water, self.max_rate_heat)
+        if min(rates) <= 0:
+            raise ValueError("EP_ENGINE_MAX_RATE_* must be positive")
         if self.rollup_delay < 0 or self.rollup_batch < 1:
             raise ValueError("EP_ENGINE_ROLLUP_DELAY must be >= 0 and EP_ENGINE_ROLLUP_BATCH >= 1")
         if self.max_span <= 0 or self.max_span % 90:

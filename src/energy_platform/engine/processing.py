@@ -23,6 +23,7 @@ import msgspec
 from energy_platform.core.db.live_log import LIVE_PUBLISH
 from energy_platform.core.db.locks import LockKey
 from energy_platform.core.db.pool import Connection
+from energy_platform.core.settings import EngineSettings
 from energy_platform.engine.parking import CLEARED, narrowed, park
 
 # cluster.bucket_seconds(); a test holds the two equal.
@@ -54,7 +55,8 @@ WITH claimed AS (
     INSERT INTO cluster.engine_work (feed_id, channel, buckets)
     SELECT t.feed_id, t.channel, unnest(range_agg(a.buckets))
       FROM touched t
-     CROSS JOIN LATERAL cluster.affected_buckets(t.raw_id, t.method = 'register', t.written) a
+     CROSS JOIN LATERAL cluster.affected_buckets(t.raw_id, t.method IN ('register', 'reading'),
+                                                 t.written) a
      GROUP BY t.feed_id, t.channel
     RETURNING 1
 ), channels AS (
@@ -99,9 +101,10 @@ SELECT (SELECT count(*) FROM claimed) AS claimed,
 # work waits (engine/parking.py): NOT IN is one hashed subplan over a table that is empty while
 # every feed computes. Each period starts where raw data is: buckets more than
 # cluster.bridge_limit() before the channel's next point can hold no value (a long period
-# queued by a configuration change is mostly empty). The part from the open bucket on ($1 is
-# its start) and beyond $3 of the start is queued again; the rest is returned, with whether its
-# feed was parked and retried (its parked rows go once it computes).
+# queued by a configuration change is mostly empty), unless a register read before the period
+# too (its rise is spread over the gap, docs/engine.md#registers-wh). The part from the open
+# bucket on ($1 is its start) and beyond $3 of the start is queued again; the rest is returned,
+# with whether its feed was parked and retried (its parked rows go once it computes).
 CLAIM = """
 WITH feeds AS (
     SELECT feed_id,
@@ -127,12 +130,17 @@ WITH feeds AS (
     SELECT m.feed_id, m.channel, upper(m.buckets) AS queued_to,
            CASE WHEN upper(m.buckets) - lower(m.buckets) <= interval '1 hour' THEN lower(m.buckets)
            ELSE greatest(lower(m.buckets), coalesce(time_bucket(cluster.bucket_width(), (
-               SELECT min(n.after)
+               SELECT min(CASE WHEN pm.method = 'register' AND n.before IS NOT NULL
+                               THEN lower(m.buckets) + cluster.bridge_limit() ELSE n.after END)
                  FROM cluster.streams s
                  JOIN cluster.processable_media pm ON pm.medium_id = s.medium
-                CROSS JOIN LATERAL cluster.point_neighbours(s.id, '-infinity', lower(m.buckets)) n
+                CROSS JOIN LATERAL cluster.point_neighbours(
+                    s.id, CASE WHEN pm.method = 'register' THEN lower(m.buckets)
+                               ELSE '-infinity' END, lower(m.buckets)) n
                 WHERE s.feed_id = m.feed_id AND s.channel = m.channel AND s.type = 'raw'
-                  AND n.after < upper(m.buckets) + cluster.bridge_limit()
+                  AND (n.after < upper(m.buckets) + cluster.bridge_limit()
+                       OR (pm.method = 'register' AND n.before IS NOT NULL
+                           AND n.after IS NOT NULL))
            ) - cluster.bridge_limit()), upper(m.buckets))) END AS wfrom
       FROM merged m
 ), parts AS (
@@ -155,7 +163,7 @@ SELECT p.feed_id, p.channel, p.wfrom, p.wto, f.retried
 # statement's EXPLAIN (docs/engine.md#the-statements-stages) would not see it.
 COMPUTE = """
 WITH results AS (
-    SELECT stream_id, ts, value FROM cluster.engine_results($1, $2, $3, $4)
+    SELECT stream_id, ts, value, faults FROM cluster.engine_results($1, $2, $3, $4)
 ), upserted AS (
     INSERT INTO cluster.processed_points AS p (stream_id, ts, value)
     SELECT stream_id, ts, value FROM results
@@ -184,11 +192,76 @@ WITH results AS (
       FROM (SELECT stream_id, ts, value FROM upserted
             UNION ALL
             SELECT stream_id, ts, NULL FROM stale) changed
+), faulted AS (
+    -- The buckets where a meter counter's fault was judged, for FAULTS (rare: a scan of the
+    -- results, which are materialised for their three readers anyway).
+    SELECT array_agg(stream_id) AS streams, array_agg(ts) AS buckets
+      FROM results WHERE faults > 0
 )
 SELECT (SELECT count(*) FROM results) AS points,
        (SELECT count(*) FROM upserted) AS written,
        (SELECT count(*) FROM stale) AS deleted,
-       (SELECT events FROM live) AS events
+       (SELECT events FROM live) AS events,
+       f.streams AS fault_streams, f.buckets AS fault_buckets
+  FROM faulted f
+"""
+
+# After COMPUTE, where it named buckets with meter faults ($1 processed streams, $2 bucket
+# starts): the faults judged there (cluster.meter_faults_in) are recorded, each once however
+# often its buckets are recomputed, and each new one tells the feed's owner (rule meter_fault,
+# docs/notifications.md) in this transaction. Returns the new faults per kind, for the
+# operators' counter.
+FAULTS = """
+WITH windows AS (
+    SELECT array_agg(feed_id) AS feeds, array_agg(channel) AS channels, array_agg(ts) AS froms,
+           array_agg(ts + cluster.bucket_width()) AS tos
+      FROM (SELECT DISTINCT s.feed_id, s.channel, f.ts
+              FROM unnest($1::bigint[], $2::timestamptz[]) AS f (stream_id, ts)
+              JOIN cluster.streams s ON s.id = f.stream_id) w
+), recorded AS (
+    INSERT INTO cluster.meter_faults (stream_id, ts, kind, value, before_ts, before_value,
+                                      after_ts, after_value)
+    SELECT f.raw_id, f.ts, f.kind, f.value, f.before_ts, f.before_value, f.after_ts,
+           f.after_value
+      FROM windows w
+     CROSS JOIN LATERAL cluster.meter_faults_in(w.feeds, w.channels, w.froms, w.tos) f
+    ON CONFLICT DO NOTHING
+    RETURNING *
+), told AS (
+    INSERT INTO cluster.notifications (user_id, feed_id, rule, subject, title, content)
+    SELECT f.owner_id, f.id, 'meter_fault', r.stream_id || ':' || r.kind || ':'
+               || date_part('epoch', r.ts)::bigint,
+           CASE r.kind WHEN 'glitch' THEN 'Meter reading ignored'
+                       WHEN 'reset' THEN 'Meter reset'
+                       ELSE 'Meter jump ignored' END,
+           format(CASE r.kind
+                  WHEN 'glitch' THEN
+                      '<p>The meter on channel %1$s of <b>%2$s</b> read %5$s %3$s at %4$s, below'
+                      || ' the %7$s %3$s it read before (%6$s) and the %9$s %3$s after (%8$s):'
+                      || ' that reading was ignored.</p>'
+                  WHEN 'reset' THEN
+                      '<p>The meter on channel %1$s of <b>%2$s</b> went back from %7$s %3$s'
+                      || ' (%6$s) to %5$s %3$s (%4$s) and stayed there: a reset or a new meter.'
+                      || ' That step counts 0, and counting goes on from the new reading.</p>'
+                  ELSE
+                      '<p>The meter on channel %1$s of <b>%2$s</b> jumped from %7$s %3$s (%6$s)'
+                      || ' to %5$s %3$s (%4$s), faster than it can count: a new meter or a wrong'
+                      || ' reading. That step counts 0, and counting goes on from the new'
+                      || ' reading.</p>' END,
+                  s.channel, cluster.html_escape(coalesce(t.title, '')),
+                  cluster.html_escape(m.unit),
+                  cluster.html_escape(cluster.local_time(r.ts, t.timezone)), r.value,
+                  cluster.html_escape(cluster.local_time(r.before_ts, t.timezone)),
+                  r.before_value,
+                  cluster.html_escape(cluster.local_time(r.after_ts, t.timezone)),
+                  r.after_value)
+      FROM recorded r
+      JOIN cluster.streams s ON s.id = r.stream_id
+      JOIN cluster.processable_media m ON m.medium_id = s.medium
+      JOIN cluster.visible_feeds f ON f.id = s.feed_id
+      LEFT JOIN cluster.current_feed_titles t ON t.feed_id = f.id
+)
+SELECT kind, count(*) AS found FROM recorded GROUP BY kind
 """
 
 # Before COMPUTE writes into old buckets: the UTC days of the periods' processed streams that
@@ -202,6 +275,46 @@ SELECT cluster.thaw_days(array_agg(w.stream_id), array_agg(d.day::date))
 
 # Hash aggregates need memory; JIT compilation costs more (about 1 s) than these batches gain.
 TUNE = "SELECT set_config('work_mem', $1, true), set_config('jit', 'off', true)"
+# The meter counters' limits (EngineSettings), read by the stages through
+# cluster.max_spread_seconds and cluster.default_max_rate: set per transaction, as work_mem is.
+METER_LIMITS = """
+SELECT set_config('ep.engine_max_spread', $1, true),
+       set_config('ep.engine_max_rate_power', $2, true),
+       set_config('ep.engine_max_rate_gas', $3, true),
+       set_config('ep.engine_max_rate_water', $4, true),
+       set_config('ep.engine_max_rate_heat', $5, true)"""
+
+
+class MeterLimits(msgspec.Struct, frozen=True):
+    """What the rules of meter counters read (docs/engine.md#registers-wh)."""
+
+    max_spread: int
+    """EngineSettings.max_spread."""
+    max_rate_power: float
+    """EngineSettings.max_rate_power."""
+    max_rate_gas: float
+    """EngineSettings.max_rate_gas."""
+    max_rate_water: float
+    """EngineSettings.max_rate_water."""
+    max_rate_heat: float
+    """EngineSettings.max_rate_heat."""
+
+    @classmethod
+    def of(cls, engine: EngineSettings) -> MeterLimits:
+        return cls(
+            engine.max_spread,
+            engine.max_rate_power,
+            engine.max_rate_gas,
+            engine.max_rate_water,
+            engine.max_rate_heat,
+        )
+
+    async def apply(self, conn: Connection) -> None:
+        """Set them for the rest of the transaction."""
+        await conn.execute(
+            METER_LIMITS,
+            *(repr(float(v)) for v in msgspec.structs.astuple(self)),
+        )
 
 
 class IntakeResult(msgspec.Struct, frozen=True):
@@ -228,6 +341,8 @@ class BatchResult(msgspec.Struct, frozen=True):
     """Seconds recomputing it (thaw and compute statements)."""
     commit_s: float = 0.0
     """Seconds committing."""
+    faults: dict[str, int] = msgspec.field(default_factory=dict)
+    """Meter faults found and told, per kind (glitch, reset, replacement)."""
 
 
 async def intake(conn: Connection, *, batch: int, currency: str, work_mem: str) -> IntakeResult:
@@ -245,6 +360,7 @@ async def process_batch(
     feeds: int,
     max_span: timedelta,
     work_mem: str,
+    limits: MeterLimits,
 ) -> BatchResult:
     """Claim the closed work of up to ``feeds`` feeds and recompute it, in one transaction. A
     feed whose work fails on its data is found by halving and parked; the others commit."""
@@ -252,6 +368,7 @@ async def process_batch(
     started = time.perf_counter()
     async with conn.transaction():
         await conn.execute(TUNE, work_mem)
+        await limits.apply(conn)
         work: Sequence[asyncpg.Record] = await conn.fetch(
             CLAIM, horizon, feeds, max_span, LockKey.ENGINE_FEED
         )
@@ -262,7 +379,9 @@ async def process_batch(
         for w in work:
             by_feed.setdefault(w["feed_id"], []).append(w)
 
-        async def compute(chosen: Sequence[int]) -> tuple[Sequence[int], asyncpg.Record]:
+        async def compute(
+            chosen: Sequence[int],
+        ) -> tuple[Sequence[int], asyncpg.Record, Sequence[asyncpg.Record]]:
             rows = work if len(chosen) == len(by_feed) else [w for f in chosen for w in by_feed[f]]
             periods = (
                 [w["feed_id"] for w in rows],
@@ -272,23 +391,30 @@ async def process_batch(
             )
             await conn.execute(THAW, *periods)
             (row,) = await conn.fetch(COMPUTE, *periods)
-            return chosen, row
+            faults: Sequence[asyncpg.Record] = []
+            if row["fault_streams"]:
+                faults = await conn.fetch(FAULTS, row["fault_streams"], row["fault_buckets"])
+            return chosen, row, faults
 
         outcome = await narrowed(conn, list(by_feed), compute)
         for failure in outcome.failed:
             rows = by_feed[failure.feed_id]
             spans = [asyncpg.Range(w["wfrom"], w["wto"]) for w in rows]
             await park(conn, "processing", failure, [w["channel"] for w in rows], spans)
-        retried = [f for chosen, _ in outcome.done for f in chosen if by_feed[f][0]["retried"]]
+        retried = [f for chosen, _, _ in outcome.done for f in chosen if by_feed[f][0]["retried"]]
         if retried:
             await conn.execute(CLEARED, "processing", retried)
-        results = [row for _, row in outcome.done]
+        results = [row for _, row, _ in outcome.done]
+        faults: dict[str, int] = {}
+        for _, _, found in outcome.done:
+            for f in found:
+                faults[f["kind"]] = faults.get(f["kind"], 0) + f["found"]
         if any(row["events"] for row in results):
             # Last: its lock is held from here to the commit.
             await conn.execute(LIVE_PUBLISH)
         computed = time.perf_counter()
     return BatchResult(
-        periods=sum(len(by_feed[f]) for chosen, _ in outcome.done for f in chosen),
+        periods=sum(len(by_feed[f]) for chosen, _, _ in outcome.done for f in chosen),
         points=sum(row["points"] for row in results),
         written=sum(row["written"] for row in results),
         deleted=sum(row["deleted"] for row in results),
@@ -296,6 +422,7 @@ async def process_batch(
         claim_s=claimed - started,
         compute_s=computed - claimed,
         commit_s=time.perf_counter() - computed,
+        faults=faults,
     )
 
 

@@ -25,7 +25,7 @@ from energy_platform.core.background import sleep_unless_stopped
 from energy_platform.core.db.pool import Connection, create_pool
 from energy_platform.core.faults import world_faults_logged
 from energy_platform.core.settings import DatabaseSettings, EngineSettings
-from energy_platform.engine.processing import BUCKET, intake, process_batch
+from energy_platform.engine.processing import BUCKET, MeterLimits, intake, process_batch
 from energy_platform.engine.rollups import rollup_batch
 from energy_platform.engine.wakeup import Wakeups
 
@@ -39,6 +39,12 @@ ROLLUPS_WRITTEN = Counter(
 # Counted idle or not: a stalled worker shows as a flat line, and a test waits for rounds
 # instead of guessing how many a sleep holds.
 ROUNDS = Counter("ep_engine_rounds", "Processing rounds completed by the engine's workers")
+# Each told its owner once (rule meter_fault); many at once point at a reader or a meter model.
+METER_FAULTS = Counter(
+    "ep_engine_meter_faults",
+    "Meter counter faults found: glitches skipped, resets and replacements counted as 0",
+    ["kind"],
+)
 # Wake a little after a bucket closes, so that its end is behind the database's clock too.
 BOUNDARY_MARGIN = 0.2
 
@@ -184,6 +190,7 @@ async def drain(
             break
     written = periods = 0
     claim_s = compute_s = commit_s = 0.0
+    limits = MeterLimits.of(settings)
     while not (stop and stop.is_set()):
         result = await process_batch(
             conn,
@@ -191,6 +198,7 @@ async def drain(
             feeds=settings.batch_feeds,
             max_span=timedelta(seconds=settings.max_span),
             work_mem=settings.work_mem,
+            limits=limits,
         )
         claim_s += result.claim_s
         if not result.periods and not result.parked:
@@ -198,6 +206,8 @@ async def drain(
         # Counted, not logged: a line per batch would drown the log of a busy engine.
         POINTS_WRITTEN.inc(result.written)
         POINTS_DELETED.inc(result.deleted)
+        for kind, found in result.faults.items():
+            METER_FAULTS.labels(kind).inc(found)
         written += result.written
         periods += result.periods
         compute_s += result.compute_s

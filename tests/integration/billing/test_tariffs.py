@@ -70,7 +70,7 @@ async def test_a_new_tariff_from_an_instant_reprices_from_then_and_may_be_negati
     meter = await feed.raw_stream(channel=2, medium=7, device=5)
     clamp = await feed.raw_stream(channel=1, medium=1)
     t = SPRING_BEFORE
-    await feed.ingest(meter, [(t, 10.0), (t + 60, 10.5), (t + 150, 11.5)])
+    await feed.ingest(meter, [(t, 10.0), (t + 60, 10.05), (t + 150, 10.15)])  # 3, 4 m³/h
     await feed.ingest(clamp, [(t + s, 1000.0) for s in range(0, 181, 5)])
     await feed.db.execute(
         "SELECT cluster.set_tariff($1, 'gas', '-infinity', ARRAY['00:00'::time], ARRAY[2.0])",
@@ -82,8 +82,8 @@ async def test_a_new_tariff_from_an_instant_reprices_from_then_and_may_be_negati
     )
     await process(feed.db)
     assert await feed.points("Gas cost, channel 2") == {
-        t: pytest.approx(0.5 * 2.0),
-        t + 90: pytest.approx(1.0 * 2.0),
+        t: pytest.approx(0.05 * 2.0),
+        t + 90: pytest.approx(0.1 * 2.0),
     }
 
     # From the second bucket on, electricity is paid for feeding it (a negative price).
@@ -100,8 +100,8 @@ async def test_a_new_tariff_from_an_instant_reprices_from_then_and_may_be_negati
     }
     # Gas is priced by its own tariff, untouched.
     assert await feed.points("Gas cost, channel 2") == {
-        t: pytest.approx(1.0),
-        t + 90: pytest.approx(2.0),
+        t: pytest.approx(0.1),
+        t + 90: pytest.approx(0.2),
     }
     unit = await feed.db.fetchval(
         "SELECT unit FROM cluster.stream_configs WHERE stream_id = $1",

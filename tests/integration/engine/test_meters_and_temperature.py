@@ -9,20 +9,21 @@ from tests.support.engine import NewFeed, process
 async def test_a_gas_meter_reset_is_never_negative_consumption(new_feed: NewFeed) -> None:
     feed = await new_feed()
     meter = await feed.raw_stream(channel=2, medium=7, device=5)
-    # Readings in m³; the counter restarts from 0 at t = 100 (a reset or a rollover).
+    # Readings in m³ (at most 3 m³/h: a gas meter's pace); the counter restarts from 0 at
+    # t = 100 (a reset or a rollover) and stays there.
     await feed.ingest(
-        meter, [(T0 + 0, 100.0), (T0 + 30, 100.25), (T0 + 60, 100.5), (T0 + 100, 0.0)]
+        meter, [(T0 + 0, 100.0), (T0 + 30, 100.025), (T0 + 60, 100.05), (T0 + 100, 0.0)]
     )
-    await feed.ingest(meter, [(T0 + 130, 0.25), (T0 + 200, 0.75)])
+    await feed.ingest(meter, [(T0 + 130, 0.025), (T0 + 200, 0.075)])
 
     await process(feed.db)
 
-    # Each step counts in the bucket of its later reading: bucket 0: +0.25 +0.25 = 0.5;
-    # bucket 90: the reset (100.5 -> 0) counts 0, then +0.25; bucket 180: +0.5.
+    # Each step counts in the bucket of its later reading: bucket 0: +0.025 +0.025 = 0.05;
+    # bucket 90: the reset (100.05 -> 0) counts 0, then +0.025; bucket 180: +0.05.
     assert await feed.points("Gas, channel 2") == {
-        T0: pytest.approx(0.5),
-        T0 + 90: pytest.approx(0.25),
-        T0 + 180: pytest.approx(0.5),
+        T0: pytest.approx(0.05),
+        T0 + 90: pytest.approx(0.025),
+        T0 + 180: pytest.approx(0.05),
     }
     config = await feed.db.fetchrow(
         "SELECT medium, unit FROM cluster.stream_configs WHERE stream_id = $1",

@@ -538,14 +538,17 @@ async def test_a_replaced_meter_and_a_silent_register_count_each_wh_once_never_n
     # The bucket of the replacement: the old meter's 30 s, nothing for the fall to 3.2 Wh (the
     # 10 s before it are lost), then the new meter's 50 s.
     buckets[nine] = (old[before_reset] - old[nine]) + (new[nine + BUCKET] - new[replaced])
-    # The silence: 10 s of the line in the bucket of 15:00:00, nothing in the buckets of
-    # 15:01:30 to 15:18:00 (inside the register's span now: the power counted there while it
-    # was silent is gone), and the rise of the 20.5 minutes whole in the bucket of 15:20:40
-    # (15:19:30), beside the line from there to 15:21:00. The power adds nothing anywhere.
-    buckets[three] = meter[silent_from] - meter[three]
+    # The silence: the rise of the 20.5 minutes (1230 s) spread evenly over them: 10 s of the
+    # line and 80 s of the spread rise in the bucket of 15:00:00, 90 s of it in each bucket
+    # of 15:01:30 to 15:18:00 (inside the register's span: the power counted there while it
+    # was silent is gone), 70 s in the bucket of 15:19:30 beside the line from 15:20:40 to
+    # 15:21:00. The power adds nothing anywhere.
+    per_second = (meter[silent_to] - meter[silent_from]) / 1230
+    buckets[three] = meter[silent_from] - meter[three] + 80 * per_second
+    buckets.update({three + BUCKET * k: 90 * per_second for k in range(1, 13)})
     late_bucket = at(start, 15, 19, 30)
-    buckets[late_bucket] = meter[late_bucket + BUCKET] - meter[silent_from]
-    assert len(buckets) == (end - start) // BUCKET - 12  # 12 silent buckets
+    buckets[late_bucket] = 70 * per_second + meter[late_bucket + BUCKET] - meter[silent_to]
+    assert len(buckets) == (end - start) // BUCKET
     hours = rises(meter, start, end, HOUR)  # the 15:00 hour holds the silence whole
     hours[nine] = (old[before_reset] - old[nine]) + (new[nine + HOUR] - new[replaced])
     day = (old[before_reset] - old[start]) + (new[end] - new[replaced])
@@ -555,9 +558,8 @@ async def test_a_replaced_meter_and_a_silent_register_count_each_wh_once_never_n
         points = await read(ENERGY)
     assert sum(points.values()) == pytest.approx(day, rel=1e-9)
     assert min(points.values()) >= 0.0
-    # No spike: at most 1040 W x 90 s = 26 Wh in a bucket, but for the silence's whole rise.
-    assert max(v for t, v in points.items() if t != late_bucket) < 26.0
-    assert points[late_bucket] > 1230 * 200 / 3600  # at least 200 W over the 20.5 minutes
+    # No spike, not even for the silence: at most 1040 W x 90 s = 26 Wh in a bucket.
+    assert max(points.values()) < 26.0
 
 
 async def test_a_total_register_beside_tariff_registers_agrees_with_the_combined_stream(
@@ -627,10 +629,12 @@ async def test_a_late_reading_into_a_compacted_day_changes_only_its_own_buckets(
     async with platform.client() as api:
         read = await answers(api, feed)
         before = await read.every_resolution(ENERGY)
-        # Not bridged: the 6 minutes' rise lies whole in the bucket of 12:03, and the buckets
-        # of 11:57, 11:58:30, 12:00 and 12:01:30 have no point.
+        # Spread: the 6 minutes' rise lies evenly in the buckets of 11:57, 11:58:30, 12:00 and
+        # 12:01:30, a quarter in each; the bucket of 12:03 has its own line.
         silent = [gap_from + BUCKET * k for k in range(4)]
-        assert set(before[None]) == set(range(start, end, BUCKET)) - set(silent)
+        whole = meter[gap_to] - meter[gap_from]
+        assert set(before[None]) == set(range(start, end, BUCKET))
+        assert {t: before[None][t] for t in silent} == close(dict.fromkeys(silent, whole / 4))
         assert before["day"] == close({start: meter[end] - meter[start]})
 
         # The local day lies in two UTC days: both go into the compact tier, raw and
@@ -660,18 +664,17 @@ async def test_a_late_reading_into_a_compacted_day_changes_only_its_own_buckets(
         after = await read.every_resolution(ENERGY)
 
     # Now 11:57 to 12:00 and 12:00 to 12:03 are lines of 3 minutes: each rise halves into its
-    # two buckets, and the bucket of 12:03 keeps only its own line.
+    # two buckets (exactly the gap's buckets change), and the bucket of 12:03 keeps its line.
     first, second = meter[late] - meter[gap_from], meter[gap_to] - meter[late]
     expected = dict(before[None])
     expected.update(dict.fromkeys(silent[:2], first / 2))
     expected.update(dict.fromkeys(silent[2:], second / 2))
-    expected[gap_to] = before[None][gap_to] - (first + second)
     assert after[None] == close(expected)
-    # The 11:00 hour gains the first 3 minutes' rise from the 12:00 hour; the day stays the
-    # register's difference.
+    # The 11:00 hour has the first 3 minutes' rise instead of half the gap's, the 12:00 hour
+    # the rest; the day stays the register's difference.
     hours = dict(before["hour"])
-    hours[at(start, 11)] += first
-    hours[at(start, 12)] -= first
+    hours[at(start, 11)] += first - whole / 2
+    hours[at(start, 12)] -= first - whole / 2
     assert after["hour"] == close(hours)
     assert after["day"] == close(before["day"])
     assert after["month"] == close(before["month"])

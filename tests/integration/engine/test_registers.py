@@ -69,7 +69,7 @@ async def test_a_register_reset_adds_nothing_and_counting_goes_on_from_the_new_r
     }
 
 
-async def test_a_rise_over_a_20_minute_gap_counts_whole_in_the_bucket_of_the_later_reading(
+async def test_a_rise_over_a_20_minute_gap_is_spread_evenly_over_its_buckets(
     new_feed: NewFeed,
 ) -> None:
     feed = await new_feed()
@@ -81,13 +81,15 @@ async def test_a_rise_over_a_20_minute_gap_counts_whole_in_the_bucket_of_the_lat
     await process(feed.db)
 
     points = await feed.points("Electricity, channel 0")
-    # Up to T0 + 180 the line: 9 Wh in each of the first two buckets. Nothing while the meter
-    # was silent; the 182 Wh it counted meanwhile land in the bucket of T0 + 1380, beside the
-    # line after it (6 Wh up to that bucket's end at T0 + 1440, then 3 Wh).
+    # Up to T0 + 180 the line: 9 Wh in each of the first two buckets. The 182 Wh the meter
+    # counted while silent (T0 + 180 to T0 + 1380) are spread over those 1200 s: 13.65 Wh a
+    # bucket, 4.55 Wh of it in the bucket of T0 + 1350 beside the line after it (6 Wh up to
+    # that bucket's end at T0 + 1440, then 3 Wh).
     assert points == {
         T0: pytest.approx(9.0),
         T0 + 90: pytest.approx(9.0),
-        T0 + 1350: pytest.approx(182.0 + 6.0),
+        **{T0 + 90 * k: pytest.approx(182.0 * 90 / 1200) for k in range(2, 15)},
+        T0 + 1350: pytest.approx(182.0 * 30 / 1200 + 6.0),
         T0 + 1440: pytest.approx(3.0),
     }
     assert sum(points.values()) == pytest.approx(after[-1][1] - before[0][1], rel=1e-12)
@@ -295,14 +297,11 @@ async def test_a_register_silent_for_20_minutes_while_power_goes_on_counts_each_
         await process(feed.db)
 
     live = await feed.points("Electricity, channel 0")
-    # The register's span is all of it: 30 Wh a bucket while it reads, nothing in the buckets
-    # it was silent in (the power is not counted there), and the 400 Wh it counted meanwhile
-    # (1200 W for the 1210 s from T0 + 590 to T0 + 1800) in the bucket of T0 + 1800.
+    # The register's span is all of it, and the 403 Wh it counted while silent (1200 W for the
+    # 1210 s from T0 + 590 to T0 + 1800) are spread over that time: 1200 W, 30 Wh a bucket,
+    # throughout (the power's 25 Wh are not counted there), up to its last reading at T0 + 2400.
     assert live == {
-        **{T0 + 90 * k: pytest.approx(30.0) for k in range(6)},
-        T0 + 540: pytest.approx(1200 * 50 / 3600),
-        T0 + 1800: pytest.approx(1200 * 1210 / 3600 + 30.0),
-        **{T0 + 90 * k: pytest.approx(30.0) for k in range(21, 26)},
+        **{T0 + 90 * k: pytest.approx(30.0) for k in range(26)},
         T0 + 2340: pytest.approx(1200 * 60 / 3600),
     }
     assert sum(live.values()) == pytest.approx(2400 / 3)  # the register's difference
@@ -328,12 +327,16 @@ async def test_a_backfilled_register_history_takes_over_the_buckets_it_spans(
     await process(feed.db)
 
     after = await feed.points("Electricity, channel 0")
-    # From T0 on the register's span: its line (30 Wh a bucket) up to T0 + 600, no point while
-    # it was silent (the power's 25 Wh buckets are gone), the 800 Wh it counted meanwhile in
-    # the bucket of T0 + 2700; up to T0 + 3510 its difference, 9270 - 8000 Wh, and no more.
+    # From T0 on the register's span: its line (30 Wh a bucket) up to T0 + 600, the 800 Wh it
+    # counted while silent spread over the 2100 s to T0 + 2700 (34.29 Wh a bucket; the power's
+    # 25 Wh buckets are gone), its line again; up to T0 + 3510 its difference, 9270 - 8000 Wh,
+    # and no more.
     assert after[T0] == pytest.approx(30.0)
-    assert [t for t in after if T0 + 630 <= t < T0 + 2700] == []
-    assert after[T0 + 2700] == pytest.approx(800.0 + 30.0)
+    assert after[T0 + 540] == pytest.approx(20.0 + 800.0 * 30 / 2100)
+    assert {t: after[t] for t in range(T0 + 630, T0 + 2700, 90)} == {
+        t: pytest.approx(800.0 * 90 / 2100) for t in range(T0 + 630, T0 + 2700, 90)
+    }
+    assert after[T0 + 2700] == pytest.approx(30.0)
     assert sum(v for t, v in after.items() if t < T0 + 3510) == pytest.approx(
         9_000.0 + (3510 - 2700) / 3 - 8_000.0
     )

@@ -186,7 +186,6 @@ async def test_history_before_a_meters_live_readings_ends_where_they_begin(
     assert await days(api, feed, ENERGY, JAN_3, JAN_3) == pytest.approx(10.0)  # the meter's
 
 
-@pytest.mark.xfail(strict=True, reason="needs gap spreading, part B")
 async def test_each_quarter_is_priced_at_its_own_slot(
     new_feed: NewFeed, settings: Settings, api: httpx.AsyncClient, tmp_path: Path
 ) -> None:
