@@ -47,20 +47,24 @@ COMMENT ON FUNCTION cluster.bill_days(bigint, date, date) IS
 -- sub-meters (stream_id set), over the local dates [p_from, p_to] as of p_now:
 -- * quantity: the days' consumption (export) of the feed's channel totals, in kWh for power and
 --   export, m³ for gas and water; a stream counts under the medium configured at a day's start,
---   and not at all on a day it is configured as a sub-meter (then it is listed apart);
+--   and not at all on a day it is configured as a sub-meter (then it is listed apart); on a day
+--   a medium has a main meter, only main meters count and its other totals are listed apart;
 -- * amount: their cost streams' (credit streams') days, as the data API's days give them;
 -- * standing: each day that has begun is charged the standing charge of the tariff period of
 --   the line's medium that holds the day's start, once;
 -- * settled: what the days already over come to (amount, negative for export, plus standing):
 --   the base of the projection;
 -- * unpriced: some day had a dynamic tariff and a consumption bucket without a cost point (a
---   slot whose price has not arrived).
+--   slot whose price has not arrived);
+-- * shared_streams, shared_channels: the totals a line adds together on days its medium has no
+--   main meter, when it adds more than one (one supply metered twice counts twice: the bill
+--   warns), by channel; null when it adds one at most.
 -- A medium with a tariff in the range but nothing measured has its line, with its charges.
 CREATE OR REPLACE FUNCTION cluster.feed_bill(
     p_feed_id bigint, p_from date, p_to date, p_now timestamptz
 ) RETURNS TABLE (medium text, stream_id bigint, title text, quantity double precision, unit text,
                  amount double precision, standing double precision, settled double precision,
-                 unpriced boolean)
+                 unpriced boolean, shared_streams bigint[], shared_channels integer[])
 LANGUAGE sql STABLE AS $$
 WITH days AS MATERIALIZED (
     SELECT * FROM cluster.bill_days(p_feed_id, p_from, p_to)
@@ -70,7 +74,7 @@ WITH days AS MATERIALIZED (
     SELECT min(start) - interval '1 day' AS lo, max(start) + interval '1 day' AS hi FROM days
 ), metered AS MATERIALIZED (
     -- Channel totals and sub-meters, each with the stream of its money beside it.
-    SELECT s.id, s.quantity, t.stream_id IS NOT NULL AS is_total, m.id AS money_id
+    SELECT s.id, s.channel, s.quantity, t.stream_id IS NOT NULL AS is_total, m.id AS money_id
       FROM cluster.streams s
       LEFT JOIN cluster.channel_totals t ON t.stream_id = s.id
       LEFT JOIN cluster.streams m
@@ -119,12 +123,12 @@ WITH days AS MATERIALIZED (
     -- The metered streams' configurations, found by stream first: joined to the days, the
     -- planner looked them up by validity alone, and each day read every stream's
     -- configuration in the cluster (a year's bill among 1,000 feeds: 6.5 s).
-    SELECT c.stream_id, c.medium, c.submeter, c.validity
+    SELECT c.stream_id, c.medium, c.submeter, c.main, c.validity
       FROM metered x
       JOIN cluster.stream_configs c ON c.stream_id = x.id
      WHERE c.medium IN ('power', 'gas', 'water')
 ), daily AS MATERIALIZED (
-    SELECT x.id, x.is_total, c.submeter, d.day, d.start, d.finish,
+    SELECT x.id, x.channel, x.is_total, c.submeter, c.main, d.day, d.start, d.finish,
            CASE x.quantity WHEN 'export' THEN 'export' ELSE c.medium END AS line,
            q.total AS quantity, coalesce(q.money_total, 0) AS amount,
            coalesce(q.money_points, 0) < q.points AS short
@@ -132,14 +136,35 @@ WITH days AS MATERIALIZED (
       JOIN rolled q ON q.stream_id = x.id
       JOIN days d ON d.day = q.day
       JOIN configs c ON c.stream_id = x.id AND c.validity @> d.start
+), judged AS MATERIALIZED (
+    -- Per stream and day: added to its line (billed) or listed apart (listed). Where the line's
+    -- medium has a main meter that day only main meters are added and its other totals listed;
+    -- else every total not marked as a sub-meter is added, and shared says it is one of
+    -- several so added (main is only ever set on consumption totals: export has none).
+    SELECT w.*,
+           w.billed AND NOT w.has_main AND count(*) FILTER (WHERE w.billed)
+               OVER (PARTITION BY w.line, w.day) > 1 AS shared
+      FROM (SELECT g.*,
+                   CASE WHEN h.has_main THEN g.is_total AND g.main
+                        ELSE g.is_total AND NOT g.submeter END AS billed,
+                   g.submeter OR (h.has_main AND g.is_total AND NOT g.main) AS listed,
+                   h.has_main
+              FROM daily g
+              JOIN (SELECT line, day, bool_or(is_total AND main) AS has_main
+                      FROM daily GROUP BY line, day) h ON h.line = g.line AND h.day = g.day) w
+), shared AS (
+    SELECT x.line, array_agg(x.id ORDER BY x.channel, x.id) AS streams,
+           array_agg(x.channel ORDER BY x.channel, x.id) AS channels
+      FROM (SELECT DISTINCT j.line, j.id, j.channel FROM judged j WHERE j.shared) x
+     GROUP BY x.line
 ), measured AS (
     SELECT g.line, g.day, sum(g.quantity) AS quantity, sum(g.amount) AS amount,
            bool_or(g.short AND EXISTS (
                SELECT FROM cluster.tariffs t
                 WHERE t.feed_id = p_feed_id AND t.medium = g.line AND t.area IS NOT NULL
                   AND t.validity && tstzrange(g.start, g.finish))) AS unpriced
-      FROM daily g
-     WHERE g.is_total AND NOT g.submeter
+      FROM judged g
+     WHERE g.billed
      GROUP BY g.line, g.day
 ), charged AS (
     SELECT t.medium AS line, d.day, t.standing
@@ -166,7 +191,9 @@ SELECT p.line, NULL::bigint, NULL::text,
        sum(p.amount), sum(p.standing),
        coalesce(sum(p.standing + CASE p.line WHEN 'export' THEN -p.amount ELSE p.amount END)
                     FILTER (WHERE d.finish <= p_now), 0),
-       bool_or(p.unpriced)
+       bool_or(p.unpriced),
+       (SELECT x.streams FROM shared x WHERE x.line = p.line),
+       (SELECT x.channels FROM shared x WHERE x.line = p.line)
   FROM per_day p
   LEFT JOIN days d ON d.day = p.day
  GROUP BY p.line
@@ -175,13 +202,13 @@ SELECT g.line, g.id, (SELECT c.title FROM cluster.stream_configs c
                        WHERE c.stream_id = g.id AND c.validity @> max(g.start)),
        sum(g.quantity) / CASE WHEN g.line IN ('power', 'export') THEN 1000 ELSE 1 END,
        CASE WHEN g.line IN ('power', 'export') THEN 'kWh' ELSE 'm³' END,
-       sum(g.amount), 0, NULL, false
-  FROM daily g
- WHERE g.submeter
+       sum(g.amount), 0, NULL, false, NULL, NULL
+  FROM judged g
+ WHERE g.listed
  GROUP BY g.line, g.id
 $$;
 COMMENT ON FUNCTION cluster.feed_bill(bigint, date, date, timestamptz) IS
-    'A feed''s bill over its local dates [p_from, p_to] as of p_now: a row per medium (stream_id null: quantity in kWh or m³, energy cost or export credit, standing charges, what the days already over settled, whether a price is missing) and per sub-meter (stream_id set). docs/billing.md#the-bill.';
+    'A feed''s bill over its local dates [p_from, p_to] as of p_now: a row per medium (stream_id null: quantity in kWh or m³, energy cost or export credit, standing charges, what the days already over settled, whether a price is missing, the totals it adds together without a main meter when several) and per sub-meter (stream_id set: marked so, or a total beside its medium''s main meter). docs/billing.md#the-bill.';
 
 -- What a feed pays (earns, for export) per kWh or m³ over its local dates [p_from, p_to]: a row
 -- per stretch of one price, in time order. A fixed tariff's stretches are its bands each day; a

@@ -58,9 +58,10 @@ STREAM_BY_ID = """
 SELECT id, type, channel, device, medium, idx, tariff, combined, quantity
   FROM cluster.streams
  WHERE id = $1"""
-SET_STREAM_CONFIG = "SELECT cluster.set_stream_config($1, $2, $3, $4, $5, $6)"
+SET_STREAM_CONFIG = "SELECT cluster.set_stream_config($1, $2, $3, $4, $5, $6, $7)"
+CHANNEL_TOTAL = "SELECT true FROM cluster.channel_totals WHERE stream_id = $1"
 STREAM_CONFIG_AT = """
-SELECT title, medium, unit, submeter FROM cluster.stream_configs
+SELECT title, medium, unit, submeter, main FROM cluster.stream_configs
  WHERE stream_id = $1 AND validity @> $2::timestamptz"""
 
 MEDIA = ("power", "gas", "water", "temperature", "none")
@@ -269,6 +270,12 @@ def list_streams(settings: Settings, feed_id: str) -> None:
     help="A consumption stream metering part of another (a heat pump behind the main meter): "
     "bills list it apart, not in the total. Default: as at that instant.",
 )
+@click.option(
+    "--main/--no-main",
+    default=None,
+    help="A consumption total that is its medium's main meter (the utility's): bills add only "
+    "main meters and list the medium's other totals as sub-meters. Default: as at that instant.",
+)
 @click.pass_obj
 def configure_stream(
     settings: Settings,
@@ -278,8 +285,11 @@ def configure_stream(
     medium: str | None,
     unit: str | None,
     submeter: bool | None,
+    main: bool | None,
 ) -> None:
     """Set a processed stream's configuration from an instant on; prints the stream."""
+    if submeter and main:
+        raise InvalidInput("--main and --submeter: a main meter is no sub-meter, give one")
     instant, sid = parse_instant(since), parse_id(stream_id, "stream")
     title = None if title is None else checked_text(title, "--title")
     unit = None if unit is None else checked_text(unit, "--unit")
@@ -293,6 +303,13 @@ def configure_stream(
                 f"stream {stream_id} is a {stream['quantity']} stream: only a consumption "
                 "stream can be a sub-meter"
             )
+        if main and (
+            stream["quantity"] != "consumption" or not await conn.fetchval(CHANNEL_TOTAL, sid)
+        ):
+            raise InvalidInput(
+                f"stream {stream_id} is not a channel's consumption total: only one can be a "
+                "main meter (admin streams list shows the totals: combined, or no index or tariff)"
+            )
         before = await conn.fetchrow(STREAM_CONFIG_AT, sid, instant)
         new_title = title or (before and before["title"])
         new_unit = unit if unit is not None else (before and before["unit"])
@@ -302,13 +319,21 @@ def configure_stream(
             new_medium = None if medium == "none" else medium
         if not new_title or new_unit is None:
             raise InvalidInput("no configuration at that instant: give --title and --unit")
-        new_submeter = submeter if submeter is not None else bool(before and before["submeter"])
+        # Marking one ends the other: a stream is a main meter, a sub-meter, or neither.
+        new_submeter = _flag(submeter, main, before, "submeter")
+        new_main = _flag(main, submeter, before, "main")
         await conn.execute(
-            SET_STREAM_CONFIG, sid, instant, new_title, new_medium, new_unit, new_submeter
+            SET_STREAM_CONFIG, sid, instant, new_title, new_medium, new_unit, new_submeter, new_main
         )
         return (await render_streams(conn, [stream]))[0]
 
     emit(run_in_transaction(settings.database, work))
+
+
+def _flag(given: bool | None, other: bool | None, before: asyncpg.Record | None, name: str) -> bool:
+    if given is not None:
+        return given
+    return not other and bool(before and before[name])
 
 
 GROUPS = [feeds, streams]

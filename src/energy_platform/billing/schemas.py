@@ -27,7 +27,8 @@ class BillLine(msgspec.Struct, omit_defaults=True):
 
 
 class Submeter(msgspec.Struct):
-    """A stream marked as a sub-meter: part of a line's consumption, shown apart."""
+    """A stream marked as a sub-meter, or a total beside its medium's main meter: part of a
+    line's consumption, shown apart."""
 
     stream: str
     title: str
@@ -53,6 +54,10 @@ class Bill(msgspec.Struct):
     over, or before its first day is."""
     lines: list[BillLine]
     submeters: list[Submeter]
+    warnings: list[str] = msgspec.field(default_factory=list)
+    """Sentences on what may make the bill wrong: a medium whose several meters are added up
+    with none marked as the main meter, naming their channels and the command that settles
+    it."""
 
 
 class PriceStretch(msgspec.Struct):
