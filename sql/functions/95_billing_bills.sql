@@ -136,6 +136,15 @@ WITH days AS MATERIALIZED (
       JOIN rolled q ON q.stream_id = x.id
       JOIN days d ON d.day = q.day
       JOIN configs c ON c.stream_id = x.id AND c.validity @> d.start
+), mains AS (
+    -- The days each medium has a main meter, by configuration: a main meter that sent nothing
+    -- on a day still makes its medium's other totals sub-meters that day (the bill never
+    -- switches to another meter's figure by itself).
+    SELECT DISTINCT c.medium AS line, d.day
+      FROM configs c
+      JOIN metered x ON x.id = c.stream_id AND x.is_total AND x.quantity = 'consumption'
+      JOIN days d ON c.validity @> d.start
+     WHERE c.main
 ), judged AS MATERIALIZED (
     -- Per stream and day: added to its line (billed) or listed apart (listed). Where the line's
     -- medium has a main meter that day only main meters are added and its other totals listed;
@@ -145,13 +154,12 @@ WITH days AS MATERIALIZED (
            w.billed AND NOT w.has_main AND count(*) FILTER (WHERE w.billed)
                OVER (PARTITION BY w.line, w.day) > 1 AS shared
       FROM (SELECT g.*,
-                   CASE WHEN h.has_main THEN g.is_total AND g.main
+                   CASE WHEN m.day IS NOT NULL THEN g.is_total AND g.main
                         ELSE g.is_total AND NOT g.submeter END AS billed,
-                   g.submeter OR (h.has_main AND g.is_total AND NOT g.main) AS listed,
-                   h.has_main
+                   g.submeter OR (m.day IS NOT NULL AND g.is_total AND NOT g.main) AS listed,
+                   m.day IS NOT NULL AS has_main
               FROM daily g
-              JOIN (SELECT line, day, bool_or(is_total AND main) AS has_main
-                      FROM daily GROUP BY line, day) h ON h.line = g.line AND h.day = g.day) w
+              LEFT JOIN mains m ON m.line = g.line AND m.day = g.day) w
 ), shared AS (
     SELECT x.line, array_agg(x.id ORDER BY x.channel, x.id) AS streams,
            array_agg(x.channel ORDER BY x.channel, x.id) AS channels

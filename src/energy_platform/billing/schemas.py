@@ -54,10 +54,10 @@ class Bill(msgspec.Struct):
     over, or before its first day is."""
     lines: list[BillLine]
     submeters: list[Submeter]
-    warnings: list[str] = msgspec.field(default_factory=list)
-    """Sentences on what may make the bill wrong: a medium whose several meters are added up
-    with none marked as the main meter, naming their channels and the command that settles
-    it."""
+    warnings: list[str]
+    """Sentences on what may make the bill wrong, empty when nothing does: a medium whose
+    several meters are added up with none marked as the main meter, naming their channels and
+    the command that settles it."""
 
 
 class PriceStretch(msgspec.Struct):
