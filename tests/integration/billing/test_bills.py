@@ -277,6 +277,15 @@ async def test_a_supply_metered_twice_is_warned_of_until_its_main_meter_is_marke
         }
     ]
     assert after["warnings"] == []
+    # A day the main meter sent nothing: the clamp stays a sub-meter, never billed in its place.
+    await power(feed, 1, 1000.0, start + DAY, start + DAY + HOUR)
+    await process(feed.db)
+    silent = await bill(api, feed, "2026-01-03", "2026-01-03")
+    assert line(silent, "power")["quantity"] == 0.0
+    assert [(m["stream"], m["quantity"]) for m in silent["submeters"]] == [
+        (str(clamp), pytest.approx(1.0))
+    ]
+    assert silent["warnings"] == []
     # The API's stream configs show it.
     streams = await api.get(
         f"/feeds/{feed.id}/streams", headers={"Authorization": f"Bearer {feed.owner_token}"}

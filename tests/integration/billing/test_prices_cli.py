@@ -355,6 +355,31 @@ async def test_a_one_row_file_corrects_the_slot_it_replaces_and_reprices_it(
     assert after["lines"][0]["energy"] == pytest.approx(used * 0.40)
 
 
+async def test_a_slot_inside_a_longer_stored_one_leaves_the_rest_of_it_priced(
+    settings: Settings, area: str, write: WriteFile
+) -> None:
+    await run_admin(
+        settings, "prices", "import", area, "--file",
+        write("2026-01-15T00:00:00Z,0.1", "2026-01-15T01:00:00Z,0.2"),
+    )  # fmt: skip
+
+    # A quarter hour inside the first hour: the hour's other three quarters keep 0.1.
+    corrected = await run_admin(
+        settings, "prices", "import", area, "--file", write("2026-01-15T00:15:00Z,0.5"),
+        "--slot-minutes", "15",
+    )  # fmt: skip
+
+    assert corrected["changed"] == 1
+    assert [
+        (s["start"][11:16], s["end"][11:16], s["price"]) for s in await stored(settings, area)
+    ] == [
+        ("00:00", "00:15", 0.1),
+        ("00:15", "00:30", 0.5),
+        ("00:30", "01:00", 0.1),
+        ("01:00", "02:00", 0.2),
+    ]
+
+
 async def test_a_missing_day_stays_unpriced_until_imported_and_no_slot_loses_its_price(
     new_feed: NewFeed, api: httpx.AsyncClient, settings: Settings, area: str, write: WriteFile
 ) -> None:
