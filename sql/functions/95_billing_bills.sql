@@ -148,25 +148,22 @@ WITH days AS MATERIALIZED (
 ), judged AS MATERIALIZED (
     -- Per stream and day: added to its line (billed) or listed apart (listed). Where the line's
     -- medium has a main meter that day only main meters are added and its other totals listed;
-    -- else every total not marked as a sub-meter is added, and shared says it is one of
-    -- several so added (main is only ever set on consumption totals: export has none).
-    SELECT w.*,
-           w.billed AND NOT w.has_main AND count(*) FILTER (WHERE w.billed)
-               OVER (PARTITION BY w.line, w.day) > 1 AS shared
-      FROM (SELECT g.*,
-                   CASE WHEN m.day IS NOT NULL THEN g.is_total AND g.main
-                        ELSE g.is_total AND NOT g.submeter END AS billed,
-                   g.submeter OR (m.day IS NOT NULL AND g.is_total AND NOT g.main) AS listed,
-                   m.day IS NOT NULL AS has_main
-              FROM daily g
-              LEFT JOIN mains m ON m.line = g.line AND m.day = g.day) w
-), shared AS (
-    SELECT x.line, array_agg(x.id ORDER BY x.channel, x.id) AS streams,
-           array_agg(x.channel ORDER BY x.channel, x.id) AS channels
-      FROM (SELECT DISTINCT j.line, j.id, j.channel FROM judged j WHERE j.shared) x
-     GROUP BY x.line
+    -- else every total not marked as a sub-meter is added (main is only ever set on
+    -- consumption totals: export has none).
+    SELECT g.*,
+           CASE WHEN m.day IS NOT NULL THEN g.is_total AND g.main
+                ELSE g.is_total AND NOT g.submeter END AS billed,
+           g.submeter OR (m.day IS NOT NULL AND g.is_total AND NOT g.main) AS listed,
+           m.day IS NOT NULL AS has_main
+      FROM daily g
+      LEFT JOIN mains m ON m.line = g.line AND m.day = g.day
 ), measured AS (
     SELECT g.line, g.day, sum(g.quantity) AS quantity, sum(g.amount) AS amount,
+           -- Several totals added on a day without a main meter: which (the bill's warning).
+           CASE WHEN count(*) > 1 AND NOT bool_or(g.has_main)
+                THEN array_agg(g.id) END AS shared_ids,
+           CASE WHEN count(*) > 1 AND NOT bool_or(g.has_main)
+                THEN array_agg(g.channel) END AS shared_channels,
            bool_or(g.short AND EXISTS (
                SELECT FROM cluster.tariffs t
                 WHERE t.feed_id = p_feed_id AND t.medium = g.line AND t.area IS NOT NULL
@@ -174,6 +171,17 @@ WITH days AS MATERIALIZED (
       FROM judged g
      WHERE g.billed
      GROUP BY g.line, g.day
+), shared AS (
+    -- The totals added together on days without a main meter, over the range, by channel:
+    -- collected by the days' groups above, not joined back to the streams' days (estimated
+    -- at a row each, such a join ran as a nested loop: 195 ms for a year of five totals).
+    SELECT x.line, array_agg(x.id ORDER BY x.channel, x.id) AS streams,
+           array_agg(x.channel ORDER BY x.channel, x.id) AS channels
+      FROM (SELECT DISTINCT m.line, u.id, u.channel
+              FROM measured m
+             CROSS JOIN LATERAL unnest(m.shared_ids, m.shared_channels) AS u (id, channel)
+             WHERE m.shared_ids IS NOT NULL) x
+     GROUP BY x.line
 ), charged AS (
     SELECT t.medium AS line, d.day, t.standing
       FROM days d
