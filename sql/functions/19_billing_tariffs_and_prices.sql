@@ -83,8 +83,10 @@ BEGIN
     INSERT INTO cluster.price_areas (area) VALUES (p_area) ON CONFLICT DO NOTHING;
     PERFORM 1 FROM cluster.price_areas WHERE area = p_area FOR UPDATE;
     SELECT coalesce(range_agg(g), '{}') INTO v_given FROM unnest(p_slots) g;
+    -- Against the given slots merged (a year's file is one range): `&& ANY (p_slots)` compared
+    -- every stored slot with every given one, and a year imported again took 149 s.
     WITH gone AS (
-        DELETE FROM cluster.prices p WHERE p.area = p_area AND p.slot && ANY (p_slots)
+        DELETE FROM cluster.prices p WHERE p.area = p_area AND p.slot && v_given
         RETURNING p.*
     )
     SELECT coalesce(array_agg(gone), '{}') INTO v_old FROM gone;
