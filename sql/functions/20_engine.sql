@@ -242,7 +242,8 @@ COMMENT ON FUNCTION cluster.engine_reprocess(bigint, timestamptz, timestamptz) I
 -- (docs/engine.md#registers-wh).
 CREATE OR REPLACE FUNCTION cluster.set_stream_config(
     p_stream_id bigint, p_from timestamptz, p_title text, p_medium text, p_unit text,
-    p_submeter boolean DEFAULT false, p_max_rate double precision DEFAULT NULL
+    p_submeter boolean DEFAULT false, p_max_rate double precision DEFAULT NULL,
+    p_main boolean DEFAULT false
 ) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
     v_from timestamptz := nullif(p_from, '-infinity');  -- -infinity or NULL: from the start
@@ -272,9 +273,9 @@ BEGIN
        AND (v_from IS NULL OR (NOT lower_inf(validity) AND lower(validity) >= v_from));
     UPDATE cluster.stream_configs SET validity = tstzrange(lower(validity), v_from, '[)')
      WHERE stream_id = p_stream_id AND v_from IS NOT NULL AND validity @> v_from;
-    INSERT INTO cluster.stream_configs (stream_id, title, medium, unit, submeter, max_rate,
+    INSERT INTO cluster.stream_configs (stream_id, title, medium, unit, submeter, max_rate, main,
                                         validity)
-    VALUES (p_stream_id, p_title, p_medium, p_unit, p_submeter, p_max_rate,
+    VALUES (p_stream_id, p_title, p_medium, p_unit, p_submeter, p_max_rate, p_main,
             tstzrange(v_from, NULL, '[)'));
     PERFORM cluster.engine_invalidate(v_feed_id, v_channel, v_changed);
     INSERT INTO cluster.dirty_ranges (stream_id, ts_from, ts_to)
@@ -289,8 +290,8 @@ BEGIN
      WHERE s.feed_id = v_feed_id AND s.channel = v_channel AND s.type = 'raw'
        AND e.first_ts <= e.last_ts;
 END $$;
-COMMENT ON FUNCTION cluster.set_stream_config(bigint, timestamptz, text, text, text, boolean, double precision) IS
-    'Make (title, medium, unit, sub-meter or not, max rate of its meter counters) the processed stream''s configuration from p_from on; the engine recomputes the period whose medium or rate changed (a bill reads the sub-meter flag when asked).';
+COMMENT ON FUNCTION cluster.set_stream_config(bigint, timestamptz, text, text, text, boolean, double precision, boolean) IS
+    'Make (title, medium, unit, sub-meter or not, max rate of its meter counters, main meter or not) the processed stream''s configuration from p_from on; the engine recomputes the period whose medium or rate changed (a bill reads the sub-meter and main-meter flags when asked).';
 
 -- The same for a feed; the engine recomputes where the time zone changes: time-of-use tariffs
 -- are read in the feed's local time.

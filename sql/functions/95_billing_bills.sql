@@ -47,7 +47,8 @@ COMMENT ON FUNCTION cluster.bill_days(bigint, date, date) IS
 -- sub-meters (stream_id set), over the local dates [p_from, p_to] as of p_now:
 -- * quantity: the days' consumption (export) of the feed's channel totals, in kWh for power and
 --   export, m³ for gas and water; a stream counts under the medium configured at a day's start,
---   and not at all on a day it is configured as a sub-meter (then it is listed apart);
+--   and not at all on a day it is configured as a sub-meter (then it is listed apart); on a day
+--   a medium has a main meter, only main meters count and its other totals are listed apart;
 -- * amount: their cost streams' (credit streams') days, as the data API's days give them;
 -- * standing: each day that has begun is charged the standing charge of the tariff period of
 --   the line's medium that holds the day's start, with its VAT: a charge per day once, a
@@ -62,13 +63,17 @@ COMMENT ON FUNCTION cluster.bill_days(bigint, date, date) IS
 --   the base of the projection;
 -- * unpriced: some day had a dynamic tariff (or one with holidays) and a consumption bucket
 --   without a cost point (a slot whose price has not arrived, a year whose holidays are not
---   known).
+--   known);
+-- * shared_streams, shared_channels: the totals a line adds together on days its medium has no
+--   main meter, when it adds more than one (one supply metered twice counts twice: the bill
+--   warns), by channel; null when it adds one at most.
 -- A medium with a tariff in the range but nothing measured has its line, with its charges.
 CREATE OR REPLACE FUNCTION cluster.feed_bill(
     p_feed_id bigint, p_from date, p_to date, p_now timestamptz
 ) RETURNS TABLE (medium text, stream_id bigint, title text, quantity double precision, unit text,
                  amount double precision, standing double precision, settled double precision,
-                 unpriced boolean, vat double precision, kwh double precision)
+                 unpriced boolean, vat double precision, kwh double precision,
+                 shared_streams bigint[], shared_channels integer[])
 LANGUAGE sql STABLE AS $$
 WITH days AS MATERIALIZED (
     SELECT * FROM cluster.bill_days(p_feed_id, p_from, p_to)
@@ -78,7 +83,7 @@ WITH days AS MATERIALIZED (
     SELECT min(start) - interval '1 day' AS lo, max(start) + interval '1 day' AS hi FROM days
 ), metered AS MATERIALIZED (
     -- Channel totals and sub-meters, each with the stream of its money beside it.
-    SELECT s.id, s.quantity, t.stream_id IS NOT NULL AS is_total, m.id AS money_id
+    SELECT s.id, s.channel, s.quantity, t.stream_id IS NOT NULL AS is_total, m.id AS money_id
       FROM cluster.streams s
       LEFT JOIN cluster.channel_totals t ON t.stream_id = s.id
       LEFT JOIN cluster.streams m
@@ -127,12 +132,12 @@ WITH days AS MATERIALIZED (
     -- The metered streams' configurations, found by stream first: joined to the days, the
     -- planner looked them up by validity alone, and each day read every stream's
     -- configuration in the cluster (a year's bill among 1,000 feeds: 6.5 s).
-    SELECT c.stream_id, c.medium, c.submeter, c.validity
+    SELECT c.stream_id, c.medium, c.submeter, c.main, c.validity
       FROM metered x
       JOIN cluster.stream_configs c ON c.stream_id = x.id
      WHERE c.medium IN ('power', 'gas', 'water', 'heat')
 ), daily AS MATERIALIZED (
-    SELECT x.id, x.is_total, c.submeter, d.day, d.start, d.finish,
+    SELECT x.id, x.channel, x.is_total, c.submeter, c.main, d.day, d.start, d.finish,
            CASE x.quantity WHEN 'export' THEN 'export' ELSE c.medium END AS line,
            q.total AS quantity, coalesce(q.money_total, 0) AS amount,
            coalesce(q.money_points, 0) < q.points AS short
@@ -140,16 +145,53 @@ WITH days AS MATERIALIZED (
       JOIN rolled q ON q.stream_id = x.id
       JOIN days d ON d.day = q.day
       JOIN configs c ON c.stream_id = x.id AND c.validity @> d.start
+), mains AS (
+    -- The days each medium has a main meter, by configuration: a main meter that sent nothing
+    -- on a day still makes its medium's other totals sub-meters that day (the bill never
+    -- switches to another meter's figure by itself).
+    SELECT DISTINCT c.medium AS line, d.day
+      FROM configs c
+      JOIN metered x ON x.id = c.stream_id AND x.is_total AND x.quantity = 'consumption'
+      JOIN days d ON c.validity @> d.start
+     WHERE c.main
+), judged AS MATERIALIZED (
+    -- Per stream and day: added to its line (billed) or listed apart (listed). Where the line's
+    -- medium has a main meter that day only main meters are added and its other totals listed;
+    -- else every total not marked as a sub-meter is added (main is only ever set on
+    -- consumption totals: export has none).
+    SELECT g.*,
+           CASE WHEN m.day IS NOT NULL THEN g.is_total AND g.main
+                ELSE g.is_total AND NOT g.submeter END AS billed,
+           g.submeter OR (m.day IS NOT NULL AND g.is_total AND NOT g.main) AS listed,
+           m.day IS NOT NULL AS has_main
+      FROM daily g
+      LEFT JOIN mains m ON m.line = g.line AND m.day = g.day
 ), measured AS (
     SELECT g.line, g.day, sum(g.quantity) AS quantity, sum(g.amount) AS amount,
+           -- Several totals added on a day without a main meter: which (the bill's warning).
+           CASE WHEN count(*) > 1 AND NOT bool_or(g.has_main)
+                THEN array_agg(g.id) END AS shared_ids,
+           CASE WHEN count(*) > 1 AND NOT bool_or(g.has_main)
+                THEN array_agg(g.channel) END AS shared_channels,
            bool_or(g.short AND EXISTS (
                SELECT FROM cluster.tariffs t
                 WHERE t.feed_id = p_feed_id AND t.medium = g.line
                   AND (t.area IS NOT NULL OR t.holidays IS NOT NULL)
                   AND t.validity && tstzrange(g.start, g.finish))) AS unpriced
-      FROM daily g
-     WHERE g.is_total AND NOT g.submeter
+      FROM judged g
+     WHERE g.billed
      GROUP BY g.line, g.day
+), shared AS (
+    -- The totals added together on days without a main meter, over the range, by channel:
+    -- collected by the days' groups above, not joined back to the streams' days (estimated
+    -- at a row each, such a join ran as a nested loop: 195 ms for a year of five totals).
+    SELECT x.line, array_agg(x.id ORDER BY x.channel, x.id) AS streams,
+           array_agg(x.channel ORDER BY x.channel, x.id) AS channels
+      FROM (SELECT DISTINCT m.line, u.id, u.channel
+              FROM measured m
+             CROSS JOIN LATERAL unnest(m.shared_ids, m.shared_channels) AS u (id, channel)
+             WHERE m.shared_ids IS NOT NULL) x
+     GROUP BY x.line
 ), charged AS (
     -- Per medium and day, the tariff period holding the day's start: its charge once the day
     -- has begun (a monthly one by the day's share of its month), after VAT; its VAT rate and
@@ -188,7 +230,9 @@ SELECT p.line, NULL::bigint, NULL::text,
        bool_or(p.unpriced),
        coalesce(sum((p.standing + CASE p.line WHEN 'export' THEN -p.amount ELSE p.amount END)
                     * p.vat_share), 0),
-       sum(p.kwh)
+       sum(p.kwh),
+       (SELECT x.streams FROM shared x WHERE x.line = p.line),
+       (SELECT x.channels FROM shared x WHERE x.line = p.line)
   FROM per_day p
   LEFT JOIN days d ON d.day = p.day
  GROUP BY p.line
@@ -197,13 +241,13 @@ SELECT g.line, g.id, (SELECT c.title FROM cluster.stream_configs c
                        WHERE c.stream_id = g.id AND c.validity @> max(g.start)),
        sum(g.quantity) / CASE WHEN g.line IN ('power', 'export') THEN 1000 ELSE 1 END,
        CASE WHEN g.line IN ('power', 'export', 'heat') THEN 'kWh' ELSE 'm³' END,
-       sum(g.amount), 0, NULL, false, NULL, NULL
-  FROM daily g
- WHERE g.submeter
+       sum(g.amount), 0, NULL, false, NULL, NULL, NULL, NULL
+  FROM judged g
+ WHERE g.listed
  GROUP BY g.line, g.id
 $$;
 COMMENT ON FUNCTION cluster.feed_bill(bigint, date, date, timestamptz) IS
-    'A feed''s bill over its local dates [p_from, p_to] as of p_now: a row per medium (stream_id null: quantity in kWh or m³, energy cost or export credit, standing charges after VAT, what the days already over settled, whether a price is missing, the VAT included, gas in kWh) and per sub-meter (stream_id set). docs/billing.md#the-bill.';
+    'A feed''s bill over its local dates [p_from, p_to] as of p_now: a row per medium (stream_id null: quantity in kWh or m³, energy cost or export credit, standing charges after VAT, what the days already over settled, whether a price is missing, the VAT included, gas in kWh, the totals it adds together without a main meter when several) and per sub-meter (stream_id set: marked so, or a total beside its medium''s main meter). docs/billing.md#the-bill.';
 
 -- What a feed pays (earns, for export) per kWh or m³ over its local dates [p_from, p_to]: a row
 -- per stretch of one price, in time order. A fixed tariff's stretches are its bands each day

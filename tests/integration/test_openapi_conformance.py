@@ -295,6 +295,14 @@ async def test_a_generated_client_of_each_service_calls_it(
         )
         assert (bill.feed, bill.from_, bill.to) == (known["feed_id"], "2026-01-01", "2026-01-31")
         assert (bill.complete, bill.lines, bill.submeters) == (True, [], [])
+        assert bill.warnings == []
+        # A stream configuration says whether it is its medium's main meter.
+        config = importlib.import_module("api_client.models.stream_config").StreamConfig
+        main = config.from_dict(
+            {"title": "Meter", "medium": "power", "unit": "Wh", "valid_from": None,
+             "valid_to": None, "submeter": False, "main": True}
+        )  # fmt: skip
+        assert main.main is True
 
         # Provisioning, as a cluster: the homebases paired to it.
         paired = importlib.import_module(

@@ -59,9 +59,10 @@ STREAM_BY_ID = """
 SELECT id, type, channel, device, medium, idx, tariff, combined, quantity
   FROM cluster.streams
  WHERE id = $1"""
-SET_STREAM_CONFIG = "SELECT cluster.set_stream_config($1, $2, $3, $4, $5, $6, $7)"
+SET_STREAM_CONFIG = "SELECT cluster.set_stream_config($1, $2, $3, $4, $5, $6, $7, $8)"
+CHANNEL_TOTAL = "SELECT true FROM cluster.channel_totals WHERE stream_id = $1"
 STREAM_CONFIG_AT = """
-SELECT title, medium, unit, submeter, max_rate FROM cluster.stream_configs
+SELECT title, medium, unit, submeter, max_rate, main FROM cluster.stream_configs
  WHERE stream_id = $1 AND validity @> $2::timestamptz"""
 
 MEDIA = ("power", "gas", "water", "heat", "temperature", "none")
@@ -287,6 +288,12 @@ def list_streams(settings: Settings, feed_id: str) -> None:
     "a faster one is a replaced meter and adds 0. 'default': EP_ENGINE_MAX_RATE_<MEDIUM>. "
     "Default: as at that instant.",
 )
+@click.option(
+    "--main/--no-main",
+    default=None,
+    help="A consumption total that is its medium's main meter (the utility's): bills add only "
+    "main meters and list the medium's other totals as sub-meters. Default: as at that instant.",
+)
 @click.pass_obj
 def configure_stream(
     settings: Settings,
@@ -297,8 +304,11 @@ def configure_stream(
     unit: str | None,
     submeter: bool | None,
     max_rate: str | None,
+    main: bool | None,
 ) -> None:
     """Set a processed stream's configuration from an instant on; prints the stream."""
+    if submeter and main:
+        raise InvalidInput("--main and --submeter: a main meter is no sub-meter, give one")
     instant, sid = parse_instant(since), parse_id(stream_id, "stream")
     rate = None if max_rate in (None, "default") else _max_rate(max_rate)
     title = None if title is None else checked_text(title, "--title")
@@ -313,6 +323,13 @@ def configure_stream(
                 f"stream {stream_id} is a {stream['quantity']} stream: only a consumption "
                 "stream can be a sub-meter"
             )
+        if main and (
+            stream["quantity"] != "consumption" or not await conn.fetchval(CHANNEL_TOTAL, sid)
+        ):
+            raise InvalidInput(
+                f"stream {stream_id} is not a channel's consumption total: only one can be a "
+                "main meter (admin streams list shows the totals: combined, or no index or tariff)"
+            )
         before = await conn.fetchrow(STREAM_CONFIG_AT, sid, instant)
         new_title = title or (before and before["title"])
         new_unit = unit if unit is not None else (before and before["unit"])
@@ -322,7 +339,6 @@ def configure_stream(
             new_medium = None if medium == "none" else medium
         if not new_title or new_unit is None:
             raise InvalidInput("no configuration at that instant: give --title and --unit")
-        new_submeter = submeter if submeter is not None else bool(before and before["submeter"])
         if max_rate is not None and (
             stream["quantity"] not in ("consumption", "export") or stream["combined"]
         ):
@@ -331,12 +347,29 @@ def configure_stream(
                 "--max-rate on the stream of each register or meter"
             )
         new_rate = rate if max_rate is not None else (before and before["max_rate"])
+        # Marking one ends the other: a stream is a main meter, a sub-meter, or neither.
+        new_submeter = _flag(submeter, main, before, "submeter")
+        new_main = _flag(main, submeter, before, "main")
         await conn.execute(
-            SET_STREAM_CONFIG, sid, instant, new_title, new_medium, new_unit, new_submeter, new_rate
+            SET_STREAM_CONFIG,
+            sid,
+            instant,
+            new_title,
+            new_medium,
+            new_unit,
+            new_submeter,
+            new_rate,
+            new_main,
         )
         return (await render_streams(conn, [stream]))[0]
 
     emit(run_in_transaction(settings.database, work))
+
+
+def _flag(given: bool | None, other: bool | None, before: asyncpg.Record | None, name: str) -> bool:
+    if given is not None:
+        return given
+    return not other and bool(before and before[name])
 
 
 GROUPS = [feeds, streams]

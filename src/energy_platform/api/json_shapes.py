@@ -62,6 +62,7 @@ async def render_streams(db: Queryable, rows: Iterable[asyncpg.Record]) -> list[
                     iso(c["valid_from"]),
                     iso(c["valid_to"]),
                     c["submeter"],
+                    c["main"],
                 )
             )
     return [_stream(r, configs[r["id"]]) for r in rows]

@@ -36,7 +36,7 @@ SELECT s.id, s.type, s.channel, s.device, s.medium, s.idx, s.tariff, s.combined,
 
 STREAM_CONFIGS = """
 SELECT stream_id, title, medium, unit, nullif(lower(validity), '-infinity') AS valid_from,
-       nullif(upper(validity), 'infinity') AS valid_to, submeter
+       nullif(upper(validity), 'infinity') AS valid_to, submeter, main
   FROM cluster.stream_configs
  WHERE stream_id = ANY($1::bigint[])
  ORDER BY stream_id, lower(validity) NULLS FIRST"""

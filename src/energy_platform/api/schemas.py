@@ -25,6 +25,11 @@ SUBMETER = msgspec.Meta(
     " meter): a bill lists it apart and does not add it to the total."
 )
 
+MAIN = msgspec.Meta(
+    description="A consumption total that is its medium's main meter (the utility's): where a"
+    " medium has one, a bill adds only main meters and lists the other totals as sub-meters."
+)
+
 
 class Subscription(msgspec.Struct):
     from_: str = msgspec.field(name="from")
@@ -51,6 +56,7 @@ class StreamConfig(msgspec.Struct):
     valid_from: str | None
     valid_to: str | None
     submeter: Annotated[bool, SUBMETER] = False
+    main: Annotated[bool, MAIN] = False
 
 
 class RawStream(msgspec.Struct, omit_defaults=True):

@@ -7,7 +7,7 @@ They only change tables and queue work: the running engine reprices the affected
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import asyncpg
 import click
@@ -236,7 +236,15 @@ def prices() -> None:
 @click.option(
     "--slot-minutes",
     type=click.IntRange(min=1),
-    help="A CSV's last slot length; default the gap between the two rows before it.",
+    help="A CSV's slot length: a row's slot ends at the next row's start, at most this long "
+    "after its own (beyond: no price). Default: the length of the area's slot it replaces, "
+    "else the file's shortest gap between rows.",
+)
+@click.option(
+    "--sequence",
+    type=click.IntRange(min=1),
+    help="An ENTSO-E document's classification sequence to take (DE-LU, AT: 1 SDAC, 2 EXAA); "
+    "needed when the document holds several.",
 )
 @click.pass_obj
 def import_prices(
@@ -246,18 +254,21 @@ def import_prices(
     kind: str,
     per: str | None,
     slot_minutes: int | None,
+    sequence: int | None,
 ) -> None:
     """Set an area's prices from a file, all or nothing; prints what changed."""
     checked_text(area, "area")
-    slots = parse_prices(
+    file = parse_prices(
         _read(path),
         kind=kind,
         per=per,
         slot_minutes=slot_minutes,
         currency=settings.engine.currency,
+        sequence=sequence,
     )
 
     async def work(conn: asyncpg.Connection) -> dict[str, object]:
+        slots = file.slots(await _replaced(conn, area, file.unsized()))
         ranges = [asyncpg.Range(s.start, s.end) for s in slots]
         try:
             changed = await conn.fetchval(
@@ -302,6 +313,17 @@ def list_prices(settings: Settings, area: str, since: str, until: str) -> None:
         return [SlotPrice(r["start"].isoformat(), r["end"].isoformat(), r["price"]) for r in rows]
 
     emit(run_in_transaction(settings.database, work))
+
+
+async def _replaced(
+    conn: asyncpg.Connection, area: str, starts: list[datetime]
+) -> dict[datetime, timedelta]:
+    """The lengths of the area's stored slots that start at ``starts``, by their start."""
+    if not starts:
+        return {}
+    await conn.execute(queries.LOCK_AREA, area)
+    rows = await conn.fetch(queries.REPLACED_SLOTS, area, starts, starts[0], starts[-1])
+    return {row["start"]: row["length"] for row in rows}
 
 
 def _read(path: str) -> str:

@@ -4,7 +4,9 @@ a line per medium (export as credit), sub-meters apart, and a projection while t
 
 from __future__ import annotations
 
-from datetime import date
+from collections.abc import Sequence
+from datetime import date, datetime, time
+from zoneinfo import ZoneInfo
 
 import asyncpg
 import msgspec
@@ -12,6 +14,7 @@ import msgspec
 from energy_platform.billing.schemas import Bill, BillLine, Submeter
 
 MEDIA_ORDER = ("power", "gas", "water", "heat", "export")
+MEDIA_NAMES = {"power": "Electricity", "gas": "Gas", "water": "Water", "heat": "Heat"}
 
 
 def render_bill(
@@ -25,8 +28,11 @@ def render_bill(
     """The answer from ``BILL_DAYS``' one row and ``cluster.feed_bill``'s rows."""
     lines: list[BillLine] = []
     submeters: list[Submeter] = []
+    warnings: list[str] = []
     settled = 0.0
     unpriced = False
+    # The command's instant: the range's first local midnight settles this bill.
+    since = datetime.combine(first, time(), ZoneInfo(days["timezone"])).isoformat()
     for row in rows:
         if row["stream_id"] is not None:
             submeters.append(
@@ -42,6 +48,10 @@ def render_bill(
             continue
         settled += row["settled"]
         unpriced = unpriced or row["unpriced"]
+        if row["shared_streams"]:
+            warnings.append(
+                shared_warning(row["medium"], row["shared_channels"], row["shared_streams"], since)
+            )
         if row["medium"] == "export":
             line = BillLine(
                 "export",
@@ -80,4 +90,22 @@ def render_bill(
         lines=lines,
         submeters=submeters,
         vat=sum(line.vat for line in lines),
+        warnings=warnings,
     )
+
+
+def shared_warning(medium: str, channels: Sequence[int], streams: Sequence[int], since: str) -> str:
+    """The warning of a medium whose several totals are added with no main meter marked."""
+    name = MEDIA_NAMES.get(medium, medium.capitalize())
+    return (
+        f"{name}: the consumption of channels {_listed(channels)} (streams {_listed(streams)}) "
+        "is added up, as none of them is marked as the main meter; if they meter the same "
+        "supply, it is counted twice. Mark the utility's meter with `energy-platform admin "
+        f"streams configure STREAM --from {since} --main` (STREAM: {_listed(streams, 'or')}), "
+        "or a meter behind it with `--submeter`."
+    )
+
+
+def _listed(items: Sequence[int], word: str = "and") -> str:
+    words = [str(item) for item in items]
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} {word} {words[-1]}"

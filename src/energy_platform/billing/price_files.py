@@ -1,10 +1,12 @@
 """Price files: a market area's prices per slot as an operator imports them.
 
 Two formats. CSV: one ``start,price`` row a line (an optional ``start,price`` header, blank
-lines ignored); each row's slot ends where the next row's starts, the last one is as long as the
-gap before it (or ``slot_minutes`` when given: a file of one row needs it). ENTSO-E: the
-Transparency Platform's day-ahead price document (``Publication_MarketDocument``, type A44),
-whose Periods say their own slots. Everything is checked here, before the database sees it
+lines ignored); each row's slot ends where the next row's starts, but never later than the slot
+length after its own start: ``slot_minutes`` when given, else the length of the area's stored
+slot it replaces, else the file's shortest gap between rows. What lies beyond is a gap without a
+price, never the price before it (``PriceFile.slots``). ENTSO-E: the Transparency Platform's
+day-ahead price document (``Publication_MarketDocument``, type A44), whose Periods say their own
+slots, of one classification sequence. Everything is checked here, before the database sees it
 (prices per kWh against their bound, core/bounds.py), and the first fault refuses the whole
 file saying where (a CSV line, an XML element): an import changes all of an area's prices or
 none.
@@ -16,6 +18,7 @@ import itertools
 import math
 import re
 import xml.etree.ElementTree as ET
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 
 import msgspec
@@ -54,6 +57,9 @@ ENTSOE_MWH = 1000.0
 CURVE_FILLS = {"A01": False, "A03": True}
 RESOLUTION = re.compile(r"^PT(?:(?P<hours>\d{1,4})H)?(?:(?P<minutes>\d{1,6})M)?$")
 POSITION = re.compile(r"^\d{1,9}$")
+SEQUENCE = "classificationSequence_AttributeInstanceComponent.position"
+"""Which of an area's publications a TimeSeries is: DE-LU and AT give SDAC's prices as 1 and
+EXAA's as 2, for the same slots."""
 # A DTD could declare entities that expand without bound or read local files; a price document
 # has none, so one anywhere refuses the file before the parser sees it.
 DOCTYPE = re.compile(r"<!DOCTYPE", re.IGNORECASE)
@@ -70,10 +76,59 @@ class Slot(msgspec.Struct, frozen=True):
     """Per kWh in the cost streams' currency; may be negative."""
 
 
-class _Row(msgspec.Struct, frozen=True):
-    line: int
+class PriceRow(msgspec.Struct, frozen=True):
+    """A price as a file gives it: from its start on, for at most ``length``."""
+
+    where: str
+    """Where the file says it (``line 3``, ``TimeSeries 1 > Period 1, position 7``)."""
     start: datetime
     price: float
+    length: timedelta | None
+    """The longest its slot can be by the file's own word (``--slot-minutes``, a Period's
+    resolution); None: the area's slot it replaces says, else the file's shortest gap."""
+
+
+class PriceFile(msgspec.Struct, frozen=True):
+    """A price file's rows in time order, before their slots' ends are known."""
+
+    rows: list[PriceRow]
+    shortest: timedelta | None
+    """The shortest gap between two rows; None for a file of one row."""
+
+    def unsized(self) -> list[datetime]:
+        """The starts whose slot length only the area's stored slots can say."""
+        return [row.start for row in self.rows if row.length is None]
+
+    def slots(self, replaced: Mapping[datetime, timedelta] | None = None) -> list[Slot]:
+        """The file's slots: each ends at the next row's start, but never later than its
+        length after its own start; ``replaced`` holds the lengths of the area's stored slots
+        by their start. ``InvalidInput`` naming the row when a length is unknown or a slot is
+        not whole 90 s buckets."""
+        known = replaced or {}
+        slots: list[Slot] = []
+        afters: list[PriceRow | None] = [*self.rows[1:], None]
+        for row, after in zip(self.rows, afters, strict=True):
+            length = row.length or known.get(row.start) or self.shortest
+            if length is None:
+                raise _fault(
+                    row.where,
+                    "a single row says nothing of its slot's length, and the area has no slot "
+                    "starting then to replace: give --slot-minutes",
+                )
+            try:
+                end = row.start + length
+            except OverflowError:
+                raise _fault(row.where, "its slot ends after the year 9999") from None
+            if after is not None:
+                end = min(end, after.start)
+            if (end - row.start) % SLOT_STEP:
+                raise _fault(
+                    row.where,
+                    f"its slot is {(end - row.start).total_seconds():g} s long, not a multiple "
+                    "of 90 s",
+                )
+            slots.append(Slot(row.start, end, row.price))
+        return slots
 
 
 class _Placed(msgspec.Struct, frozen=True):
@@ -91,15 +146,19 @@ def parse_prices(
     per: str | None = None,
     slot_minutes: int | None = None,
     currency: str | None = None,
-) -> list[Slot]:
-    """The slots of a price file of a kind in ``FORMATS``; ``InvalidInput`` otherwise.
+    sequence: int | None = None,
+) -> PriceFile:
+    """The rows of a price file of a kind in ``FORMATS``; ``InvalidInput`` otherwise.
 
     ``per`` and ``slot_minutes`` are a CSV's: an ENTSO-E document says both itself, so either
-    contradicting it is refused. ``currency``, when given, is the one its prices must be in.
+    contradicting it is refused; ``sequence`` is a document's classification sequence.
+    ``currency``, when given, is the one its prices must be in.
     """
     if kind == "auto":
         kind = "entsoe" if text.lstrip("\ufeff \t\r\n").startswith("<") else "csv"
     if kind == "csv":
+        if sequence is not None:
+            raise InvalidInput("--sequence is for ENTSO-E documents: a CSV holds one series")
         return parse_csv(text, per=per or "kWh", slot_minutes=slot_minutes)
     if per is not None and PER[per] != ENTSOE_MWH:
         raise InvalidInput(
@@ -109,14 +168,15 @@ def parse_prices(
         raise InvalidInput(
             "--slot-minutes is for CSV: an ENTSO-E document gives each Period's resolution"
         )
-    return parse_entsoe(text, currency=currency)
+    return parse_entsoe(text, currency=currency, sequence=sequence)
 
 
-def parse_csv(text: str, *, per: str = "kWh", slot_minutes: int | None = None) -> list[Slot]:
-    """The slots of a price file, in order; ``InvalidInput`` naming the line of the first
+def parse_csv(text: str, *, per: str = "kWh", slot_minutes: int | None = None) -> PriceFile:
+    """The rows of a price file, in order; ``InvalidInput`` naming the line of the first
     fault otherwise."""
     divisor = PER[per]
-    rows: list[_Row] = []
+    length = None if slot_minutes is None else timedelta(minutes=slot_minutes)
+    rows: list[PriceRow] = []
     for number, raw in enumerate(text.lstrip("\ufeff").split("\n"), start=1):
         line = raw.strip()
         if not line:
@@ -134,42 +194,21 @@ def parse_csv(text: str, *, per: str = "kWh", slot_minutes: int | None = None) -
                 f"{fields[0]} is not after the previous row's start: times must increase "
                 "strictly (slots would overlap)",
             )
-        rows.append(_Row(number, start, _per_kwh(where, fields[1], divisor)))
+        rows.append(PriceRow(where, start, _per_kwh(where, fields[1], divisor), length))
     if not rows:
         raise InvalidInput("the file holds no prices")
-    return _slots(rows, slot_minutes)
+    gaps = [b.start - a.start for a, b in itertools.pairwise(rows)]
+    return PriceFile(rows, min(gaps, default=None))
 
 
-def _slots(rows: list[_Row], slot_minutes: int | None) -> list[Slot]:
-    if slot_minutes is None and len(rows) < 2:
-        raise _fault(
-            f"line {rows[0].line}",
-            "a single row says nothing of its slot's length: give --slot-minutes",
-        )
-    ends = [row.start for row in rows[1:]]
-    try:
-        last = (
-            rows[-1].start - rows[-2].start
-            if slot_minutes is None
-            else timedelta(minutes=slot_minutes)
-        )
-        ends.append(rows[-1].start + last)
-    except OverflowError:
-        raise _fault(f"line {rows[-1].line}", "the last slot ends after the year 9999") from None
-    slots = [Slot(row.start, end, row.price) for row, end in zip(rows, ends, strict=True)]
-    for row, slot in zip(rows, slots, strict=True):
-        length = slot.end - slot.start
-        if length <= timedelta(0) or length % SLOT_STEP:
-            raise _fault(
-                f"line {row.line}",
-                f"its slot is {length.total_seconds():g} s long, not a multiple of 90 s",
-            )
-    return slots
+def parse_entsoe(
+    text: str, *, currency: str | None = None, sequence: int | None = None
+) -> PriceFile:
+    """The slots of an ENTSO-E day-ahead price document, per kWh, in order, as rows as long as
+    their Period's resolution; ``InvalidInput`` naming the element of the first fault otherwise.
 
-
-def parse_entsoe(text: str, *, currency: str | None = None) -> list[Slot]:
-    """The slots of an ENTSO-E day-ahead price document, per kWh, in order; ``InvalidInput``
-    naming the element of the first fault otherwise."""
+    ``sequence`` takes the TimeSeries of that classification sequence; without it, a document
+    must hold one sequence (or name none)."""
     root = _document(text)
     name = _local(root.tag)
     if name == "Acknowledgement_MarketDocument":
@@ -183,7 +222,7 @@ def parse_entsoe(text: str, *, currency: str | None = None) -> list[Slot]:
     if kind is not None and kind != "A44":
         raise _fault(f"{name} > type", f"{_shown(kind)} is not day-ahead prices (A44)")
     placed: list[_Placed] = []
-    for number, series in enumerate(_children(root, "TimeSeries"), start=1):
+    for number, series in _chosen(root, sequence):
         placed.extend(
             _series(series, f"TimeSeries {number}", currency, ENTSOE_MAX_SLOTS - len(placed))
         )
@@ -196,9 +235,51 @@ def parse_entsoe(text: str, *, currency: str | None = None) -> list[Slot]:
                 f"{after.period}, position {after.position}",
                 f"its slot {_span(after.slot)} overlaps that of {before.period}, position "
                 f"{before.position} ({_span(before.slot)}): a slot has one price (a day at two "
-                "resolutions or in two sequences? fetch one)",
+                "resolutions? fetch one)",
             )
-    return [p.slot for p in placed]
+    rows = [
+        PriceRow(
+            f"{p.period}, position {p.position}",
+            p.slot.start,
+            p.slot.price,
+            p.slot.end - p.slot.start,
+        )
+        for p in placed
+    ]
+    return PriceFile(rows, None)
+
+
+def _chosen(root: ET.Element, sequence: int | None) -> list[tuple[int, ET.Element]]:
+    """The document's TimeSeries, numbered as written, of the classification sequence asked
+    for; refused, naming the sequences it holds, when it holds several and none was asked for,
+    or not the one asked for. A series that names no sequence belongs to none."""
+    numbered = list(enumerate(_children(root, "TimeSeries"), start=1))
+    held: dict[int, int | None] = {}
+    for number, series in numbered:
+        written = _optional(series, SEQUENCE, f"TimeSeries {number}")
+        if written is not None and not POSITION.match(written):
+            raise _fault(
+                f"TimeSeries {number} > {SEQUENCE}",
+                f"{_shown(written)} is not a sequence (1, 2, ...)",
+            )
+        held[number] = None if written is None else int(written)
+    named = sorted({s for s in held.values() if s is not None})
+    names = ", ".join(map(str, named))
+    if sequence is None:
+        if len(named) > 1:
+            raise InvalidInput(
+                f"the document holds the classification sequences {names} (DE-LU and AT: 1 "
+                "is SDAC's auction, 2 EXAA's): choose one with --sequence"
+            )
+        return numbered
+    if sequence not in named:
+        holds = (
+            f"only sequence{'s' if len(named) > 1 else ''} {names}"
+            if named
+            else "no classification sequence"
+        )
+        raise InvalidInput(f"--sequence {sequence}: the document holds {holds}")
+    return [(number, series) for number, series in numbered if held[number] == sequence]
 
 
 def _series(series: ET.Element, where: str, currency: str | None, room: int) -> list[_Placed]:

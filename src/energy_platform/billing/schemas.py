@@ -33,7 +33,8 @@ class BillLine(msgspec.Struct, omit_defaults=True):
 
 
 class Submeter(msgspec.Struct):
-    """A stream marked as a sub-meter: part of a line's consumption, shown apart."""
+    """A stream marked as a sub-meter, or a total beside its medium's main meter: part of a
+    line's consumption, shown apart."""
 
     stream: str
     title: str
@@ -61,6 +62,10 @@ class Bill(msgspec.Struct):
     submeters: list[Submeter]
     vat: float
     """The VAT included in total: the sum of the lines' vat."""
+    warnings: list[str]
+    """Sentences on what may make the bill wrong, empty when nothing does: a medium whose
+    several meters are added up with none marked as the main meter, naming their channels and
+    the command that settles it."""
 
 
 class PriceStretch(msgspec.Struct):

@@ -68,6 +68,7 @@ async def test_streams_carry_exactly_their_types_fields(world: World) -> None:
                 "valid_from": None,
                 "valid_to": None,
                 "submeter": False,
+                "main": False,
             }
         ],
     }
@@ -92,6 +93,7 @@ async def test_streams_carry_exactly_their_types_fields(world: World) -> None:
                 "valid_from": None,
                 "valid_to": None,
                 "submeter": False,
+                "main": False,
             }
         ],
         "tariff": 2,

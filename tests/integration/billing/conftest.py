@@ -25,6 +25,14 @@ from tests.support.data import data_api
 from tests.support.page import MONEY_ZONE, PRICE_PER_KWH, STANDING, ZONE, MoneyWorld, local_midnight
 
 
+def month_bucket(zone: str, now: int) -> int:
+    """The first 90 s bucket of the local month holding ``now`` in ``zone``."""
+    start = datetime.fromtimestamp(now, ZoneInfo(zone)).replace(
+        day=1, hour=0, minute=0, second=0, microsecond=0
+    )
+    return -(-int(start.timestamp()) // 90) * 90
+
+
 async def _seed_money(conn: asyncpg.Connection, area: str) -> MoneyWorld:
     now = int(time.time())
     user = await seeding.add_user(conn, f"page-money-{area}")
@@ -60,12 +68,7 @@ async def _seed_money(conn: asyncpg.Connection, area: str) -> MoneyWorld:
     )
     # 1 kW from the local month's first bucket to now: 25 Wh per 90 s bucket, each with its
     # cost point (0.025 kWh x 0.30 = 0.0075), so that no bucket waits for a price.
-    month_start = int(
-        datetime.fromtimestamp(now, ZoneInfo(MONEY_ZONE))
-        .replace(day=1, hour=0, minute=0, second=0, microsecond=0)
-        .timestamp()
-    )
-    first, last = -(-month_start // 90) * 90, now // 90 * 90 - 90
+    first, last = month_bucket(MONEY_ZONE, now), now // 90 * 90 - 90
     for stream, value in ((energy, 25.0), (cost, 25 / 1000 * PRICE_PER_KWH)):
         await conn.execute(
             "INSERT INTO cluster.processed_points SELECT $1, to_timestamp(t), $4::float8"
@@ -75,11 +78,22 @@ async def _seed_money(conn: asyncpg.Connection, area: str) -> MoneyWorld:
             last,
             value,
         )
+    # The fixed feed's supply metered twice, by a clamp and a meter reader, neither marked as
+    # the main meter: its bill adds both and warns. 1 kWh each in its month's first bucket.
+    meters = [
+        await seeding.processed_stream(conn, feeds["fixed"], channel, title=title)
+        for channel, title in ((1, "Clamp"), (5, "Meter reader"))
+    ]
     await conn.execute(
-        "SELECT cluster.rollup_streams(ARRAY[$1, $2]::bigint[], ARRAY[NULL, NULL]::timestamptz[],"
-        " ARRAY[NULL, NULL]::timestamptz[])",
-        energy,
-        cost,
+        "INSERT INTO cluster.processed_points SELECT m, to_timestamp($2), 1000.0"
+        " FROM unnest($1::bigint[]) m",
+        meters,
+        month_bucket(ZONE, now),
+    )
+    await conn.execute(
+        "SELECT cluster.rollup_streams($1::bigint[], array_fill(NULL::timestamptz, ARRAY[4]),"
+        " array_fill(NULL::timestamptz, ARRAY[4]))",
+        [energy, cost, *meters],
     )
     # The market's quarter hours of the feed's today, and of the first half of its tomorrow:
     # tomorrow's afternoon is not published yet. Whichever local day the page opens on (the

@@ -1,5 +1,6 @@
 """The bill: per medium what was used and what it cost over local dates, export credit apart,
-daily charges once per local day, sub-meters listed but not added, read through the data API
+daily charges once per local day, sub-meters listed but not added, one supply metered twice
+counted once when its main meter is marked and warned of when not, read through the data API
 the way a dashboard asks for it."""
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import asyncpg
 import httpx
 import pytest
 
+from energy_platform.core.settings import Settings
+from tests.support.admin import admin_refusal, run_admin
 from tests.support.data import T0
 from tests.support.engine import Feed, NewFeed, api_buckets, process
 
@@ -105,6 +108,7 @@ async def test_a_months_bill_is_its_cost_days_plus_its_daily_charges(
         ],
         "submeters": [],
         "vat": 0.0,
+        "warnings": [],
     }
     # A day's bill is that day's bucket.
     second = await bill(api, feed, "2026-01-02", "2026-01-02")
@@ -218,6 +222,87 @@ async def test_sub_meters_are_listed_but_not_added_to_the_total(
         }
     ]
     assert answer["total"] == pytest.approx(1.0)
+    assert answer["warnings"] == []
+
+
+async def test_a_supply_metered_twice_is_warned_of_until_its_main_meter_is_marked(
+    new_feed: NewFeed, api: httpx.AsyncClient, settings: Settings
+) -> None:
+    feed = await new_feed("Europe/Prague")
+    await flat(feed, "power", 0.25)
+    start = JAN_1 + DAY
+    # The simulator's house: a P1 reader on the utility's meter (channel 5, import power) and
+    # a clamp on the same supply (channel 1), each measuring 1 kW for an hour: 1 kWh.
+    reader = await feed.raw_stream(channel=5, medium=12, device=3)
+    await feed.ingest(reader, [(t, 1000.0) for t in range(start, start + HOUR + 1, 30)])
+    await power(feed, 1, 1000.0, start, start + HOUR)
+    await process(feed.db)
+    meter = await feed.stream_id("Electricity, channel 5")
+    clamp = await feed.stream_id("Electricity, channel 1")
+
+    before = await bill(api, feed, "2026-01-02", "2026-01-02")
+
+    # Both totals are added, as before: 2 kWh for the 1 used, and the bill says why.
+    assert line(before, "power")["quantity"] == pytest.approx(2.0)
+    assert before["submeters"] == []
+    assert before["warnings"] == [
+        f"Electricity: the consumption of channels 1 and 5 (streams {clamp} and {meter}) is"
+        " added up, as none of them is marked as the main meter; if they meter the same"
+        " supply, it is counted twice. Mark the utility's meter with `energy-platform admin"
+        " streams configure STREAM --from 2026-01-02T00:00:00+01:00 --main` (STREAM:"
+        f" {clamp} or {meter}), or a meter behind it with `--submeter`."
+    ]
+
+    marked = await run_admin(
+        settings, "streams", "configure", str(meter), "--from", "2026-01-01T00:00:00Z", "--main"
+    )
+    after = await bill(api, feed, "2026-01-02", "2026-01-02")
+
+    assert [(c["main"], c["submeter"], c["valid_from"]) for c in marked["configs"]] == [
+        (False, False, None),
+        (True, False, "2026-01-01T00:00:00+00:00"),
+    ]
+    assert after["lines"] == [
+        {
+            "medium": "power",
+            "quantity": pytest.approx(1.0),
+            "unit": "kWh",
+            "energy": pytest.approx(0.25),
+            "standing": 0.0,
+            "total": pytest.approx(0.25),
+        }
+    ]
+    assert after["submeters"] == [
+        {
+            "stream": str(clamp),
+            "title": "Electricity, channel 1",
+            "medium": "power",
+            "quantity": pytest.approx(1.0),
+            "unit": "kWh",
+            "energy": pytest.approx(0.25),
+        }
+    ]
+    assert after["warnings"] == []
+    # A day the main meter sent nothing: the clamp stays a sub-meter, never billed in its place.
+    await power(feed, 1, 1000.0, start + DAY, start + DAY + HOUR)
+    await process(feed.db)
+    silent = await bill(api, feed, "2026-01-03", "2026-01-03")
+    assert line(silent, "power")["quantity"] == 0.0
+    assert [(m["stream"], m["quantity"]) for m in silent["submeters"]] == [
+        (str(clamp), pytest.approx(1.0))
+    ]
+    assert silent["warnings"] == []
+    # The API's stream configs show it.
+    streams = await api.get(
+        f"/feeds/{feed.id}/streams", headers={"Authorization": f"Bearer {feed.owner_token}"}
+    )
+    (shown,) = [s for s in streams.json() if s["id"] == str(meter)]
+    assert [c["main"] for c in shown["configs"]] == [False, True]
+    # A main meter is a consumption total, never also a sub-meter.
+    both = await admin_refusal(
+        settings, "streams", "configure", str(clamp), "--from", "now", "--main", "--submeter"
+    )
+    assert "--main and --submeter" in both
 
 
 async def test_a_running_month_is_incomplete_and_projected_from_its_days_over(

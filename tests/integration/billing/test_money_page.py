@@ -49,6 +49,8 @@ SHOWN = """(() => {
     lines: [...document.querySelectorAll('#bill-lines tr[data-line]')]
       .map((tr) => [...tr.cells].map((c) => c.textContent)),
     note: text('#bill-note'),
+    warnings: document.querySelector('#bill-warnings').hidden ? null
+      : [...document.querySelectorAll('#bill-warnings li')].map((li) => li.textContent),
     prices: { hidden: prices.hidden, state: prices.dataset.state, kind: text('#price-kind'),
               note: text('#price-note'), canvas: !!document.querySelector('#price-chart canvas') },
     money: window.dashboard.money,
@@ -192,6 +194,12 @@ async def test_the_page_shows_this_months_bill_and_the_price_curve_of_today_and_
     assert fixed["prices"]["state"] == "drawn"
     assert fixed["prices"]["kind"] == f"A fixed price: 0.3000 {currency}/kWh, all day."
     assert "gap" not in fixed["prices"]["note"]
+
+    # Its supply metered twice, none marked main: the page shows the bill's warning.
+    assert fixed["warnings"] == fixed["money"]["bill"]["warnings"]
+    assert len(fixed["warnings"]) == 1
+    assert fixed["warnings"][0].startswith("Electricity: the consumption of channels 1 and 5")
+    assert dynamic["warnings"] is None
 
     # No tariff: no curve, and a bill of nothing.
     untariffed = seen["none"]

@@ -1,5 +1,6 @@
 """`energy-platform admin prices import/list` (CSV and ENTSO-E documents) and tariffs that follow
-an area's prices."""
+an area's prices: a file's gaps stay gaps until a later file prices them, a one-row file corrects
+one slot, and a document gives the classification sequence asked for."""
 
 from __future__ import annotations
 
@@ -11,16 +12,18 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
+import httpx
 import pytest
 
 from energy_platform.billing.price_files import parse_prices
 from energy_platform.core.settings import Settings
 from tests.support.admin import admin_refusal, run_admin
-from tests.support.engine import NewFeed, process
+from tests.support.engine import Feed, NewFeed, process
 from tests.support.entsoe import SAMPLE_DE_LU_2025_10_01, Period, Series, document
 
 BERLIN = ZoneInfo("Europe/Berlin")
 QUARTER = timedelta(minutes=15)
+DAY_LONG = timedelta(days=1)
 DAY = datetime(2026, 1, 15, tzinfo=UTC)
 _areas = itertools.count(1)
 
@@ -49,8 +52,46 @@ def quarter_hours(start: datetime, end: datetime) -> list[datetime]:
     return [start + QUARTER * i for i in range(int((end - start) / QUARTER))]
 
 
-def rows(starts: list[datetime], price: Callable[[int], float]) -> list[str]:
-    return [f"{t.isoformat()},{price(i)!r}" for i, t in enumerate(starts)]
+def rows(starts: list[datetime], price: Callable[[int], float] | float) -> list[str]:
+    """CSV rows of ``starts``, priced by their number or all alike."""
+    priced = price if callable(price) else lambda i: price
+    return [f"{t.isoformat()},{priced(i)!r}" for i, t in enumerate(starts)]
+
+
+async def set_up(settings: Settings, feed: Feed, area: str, file: str) -> None:
+    """The area's first prices from ``file``, and the feed's tariff on them alone from 2026."""
+    await run_admin(settings, "prices", "import", area, "--file", file)
+    since = "2026-01-01T00:00:00Z"
+    await run_admin(
+        settings,
+        "tariffs",
+        "set",
+        str(feed.id),
+        "--medium",
+        "power",
+        "--from",
+        since,
+        "--area",
+        area,
+    )
+
+
+async def power_at(feed: Feed, start: datetime, end: datetime) -> None:
+    """1 kW on a clamp of channel 1 from ``start`` to ``end``, a sample every 30 s."""
+    clamp = await feed.raw_stream(channel=1, medium=1)
+    first, last = int(start.timestamp()), int(end.timestamp())
+    await feed.ingest(clamp, [(t, 1000.0) for t in range(first, last + 1, 30)])
+
+
+async def bill(api: httpx.AsyncClient, feed: Feed, first: str, last: str = "") -> Any:
+    """The feed's bill of local dates [first, last] as its owner reads it."""
+    answer = await api.get(
+        f"/feeds/{feed.id}/bill",
+        params={"from": first, "to": last or first},
+        headers={"Authorization": f"Bearer {feed.owner_token}"},
+    )
+    assert answer.status_code == 200, answer.text
+    return answer.json()
 
 
 async def listed(settings: Settings, area: str, since: str, until: str) -> Any:
@@ -174,8 +215,22 @@ GOOD = ["2026-01-15T00:00:00Z,9", "2026-01-15T00:15:00Z,9"]
         ),
         # Back to a slot already in the file: it would overlap the first.
         ([*GOOD, "2026-01-15T00:05:00Z,9"], "line 3: 2026-01-15T00:05:00Z is not after"),
-        ([*GOOD, "2026-01-15T00:31:00Z,9"], "line 2: its slot is 960 s long, not a multiple"),
-        (GOOD[:1], "line 1: a single row says nothing of its slot's length"),
+        (
+            ["2026-01-15T00:00:00Z,9", "2026-01-15T00:01:00Z,9"],
+            "line 1: its slot is 60 s long, not a multiple of 90 s",
+        ),
+        # Slots of 15 minutes, but the last one cuts the stored 00:30-00:45 at 00:31.
+        (
+            [*GOOD, "2026-01-15T00:31:00Z,9"],
+            'the stored slot ["2026-01-15 00:30:00+00","2026-01-15 00:45:00+00") would keep '
+            '["2026-01-15 00:30:00+00","2026-01-15 00:31:00+00") outside the new slots',
+        ),
+        # One row where no stored slot starts: nothing says how long its slot is.
+        (
+            ["2026-01-15T00:05:00Z,9"],
+            "line 1: a single row says nothing of its slot's length, and the area has no slot "
+            "starting then to replace: give --slot-minutes",
+        ),
     ],
 )
 async def test_a_bad_file_is_refused_whole_with_its_line_and_nothing_changes(
@@ -222,8 +277,155 @@ async def test_an_entsoe_document_is_imported_and_listed_back(
     }
     assert day == [
         {"start": s.start.isoformat(), "end": s.end.isoformat(), "price": s.price}
-        for s in parse_prices(SAMPLE_DE_LU_2025_10_01.read_text())
+        for s in parse_prices(SAMPLE_DE_LU_2025_10_01.read_text()).slots()
     ]
+    # The sample is sequence 1 (SDAC): asking for it takes the same prices.
+    again = await run_admin(settings, "prices", "import", area, "--file", sample, "--sequence", "1")
+    assert (again["slots"], again["changed"]) == (96, 0)
+
+
+async def test_a_document_of_two_sequences_gives_the_one_asked_for(
+    settings: Settings, area: str, tmp_path: Path
+) -> None:
+    # DE-LU's day twice: SDAC's quarter hours (sequence 1) and EXAA's hours (sequence 2).
+    end = DAY + timedelta(days=1)
+    sdac = [(q + 1, str(40 + q % 4)) for q in range(96)]
+    exaa = [(h + 1, str(90 + h)) for h in range(24)]
+    file = tmp_path / "two-sequences.xml"
+    file.write_text(
+        document(
+            Series([Period(DAY, end, "PT15M", sdac)], curve="A01", sequence=1),
+            Series([Period(DAY, end, "PT60M", exaa)], curve="A01", sequence=2),
+        )
+    )
+
+    imported = await run_admin(
+        settings, "prices", "import", area, "--file", str(file), "--sequence", "2"
+    )
+
+    assert (imported["slots"], imported["from"], imported["to"]) == (
+        24,
+        "2026-01-15T00:00:00+00:00",
+        "2026-01-16T00:00:00+00:00",
+    )
+    assert [(s["start"], s["end"], s["price"]) for s in await stored(settings, area)] == [
+        (
+            (DAY + timedelta(hours=h)).isoformat(),
+            (DAY + timedelta(hours=h + 1)).isoformat(),
+            (90 + h) / 1000,
+        )
+        for h in range(24)
+    ]
+
+
+async def test_a_one_row_file_corrects_the_slot_it_replaces_and_reprices_it(
+    new_feed: NewFeed, api: httpx.AsyncClient, settings: Settings, area: str, write: WriteFile
+) -> None:
+    feed = await new_feed("UTC")
+    await power_at(feed, DAY, DAY + timedelta(minutes=12))  # inside 00:00-00:15
+    await set_up(settings, feed, area, write(*rows(quarter_hours(DAY, DAY + DAY_LONG), 0.20)))
+    await process(feed.db)
+    before = await bill(api, feed, "2026-01-15")
+
+    corrected = await run_admin(
+        settings, "prices", "import", area, "--file", write("2026-01-15T00:00:00Z,0.40")
+    )
+    await process(feed.db)
+    after = await bill(api, feed, "2026-01-15")
+
+    assert corrected == {
+        "area": area,
+        "slots": 1,
+        "changed": 1,
+        "from": "2026-01-15T00:00:00+00:00",
+        "to": "2026-01-15T00:15:00+00:00",  # the quarter hour it replaces
+    }
+    day = await stored(settings, area)
+    assert len(day) == 96
+    assert day[0] == {
+        "start": "2026-01-15T00:00:00+00:00",
+        "end": "2026-01-15T00:15:00+00:00",
+        "price": 0.40,
+    }
+    assert {s["price"] for s in day[1:]} == {0.20}
+    used = before["lines"][0]["quantity"]
+    assert used > 0
+    assert (before["complete"], after["complete"]) == (True, True)
+    assert before["lines"][0]["energy"] == pytest.approx(used * 0.20)
+    assert after["lines"][0]["energy"] == pytest.approx(used * 0.40)
+
+
+async def test_a_slot_inside_a_longer_stored_one_leaves_the_rest_of_it_priced(
+    settings: Settings, area: str, write: WriteFile
+) -> None:
+    await run_admin(
+        settings, "prices", "import", area, "--file",
+        write("2026-01-15T00:00:00Z,0.1", "2026-01-15T01:00:00Z,0.2"),
+    )  # fmt: skip
+
+    # A quarter hour inside the first hour: the hour's other three quarters keep 0.1.
+    corrected = await run_admin(
+        settings, "prices", "import", area, "--file", write("2026-01-15T00:15:00Z,0.5"),
+        "--slot-minutes", "15",
+    )  # fmt: skip
+
+    assert corrected["changed"] == 1
+    assert [
+        (s["start"][11:16], s["end"][11:16], s["price"]) for s in await stored(settings, area)
+    ] == [
+        ("00:00", "00:15", 0.1),
+        ("00:15", "00:30", 0.5),
+        ("00:30", "01:00", 0.1),
+        ("01:00", "02:00", 0.2),
+    ]
+
+
+async def test_a_missing_day_stays_unpriced_until_imported_and_no_slot_loses_its_price(
+    new_feed: NewFeed, api: httpx.AsyncClient, settings: Settings, area: str, write: WriteFile
+) -> None:
+    feed = await new_feed("UTC")
+    jan_1 = datetime(2026, 1, 1, tzinfo=UTC)
+    hours = [jan_1 + timedelta(hours=h) for h in range(72)]
+    # Used in the last hour of 1 January, in the morning of the 2nd and the first hour of 3rd.
+    for hour in (23, 34, 48):
+        await power_at(feed, hours[hour], hours[hour] + timedelta(minutes=30))
+    # Hours of 1 and 3 January, priced 0.10 and 0.30; the 2nd is missing from the file.
+    await set_up(settings, feed, area, write(*rows(hours[:24], 0.10), *rows(hours[48:], 0.30)))
+    await process(feed.db)
+    gap = await listed(settings, area, "2026-01-01T00:00:00Z", "2026-01-04T00:00:00Z")
+    before = {d: await bill(api, feed, d) for d in ("2026-01-01", "2026-01-02", "2026-01-03")}
+
+    # The missing day arrives, priced 0.20.
+    await run_admin(settings, "prices", "import", area, "--file", write(*rows(hours[24:48], 0.20)))
+    await process(feed.db)
+    full = await listed(settings, area, "2026-01-01T00:00:00Z", "2026-01-04T00:00:00Z")
+    after = {d: await bill(api, feed, d) for d in ("2026-01-01", "2026-01-02", "2026-01-03")}
+    whole = await bill(api, feed, "2026-01-01", "2026-01-03")
+
+    # 1 January 23:00 is an hour long, not 25: the 2nd has no price, and its bill says so.
+    assert len(gap) == 48
+    assert gap[23] == {
+        "start": "2026-01-01T23:00:00+00:00",
+        "end": "2026-01-02T00:00:00+00:00",
+        "price": 0.10,
+    }
+    assert [before[d]["complete"] for d in before] == [True, False, True]
+    assert before["2026-01-02"]["lines"][0]["energy"] == 0.0
+    # Then every hour of the three days has its price, 1 January 23:00 still 0.10.
+    assert [(s["start"], s["end"], s["price"]) for s in full] == [
+        (t.isoformat(), (t + timedelta(hours=1)).isoformat(), [0.10, 0.20, 0.30][i // 24])
+        for i, t in enumerate(hours)
+    ]
+    assert [after[d]["complete"] for d in after] == [True, True, True]
+    for day, price in zip(after, (0.10, 0.20, 0.30), strict=True):
+        used = after[day]["lines"][0]["quantity"]
+        assert used > 0
+        assert after[day]["lines"][0]["energy"] == pytest.approx(used * price)
+    assert after["2026-01-01"]["lines"] == before["2026-01-01"]["lines"]
+    assert whole["complete"] is True
+    assert whole["lines"][0]["energy"] == pytest.approx(
+        sum(after[d]["lines"][0]["energy"] for d in after)
+    )
 
 
 @pytest.mark.parametrize(
@@ -235,8 +437,21 @@ async def test_an_entsoe_document_is_imported_and_listed_back(
                 Series([Period(DAY, DAY + timedelta(days=1), "PT60M", [(1, "9")])], sequence=1),
                 Series([Period(DAY, DAY + timedelta(days=1), "PT15M", [(1, "8")])], sequence=2),
             ),
-            "TimeSeries 2 > Period 1, position 1: its slot 2026-01-15T00:00:00+00:00 to "
-            "2026-01-15T00:15:00+00:00 overlaps that of TimeSeries 1 > Period 1, position 1",
+            "the document holds the classification sequences 1, 2 (DE-LU and AT: 1 is SDAC's "
+            "auction, 2 EXAA's): choose one with --sequence",
+        ),
+        (
+            ("--sequence", "3"),
+            document(
+                Series([Period(DAY, DAY + timedelta(days=1), "PT60M", [(1, "9")])], sequence=1),
+                Series([Period(DAY, DAY + timedelta(days=1), "PT15M", [(1, "8")])], sequence=2),
+            ),
+            "--sequence 3: the document holds only sequences 1, 2",
+        ),
+        (
+            ("--sequence", "2"),
+            SAMPLE_DE_LU_2025_10_01.read_text(),
+            "--sequence 2: the document holds only sequence 1",
         ),
         (
             ("--per", "kWh"),

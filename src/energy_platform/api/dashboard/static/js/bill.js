@@ -121,6 +121,8 @@ function clearBill() {
   for (const id of ['#bill-dates', '#bill-total', '#bill-projected']) $(id).textContent = '';
   $('#bill-projection').hidden = true;
   $('#bill-lines').replaceChildren();
+  $('#bill-warnings').replaceChildren();
+  $('#bill-warnings').hidden = true;
 }
 
 function renderBill(bill) {
@@ -155,6 +157,11 @@ function renderBill(bill) {
       table.append(tr);
     }
   }
+  // What may make the bill wrong (several meters added up, none marked main), as the API says it.
+  const warnings = bill.warnings ?? [];
+  $('#bill-warnings').replaceChildren(
+    ...warnings.map((text) => Object.assign(document.createElement('li'), { textContent: text })));
+  $('#bill-warnings').hidden = !warnings.length;
   const notes = [];
   if (!bill.lines.length) notes.push('Nothing metered or charged this month.');
   // `complete` is false all month long, and also for consumption a market price has not reached.
