@@ -30,7 +30,8 @@ COMMENT ON FUNCTION cluster.overview_meters(bigint) IS
 -- hour (p_unit 'hour'), local day ('day') or local month ('month', from the first's midnight),
 -- as the data API's `resolution` gives each stream's buckets:
 -- * line: the bill's line the stream counts in at the hour's or day's start (power, gas, water,
---   export), and counted: false while it is a sub-meter (listed apart, added to no line);
+--   export), and counted: false while it is a sub-meter or beside its medium's main meter
+--   (listed apart, added to no line);
 -- * quantity: its consumption or export in the line's unit (kWh, m³); money: its cost, or minus
 --   its credit for export (the money streams' rollups, as the bill reads them); points: how many
 --   90 s buckets hold its value;
@@ -38,8 +39,7 @@ COMMENT ON FUNCTION cluster.overview_meters(bigint) IS
 --   hour or day, the most 90 s buckets any counted stream holds, times 90 s.
 -- A bucket without data has no row: it is absent, never 0. A month is the sum of its days, so
 -- its rows add up to the bill of its days (energy and credit; charges are the bill's own).
--- part D: where the bill's selection of counted streams changes (main meters), overview_meters
--- and `counted` follow it.
+-- On a day its medium has a main meter, only main meters are counted, as in the bill.
 CREATE OR REPLACE FUNCTION cluster.feed_overview(
     p_feed_id bigint, p_from date, p_to date, p_unit text
 ) RETURNS TABLE (start timestamptz, stream_id bigint, line text, counted boolean,
@@ -94,10 +94,18 @@ WITH days AS MATERIALIZED (
 ), configs AS MATERIALIZED (
     -- By stream first, as the bill finds them (joined to the rows, the planner looked them up
     -- by validity alone).
-    SELECT c.stream_id, c.medium, c.submeter, c.validity
+    SELECT c.stream_id, c.medium, c.submeter, c.main, c.validity
       FROM metered x
       JOIN cluster.stream_configs c ON c.stream_id = x.stream_id
-     WHERE c.medium IN ('power', 'gas', 'water')
+     WHERE c.medium IN ('power', 'gas', 'water', 'heat')
+), mains AS MATERIALIZED (
+    -- The days each medium has a main meter, as the bill judges them (cluster.feed_bill): then
+    -- only main meters count, and the medium's other totals are listed apart.
+    SELECT DISTINCT c.medium, d.day
+      FROM configs c
+      JOIN metered x ON x.stream_id = c.stream_id AND x.is_total AND x.quantity = 'consumption'
+      JOIN days d ON c.validity @> d.start
+     WHERE c.main
 ), months AS (
     -- A month starts at the local midnight of its first day (the period's days hold it: a
     -- year's overview asks from the first of January).
@@ -107,7 +115,9 @@ WITH days AS MATERIALIZED (
     -- Per hour (or day) and stream, in the bill's units, with the bucket it falls in.
     SELECT CASE WHEN p_unit = 'month' THEN m.start ELSE q.start END AS bucket,
            q.start, q.stream_id, l.line,
-           x.is_total AND NOT c.submeter AS counted,
+           CASE WHEN EXISTS (SELECT FROM mains n WHERE n.medium = l.line AND n.day = g.day)
+                THEN x.is_total AND c.main
+                ELSE x.is_total AND NOT c.submeter END AS counted,
            q.total / CASE WHEN l.line IN ('power', 'export') THEN 1000 ELSE 1 END AS quantity,
            q.points,
            coalesce(q.money_total, 0) * CASE l.line WHEN 'export' THEN -1 ELSE 1 END AS money

@@ -93,9 +93,8 @@ def compared_dates(period: str, first: date, compare: str) -> tuple[date, date] 
 
 
 def bill_extras(bill: Bill) -> tuple[float, list[str]]:
-    """The bill's VAT and warnings (0 and none where the bill has no such fields)."""
-    # part C/D: from the bill
-    return float(getattr(bill, "vat", 0.0)), list(getattr(bill, "warnings", []))
+    """The bill's VAT and warnings."""
+    return bill.vat, bill.warnings
 
 
 def overview_lines(bill: Bill) -> tuple[list[OverviewLine], float]:

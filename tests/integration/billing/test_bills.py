@@ -270,6 +270,7 @@ async def test_a_supply_metered_twice_is_warned_of_until_its_main_meter_is_marke
             "energy": pytest.approx(0.25),
             "standing": 0.0,
             "total": pytest.approx(0.25),
+            "vat": 0.0,
         }
     ]
     assert after["submeters"] == [
@@ -283,6 +284,15 @@ async def test_a_supply_metered_twice_is_warned_of_until_its_main_meter_is_marke
         }
     ]
     assert after["warnings"] == []
+    # The overview's hours count what the bill counts: the main meter alone.
+    overview = await api.get(
+        f"/feeds/{feed.id}/overview",
+        params={"period": "day", "date": "2026-01-02", "compare": "none"},
+        headers={"Authorization": f"Bearer {feed.owner_token}"},
+    )
+    assert overview.status_code == 200, overview.text
+    hours = [b for b in overview.json()["buckets"] if b]
+    assert sum(b["consumption"].get("power", 0.0) for b in hours) == pytest.approx(1.0)
     # A day the main meter sent nothing: the clamp stays a sub-meter, never billed in its place.
     await power(feed, 1, 1000.0, start + DAY, start + DAY + HOUR)
     await process(feed.db)
