@@ -151,11 +151,11 @@ COMMENT ON FUNCTION cluster.feed_overview(bigint, date, date, text) IS
 -- The feed's baseload over its local dates [p_from, p_to]: the 5th percentile of its electricity
 -- use in the night (local 00:00 to 05:00, docs/decisions.md), in W. Each night hour's power is
 -- the mean over the 90 s buckets it holds data for (total Wh x 40 / buckets), summed over the
--- counted power totals. The night hours are made from the days (4 or 6 on a DST night) and
--- looked up in the hourly rollups by key (real time), so a year reads its 1,825 night hours a
--- stream: scanning its 8,760 hours with a zone and a configuration looked up for each took
--- 125 ms on the benchmarks' household, the probes a tenth of that. Null without a night hour
--- of data.
+-- counted power totals (beside a main meter, the main meters alone). The night hours are made
+-- from the days (4 or 6 on a DST night) and looked up in the hourly rollups by key (real
+-- time), so a year reads its 1,825 night hours a stream: scanning its 8,760 hours with a zone
+-- and a configuration looked up for each took 125 ms on the benchmarks' household, the probes
+-- a tenth of that. Null without a night hour of data.
 CREATE OR REPLACE FUNCTION cluster.feed_baseload(p_feed_id bigint, p_from date, p_to date)
 RETURNS double precision LANGUAGE sql STABLE AS $$
 WITH nights AS MATERIALIZED (
@@ -193,6 +193,11 @@ WITH nights AS MATERIALIZED (
       JOIN cluster.stream_configs c
         ON c.stream_id = h.stream_id AND c.validity @> h.hour
        AND c.medium = 'power' AND NOT c.submeter
+     -- Beside a main meter, only main meters count (as in the bill and the buckets).
+     WHERE c.main OR NOT EXISTS (
+           SELECT FROM totals t
+             JOIN cluster.stream_configs o ON o.stream_id = t.stream_id
+            WHERE o.main AND o.medium = 'power' AND o.validity @> h.hour)
      GROUP BY h.hour
 )
 SELECT percentile_cont(0.05) WITHIN GROUP (ORDER BY watts) FROM night

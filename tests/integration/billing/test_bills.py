@@ -293,6 +293,7 @@ async def test_a_supply_metered_twice_is_warned_of_until_its_main_meter_is_marke
     assert overview.status_code == 200, overview.text
     hours = [b for b in overview.json()["buckets"] if b]
     assert sum(b["consumption"].get("power", 0.0) for b in hours) == pytest.approx(1.0)
+    assert overview.json()["baseload_w"] == pytest.approx(1000.0)  # one meter's night hour
     # A day the main meter sent nothing: the clamp stays a sub-meter, never billed in its place.
     await power(feed, 1, 1000.0, start + DAY, start + DAY + HOUR)
     await process(feed.db)
