@@ -286,3 +286,13 @@ async def test_heat_meter_readings_are_processed_and_billed_like_gas_in_kwh(
             "vat": pytest.approx(0.252),
         }
     ]
+    # The overview lists the heat meter and counts its kWh per hour, as the bill does.
+    overview = await api.get(
+        f"/feeds/{feed.id}/overview",
+        params={"period": "day", "date": "2026-01-02", "compare": "none"},
+        headers={"Authorization": f"Bearer {feed.owner_token}"},
+    )
+    assert overview.status_code == 200, overview.text
+    assert "heat" in {m["medium"] for m in overview.json()["meters"]}
+    hours = [b for b in overview.json()["buckets"] if b]
+    assert sum(b["consumption"].get("heat", 0.0) for b in hours) == pytest.approx(30.0)

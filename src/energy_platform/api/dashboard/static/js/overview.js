@@ -16,7 +16,8 @@ export const PALETTE = ['#0072B2', '#E69F00', '#009E73', '#CC79A7', '#56B4E9', '
 const EXPORT_COLOUR = '#009E73';
 const COST_COLOUR = '#D55E00';
 const GHOST_COLOUR = '#555555';
-const MEDIA = { power: 'Electricity', gas: 'Gas', water: 'Water', export: 'Fed in' };
+const MEDIA = { power: 'Electricity', gas: 'Gas', water: 'Water', heat: 'Heat', export: 'Fed in' };
+const UNITS = { gas: 'm³', water: 'm³', heat: 'kWh' };
 const STEP = { day: 'hour', week: 'day', month: 'day', year: 'month' };
 const HEIGHT = 260;
 
@@ -282,7 +283,7 @@ async function drawElectricity(answer, slots, zone) {
 
 async function drawMedia(answer, slots, zone) {
   const panel = $('#ov-media');
-  const media = ['gas', 'water'].filter((m) => answer.meters.some((x) => x.medium === m)
+  const media = ['gas', 'water', 'heat'].filter((m) => answer.meters.some((x) => x.medium === m)
     || answer.so_far.lines.some((l) => l.medium === m));
   panel.hidden = !media.length;
   if (!media.length) return;
@@ -290,7 +291,7 @@ async function drawMedia(answer, slots, zone) {
   const element = $('#ov-media-chart');
   const bars = uPlot.paths.bars({ size: [0.8, 60], align: 0 });
   const columns = media.map((m, i) => ({
-    label: `${MEDIA[m]} m³`, medium: m, colour: [PALETTE[1], PALETTE[4]][i],
+    label: `${MEDIA[m]} ${UNITS[m]}`, medium: m, colour: [PALETTE[1], PALETTE[4], PALETTE[3]][i],
     values: slots.map((t) => byStart.get(t)?.consumption[m] ?? null),
   }));
   const plot = await drawn(element, {
