@@ -43,6 +43,30 @@ $$;
 COMMENT ON FUNCTION cluster.bill_days(bigint, date, date) IS
     'A feed''s local dates from p_from to p_to (both inclusive) with the instants each starts and ends, and its zone.';
 
+-- The streams a bill counts (cluster.feed_bill) and the overview draws (96_overview.sql): each
+-- channel total of consumption or export (is_total), and each stream ever configured as a
+-- sub-meter, with the money stream beside it (cost of consumption, credit of export). Which of them counts on a day
+-- (its medium, whether it is a sub-meter then) is its configuration's at that day's start.
+CREATE OR REPLACE FUNCTION cluster.bill_meters(p_feed_id bigint)
+RETURNS TABLE (stream_id bigint, channel integer, quantity text, is_total boolean,
+               money_id bigint)
+LANGUAGE sql STABLE AS $$
+    SELECT s.id, s.channel, s.quantity, t.stream_id IS NOT NULL, m.id
+      FROM cluster.streams s
+      LEFT JOIN cluster.channel_totals t ON t.stream_id = s.id
+      LEFT JOIN cluster.streams m
+        ON m.feed_id = s.feed_id AND m.type = 'processed' AND m.channel = s.channel
+       AND m.idx IS NOT DISTINCT FROM s.idx AND m.tariff IS NOT DISTINCT FROM s.tariff
+       AND m.combined = s.combined
+       AND m.quantity = cluster.money_quantity(s.quantity)
+     WHERE s.feed_id = p_feed_id AND s.type = 'processed'
+       AND s.quantity IN ('consumption', 'export')
+       AND (t.stream_id IS NOT NULL OR EXISTS (
+                SELECT FROM cluster.stream_configs c WHERE c.stream_id = s.id AND c.submeter))
+$$;
+COMMENT ON FUNCTION cluster.bill_meters(bigint) IS
+    'The streams a feed''s bill counts (channel totals of consumption and export) or lists (sub-meters), each with its money stream: what cluster.feed_bill and cluster.feed_overview read.';
+
 -- The bill's lines (stream_id null: one per medium of consumption, and `export`) and its
 -- sub-meters (stream_id set), over the local dates [p_from, p_to] as of p_now:
 -- * quantity: the days' consumption (export) of the feed's channel totals, in kWh for power and
@@ -83,18 +107,8 @@ WITH days AS MATERIALIZED (
     SELECT min(start) - interval '1 day' AS lo, max(start) + interval '1 day' AS hi FROM days
 ), metered AS MATERIALIZED (
     -- Channel totals and sub-meters, each with the stream of its money beside it.
-    SELECT s.id, s.channel, s.quantity, t.stream_id IS NOT NULL AS is_total, m.id AS money_id
-      FROM cluster.streams s
-      LEFT JOIN cluster.channel_totals t ON t.stream_id = s.id
-      LEFT JOIN cluster.streams m
-        ON m.feed_id = s.feed_id AND m.type = 'processed' AND m.channel = s.channel
-       AND m.idx IS NOT DISTINCT FROM s.idx AND m.tariff IS NOT DISTINCT FROM s.tariff
-       AND m.combined = s.combined
-       AND m.quantity = cluster.money_quantity(s.quantity)
-     WHERE s.feed_id = p_feed_id AND s.type = 'processed'
-       AND s.quantity IN ('consumption', 'export')
-       AND (t.stream_id IS NOT NULL OR EXISTS (
-                SELECT FROM cluster.stream_configs c WHERE c.stream_id = s.id AND c.submeter))
+    SELECT stream_id AS id, channel, quantity, is_total, money_id
+      FROM cluster.bill_meters(p_feed_id)
 ), sources AS MATERIALIZED (
     -- The streams read: each metered stream and its money stream, and whether the engine has
     -- work queued for it (the data API's test for real-time rollups, api/queries.py).

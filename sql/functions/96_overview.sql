@@ -3,29 +3,6 @@
 -- and daily rollups, real time as the data API's `resolution` reads them: never a point, whatever
 -- the range. Re-applied by every `migrate`, after the bill's file whose functions it calls.
 
--- The streams a bill counts, as cluster.feed_bill selects them: each channel total of
--- consumption or export (is_total), and each stream ever configured as a sub-meter, with the
--- money stream beside it (cost of consumption, credit of export). Which of them counts on a day
--- (its medium, whether it is a sub-meter then) is its configuration's at that day's start.
-CREATE OR REPLACE FUNCTION cluster.overview_meters(p_feed_id bigint)
-RETURNS TABLE (stream_id bigint, quantity text, is_total boolean, money_id bigint)
-LANGUAGE sql STABLE AS $$
-    SELECT s.id, s.quantity, t.stream_id IS NOT NULL, m.id
-      FROM cluster.streams s
-      LEFT JOIN cluster.channel_totals t ON t.stream_id = s.id
-      LEFT JOIN cluster.streams m
-        ON m.feed_id = s.feed_id AND m.type = 'processed' AND m.channel = s.channel
-       AND m.idx IS NOT DISTINCT FROM s.idx AND m.tariff IS NOT DISTINCT FROM s.tariff
-       AND m.combined = s.combined
-       AND m.quantity = cluster.money_quantity(s.quantity)
-     WHERE s.feed_id = p_feed_id AND s.type = 'processed'
-       AND s.quantity IN ('consumption', 'export')
-       AND (t.stream_id IS NOT NULL OR EXISTS (
-                SELECT FROM cluster.stream_configs c WHERE c.stream_id = s.id AND c.submeter))
-$$;
-COMMENT ON FUNCTION cluster.overview_meters(bigint) IS
-    'The streams a feed''s bill counts (channel totals of consumption and export) or lists (sub-meters), each with its money stream: what cluster.feed_overview reads.';
-
 -- A feed's overview per bucket and counted stream over its local dates [p_from, p_to]: per local
 -- hour (p_unit 'hour'), local day ('day') or local month ('month', from the first's midnight),
 -- as the data API's `resolution` gives each stream's buckets:
@@ -51,7 +28,7 @@ WITH days AS MATERIALIZED (
 ), span AS MATERIALIZED (
     SELECT min(start) AS lo, max(finish) AS hi FROM days
 ), metered AS MATERIALIZED (
-    SELECT * FROM cluster.overview_meters(p_feed_id)
+    SELECT * FROM cluster.bill_meters(p_feed_id)
 ), sources AS MATERIALIZED (
     -- Each metered stream and its money stream, and whether the engine has work queued for it
     -- (then its rollups are read in real time, as the data API and the bill read them).
@@ -168,7 +145,7 @@ WITH nights AS MATERIALIZED (
     SELECT m.stream_id,
            EXISTS (SELECT FROM cluster.rollup_work w WHERE w.stream_id = m.stream_id)
            OR EXISTS (SELECT FROM cluster.dirty_ranges d WHERE d.stream_id = m.stream_id) AS stale
-      FROM cluster.overview_meters(p_feed_id) m
+      FROM cluster.bill_meters(p_feed_id) m
      WHERE m.is_total AND m.quantity = 'consumption'
        AND EXISTS (SELECT FROM cluster.stream_configs c
                     WHERE c.stream_id = m.stream_id AND c.medium = 'power' AND NOT c.submeter)

@@ -188,7 +188,7 @@ SELECT start, stream_id, line, counted, quantity, points, money, covered
 
 OVERVIEW_METERS = """
 SELECT m.stream_id, m.quantity, c.title, c.medium, c.submeter
-  FROM cluster.overview_meters($1) m
+  FROM cluster.bill_meters($1) m
   CROSS JOIN LATERAL (
         SELECT title, medium, submeter FROM cluster.stream_configs s
          WHERE s.stream_id = m.stream_id ORDER BY lower(s.validity) DESC LIMIT 1) c
@@ -203,7 +203,7 @@ WITH span AS (
     SELECT min(start) AS lo, max(finish) AS hi FROM cluster.bill_days($1, $2, $3)
 ), newest AS (
     SELECT m.quantity, p.ts, p.value
-      FROM cluster.overview_meters($1) m
+      FROM cluster.bill_meters($1) m
       JOIN cluster.stream_configs c
         ON c.stream_id = m.stream_id AND c.validity @> now()
        AND c.medium = 'power' AND NOT c.submeter
