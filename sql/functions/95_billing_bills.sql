@@ -43,6 +43,13 @@ $$;
 COMMENT ON FUNCTION cluster.bill_days(bigint, date, date) IS
     'A feed''s local dates from p_from to p_to (both inclusive) with the instants each starts and ends, and its zone.';
 
+-- The media a bill has lines for (besides export), named once: the bill, the overview and the
+-- overview's meter list (api/queries.py) all select by it, so a new medium reaches all three.
+CREATE OR REPLACE FUNCTION cluster.billed_media() RETURNS text[]
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT ARRAY['power', 'gas', 'water', 'heat'] $$;
+COMMENT ON FUNCTION cluster.billed_media() IS
+    'The media a bill has lines for, besides export: power, gas, water, heat.';
+
 -- The streams a bill counts (cluster.feed_bill) and the overview draws (96_overview.sql): each
 -- channel total of consumption or export (is_total), and each stream ever configured as a
 -- sub-meter, with the money stream beside it (cost of consumption, credit of export). Which of them counts on a day
@@ -149,7 +156,7 @@ WITH days AS MATERIALIZED (
     SELECT c.stream_id, c.medium, c.submeter, c.main, c.validity
       FROM metered x
       JOIN cluster.stream_configs c ON c.stream_id = x.id
-     WHERE c.medium IN ('power', 'gas', 'water', 'heat')
+     WHERE c.medium = ANY (cluster.billed_media())
 ), daily AS MATERIALIZED (
     SELECT x.id, x.channel, x.is_total, c.submeter, c.main, d.day, d.start, d.finish,
            CASE x.quantity WHEN 'export' THEN 'export' ELSE c.medium END AS line,

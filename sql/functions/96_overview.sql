@@ -74,7 +74,7 @@ WITH days AS MATERIALIZED (
     SELECT c.stream_id, c.medium, c.submeter, c.main, c.validity
       FROM metered x
       JOIN cluster.stream_configs c ON c.stream_id = x.stream_id
-     WHERE c.medium IN ('power', 'gas', 'water', 'heat')
+     WHERE c.medium = ANY (cluster.billed_media())
 ), mains AS MATERIALIZED (
     -- The days each medium has a main meter, as the bill judges them (cluster.feed_bill): then
     -- only main meters count, and the medium's other totals are listed apart.

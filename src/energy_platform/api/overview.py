@@ -92,11 +92,6 @@ def compared_dates(period: str, first: date, compare: str) -> tuple[date, date] 
     return period_dates(period, first - timedelta(days=1))
 
 
-def bill_extras(bill: Bill) -> tuple[float, list[str]]:
-    """The bill's VAT and warnings."""
-    return bill.vat, bill.warnings
-
-
 def overview_lines(bill: Bill) -> tuple[list[OverviewLine], float]:
     """The bill's lines money first (export as minus its credit), and its standing charges."""
     lines = [
@@ -240,13 +235,12 @@ class OverviewController(Controller):
         )
         assert figures is not None  # noqa: S101 - one row of scalars
         lines, standing = overview_lines(bill)
-        vat, warnings = bill_extras(bill)
         power = next((line for line in lines if line.medium == "power"), None)
         so_far = OverviewSoFar(
             lines=lines,
             standing=standing,
             total=bill.total,
-            vat=vat,
+            vat=bill.vat,
             average_price=power.money / power.quantity if power and power.quantity else None,
             market_average_price=figures["mean_price"],
         )
@@ -271,7 +265,7 @@ class OverviewController(Controller):
             buckets=buckets,
             baseload_w=figures["baseload"],
             coverage=min(covered / elapsed, 1.0) if elapsed > 0 else 0.0,
-            warnings=warnings,
+            warnings=bill.warnings,
             meters=[
                 OverviewMeter(
                     str(m["stream_id"]),

@@ -192,7 +192,7 @@ SELECT m.stream_id, m.quantity, c.title, c.medium, c.submeter
   CROSS JOIN LATERAL (
         SELECT title, medium, submeter FROM cluster.stream_configs s
          WHERE s.stream_id = m.stream_id ORDER BY lower(s.validity) DESC LIMIT 1) c
- WHERE c.medium IN ('power', 'gas', 'water', 'heat')
+ WHERE c.medium = ANY (cluster.billed_media())
  ORDER BY m.stream_id"""
 
 # Baseload and the mean price over the period's dates [$2, $3] (up to now); what holds now: per
