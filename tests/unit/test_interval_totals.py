@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from energy_platform.core.errors import InvalidInput
-from energy_platform.history.intervals import totals
+from energy_platform.history.intervals import check_interval, check_medium, totals
 from energy_platform.history.points import Points
 
 SECOND = 1_000_000
@@ -64,3 +64,25 @@ def test_overlapping_intervals_and_negative_energy_are_refused() -> None:
         totals(Points([0, 0], [1.0, 1.0]), 900 * SECOND, 0.0)
     with pytest.raises(InvalidInput, match="counts up"):
         totals(Points([0], [-1.0]), 900 * SECOND, 0.0)
+
+
+@pytest.mark.parametrize("seconds", [0, -900, 31 * 86_400 + 1, 10**12])
+def test_an_interval_outside_1_s_to_31_days_is_refused(seconds: int) -> None:
+    with pytest.raises(InvalidInput, match=f"^interval {seconds}|^interval: {seconds} "):
+        check_interval(seconds)
+
+
+def test_an_interval_of_1_s_to_31_days_is_taken_in_microseconds() -> None:
+    assert [check_interval(s) for s in (1, 900, 31 * 86_400)] == [
+        1_000_000,
+        900_000_000,
+        31 * 86_400_000_000,
+    ]
+
+
+@pytest.mark.parametrize("medium", [None, 12, 7, 9])
+def test_intervals_go_only_into_energy_registers(medium: int | None) -> None:
+    with pytest.raises(InvalidInput, match="medium 22 or 23"):
+        check_medium(medium)
+    check_medium(22)
+    check_medium(23)
