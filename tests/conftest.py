@@ -182,8 +182,10 @@ def new_feed(db: asyncpg.Connection) -> NewFeed:
 @pytest.fixture(scope="module")
 async def api(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
     """The data API on a free port, and a client of it (rollup and history tests read with it);
-    one per module: building and serving the app cost a test a quarter of a second of CPU."""
-    async with data_api(settings) as url, http_client(base_url=url) as client:
+    one per module: building and serving the app cost a test a quarter of a second of CPU.
+    A bill or a year's rollups took over httpx's 5 s on a machine at a load of 8: a test waits
+    for the answer, up to a minute."""
+    async with data_api(settings) as url, http_client(base_url=url, timeout=60) as client:
         yield client
 
 

@@ -3,6 +3,9 @@
 
 CREATE OR REPLACE FUNCTION cluster.is_time_zone(name text) RETURNS boolean
 LANGUAGE sql STABLE AS $$
-    SELECT EXISTS (SELECT 1 FROM pg_timezone_names WHERE pg_timezone_names.name = is_time_zone.name)
+    -- The cached names first (an index look-up); the tz database itself only for a name the
+    -- cache lacks: a typo, or a zone added to the server's tz database since (0033).
+    SELECT EXISTS (SELECT 1 FROM cluster.time_zone_names t WHERE t.name = is_time_zone.name)
+        OR EXISTS (SELECT 1 FROM pg_timezone_names WHERE pg_timezone_names.name = is_time_zone.name)
 $$;
 COMMENT ON FUNCTION cluster.is_time_zone(text) IS 'True for names of the IANA time zone database.';
