@@ -132,7 +132,7 @@ async def household(database_url: str, settings: Settings) -> AsyncIterator[Hous
                 ("gas cost", "Gas cost, channel 3"),
             )
         }
-        async with data_api(settings) as url, http_client(base_url=url) as api:
+        async with data_api(settings) as url, http_client(base_url=url, timeout=60) as api:
             yield Household(feed, api, streams, stranger)
     finally:
         await db.close()
