@@ -33,7 +33,7 @@ from datetime import UTC, datetime, timedelta
 import asyncpg
 import psycopg
 
-from benchmarks.support import figure, report
+from benchmarks.support import cpu_s, figure, report
 from energy_platform import seeding
 from energy_platform.core.db.migrations import migrate
 from energy_platform.core.paths import migrations_dir
@@ -156,8 +156,12 @@ def build(url: str, args: argparse.Namespace) -> int:
     return total
 
 
-async def engine_round(url: str, args: argparse.Namespace, engine: EngineSettings) -> float:
-    """Queue the data as ingest would and time ``engine.workers`` workers draining it."""
+async def engine_round(
+    url: str, args: argparse.Namespace, engine: EngineSettings
+) -> tuple[float, float]:
+    """Queue the data as ingest would and time ``engine.workers`` workers draining it: wall
+    seconds, and the CPU seconds of their database backends (on a shared machine the wall time
+    moves with the others' load, the CPU time much less)."""
     conns = [await asyncpg.connect(url) for _ in range(engine.workers)]
     try:
         await conns[0].execute(RESET_ENGINE)
@@ -165,9 +169,11 @@ async def engine_round(url: str, args: argparse.Namespace, engine: EngineSetting
         await conns[0].execute(
             QUEUE_DIRTY, START, timedelta(seconds=args.interval), end, args.hours
         )
+        backends = [await conn.fetchval("SELECT pg_backend_pid()") for conn in conns]
+        cpu = sum(cpu_s(pid) for pid in backends)
         started = time.perf_counter()
         await asyncio.gather(*(work_until_empty(conn, engine) for conn in conns))
-        return time.perf_counter() - started
+        return time.perf_counter() - started, sum(cpu_s(pid) for pid in backends) - cpu
     finally:
         for conn in conns:
             await conn.close()
@@ -205,10 +211,13 @@ async def measure(url: str, args: argparse.Namespace, points: int) -> None:
     engine_times: list[float] = []
     baseline_times: list[float] = []
     for round_ in range(args.runs + 1):
-        e = await engine_round(url, args, engine)
+        e, cpu = await engine_round(url, args, engine)
         b = await baseline_round(url, args.work_mem)
         label = "warm-up" if round_ == 0 else f"round {round_}"
-        print(f"{label}: engine {points / e:,.0f} points/s, baseline {points / b:,.0f} points/s")
+        print(
+            f"{label}: engine {points / e:,.0f} points/s (backend CPU {cpu:.1f} s),"
+            f" baseline {points / b:,.0f} points/s"
+        )
         if round_:
             engine_times.append(e)
             baseline_times.append(b)

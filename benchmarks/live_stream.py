@@ -35,7 +35,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import os
 import re
 import resource
 import secrets
@@ -55,7 +54,7 @@ import msgspec
 
 from benchmarks.csv_export import rss_kb
 from benchmarks.ingest_throughput import Worker, drain, publish, setup
-from benchmarks.support import bench_database, figure, report
+from benchmarks.support import bench_database, cpu_s, figure, report
 from energy_platform.core.codec.format_v4 import HomebaseRecord
 from energy_platform.core.http.clients import http_client
 from energy_platform.core.paths import migrations_dir
@@ -283,12 +282,6 @@ class Clients:
 
 
 # -- the benchmark ----------------------------------------------------------------------------
-
-
-def cpu_s(pid: int) -> float:
-    """User + system CPU seconds of process ``pid`` so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def waited_s(pid: int) -> float:

@@ -8,6 +8,7 @@ import statistics
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import msgspec
@@ -183,3 +184,9 @@ def drop_shared(server: str, shared_tag: str) -> None:
 
 def tag() -> str:
     return secrets.token_hex(4)
+
+
+def cpu_s(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

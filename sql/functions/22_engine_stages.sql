@@ -178,20 +178,87 @@ $$;
 COMMENT ON FUNCTION cluster.engine_sources(bigint[], integer[], timestamptz[], timestamptz[]) IS
     'The raw streams of the work''s periods, with their method, the span of points to read and, for a counter, its rate limit (per second: rate, or rates[i] from starts[i] on) and a register''s longest spread gap.';
 
--- Compute, energy per bucket: the segments of the work's raw streams, a row each, with what
--- the rules of meter counters (registers and readings, docs/engine.md#registers-wh) judged of
--- it. Per raw stream the points from engine_sources's lo to hi are paired, each with the next:
--- a counter's glitch (cluster.glitch) starts no segment, and the segment before it ends at the
--- point after it (skip; the glitch is ge, gv); plausible: the counter could make the segment's
--- rise (cluster.plausible_rise, judged by the rate limit at its later reading), else it is a
--- reset or a replacement and counts 0; followed: a point follows the segment's end (a drop
--- there has persisted: a reset, not a glitch yet to be undone); spread: a register's rise is
--- spread over the segment. Cut to the segments that reach the work's period: the outer
--- neighbours are read only to judge the inner ones. Plan: sources is MATERIALIZED so that its
--- neighbour probes run once per raw stream; one window gives each point the neighbours its
--- rules read (a sort per raw stream, as a lone lead did), over epochs taken once per point;
--- OFFSET 0 keeps each expression computed once per point. Read by cluster.bucket_energy and,
--- for the buckets where faults were judged, cluster.meter_faults_in.
+-- Compute, energy per bucket: the segments of one raw stream of the work (a row of
+-- cluster.engine_sources, given field by field: its id, whether it is a meter counter, the
+-- period [wf, wt), the points' span lo..hi, its rate limit and a register's longest spread gap),
+-- a row each, with what the rules of meter counters (registers and readings,
+-- docs/engine.md#registers-wh) judged of it. The points from lo to hi are paired, each with the
+-- next: a counter's glitch (cluster.glitch) starts no segment, and the segment before it ends at
+-- the point after it (skip; the glitch is ge, gv); plausible: the counter could make the
+-- segment's rise (cluster.plausible_rise, judged by the rate limit at its later reading), else
+-- it is a reset or a replacement and counts 0; followed: a point follows the segment's end (a
+-- drop there has persisted: a reset, not a glitch yet to be undone); spread: a register's rise
+-- is spread over the segment. Cut to the segments that reach the period: the outer neighbours
+-- are read only to judge the inner ones.
+-- p_judge, a constant at every call, chooses between the rules and the fast path: false pairs
+-- each point with the next only (skip false, plausible = counter, followed false), and sound
+-- tells whether that is exact: a counter's pair whose rise is not plausible is unsound (a
+-- glitch, a reset and a replacement each make one: a glitch is below the reading before it),
+-- and is kept even outside the period, so that its stream is judged by the rules instead
+-- (cluster.bucket_energy). Nearly every stream has no such pair, and the rules' neighbours cost
+-- more than the rest of a segment.
+-- Plan: inlined into its caller's LATERAL, with p_judge folded: the expressions it guards are
+-- gone, and with them their window functions (false: two leads, as before the rules; true: one
+-- window gives each point every neighbour its rules read). One sort per raw stream, over epochs
+-- taken once per point; OFFSET 0 keeps each expression computed once per point.
+CREATE OR REPLACE FUNCTION cluster.source_segments(
+    p_raw_id bigint, p_counter boolean, p_wf double precision, p_wt double precision,
+    p_lo timestamptz, p_hi timestamptz, p_rate double precision,
+    p_starts double precision[], p_rates double precision[], p_spread double precision,
+    p_judge boolean
+) RETURNS TABLE (e0 double precision, v0 double precision, e1 double precision,
+                 v1 double precision, skip boolean, ge double precision, gv double precision,
+                 plausible boolean, followed boolean, spread boolean, sound boolean)
+LANGUAGE sql STABLE AS $$
+SELECT g.e0, g.v0, CASE WHEN j.skip THEN g.nne ELSE g.ne END,
+       CASE WHEN j.skip THEN g.nnv ELSE g.nv END, j.skip,
+       CASE WHEN j.skip THEN g.ne END, CASE WHEN j.skip THEN g.nv END,
+       p_counter
+       AND (NOT p_judge
+            OR cluster.plausible_rise(
+                   g.v0, g.e0, CASE WHEN j.skip THEN g.nnv ELSE g.nv END,
+                   CASE WHEN j.skip THEN g.nne ELSE g.ne END,
+                   cluster.rate_at(p_rate, p_starts, p_rates,
+                                   CASE WHEN j.skip THEN g.nne ELSE g.ne END))),
+       p_judge AND g.nne IS NOT NULL, CASE WHEN j.skip THEN g.nne ELSE g.ne END - g.e0 <= p_spread,
+       g.sound
+  FROM (
+     -- The window's own projection judges each point (the neighbours are its window
+     -- functions, each computed once however often it is named).
+     SELECT p.e AS e0, p.value AS v0, lead(p.e) OVER w AS ne, lead(p.value) OVER w AS nv,
+            lead(p.e, 2) OVER w AS nne, lead(p.value, 2) OVER w AS nnv,
+            p_judge AND p_counter
+            AND cluster.glitch(lag(p.e) OVER w, lag(p.value) OVER w, p.value, lead(p.e) OVER w,
+                               lead(p.value) OVER w,
+                               cluster.rate_at(p_rate, p_starts, p_rates, lead(p.e) OVER w))
+                AS glitch,
+            p_judge AND p_counter
+            AND cluster.glitch(p.e, p.value, lead(p.value) OVER w, lead(p.e, 2) OVER w,
+                               lead(p.value, 2) OVER w,
+                               cluster.rate_at(p_rate, p_starts, p_rates, lead(p.e, 2) OVER w))
+                AS skip,
+            p_judge OR NOT p_counter
+            OR cluster.plausible_rise(p.value, p.e, lead(p.value) OVER w, lead(p.e) OVER w,
+                                      cluster.rate_at(p_rate, p_starts, p_rates,
+                                                      lead(p.e) OVER w))
+                AS sound
+       FROM (SELECT q.ts, date_part('epoch', q.ts) AS e, q.value
+               FROM cluster.stream_points(p_raw_id, p_lo, p_hi + interval '1 microsecond') q
+             OFFSET 0) p
+     WINDOW w AS (ORDER BY p.ts)
+ ) g
+ -- Written out where it is read, so that the fast path folds it, and what it reads, away.
+ CROSS JOIN LATERAL (SELECT p_judge AND g.skip AS skip) j
+ WHERE g.ne IS NOT NULL AND NOT g.glitch
+   AND (CASE WHEN j.skip THEN g.nne ELSE g.ne END >= p_wf AND g.e0 < p_wt
+        OR NOT g.sound)
+$$;
+COMMENT ON FUNCTION cluster.source_segments(bigint, boolean, double precision, double precision, timestamptz, timestamptz, double precision, double precision[], double precision[], double precision, boolean) IS
+    'The segments of one raw stream that reach the period [p_wf, p_wt), judged by a meter counter''s rules (p_judge), or paired with the next point only, where sound tells that this is exact.';
+
+-- Compute: the segments of the work's raw streams (cluster.source_segments, by the rules),
+-- with their source's method and period. Read by cluster.meter_faults_in. Plan: sources is
+-- MATERIALIZED so that its neighbour probes run once per raw stream.
 CREATE OR REPLACE FUNCTION cluster.engine_segments(
     p_feeds bigint[], p_channels integer[], p_from timestamptz[], p_to timestamptz[]
 ) RETURNS TABLE (raw_id bigint, register boolean, reading boolean, counter boolean,
@@ -204,42 +271,84 @@ WITH sources AS MATERIALIZED (
     SELECT * FROM cluster.engine_sources(p_feeds, p_channels, p_from, p_to)
 )
 SELECT src.raw_id, src.register, src.reading, src.register OR src.reading, src.wf, src.wt,
-       g.e0, g.v0, CASE WHEN g.skip THEN g.nne ELSE g.ne END,
-       CASE WHEN g.skip THEN g.nnv ELSE g.nv END, g.skip,
-       CASE WHEN g.skip THEN g.ne END, CASE WHEN g.skip THEN g.nv END,
-       (src.register OR src.reading)
-       AND cluster.plausible_rise(
-           g.v0, g.e0, CASE WHEN g.skip THEN g.nnv ELSE g.nv END,
-           CASE WHEN g.skip THEN g.nne ELSE g.ne END,
-           cluster.rate_at(src.rate, src.starts, src.rates,
-                           CASE WHEN g.skip THEN g.nne ELSE g.ne END)),
-       g.nne IS NOT NULL, CASE WHEN g.skip THEN g.nne ELSE g.ne END - g.e0 <= src.spread
+       s.e0, s.v0, s.e1, s.v1, s.skip, s.ge, s.gv, s.plausible, s.followed, s.spread
   FROM sources src
- CROSS JOIN LATERAL (
-     -- The window's own projection judges each point (the neighbours are its window
-     -- functions, each computed once however often it is named).
-     SELECT p.e AS e0, p.value AS v0, lead(p.e) OVER w AS ne, lead(p.value) OVER w AS nv,
-            lead(p.e, 2) OVER w AS nne, lead(p.value, 2) OVER w AS nnv,
-            (src.register OR src.reading)
-            AND cluster.glitch(lag(p.e) OVER w, lag(p.value) OVER w, p.value, lead(p.e) OVER w,
-                               lead(p.value) OVER w,
-                               cluster.rate_at(src.rate, src.starts, src.rates, lead(p.e) OVER w))
-                AS glitch,
-            (src.register OR src.reading)
-            AND cluster.glitch(p.e, p.value, lead(p.value) OVER w, lead(p.e, 2) OVER w,
-                               lead(p.value, 2) OVER w,
-                               cluster.rate_at(src.rate, src.starts, src.rates, lead(p.e, 2) OVER w))
-                AS skip
-       FROM (SELECT q.ts, date_part('epoch', q.ts) AS e, q.value
-               FROM cluster.stream_points(src.raw_id, src.lo, src.hi + interval '1 microsecond') q
-             OFFSET 0) p
-     WINDOW w AS (ORDER BY p.ts)
- ) g
- WHERE g.ne IS NOT NULL AND NOT g.glitch
-   AND CASE WHEN g.skip THEN g.nne ELSE g.ne END >= src.wf AND g.e0 < src.wt
+ CROSS JOIN LATERAL cluster.source_segments(src.raw_id, src.register OR src.reading, src.wf,
+                                            src.wt, src.lo, src.hi, src.rate, src.starts,
+                                            src.rates, src.spread, true) s
 $$;
 COMMENT ON FUNCTION cluster.engine_segments(bigint[], integer[], timestamptz[], timestamptz[]) IS
     'The segments of the work''s raw streams that reach its periods, with a meter counter''s judgement: skip (past a glitch at ge, gv), plausible, followed, and whether a register''s rise is spread over it.';
+
+-- Compute, energy per bucket: one raw stream's segments (cluster.source_segments, by the rules
+-- or on the fast path: p_judge) added up per bucket k of its period, each whole to the bucket
+-- it starts in: a bridged segment's (cluster.bridged) trapezoid (value·s) and length (s) cut at
+-- the bucket's end (cluster.segment_integral, cluster.segment_covered); a meter counter's
+-- (register or reading) faults, and a rise it cannot make counts 0. A register's segment
+-- within EP_ENGINE_MAX_SPREAD (spread) is made its constant rate of rise (Wh/s), so that its
+-- trapezoid is its rise in the bucket; a longer one, and a meter reading's, is a step, added to
+-- the bucket of its later point. The one segment that crosses the bucket's end is carried
+-- along (ce0 … cbridged) for cluster.bucket_energy to spread over the following buckets.
+-- sound: every segment of the bucket is (the fast path is exact there). A fault counts in the
+-- bucket of the reading that ends its segment, where its step would. Times are float epoch
+-- seconds; bucket k starts at k·cluster.bucket_seconds().
+-- Plan: inlined into its caller's LATERAL: one aggregate per raw stream, over a few thousand
+-- rows already in order of k (its sort finds them sorted), where one aggregate over all of the
+-- work's points by (raw stream, k) was planned as a sort of millions of rows that spilled to
+-- disk (the planner's estimate of a stream's points is a few dozen). OFFSET 0 keeps each
+-- expression of a segment computed once per point, not once per use.
+CREATE OR REPLACE FUNCTION cluster.source_heads(
+    p_raw_id bigint, p_register boolean, p_reading boolean, p_wf double precision,
+    p_wt double precision, p_lo timestamptz, p_hi timestamptz, p_rate double precision,
+    p_starts double precision[], p_rates double precision[], p_spread double precision,
+    p_judge boolean
+) RETURNS TABLE (k bigint, wt double precision, integral double precision,
+                 covered double precision, delta double precision, faults bigint,
+                 ce0 double precision, cv0 double precision, ce1 double precision,
+                 cv1 double precision, cstep double precision, cfaults integer,
+                 cbridged boolean, sound boolean)
+LANGUAGE sql STABLE AS $$
+SELECT k, p_wt,
+       sum(cluster.segment_integral(e0, v0, e1, v1, bridged, a, c)),
+       sum(cluster.segment_covered(bridged, a, c)),
+       sum(step) FILTER (WHERE NOT crosses),
+       sum(faults) FILTER (WHERE NOT crosses),
+       max(e0) FILTER (WHERE crosses),
+       max(v0) FILTER (WHERE crosses),
+       max(e1) FILTER (WHERE crosses),
+       max(v1) FILTER (WHERE crosses),
+       max(step) FILTER (WHERE crosses),
+       max(faults) FILTER (WHERE crosses),
+       bool_or(bridged) FILTER (WHERE crosses),
+       bool_and(sound)
+  FROM (
+    -- A register's segment is its rate of rise (v0 = v1, Wh/s), of what it counts: its rise,
+    -- or 0 for a reset or a replacement. k, the bucket it starts in; c, where it leaves it.
+    SELECT e0, e1, faults, a, k, least(e1, kend) AS c, e1 >= kend AS crosses, sound,
+           CASE WHEN p_register THEN spread ELSE cluster.bridged(e0, e1) END AS bridged,
+           CASE WHEN p_register THEN CASE WHEN plausible THEN (v1 - v0) / (e1 - e0) ELSE 0 END
+                ELSE v0 END AS v0,
+           CASE WHEN p_register THEN CASE WHEN plausible THEN (v1 - v0) / (e1 - e0) ELSE 0 END
+                ELSE v1 END AS v1,
+           CASE WHEN p_reading OR (p_register AND NOT spread)
+                THEN CASE WHEN plausible THEN v1 - v0 ELSE 0 END END AS step
+      FROM (SELECT e0, v0, e1, v1, spread, plausible, sound,
+                   CASE WHEN p_register OR p_reading
+                        THEN skip::integer
+                             + CASE WHEN plausible OR (v1 < v0 AND NOT followed) THEN 0 ELSE 1 END
+                   END AS faults,
+                   greatest(e0, p_wf) AS a, cluster.bucket_of(greatest(e0, p_wf)) AS k,
+                   cluster.bucket_seconds() * cluster.bucket_of(greatest(e0, p_wf))
+                       + cluster.bucket_seconds() AS kend
+              FROM cluster.source_segments(p_raw_id, p_register OR p_reading, p_wf, p_wt,
+                                           p_lo, p_hi, p_rate, p_starts, p_rates, p_spread,
+                                           p_judge)
+            OFFSET 0) x
+  ) segments
+ GROUP BY k
+$$;
+COMMENT ON FUNCTION cluster.source_heads(bigint, boolean, boolean, double precision, double precision, timestamptz, timestamptz, double precision, double precision[], double precision[], double precision, boolean) IS
+    'One raw stream''s segments added up per bucket k they start in (by the rules, or on the fast path: p_judge), with the one that crosses the bucket''s end, and whether the fast path is exact there (sound).';
 
 -- Compute, energy per bucket: per processed stream identity of the work's channels (quantity,
 -- idx, tariff, combined) and bucket k, the register's value (its rise along its line, Wh), the
@@ -248,23 +357,16 @@ COMMENT ON FUNCTION cluster.engine_segments(bigint[], integer[], timestamptz[], 
 -- in the bucket; which of register and measured a stream takes is decided per bucket by its
 -- register span (cluster.engine_results).
 -- Per raw stream the points from the last one before wfrom to the first one at or after wto
--- form segments. A bridged segment (cluster.bridged) adds its trapezoid (value·s) and its
--- length (s) to the buckets it overlaps, cut at their edges (cluster.segment_integral,
--- cluster.segment_covered). A meter counter's (register or reading, docs/engine.md#registers-wh)
--- segments skip its glitches (cluster.glitch), and a rise it cannot make (down: a reset; too
--- steep: a replacement; cluster.plausible_rise) counts 0. A register's segment within
--- EP_ENGINE_MAX_SPREAD (spread) is made its constant rate of rise (Wh/s), so that its
--- trapezoid is its rise in the bucket; a longer one, and a meter reading's, adds its step to
--- the bucket of its later point. Times are float epoch seconds; bucket k starts at
--- k·cluster.bucket_seconds().
--- A fault counts in the bucket of the reading that ends its segment, where its step would.
--- Plan: each segment is first added whole to the bucket it starts in ("heads", one hash
--- aggregate over the points); the one segment per bucket that crosses its end is carried along
--- and spread over the following buckets afterwards ("tails", a row per bucket, not per point).
--- The segments are cluster.engine_segments's (a subquery planned once, its sources
--- MATERIALIZED); heads is MATERIALIZED so that the hash aggregate runs once for both of its
--- readers. OFFSET 0 keeps each expression of a segment computed once per point, not once per
--- use.
+-- form segments, each added whole to the bucket it starts in (cluster.source_heads, "heads");
+-- the one segment per bucket that crosses its end is spread over the following buckets
+-- afterwards ("tails", a row per bucket, not per point). Every raw stream takes the fast path
+-- first ("plain": each point paired with the next); a meter counter with a pair whose rise is
+-- not plausible anywhere in its points (not sound) is computed again by the rules ("judged")
+-- and only that result counts: docs/engine.md#throughput.
+-- Plan: sources is MATERIALIZED (its neighbour probes once per raw stream, read by both
+-- paths); plain is MATERIALIZED (a row per stream and bucket, read twice); judged is empty
+-- unless a meter faulted, and then holds the few streams the rules' LATERAL runs for; heads is
+-- MATERIALIZED for its two readers.
 CREATE OR REPLACE FUNCTION cluster.bucket_energy(
     p_feeds bigint[], p_channels integer[], p_from timestamptz[], p_to timestamptz[]
 ) RETURNS TABLE (feed_id bigint, channel integer, quantity text, idx integer, tariff integer,
@@ -272,44 +374,28 @@ CREATE OR REPLACE FUNCTION cluster.bucket_energy(
                  measured double precision, integral double precision,
                  covered double precision, faults bigint)
 LANGUAGE sql STABLE AS $$
-WITH ends AS (
-    SELECT * FROM cluster.engine_segments(p_feeds, p_channels, p_from, p_to)
-), segments AS (
-    -- A register's segment is its rate of rise (v0 = v1, Wh/s), of what it counts: its rise,
-    -- or 0 for a reset or a replacement. k, the bucket it starts in; c, where it leaves it.
-    SELECT raw_id, wt, e0, e1, faults, a, k, least(e1, kend) AS c, e1 >= kend AS crosses,
-           CASE WHEN register THEN spread ELSE cluster.bridged(e0, e1) END AS bridged,
-           CASE WHEN register THEN CASE WHEN plausible THEN (v1 - v0) / (e1 - e0) ELSE 0 END
-                ELSE v0 END AS v0,
-           CASE WHEN register THEN CASE WHEN plausible THEN (v1 - v0) / (e1 - e0) ELSE 0 END
-                ELSE v1 END AS v1,
-           CASE WHEN reading OR (register AND NOT spread)
-                THEN CASE WHEN plausible THEN v1 - v0 ELSE 0 END END AS step
-      FROM (SELECT raw_id, register, reading, wt, e0, v0, e1, v1, spread, plausible,
-                   CASE WHEN counter
-                        THEN skip::integer
-                             + CASE WHEN plausible OR (v1 < v0 AND NOT followed) THEN 0 ELSE 1 END
-                   END AS faults,
-                   greatest(e0, wf) AS a, cluster.bucket_of(greatest(e0, wf)) AS k,
-                   cluster.bucket_seconds() * cluster.bucket_of(greatest(e0, wf))
-                       + cluster.bucket_seconds() AS kend
-              FROM ends
-            OFFSET 0) x
+WITH sources AS MATERIALIZED (
+    SELECT * FROM cluster.engine_sources(p_feeds, p_channels, p_from, p_to)
+), plain AS MATERIALIZED (
+    SELECT src.raw_id, h.*
+      FROM sources src
+     CROSS JOIN LATERAL cluster.source_heads(src.raw_id, src.register, src.reading, src.wf,
+                                             src.wt, src.lo, src.hi, src.rate, src.starts,
+                                             src.rates, src.spread, false) h
+), judged AS MATERIALIZED (
+    SELECT DISTINCT raw_id FROM plain WHERE NOT sound
 ), heads AS MATERIALIZED (
-    SELECT raw_id, k, min(wt) AS wt,
-           sum(cluster.segment_integral(e0, v0, e1, v1, bridged, a, c)) AS integral,
-           sum(cluster.segment_covered(bridged, a, c)) AS covered,
-           sum(step) FILTER (WHERE NOT crosses) AS delta,
-           sum(faults) FILTER (WHERE NOT crosses) AS faults,
-           max(e0) FILTER (WHERE crosses) AS ce0,
-           max(v0) FILTER (WHERE crosses) AS cv0,
-           max(e1) FILTER (WHERE crosses) AS ce1,
-           max(v1) FILTER (WHERE crosses) AS cv1,
-           max(step) FILTER (WHERE crosses) AS cstep,
-           max(faults) FILTER (WHERE crosses) AS cfaults,
-           bool_or(bridged) FILTER (WHERE crosses) AS cbridged
-      FROM segments
-     GROUP BY raw_id, k
+    SELECT raw_id, k, wt, integral, covered, delta, faults, ce0, cv0, ce1, cv1, cstep, cfaults,
+           cbridged
+      FROM plain WHERE raw_id NOT IN (SELECT raw_id FROM judged)
+    UNION ALL
+    SELECT src.raw_id, h.k, h.wt, h.integral, h.covered, h.delta, h.faults, h.ce0, h.cv0,
+           h.ce1, h.cv1, h.cstep, h.cfaults, h.cbridged
+      FROM sources src
+      JOIN judged j ON j.raw_id = src.raw_id
+     CROSS JOIN LATERAL cluster.source_heads(src.raw_id, src.register, src.reading, src.wf,
+                                             src.wt, src.lo, src.hi, src.rate, src.starts,
+                                             src.rates, src.spread, true) h
 ), tails AS (
     SELECT raw_id, k,
            cluster.segment_integral(e0, v0, e1, v1, bridged, a, c) AS integral,

@@ -77,3 +77,46 @@ async def test_buckets_meet_their_periods_in_one_hash_join_over_the_materialised
     (hashed,) = [c for c in node["Plans"] if c["Parent Relationship"] == "Inner"]
     (scan,) = hashed["Plans"]
     assert (scan["Node Type"], scan.get("CTE Name")) == ("CTE Scan", "periods")
+
+
+def nodes(node: Plan) -> list[Plan]:
+    """A plan node and every node under it."""
+    return [node, *(n for child in node.get("Plans", []) for n in nodes(child))]
+
+
+def windows(node: Plan) -> list[str]:
+    """The outputs of the window aggregates under a node that pair a stream's points."""
+    return [
+        " ".join(n["Output"])
+        for n in nodes(node)
+        if n["Node Type"] == "WindowAgg" and any("lead(" in o for o in n["Output"])
+    ]
+
+
+async def test_the_fast_path_pairs_each_reading_with_the_next_only(new_feed: NewFeed) -> None:
+    # docs/engine.md#throughput: a register is first computed with each reading's next one
+    # alone (two leads, as before the rules of issue 48); the rules' neighbours (lag, the
+    # second lead) are read only for a stream whose rise was not plausible somewhere.
+    feed = await new_feed()
+    meter = await feed.raw_stream(channel=0, medium=IMPORT_REGISTER, device=METER)
+    await feed.ingest(meter, [(T0 + 900 * i, 1000.0 + 125 * i) for i in range(1, 5)])
+    await process(feed.db)
+
+    hour = (datetime.fromtimestamp(T0, UTC), datetime.fromtimestamp(T0 + 3600, UTC))
+    plan = json.loads(
+        await feed.db.fetchval(
+            "EXPLAIN (VERBOSE, FORMAT JSON) SELECT * FROM cluster.bucket_energy($1, $2, $3, $4)",
+            [feed.id],
+            [0],
+            [hour[0]],
+            [hour[1]],
+        )
+    )[0]["Plan"]
+
+    ctes = {n["Subplan Name"]: n for n in nodes(plan) if "Subplan Name" in n}
+    (fast,) = windows(ctes["CTE plain"])
+    assert "lag(" not in fast, fast
+    assert ", 2)" not in fast, fast
+    (judged,) = windows(ctes["CTE heads"])
+    assert "lag(" in judged, judged
+    assert ", 2)" in judged, judged
