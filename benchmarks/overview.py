@@ -16,7 +16,6 @@ price scanned no point chunk, only rollups.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import math
 import statistics
@@ -28,6 +27,7 @@ import msgspec
 from benchmarks.bill import CHUNK, CHUNK_SCANS, FIRST, LAST, against_the_year_view, p99
 from benchmarks.data_api import TOKEN, start_servers, stop_servers, timed_requests
 from benchmarks.household import BUCKETS, YEAR_FROM, YEAR_TO, Seeded, household, year_paths
+from benchmarks.support import household_arguments
 from energy_platform.core.settings import HttpSettings
 from tests.support.services import free_port
 
@@ -119,10 +119,5 @@ def main(runs: int, requests: int, neighbours: int) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--requests", type=int, default=400, help="of each kind, per run")
-    parser.add_argument("--neighbours", type=int, default=200, help="other feeds, no points")
-    parser.add_argument("--full", action="store_true", help="1,000 other feeds")
-    args = parser.parse_args()
-    main(args.runs, args.requests, 1_000 if args.full else args.neighbours)
+    args = household_arguments(__doc__.split("\n")[0])
+    main(args.runs, args.requests, args.neighbours)

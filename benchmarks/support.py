@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import secrets
 import statistics
@@ -190,3 +191,17 @@ def cpu_s(pid: int) -> float:
     """User + system CPU seconds of process ``pid`` so far."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def household_arguments(description: str) -> argparse.Namespace:
+    """The command line of the benchmarks read from the household (bill, overview): runs,
+    requests of each kind per run, and the other feeds beside it (``--full``: 1,000)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--requests", type=int, default=400, help="of each kind, per run")
+    parser.add_argument("--neighbours", type=int, default=200, help="other feeds, no points")
+    parser.add_argument("--full", action="store_true", help="1,000 other feeds")
+    args = parser.parse_args()
+    if args.full:
+        args.neighbours = 1_000
+    return args

@@ -141,9 +141,10 @@ async def household(database_url: str, settings: Settings) -> AsyncIterator[Hous
             conn.execute("DELETE FROM cluster.users WHERE name LIKE %s", (f"overview-%-{sn}",))
 
 
-async def overview(home: Household, **params: str) -> dict[str, Any]:
+async def owner_get(home: Household, what: str, params: dict[str, str]) -> dict[str, Any]:
+    """``GET /feeds/{id}/{what}`` as the feed's owner: the 200 answer's JSON."""
     answer = await home.api.get(
-        f"/feeds/{home.feed.id}/overview",
+        f"/feeds/{home.feed.id}/{what}",
         params=params,
         headers={"Authorization": f"Bearer {home.feed.owner_token}"},
     )
@@ -152,15 +153,12 @@ async def overview(home: Household, **params: str) -> dict[str, Any]:
     return result
 
 
+async def overview(home: Household, **params: str) -> dict[str, Any]:
+    return await owner_get(home, "overview", params)
+
+
 async def bill(home: Household, start: str, end: str) -> dict[str, Any]:
-    answer = await home.api.get(
-        f"/feeds/{home.feed.id}/bill",
-        params={"from": start, "to": end},
-        headers={"Authorization": f"Bearer {home.feed.owner_token}"},
-    )
-    assert answer.status_code == 200, answer.text
-    result: dict[str, Any] = answer.json()
-    return result
+    return await owner_get(home, "bill", {"from": start, "to": end})
 
 
 def as_overview_lines(answer: dict[str, Any]) -> list[dict[str, Any]]:
