@@ -235,7 +235,8 @@ def prices() -> None:
 )
 @click.option(
     "--slot-minutes",
-    type=click.IntRange(min=1),
+    # At most 31 days, as an import interval: a larger figure is a typo, never a price slot.
+    type=click.IntRange(min=1, max=31 * 24 * 60),
     help="A CSV's slot length: a row's slot ends at the next row's start, at most this long "
     "after its own (beyond: no price). Default: the length of the area's slot it replaces, "
     "else the file's shortest gap between rows.",

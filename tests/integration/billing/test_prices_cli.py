@@ -17,7 +17,7 @@ import pytest
 
 from energy_platform.billing.price_files import parse_prices
 from energy_platform.core.settings import Settings
-from tests.support.admin import admin_refusal, run_admin
+from tests.support.admin import admin_process, admin_refusal, run_admin
 from tests.support.engine import Feed, NewFeed, process
 from tests.support.entsoe import SAMPLE_DE_LU_2025_10_01, Period, Series, document
 
@@ -538,3 +538,20 @@ async def test_a_tariff_on_an_area_prices_buckets_by_its_slots_and_a_corrected_p
     # 1.19 x 0.40 + 0.05 = 0.526.
     assert priced == {t: pytest.approx(0.025 * 0.288)}
     assert repriced == {t: pytest.approx(0.025 * 0.526)}
+
+
+@pytest.mark.parametrize("minutes", ["0", "44641", "99999999999999999999"])
+async def test_a_slot_length_outside_a_minute_to_31_days_is_refused_and_stores_nothing(
+    settings: Settings, area: str, write: WriteFile, minutes: str
+) -> None:
+    file = write(*rows(quarter_hours(DAY, DAY + timedelta(hours=1)), 0.1))
+    done = admin_process(
+        settings.database.url, "prices", "import", area, "--file", file, "--slot-minutes", minutes
+    )
+    assert (done.returncode, done.stdout) == (2, ""), done.stderr
+    assert "--slot-minutes" in done.stderr
+    # Nothing stored: the area was never made.
+    listing = await admin_refusal(
+        settings, "prices", "list", area, "--from", "2026-01-15T00:00:00Z", "--to", "2026-01-16"
+    )
+    assert f"no price area '{area}'" in listing
