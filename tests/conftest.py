@@ -20,7 +20,6 @@ import pytest_asyncio
 import structlog
 
 from energy_platform import seeding
-from energy_platform.core.http.clients import http_client
 from energy_platform.core.settings import (
     CompactionSettings,
     DatabaseSettings,
@@ -33,6 +32,7 @@ from tests.support import xdist_groups
 from tests.support.data import YEAR, World, data_api, seed
 from tests.support.databases import create_session_database, database_server
 from tests.support.engine import Feed, NewFeed
+from tests.support.http import http_client
 from tests.support.platform import (
     Platform,
     platform_in_loop,
@@ -185,7 +185,7 @@ async def api(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
     one per module: building and serving the app cost a test a quarter of a second of CPU.
     A bill or a year's rollups took over httpx's 5 s on a machine at a load of 8: a test waits
     for the answer, up to a minute."""
-    async with data_api(settings) as url, http_client(base_url=url, timeout=60) as client:
+    async with data_api(settings) as url, http_client(base_url=url) as client:
         yield client
 
 

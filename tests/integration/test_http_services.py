@@ -10,11 +10,11 @@ from litestar import Litestar, Request, get
 from prometheus_client.parser import text_string_to_metric_families
 
 from energy_platform.api import app as data
-from energy_platform.core.http.clients import http_client
 from energy_platform.core.http.server import HttpService
 from energy_platform.core.settings import DatabaseSettings, Settings
 from energy_platform.forwarder.http import app as forwarder
 from energy_platform.provisioning.http import app as provisioning
+from tests.support.http import http_client
 from tests.support.services import eventually, free_port, running, wait_for_http
 from tests.support.tcp_proxy import TcpProxy
 

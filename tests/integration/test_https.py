@@ -20,9 +20,9 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from energy_platform.core.errors import ConfigurationError
-from energy_platform.core.http.clients import http_client
 from energy_platform.core.settings import DeviceSettings, HttpSettings, Settings
 from energy_platform.services import build_services
+from tests.support.http import http_client
 from tests.support.services import free_port, running
 
 

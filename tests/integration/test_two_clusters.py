@@ -19,7 +19,6 @@ import msgspec
 import pytest
 
 from energy_platform.core.coap import JSON
-from energy_platform.core.http.clients import http_client
 from energy_platform.core.settings import (
     ClusterSettings,
     DatabaseSettings,
@@ -37,6 +36,7 @@ from tests.support.admin import run_admin
 from tests.support.broker import KillableBroker
 from tests.support.coap import reading
 from tests.support.databases import create_session_database
+from tests.support.http import http_client
 from tests.support.platform import add_feed, platform_settings, start_serve, wait_subscribed
 from tests.support.provisioning import add_homebase, new_sn
 from tests.support.services import eventually, free_port, wait_for_http, with_port

@@ -13,10 +13,10 @@ import httpx
 
 from energy_platform import seeding
 from energy_platform.api import app as data
-from energy_platform.core.http.clients import http_client
 from energy_platform.core.http.server import HttpService
 from energy_platform.core.settings import Settings
 from tests.support.forwarder import NO_CUSTOMER
+from tests.support.http import http_client
 from tests.support.services import free_port, running
 
 T0 = 1_767_225_600

@@ -15,8 +15,8 @@ import asyncpg
 import httpx
 import msgspec
 
-from energy_platform.core.http.clients import http_client
 from energy_platform.core.settings import ForwarderSettings, Settings
+from tests.support.http import http_client
 from tests.support.provisioning import new_sn
 from tests.support.services import eventually
 

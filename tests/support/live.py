@@ -18,12 +18,12 @@ import httpx
 import msgspec
 
 from energy_platform.core.codec.format_v4 import HomebaseRecord
-from energy_platform.core.http.clients import http_client
 from energy_platform.devices.simulator.homebase import (
     SimulatedHomebase,
     data_topic,
     homebase_client,
 )
+from tests.support.http import http_client
 from tests.support.platform import Platform, publish_as
 from tests.support.services import eventually
 

@@ -13,7 +13,7 @@ import httpx
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 
-from energy_platform.core.http.clients import http_client
+from tests.support.http import http_client
 from tests.support.services import until
 
 WEEK = 7 * 86_400

@@ -21,7 +21,6 @@ import httpx
 import msgspec
 
 from energy_platform.core.codec.format_v4 import HomebaseRecord
-from energy_platform.core.http.clients import http_client
 from energy_platform.core.settings import (
     ClusterSettings,
     DeviceSettings,
@@ -39,6 +38,7 @@ from energy_platform.devices.simulator.homebase import (
 from energy_platform.pairing.broker_accounts import broker_accounts
 from energy_platform.services import build_services
 from tests.support.admin import CLI, run_admin
+from tests.support.http import http_client
 from tests.support.provisioning import add_cluster, add_homebase
 from tests.support.services import free_port, running
 

@@ -7,7 +7,7 @@ import subprocess
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from energy_platform.core.http.clients import http_client
+from tests.support.http import http_client
 
 
 async def scrape(base: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:

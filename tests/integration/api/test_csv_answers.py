@@ -15,9 +15,9 @@ import msgspec
 import pytest
 
 from energy_platform import seeding
-from energy_platform.core.http.clients import http_client
 from energy_platform.core.settings import Settings
 from tests.support.data import T0, World, data_api
+from tests.support.http import http_client
 from tests.support.live import SlowClient
 from tests.support.services import eventually
 

@@ -7,10 +7,10 @@ from typing import Any
 import psycopg
 import pytest
 
-from energy_platform.core.http.clients import http_client
 from energy_platform.core.settings import Settings
 from tests.support.admin import admin_refusal, run_admin
 from tests.support.data import World
+from tests.support.http import http_client
 from tests.support.platform import add_feed
 
 

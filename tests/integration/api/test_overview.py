@@ -26,10 +26,10 @@ import pytest
 import pytest_asyncio
 
 from energy_platform import seeding
-from energy_platform.core.http.clients import http_client
 from energy_platform.core.settings import Settings
 from tests.support.data import data_api
 from tests.support.engine import Feed, api_buckets, process
+from tests.support.http import http_client
 
 ZONE = ZoneInfo("Europe/Prague")
 HOUR = 3600
@@ -132,7 +132,7 @@ async def household(database_url: str, settings: Settings) -> AsyncIterator[Hous
                 ("gas cost", "Gas cost, channel 3"),
             )
         }
-        async with data_api(settings) as url, http_client(base_url=url, timeout=60) as api:
+        async with data_api(settings) as url, http_client(base_url=url) as api:
             yield Household(feed, api, streams, stranger)
     finally:
         await db.close()

@@ -12,10 +12,10 @@ import msgspec
 import pytest
 
 from energy_platform.api import app as data_app
-from energy_platform.core.http.clients import http_client
 from energy_platform.core.http.server import HttpService
 from energy_platform.core.settings import Settings
 from tests.support.admin import run_admin
+from tests.support.http import http_client
 from tests.support.replica import hot_standby
 from tests.support.services import eventually, free_port, running
 

@@ -14,10 +14,10 @@ import msgspec
 import pytest
 
 from energy_platform.core.codec.envelope import derive_key, seal
-from energy_platform.core.http.clients import http_client
 from energy_platform.core.settings import Settings
 from energy_platform.devices.simulator.homebase import SimulatedHomebase
 from tests.support.admin import run_admin
+from tests.support.http import http_client
 from tests.support.platform import (
     Platform,
     paired_homebase,

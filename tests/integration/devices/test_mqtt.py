@@ -7,9 +7,9 @@ import asyncpg
 
 from energy_platform.core.codec import obis
 from energy_platform.core.codec.format_v4 import RAW_MEDIA, HomebaseRecord
-from energy_platform.core.http.clients import http_client
 from energy_platform.devices.simulator.homebase import SimulatedHomebase
 from tests.support.forwarder import NO_CUSTOMER
+from tests.support.http import http_client
 from tests.support.platform import Platform, paired_homebase, publish_as
 from tests.support.services import eventually
 

@@ -22,7 +22,6 @@ import msgspec
 import pytest
 
 from energy_platform.core.codec.envelope import seal
-from energy_platform.core.http.clients import http_client
 from energy_platform.core.settings import Settings
 from energy_platform.devices.ingest.service import IngestService
 from energy_platform.devices.simulator.homebase import (
@@ -33,6 +32,7 @@ from energy_platform.devices.simulator.homebase import (
     status_topic,
 )
 from energy_platform.pairing.rabbitmq import routing_key
+from tests.support.http import http_client
 from tests.support.platform import (
     Platform,
     later_message,

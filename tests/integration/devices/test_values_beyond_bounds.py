@@ -22,10 +22,10 @@ import httpx
 import msgspec
 
 from energy_platform.core.codec.format_v4 import HomebaseRecord
-from energy_platform.core.http.clients import http_client
 from energy_platform.devices.simulator.homebase import SimulatedHomebase
 from tests.support.coap import device, post
 from tests.support.engine import process
+from tests.support.http import http_client
 from tests.support.platform import Platform, paired_homebase, publish_as
 from tests.support.services import eventually
 

@@ -1,11 +1,11 @@
 """Processed streams as a user of the data API sees them."""
 
 from energy_platform.api import app as data
-from energy_platform.core.http.clients import http_client
 from energy_platform.core.http.server import HttpService
 from energy_platform.core.settings import Settings
 from tests.support.data import T0
 from tests.support.engine import NewFeed, process
+from tests.support.http import http_client
 from tests.support.services import free_port, running
 
 

@@ -7,10 +7,10 @@ from typing import Any
 import asyncpg
 import pytest
 
-from energy_platform.core.http.clients import http_client
 from energy_platform.core.settings import Settings
 from tests.support.admin import run_admin
 from tests.support.forwarder import NewCustomer, configure, grant
+from tests.support.http import http_client
 from tests.support.platform import add_feed
 from tests.support.provisioning import new_sn
 

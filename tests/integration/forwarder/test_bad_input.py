@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from energy_platform.core.http.clients import http_client
 from tests.support.forwarder import NewCustomer
+from tests.support.http import http_client
 
 # Loopback only: a test never configures any other destination.
 STORED = {"interval": 5, "url": "http://127.0.0.1:9/hook", "format": "json", "mode": "all"}

@@ -10,7 +10,6 @@ from itertools import pairwise
 import asyncpg
 import pytest
 
-from energy_platform.core.http.clients import http_client
 from tests.support.forwarder import (
     FAST,
     Action,
@@ -25,6 +24,7 @@ from tests.support.forwarder import (
     register,
     rewind,
 )
+from tests.support.http import http_client
 from tests.support.provisioning import new_sn
 from tests.support.services import eventually, free_port
 

@@ -13,7 +13,6 @@ import asyncpg
 import msgspec
 import pytest
 
-from energy_platform.core.http.clients import http_client
 from energy_platform.core.http.server import HttpService
 from energy_platform.core.settings import ForwarderSettings, Settings
 from energy_platform.forwarder.delivery import DeliveryService
@@ -29,6 +28,7 @@ from tests.support.forwarder import (
     register,
     rewind,
 )
+from tests.support.http import http_client
 from tests.support.provisioning import new_sn
 from tests.support.services import eventually, free_port, running
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import asyncpg
 import pytest
 
-from energy_platform.core.http.clients import http_client
 from energy_platform.core.settings import Settings
 from tests.support.admin import run_admin
+from tests.support.http import http_client
 from tests.support.provisioning import new_sn
 
 

@@ -14,12 +14,12 @@ import msgspec
 import pytest
 
 from energy_platform.core.errors import ConfigurationError
-from energy_platform.core.http.clients import http_client
 from energy_platform.core.http.server import HttpService
 from energy_platform.devices.simulator.homebase import SimulatedHomebase, homebase_client
 from energy_platform.forwarder.http import app as forwarder
 from tests.support.admin import run_admin
 from tests.support.forwarder import Customer, NewCustomer, grant, loopback_allowed
+from tests.support.http import http_client
 from tests.support.platform import Platform, add_feed, publish_as
 from tests.support.provisioning import add_cluster, add_homebase
 from tests.support.services import eventually, running

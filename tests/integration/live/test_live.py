@@ -14,13 +14,13 @@ import msgspec
 import pytest
 
 from energy_platform.core.codec.format_v4 import HomebaseRecord
-from energy_platform.core.http.clients import http_client
 from energy_platform.core.settings import LiveSettings, Settings
 from energy_platform.devices.simulator.homebase import data_topic, homebase_client
 from energy_platform.live.hub import APPLICATION_NAME
 from tests.support.admin import run_admin
 from tests.support.engine import process
 from tests.support.forwarder import NO_CUSTOMER
+from tests.support.http import http_client
 from tests.support.live import Home, SlowClient, SseEvent, live, points_of, stored
 from tests.support.platform import (
     Platform,

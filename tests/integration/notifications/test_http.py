@@ -5,8 +5,8 @@ from typing import Any
 import psycopg
 import pytest
 
-from energy_platform.core.http.clients import http_client
 from tests.support.data import World
+from tests.support.http import http_client
 
 CREATED = [
     "2026-03-01T10:00:00+00:00",

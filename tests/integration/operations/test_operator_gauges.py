@@ -14,10 +14,10 @@ import pytest
 
 from energy_platform.api import app as data
 from energy_platform.core.background import Periodic
-from energy_platform.core.http.clients import http_client
 from energy_platform.core.http.server import HttpService
 from energy_platform.core.settings import DatabaseSettings, Settings
 from energy_platform.services import CLUSTER_WATCHES, build_services
+from tests.support.http import http_client
 from tests.support.scrape import promtool_problems, scrape, value
 from tests.support.services import eventually, free_port, running
 

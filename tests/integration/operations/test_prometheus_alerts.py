@@ -23,11 +23,11 @@ import httpx
 import pytest
 import yaml
 
-from energy_platform.core.http.clients import http_client
 from energy_platform.core.settings import Settings
 from energy_platform.devices.simulator.homebase import SimulatedHomebase
 from energy_platform.services import build_services
 from tests.support.admin import run_admin
+from tests.support.http import http_client
 from tests.support.platform import (
     Platform,
     paired_homebase,

@@ -19,7 +19,6 @@ import asyncpg
 import msgspec
 import pytest
 
-from energy_platform.core.http.clients import http_client
 from energy_platform.core.lifecycle import Service
 from energy_platform.core.settings import (
     ClusterSettings,
@@ -36,6 +35,7 @@ from energy_platform.devices.simulator.homebase import (
 from energy_platform.services import build_services
 from tests.support.admin import run_admin
 from tests.support.databases import create_session_database
+from tests.support.http import http_client
 from tests.support.pgcluster import DrillCluster
 from tests.support.platform import add_feed, platform_settings
 from tests.support.provisioning import add_cluster, add_homebase

@@ -9,7 +9,6 @@ import asyncpg
 import msgspec
 import pytest
 
-from energy_platform.core.http.clients import http_client
 from energy_platform.core.settings import MqttSettings
 from energy_platform.devices.simulator.homebase import (
     SimulatedHomebase,
@@ -20,6 +19,7 @@ from energy_platform.devices.simulator.homebase import (
 from energy_platform.pairing.broker_accounts import broker_accounts
 from energy_platform.pairing.pairings import account_reconciliation
 from tests.support.admin import run_admin
+from tests.support.http import http_client
 from tests.support.platform import Platform, paired_homebase, publish_as
 from tests.support.provisioning import add_homebase
 from tests.support.services import eventually, running

@@ -8,8 +8,8 @@ import psycopg
 import pytest
 
 from energy_platform import seeding
-from energy_platform.core.http.clients import http_client
 from tests.support.admin import run_admin
+from tests.support.http import http_client
 from tests.support.platform import Platform, add_feed
 from tests.support.provisioning import add_cluster, add_homebase
 

@@ -15,9 +15,9 @@ import msgspec
 import pytest
 
 from energy_platform.core.coap import CoapService, CoapSite
-from energy_platform.core.http.clients import http_client
 from energy_platform.core.settings import DeviceSettings, ProvisioningSettings, Settings
 from energy_platform.provisioning.services import provisioning_services
+from tests.support.http import http_client
 from tests.support.provisioning import Stack
 from tests.support.services import free_port, running
 

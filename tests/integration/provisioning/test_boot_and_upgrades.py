@@ -16,8 +16,8 @@ import psycopg
 import pytest
 import tftpy
 
-from energy_platform.core.http.clients import http_client
 from tests.support.admin import run_admin
+from tests.support.http import http_client
 from tests.support.provisioning import Stack, add_cluster, add_homebase, homebase_row
 
 

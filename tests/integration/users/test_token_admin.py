@@ -9,10 +9,10 @@ import secrets
 import psycopg
 import pytest
 
-from energy_platform.core.http.clients import http_client
 from energy_platform.core.settings import Settings
 from tests.support.admin import admin_process, admin_refusal, run_admin
 from tests.support.data import World
+from tests.support.http import http_client
 
 
 async def status(world: World, token: str, method: str, path: str) -> int:

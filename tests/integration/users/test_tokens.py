@@ -10,10 +10,10 @@ import asyncpg
 import pytest
 
 from energy_platform import seeding
-from energy_platform.core.http.clients import http_client
 from energy_platform.core.tokens import token_digest
 from energy_platform.users.tokens import MAX_TOKENS
 from tests.support.data import World
+from tests.support.http import http_client
 from tests.support.services import eventually
 
 READ_ONLY = "urn:energy-platform:problem:read-only-token"

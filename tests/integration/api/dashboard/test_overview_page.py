@@ -16,10 +16,10 @@ import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 
-from energy_platform.core.http.clients import http_client
 from energy_platform.core.settings import Settings
 from tests.support.browser import chromium
 from tests.support.engine import process
+from tests.support.http import http_client
 from tests.support.live import Home, stored
 from tests.support.page import PageWorld, sign_in, wait_until
 from tests.support.platform import Platform, paired_homebase, platform_in_loop, platform_settings

@@ -4,7 +4,7 @@ import re
 
 import httpx
 
-from energy_platform.core.http.clients import http_client
+from tests.support.http import http_client
 from tests.support.page import PageWorld
 
 
