@@ -203,19 +203,42 @@ async def tariffs(conn: asyncpg.Connection, feed: int, days: Holidays) -> None:
     await conn.execute(EXPORT_TARIFF, feed, EXPORT_PRICE)
 
 
+async def neighbour_feeds(
+    conn: asyncpg.Connection, owner: int, numbers: range, days: Holidays
+) -> None:
+    """Other households' feeds, numbered ``numbers``: bill streams and tariffs, no points."""
+    for n in numbers:
+        feed = await seeding.add_feed(conn, owner, f"BF{n:014X}")
+        await household_streams(conn, feed)
+        await tariffs(conn, feed, days)
+
+
+async def cost_points(
+    conn: asyncpg.Connection, source: int, money: int, values: list[float], days: Holidays
+) -> None:
+    """``source``'s consumption priced by the power tariff, as stream ``money``'s points."""
+    await conn.execute(
+        COST_POINTS, money, source, YEAR_FROM, values, EVENING, LOW, HIGH, FACTOR, days.days, VAT
+    )
+
+
 async def seed(url: str, neighbours: int) -> Seeded:
     """The other households' feeds, then the household's with its tariffs, its sub-meter and a
     year of points on its ten streams."""
-    conn = await asyncpg.connect(url)
+    # Two connections, one a core: each keeps the database busy while the other waits.
+    conns = [await asyncpg.connect(url) for _ in range(2)]
+    conn = conns[0]
     try:
         slots, values = prices()
         await conn.execute(SET_PRICES, AREA, slots, values)
         days = holidays()
         others = await seeding.add_user(conn, "neighbours")
-        for n in range(neighbours):
-            feed = await seeding.add_feed(conn, others.id, f"BF{n:014X}")
-            await household_streams(conn, feed)
-            await tariffs(conn, feed, days)
+        await asyncio.gather(
+            *(
+                neighbour_feeds(c, others.id, range(k, neighbours, len(conns)), days)
+                for k, c in enumerate(conns)
+            )
+        )
         owner = await seeding.add_user(conn, "bench", token=TOKEN)
         feed = await seeding.add_feed(conn, owner.id, "BE00000000000003")
         streams = await household_streams(conn, feed)
@@ -234,18 +257,21 @@ async def seed(url: str, neighbours: int) -> Seeded:
         ]
         await conn.execute(SUBMETER, heat_pump)
         await tariffs(conn, feed, days)
-        await year_of_points(conn, [used, fed_in, heat_pump, *sensors])
-        for source, money in ((used, cost), (heat_pump, heat_pump_cost)):
-            await conn.execute(
-                COST_POINTS, money, source, YEAR_FROM, values, EVENING, LOW, HIGH, FACTOR,
-                days.days, VAT,
-            )  # fmt: skip
+        measured = [used, fed_in, heat_pump, *sensors]
+        await asyncio.gather(
+            *(year_of_points(c, measured[k :: len(conns)]) for k, c in enumerate(conns))
+        )
+        await asyncio.gather(
+            cost_points(conns[0], used, cost, values, days),
+            cost_points(conns[1], heat_pump, heat_pump_cost, values, days),
+        )
         await conn.execute(CREDIT_POINTS, credit, fed_in, EXPORT_PRICE)
         await queue_rollups(conn, [cost, credit, heat_pump_cost])
         # Nothing else queued: the tariffs and the sub-meter found no raw data to recompute.
         assert await conn.fetchval("SELECT count(*) FROM cluster.engine_work") == 0
     finally:
-        await conn.close()
+        for c in conns:
+            await c.close()
     return Seeded(feed, used, cost, [*streams, *sensors])
 
 
