@@ -46,6 +46,7 @@ import sys
 import tempfile
 import time
 from array import array
+from collections.abc import Callable
 from pathlib import Path
 
 import asyncpg
@@ -69,7 +70,7 @@ from energy_platform.services import build_services
 from energy_platform.users.admin import ROTATE_DEFAULT
 from tests.support.admin import CLI
 from tests.support.platform import serve_env, wait_subscribed
-from tests.support.services import free_port, running
+from tests.support.services import eventually, free_port, running
 
 FEEDS = 200
 PER_FEED = 10
@@ -79,6 +80,8 @@ GOAL_RATIO = 0.9
 REPLAY_S = 86_400
 TOKEN = "bench-live-" + secrets.token_hex(8)
 BUFFER_BYTES = 1_048_576  # LiveSettings.client_buffer_bytes, the default the API runs with
+LIVE_POINTS = 10
+"""Points in one live message (:func:`live_record`)."""
 CONNECTING = 50
 """Clients connecting at once (the API's accept queue and pool take them in turn)."""
 # With track_commit_timestamp on (a diagnostic setting of the server, off by default) the
@@ -103,8 +106,9 @@ LIVE_FUNCTIONS = migrations_dir() / "functions" / "70_live.sql"
 
 
 def sizes(full: bool) -> tuple[int, float]:
-    """(backlog messages a drain, seconds of each live window)."""
-    return (20_000, 60.0) if full else (4_000, 15.0)
+    """(backlog messages a drain, seconds of each live window). At quick size a window of 5 s
+    still times 100,000 deliveries (10,000 events x 10 clients), a drain 100,000 points."""
+    return (20_000, 60.0) if full else (2_000, 5.0)
 
 
 # -- the clients' process ---------------------------------------------------------------------
@@ -392,6 +396,10 @@ class Live(msgspec.Struct):
     """(p50, p99) from the commit to the client, per event received."""
 
 
+def at_least(floor: float) -> Callable[[float], bool]:
+    return lambda n: n >= floor
+
+
 def percentiles(values: list[float]) -> tuple[float, float]:
     """(p50, p99) in ms of ``values`` in seconds."""
     ordered = sorted(values)
@@ -475,22 +483,31 @@ async def main(full: bool, runs: int) -> None:
                 await wait_subscribed(workers[0].process)
                 workers[0].process.send_signal(signal.SIGSTOP)
 
-                async def backlog_drain(stub: bool = False) -> float:
+                async def backlog_drain(sent: int = messages, stub: bool = False) -> float:
                     nonlocal t0
                     t0 += 3_600
-                    await publish(s, homebases, t0, messages)
+                    count = (sent // FEEDS) * FEEDS * 50
+                    await publish(s, homebases, t0, sent)
                     if stub:
-                        return points / await drain_no_live_log(url, workers, points)
-                    return points / await drain(workers, points)
+                        return count / await drain_no_live_log(url, workers, count)
+                    return count / await drain(workers, count)
 
-                await backlog_drain()  # warm-up: every feed's streams made, caches filled
+                # Warm-up: a message from each homebase makes every feed's streams and fills
+                # the caches; the drains after it are the counted ones.
+                await backlog_drain(FEEDS)
                 for _ in range(runs):
                     alone.append(await backlog_drain())
                     stubbed.append(await backlog_drain(stub=True))
                 rss_before = rss_kb(api.pid)
                 clients = Clients(api_port, feeds)
                 connected, failed = await clients.connected()
-                await asyncio.sleep(5)  # steady state: every stream's replay sent, idle
+                # Steady state: every client subscribed (a new client gets no replay), idle.
+                await eventually(
+                    lambda: ingest_metric(http, api_port, "ep_live_clients"),
+                    60,
+                    what="the API's live clients (ep_live_clients)",
+                    holds=lambda n: n >= connected,
+                )
                 rss_with = rss_kb(api.pid)
                 print(
                     f"clients: {connected} connected, {failed} failed; API RSS "
@@ -509,14 +526,22 @@ async def main(full: bool, runs: int) -> None:
                 for _ in range(runs):
                     low = await conn.fetchval(TOP)
                     before = await ingest.readings(http)
-                    started = time.monotonic()
-                    _, lag = await publish_live(s, homebases, window)
+                    published, lag = await publish_live(s, homebases, window)
                     lags.append(lag)
-                    await asyncio.sleep(2.0)  # the last second's events reach the clients
+                    # The window's events are those of every point it published, once committed.
+                    everything = before + published * LIVE_POINTS
+                    await eventually(
+                        lambda: ingest.readings(http),
+                        60,
+                        0.05,
+                        what="ingest committing the window's points",
+                        holds=at_least(everything),
+                    )
                     high = await conn.fetchval(TOP)
-                    seconds = time.monotonic() - started - 2.0
-                    ingested.append((await ingest.readings(http) - before) / seconds)
-                    windows.append((low, high, seconds))
+                    # Rates per second the homebases published, without the second before it
+                    # (their connecting): at 5 s windows that second would be a sixth.
+                    ingested.append(published * LIVE_POINTS / window)
+                    windows.append((low, high, window))
                 live_seconds = time.monotonic() - live_began
                 cpu = {
                     n: (cpu_s(p.pid) - cpu_before[n]) / live_seconds for n, p in processes.items()
@@ -576,7 +601,7 @@ async def main(full: bool, runs: int) -> None:
     )
     print(
         f"ingest drains: {points:,} points each ({per} messages of 50 points from each of"
-        f" {FEEDS} homebases), {runs} runs each after a warm-up"
+        f" {FEEDS} homebases), {runs} runs each after a warm-up of a message a homebase"
     )
     report(
         [
