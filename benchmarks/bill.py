@@ -122,8 +122,8 @@ async def alternate(base: str, seeded: Seeded, requests: int) -> Latencies:
     return done
 
 
-def main(runs: int, requests: int, neighbours: int, full: bool) -> None:
-    with household(neighbours, full) as (settings, seeded):
+def main(runs: int, requests: int, neighbours: int) -> None:
+    with household(neighbours) as (settings, seeded):
         url = settings.database.url
         chunk_scans, rollup_scans = asyncio.run(scans(url, seeded))
         assert chunk_scans == 0, f"the year's bill scanned point chunks {chunk_scans} times"
@@ -176,4 +176,4 @@ def against_the_year_view(row: str, p99s: list[float], years: list[float], goal:
 
 if __name__ == "__main__":
     args = household_arguments(__doc__.split("\n")[0])
-    main(args.runs, args.requests, args.neighbours, args.full)
+    main(args.runs, args.requests, args.neighbours)

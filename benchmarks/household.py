@@ -8,10 +8,8 @@ kind of day, 21 % VAT on both, Czech public holidays as weekend days) with a mon
 charge, export on a fixed price; the cost and credit points are those prices applied to
 every bucket. Beside it are a few hundred other households' feeds with the same bill streams and
 tariffs but no points. The engine builds every rollup from nothing once the points are in and
-analysed (on tables never analysed its plans took 90.1 s for the ten streams here). At quick
-size its connection has JIT off, which the engine's rollup loop leaves on: JIT compiles the
-rollup statement for seconds a call, 41.3 s for the ten streams against 6.0 s without it
-(2026-11-27, load about 3), and changes no row. How long the household takes to seed is not
+analysed (on tables never analysed its plans took 90.1 s for the ten streams here, against
+6.0 s analysed, 2026-11-27 at a load of about 3). How long the household takes to seed is not
 what the benchmarks reading it measure.
 
 The year view (benchmarks/year_view.py) and the bill (benchmarks/bill.py) read the same rows:
@@ -126,10 +124,9 @@ async def queue_rollups(conn: asyncpg.Connection, streams: list[int]) -> None:
     )
 
 
-async def build_rollups(url: str, jit: bool) -> float:
-    """Seconds the engine takes to roll the whole year of every stream up (``jit``: with JIT
-    on, as the engine's own connections run it)."""
-    conn = await asyncpg.connect(url, server_settings=None if jit else {"jit": "off"})
+async def build_rollups(url: str) -> float:
+    """Seconds the engine takes to roll the whole year of every stream up."""
+    conn = await asyncpg.connect(url)
     try:
         started = time.perf_counter()
         while (await rollup_batch(conn, batch=1, delay=0)).periods:
@@ -150,16 +147,13 @@ class Seeded(msgspec.Struct, frozen=True):
     """Seconds the seeding took (points and rollups queued)."""
     rollups_s: float = 0.0
     """Seconds the engine took to build every rollup from nothing."""
-    rollups_jit: bool = True
-    """Whether its connection had JIT on (the engine's setting; off at quick size)."""
 
     def rollups(self) -> str:
         """How the rollups were built, for the benchmarks' descriptive lines."""
         rate = len(self.streams) * BUCKETS / self.rollups_s
-        jit = "" if self.rollups_jit else ", JIT off"
         return (
             f"rollups built by the engine from nothing in {self.rollups_s:.1f} s"
-            f" ({rate:,.0f} points/s{jit})"
+            f" ({rate:,.0f} points/s)"
         )
 
 
@@ -276,21 +270,21 @@ async def seed(url: str, neighbours: int) -> Seeded:
 
 
 @contextmanager
-def household(neighbours: int, full: bool) -> Iterator[tuple[Settings, Seeded]]:
+def household(neighbours: int) -> Iterator[tuple[Settings, Seeded]]:
     """A database of its own with the household and ``neighbours`` other feeds, rollups built
-    (``full``: with JIT on) and analysed; seeded once per `make bench` run."""
-    kind = f"household_{neighbours}" + ("_full" if full else "")
-    with shared_database(kind, lambda url: _seed_all(url, neighbours, full)) as (settings, info):
+    and analysed; seeded once per `make bench` run."""
+    kind = f"household_{neighbours}"
+    with shared_database(kind, lambda url: _seed_all(url, neighbours)) as (settings, info):
         yield settings, msgspec.convert(info, Seeded)
 
 
-def _seed_all(url: str, neighbours: int, jit: bool) -> Seeded:
+def _seed_all(url: str, neighbours: int) -> Seeded:
     started = time.perf_counter()
     seeded = asyncio.run(seed(url, neighbours))
     seeded_s = time.perf_counter() - started
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("ANALYZE")
-    rollups_s = asyncio.run(build_rollups(url, jit))
+    rollups_s = asyncio.run(build_rollups(url))
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("VACUUM ANALYZE")
-    return msgspec.structs.replace(seeded, seeded_s=seeded_s, rollups_s=rollups_s, rollups_jit=jit)
+    return msgspec.structs.replace(seeded, seeded_s=seeded_s, rollups_s=rollups_s)

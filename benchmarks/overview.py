@@ -88,8 +88,8 @@ async def alternate(base: str, seeded: Seeded, path: str, requests: int) -> Late
     return done
 
 
-def main(runs: int, requests: int, neighbours: int, full: bool) -> None:
-    with household(neighbours, full) as (settings, seeded):
+def main(runs: int, requests: int, neighbours: int) -> None:
+    with household(neighbours) as (settings, seeded):
         url = settings.database.url
         scans = asyncio.run(chunk_scans(url, seeded))
         assert scans == 0, f"the year's overview scanned point chunks {scans} times"
@@ -120,4 +120,4 @@ def main(runs: int, requests: int, neighbours: int, full: bool) -> None:
 
 if __name__ == "__main__":
     args = household_arguments(__doc__.split("\n")[0])
-    main(args.runs, args.requests, args.neighbours, args.full)
+    main(args.runs, args.requests, args.neighbours)

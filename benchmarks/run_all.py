@@ -71,8 +71,8 @@ BENCHMARKS = [
     # a row on 2026-11-27 at a load of 4 to 5 from other work (the load REFERENCE_S was measured
     # at; calibration 0.64 s), seconds in each comment. wrk runs of 3 s after 1 s: 45.9 s.
     Benchmark("benchmarks.data_api", "data API", 140, quick=("--runs", "1")),
-    # Seeds the household the bill and the overview read too (its year of points and rollups,
-    # the rollups with JIT off at quick size): 67.5 s, of which seeding 50.9 s.
+    # Seeds the household the bill and the overview read too (its year of points and rollups):
+    # 67.5 s, of which seeding 50.9 s.
     Benchmark("benchmarks.year_view", "data API", 200, quick=("--runs", "2")),
     # History in: 100,000-point JSON imports over HTTP beside COPY of as many rows; 3 a round,
     # after a warm-up of one: 18.7 s.

@@ -38,9 +38,9 @@ INSERT INTO cluster.rollup_work (stream_id, span)
 SELECT s, tstzrange(%s, %s) FROM unnest(%s::bigint[]) s"""
 
 
-def main(runs: int, full: bool) -> None:
+def main(runs: int) -> None:
     digest = token_digest(TOKEN)
-    with household(NEIGHBOURS, full) as (settings, seeded):
+    with household(NEIGHBOURS) as (settings, seeded):
         url = settings.database.url
         feed, streams = seeded.feed, seeded.streams
         with psycopg.connect(url, autocommit=True) as conn:
@@ -115,11 +115,7 @@ def main(runs: int, full: bool) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument(
-        "--full",
-        action="store_true",
-        help="the same size; rollups built with JIT on, as the engine runs",
-    )
+    parser.add_argument("--full", action="store_true", help="the same size (already a year)")
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
-    main(args.runs, args.full)
+    main(args.runs)

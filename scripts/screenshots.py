@@ -112,7 +112,7 @@ def pictures(base: str, user: int) -> list[float]:
 
 
 def main() -> None:
-    with household(NEIGHBOURS, full=False) as (settings, seeded):
+    with household(NEIGHBOURS) as (settings, seeded):
         url = settings.database.url
         with psycopg.connect(url) as conn:
             # The household's owner, as benchmarks/household.py names it.
