@@ -19,9 +19,11 @@ then the probe's read interval and query).
 
     python -m benchmarks.engine_freshness [--full] [--streams N] [--buckets N]
 
-The quick run measures one bucket, the one open once the engine has created its streams and
-caught up (or the next, if that one ends within 10 s);
---full measures 8.
+The processed streams are made at seeding, by the engine's own intake (as it makes them on first
+sight of a channel). The quick run measures one bucket, the one open once the engine is in steady
+state, caught up (2 seconds of ingest's ranges waiting or fewer) with its rollup loop at work (or
+the next bucket, if that one ends within 10 s); --full measures 8. The writer stops once every
+measured bucket has its completing point, the probe once the engine's queues hold nothing of them.
 
 Then the same again on a copy of the seeded database with one poisoned feed among the streams: the
 writer gives its streams 1e308 W every time (a value the engine's integral overflows on, as an
@@ -49,7 +51,12 @@ from typing import IO
 import asyncpg
 import psycopg
 
-from benchmarks.engine_throughput import CHANNELS_PER_FEED, SEED_TARIFFS, seed_feeds
+from benchmarks.engine_throughput import (
+    CHANNELS_PER_FEED,
+    SEED_TARIFFS,
+    make_processed_streams,
+    seed_feeds,
+)
 from benchmarks.support import bench_database, figure, report
 from energy_platform.core.db.live_log import LIVE_PUBLISH
 from energy_platform.devices.ingest.store import RAW_POINTS_INSERT
@@ -61,7 +68,7 @@ GOAL_P99 = 5.0
 # The poisoned run's p99 against the unpoisoned one's (issue 46).
 GOAL_POISONED = 1.2
 POISON = 1e308
-SETTLE = 10.0  # seconds the engine gets after the last completing point
+SETTLE = 30.0  # seconds the engine gets at most after the last completing point
 LEAD = 10.0  # seconds of steady state at least before the first measured bucket ends
 PROBE_EVERY = 0.25
 WARM_UP = 60.0
@@ -69,8 +76,18 @@ WARM_UP = 60.0
 # rollup work waits 600 s; here 20 s, so that the rollup loop works from early in the warm-up
 # on, at thirty times the deployed rate (each live stream's hour recomputed every 20 s).
 ROLLUP_DELAY = 20.0
-# Dirty ranges not yet taken in: 2 seconds' worth or fewer is the engine keeping up.
-BACKLOG = "SELECT count(*) FROM cluster.dirty_ranges"
+# Dirty ranges not yet taken in (2 seconds' worth or fewer is the engine keeping up), and
+# whether the rollup loop has written hours yet (it takes work that waited ROLLUP_DELAY).
+STEADY = """
+SELECT (SELECT count(*) FROM cluster.dirty_ranges) AS backlog,
+       EXISTS (SELECT FROM cluster.hourly_rollups) AS rolling_up"""
+# Every bucket ending by $1 published: nothing of them is queued, but a parked feed's work.
+PUBLISHED = """
+SELECT NOT EXISTS (SELECT FROM cluster.dirty_ranges)
+       AND NOT EXISTS (SELECT FROM cluster.engine_work
+                        WHERE lower(buckets) < to_timestamp($1)
+                          AND feed_id NOT IN (SELECT feed_id FROM cluster.parked_work
+                                               WHERE stage = 'processing'))"""
 SAMPLE = 500
 PROCESSED_PAIRS = """
 SELECT ps.id AS processed, rs.id AS raw, ps.feed_id
@@ -101,18 +118,18 @@ class Run:
         """Seconds each probe query took."""
         self.stopped = 0.0
         """When the probe stopped looking."""
+        self.last_second = sys.maxsize
+        """The writer's last second, set once the measured buckets are chosen."""
 
 
-async def write(
-    url: str, raw_ids: list[int], poisoned: set[int], run: Run, stop: asyncio.Event
-) -> None:
-    """Each second s, one point for every raw stream whose id is s modulo 5, at time s (the
-    ``poisoned`` streams' 1e308)."""
+async def write(url: str, raw_ids: list[int], poisoned: set[int], run: Run) -> None:
+    """Each second s up to ``run.last_second``, one point for every raw stream whose id is s
+    modulo 5, at time s (the ``poisoned`` streams' 1e308)."""
     conn = await asyncpg.connect(url)
     by_phase = {p: [r for r in raw_ids if r % STEP == p] for p in range(STEP)}
     try:
         second = int(time.time()) + 1
-        while not stop.is_set():
+        while second <= run.last_second:
             await asyncio.sleep(max(0.0, second - time.time()))
             streams = by_phase[second % STEP]
             values = [POISON if s in poisoned else 500 + 400 * random.random() for s in streams]
@@ -126,9 +143,11 @@ async def write(
 
 
 async def probe(url: str, sample: list[int], since: int, run: Run, stop: asyncio.Event) -> None:
+    """Reads the sample four times a second; once ``stop`` is set, once more."""
     conn = await asyncpg.connect(url)
     try:
-        while not stop.is_set():
+        while True:
+            last = stop.is_set()
             asked = time.time()
             rows = await conn.fetch(PROBE, sample, since)
             now = time.time()
@@ -137,6 +156,8 @@ async def probe(url: str, sample: list[int], since: int, run: Run, stop: asyncio
                 history = run.seen.setdefault((stream, ts), [])
                 if not history or history[-1][0] != value:
                     history.append((value, now))
+            if last:
+                return
             await asyncio.sleep(PROBE_EVERY)
     finally:
         await conn.close()
@@ -198,10 +219,11 @@ class Measured:
 
 
 async def seed(url: str, streams: int) -> None:
-    """The feeds of ``streams`` raw power streams and their tariffs."""
+    """The feeds of ``streams`` raw power streams, their tariffs and processed streams."""
     await seed_feeds(url, streams // CHANNELS_PER_FEED, 1)
     with psycopg.connect(url, autocommit=True) as setup:
         setup.execute(SEED_TARIFFS)
+    await make_processed_streams(url)
 
 
 async def measure(url: str, streams: int, buckets: int, *, poison: bool = False) -> Measured:
@@ -214,25 +236,24 @@ async def measure(url: str, streams: int, buckets: int, *, poison: bool = False)
     poisoned_feed = first_feed[0] if poison else None
     poisoned = set(raw_ids[:CHANNELS_PER_FEED]) if poison else set()
     run = Run()
-    stop_writing, stop_probing = asyncio.Event(), asyncio.Event()
+    stop_probing = asyncio.Event()
     engine = start_engine(url, run)
     try:
-        writer = asyncio.create_task(write(url, raw_ids, poisoned, run, stop_writing))
-        # Warm-up: the engine creates the processed streams on first sight of each channel.
+        writer = asyncio.create_task(write(url, raw_ids, poisoned, run))
         conn = await asyncpg.connect(url)
         try:
-            while True:
-                pairs = await conn.fetch(PROCESSED_PAIRS)
-                if len(pairs) >= streams:
-                    break
-                await asyncio.sleep(1)
-            # ... and catches up with the backlog the writer made meanwhile: steady state is
-            # measured, not the warm-up (at most WARM_UP seconds are given to it).
+            pairs = await conn.fetch(PROCESSED_PAIRS)
+            assert len(pairs) >= streams, "seed() makes the processed streams"
+            # Warm-up: the engine catches up with the backlog the writer made while it started,
+            # and its rollup loop starts: steady state is measured, not the warm-up (at most
+            # WARM_UP seconds are given to it).
             deadline = time.time() + WARM_UP
             while time.time() < deadline:
-                if await conn.fetchval(BACKLOG) <= streams // STEP * 2:
+                steady = await conn.fetchrow(STEADY)
+                assert steady is not None  # two subqueries: a row
+                if steady["backlog"] <= streams // STEP * 2 and steady["rolling_up"]:
                     break
-                await asyncio.sleep(1)
+                await asyncio.sleep(0.5)
         finally:
             await conn.close()
         # The first bucket measured: the one open now (its points are all written in steady
@@ -246,23 +267,27 @@ async def measure(url: str, streams: int, buckets: int, *, poison: bool = False)
         raw_of = {p["processed"]: p["raw"] for p in pairs}
         prober = asyncio.create_task(probe(url, sample, first, run, stop_probing))
         last_end = first + buckets * BUCKET
-        # Write until each measured bucket has its completing point (at most STEP s after its
-        # end), then leave the engine time to publish it.
-        await asyncio.sleep(max(0.0, last_end + STEP + 1 - time.time()))
-        stop_writing.set()
+        # Write until each measured bucket has its completing point (at most STEP - 1 s after
+        # its end), then give the engine until it has published them (at most SETTLE s).
+        run.last_second = last_end + STEP - 1
         await writer
-        await asyncio.sleep(SETTLE)
-        stop_probing.set()
-        await prober
-        run.stopped = time.time()
         conn = await asyncpg.connect(url)
         try:
+            deadline = time.time() + SETTLE
+            while time.time() < deadline:
+                if await conn.fetchval(PUBLISHED, last_end):
+                    break
+                await asyncio.sleep(PROBE_EVERY)
+            stop_probing.set()
+            await prober
+            run.stopped = time.time()
             rolled_up = await conn.fetchrow(ROLLED_UP)
         finally:
             await conn.close()
     finally:
         engine.terminate()
-        engine.wait(10)
+        # A round in progress ends first: on a loaded machine that took over 10 s.
+        engine.wait(60)
     measured = Measured(run)
     assert rolled_up is not None  # two counts: a row
     measured.rollup_hours, measured.rollup_queued = rolled_up["hours"], rolled_up["queued"]
