@@ -141,8 +141,8 @@ BENCHMARKS = [
     Benchmark("benchmarks.reprice", "engine", 90, quick=("--runs", "1", "--feeds", "100")),
     # Real time: 10,000 streams every 5 s; one bucket (quick) or eight (full) after a warm-up;
     # then the same with one poisoned feed among them (parked), on a database of its own. Two
-    # 90 s buckets in real time are its floor; 246 s quiet at 4a9b125, and on 2026-11-27 at a
-    # load of 3.2 to 4.5 its first run alone took 164 s of writing, so the budget stays.
+    # 90 s buckets in real time, each after a warm-up, are most of its time: 246 s quiet at
+    # 4a9b125, 245 s at a load of 2.5 to 3.0 on 2026-11-27 (README), so the budget stays.
     Benchmark("benchmarks.engine_freshness", "engine", 720),
     # 200 (full: 1,000) customers x 10 homebases after an outage; then 10,000 customers x 1.
     Benchmark("benchmarks.forwarder_delivery", "forwarder", 120, full=("--backlog", "60")),
