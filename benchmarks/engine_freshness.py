@@ -20,8 +20,9 @@ then the probe's read interval and query).
     python -m benchmarks.engine_freshness [--full] [--streams N] [--buckets N]
 
 The quick run measures one bucket, the one open once the engine has created its streams and
-caught up (or the next, if that one ends within 10 s);
---full measures 8.
+caught up (or the next, if that one ends within 10 s); --full measures 8. The writer stops once
+every measured bucket has its completing point, the probe once the engine's queues hold nothing
+of them (at most 10 s later).
 
 Then the same again on a copy of the seeded database with one poisoned feed among the streams: the
 writer gives its streams 1e308 W every time (a value the engine's integral overflows on, as an
@@ -61,7 +62,7 @@ GOAL_P99 = 5.0
 # The poisoned run's p99 against the unpoisoned one's (issue 46).
 GOAL_POISONED = 1.2
 POISON = 1e308
-SETTLE = 10.0  # seconds the engine gets after the last completing point
+SETTLE = 10.0  # seconds the engine gets at most after the last completing point
 LEAD = 10.0  # seconds of steady state at least before the first measured bucket ends
 PROBE_EVERY = 0.25
 WARM_UP = 60.0
@@ -71,6 +72,13 @@ WARM_UP = 60.0
 ROLLUP_DELAY = 20.0
 # Dirty ranges not yet taken in: 2 seconds' worth or fewer is the engine keeping up.
 BACKLOG = "SELECT count(*) FROM cluster.dirty_ranges"
+# Every bucket ending by $1 published: nothing of them is queued, but a parked feed's work.
+PUBLISHED = """
+SELECT NOT EXISTS (SELECT FROM cluster.dirty_ranges)
+       AND NOT EXISTS (SELECT FROM cluster.engine_work
+                        WHERE lower(buckets) < to_timestamp($1)
+                          AND feed_id NOT IN (SELECT feed_id FROM cluster.parked_work
+                                               WHERE stage = 'processing'))"""
 SAMPLE = 500
 PROCESSED_PAIRS = """
 SELECT ps.id AS processed, rs.id AS raw, ps.feed_id
@@ -101,18 +109,18 @@ class Run:
         """Seconds each probe query took."""
         self.stopped = 0.0
         """When the probe stopped looking."""
+        self.last_second = sys.maxsize
+        """The writer's last second, set once the measured buckets are chosen."""
 
 
-async def write(
-    url: str, raw_ids: list[int], poisoned: set[int], run: Run, stop: asyncio.Event
-) -> None:
-    """Each second s, one point for every raw stream whose id is s modulo 5, at time s (the
-    ``poisoned`` streams' 1e308)."""
+async def write(url: str, raw_ids: list[int], poisoned: set[int], run: Run) -> None:
+    """Each second s up to ``run.last_second``, one point for every raw stream whose id is s
+    modulo 5, at time s (the ``poisoned`` streams' 1e308)."""
     conn = await asyncpg.connect(url)
     by_phase = {p: [r for r in raw_ids if r % STEP == p] for p in range(STEP)}
     try:
         second = int(time.time()) + 1
-        while not stop.is_set():
+        while second <= run.last_second:
             await asyncio.sleep(max(0.0, second - time.time()))
             streams = by_phase[second % STEP]
             values = [POISON if s in poisoned else 500 + 400 * random.random() for s in streams]
@@ -126,9 +134,11 @@ async def write(
 
 
 async def probe(url: str, sample: list[int], since: int, run: Run, stop: asyncio.Event) -> None:
+    """Reads the sample four times a second; once ``stop`` is set, once more."""
     conn = await asyncpg.connect(url)
     try:
-        while not stop.is_set():
+        while True:
+            last = stop.is_set()
             asked = time.time()
             rows = await conn.fetch(PROBE, sample, since)
             now = time.time()
@@ -137,6 +147,8 @@ async def probe(url: str, sample: list[int], since: int, run: Run, stop: asyncio
                 history = run.seen.setdefault((stream, ts), [])
                 if not history or history[-1][0] != value:
                     history.append((value, now))
+            if last:
+                return
             await asyncio.sleep(PROBE_EVERY)
     finally:
         await conn.close()
@@ -214,10 +226,10 @@ async def measure(url: str, streams: int, buckets: int, *, poison: bool = False)
     poisoned_feed = first_feed[0] if poison else None
     poisoned = set(raw_ids[:CHANNELS_PER_FEED]) if poison else set()
     run = Run()
-    stop_writing, stop_probing = asyncio.Event(), asyncio.Event()
+    stop_probing = asyncio.Event()
     engine = start_engine(url, run)
     try:
-        writer = asyncio.create_task(write(url, raw_ids, poisoned, run, stop_writing))
+        writer = asyncio.create_task(write(url, raw_ids, poisoned, run))
         # Warm-up: the engine creates the processed streams on first sight of each channel.
         conn = await asyncpg.connect(url)
         try:
@@ -246,23 +258,27 @@ async def measure(url: str, streams: int, buckets: int, *, poison: bool = False)
         raw_of = {p["processed"]: p["raw"] for p in pairs}
         prober = asyncio.create_task(probe(url, sample, first, run, stop_probing))
         last_end = first + buckets * BUCKET
-        # Write until each measured bucket has its completing point (at most STEP s after its
-        # end), then leave the engine time to publish it.
-        await asyncio.sleep(max(0.0, last_end + STEP + 1 - time.time()))
-        stop_writing.set()
+        # Write until each measured bucket has its completing point (at most STEP - 1 s after
+        # its end), then give the engine until it has published them (at most SETTLE s).
+        run.last_second = last_end + STEP - 1
         await writer
-        await asyncio.sleep(SETTLE)
-        stop_probing.set()
-        await prober
-        run.stopped = time.time()
         conn = await asyncpg.connect(url)
         try:
+            deadline = time.time() + SETTLE
+            while time.time() < deadline:
+                if await conn.fetchval(PUBLISHED, last_end):
+                    break
+                await asyncio.sleep(PROBE_EVERY)
+            stop_probing.set()
+            await prober
+            run.stopped = time.time()
             rolled_up = await conn.fetchrow(ROLLED_UP)
         finally:
             await conn.close()
     finally:
         engine.terminate()
-        engine.wait(10)
+        # A round in progress ends first: on a loaded machine that took over 10 s.
+        engine.wait(60)
     measured = Measured(run)
     assert rolled_up is not None  # two counts: a row
     measured.rollup_hours, measured.rollup_queued = rolled_up["hours"], rolled_up["queued"]

@@ -60,10 +60,18 @@ class Benchmark(msgspec.Struct, frozen=True):
     """Extra arguments at full size (with --full)."""
     full_only: bool = False
     """At quick size it would repeat another entry, or it measures a one-off choice."""
+    variant: str = ""
+    """What tells this entry from another of the same module and label (e.g. "register")."""
 
     def command(self, full: bool) -> list[str]:
         extra = ["--full", *self.full] if full else list(self.quick)
         return [sys.executable, "-m", self.module, *extra]
+
+    @property
+    def key(self) -> str:
+        """The entry's name in the seconds per benchmark: one per entry."""
+        variant = f" {self.variant}" if self.variant else ""
+        return f"{self.module}{variant} ({self.label})"
 
 
 BENCHMARKS = [
@@ -113,23 +121,36 @@ BENCHMARKS = [
     # pgBackRest on a PostgreSQL cluster of its own: restore to a time beside a full backup.
     Benchmark("benchmarks.restore", "backup", 40),
     # A full round of the engine takes about 20 minutes here: one counted round after a warm-up.
+    # Quick: 500 streams (one batch of 50 feeds) x 6 h, one counted round and no warm-up (the
+    # first round costs what later ones do: README): 28.1 s (power) and 26.3 s (registers) at
+    # a load of 3.7 to 4.1 on 2026-11-27, where 1,000 streams after a warm-up took 60 s quiet.
     Benchmark(
-        "benchmarks.engine_throughput", "engine", 150, quick=("--runs", "1"), full=("--runs", "1")
+        "benchmarks.engine_throughput",
+        "engine",
+        80,
+        quick=("--runs", "1", "--streams", "500"),
+        full=("--runs", "1"),
+        variant="power",
     ),
     # The same with energy registers (medium 22) instead of power clamps.
     Benchmark(
         "benchmarks.engine_throughput",
         "engine",
-        150,
-        quick=("--runs", "1", "--medium", "register"),
+        80,
+        quick=("--runs", "1", "--streams", "500", "--medium", "register"),
         full=("--runs", "1", "--medium", "register"),
+        variant="register",
     ),
-    # 1,000 feeds on one area: a day's new prices against computing the day from scratch. (A
-    # sample a minute instead of 30 s halved the points but not the time: the engine's passes
-    # cost by bucket, 78.7 and 85.2 s against 75.7 and 95.0 s here, so the size stays.)
-    Benchmark("benchmarks.reprice", "engine", 600, quick=("--runs", "1")),
+    # Feeds on one area: a day's new prices against computing the day from scratch. Quick: 100
+    # feeds (one batch of the engine), no warm-up: 30 s at a load of 3.4 to 3.6 on 2026-11-27,
+    # where 1,000 feeds took 176 s quiet and 200 took 203 s (computing the day from scratch does
+    # not scale by feeds: README). (A sample a minute instead of 30 s halved the points but not
+    # the time: 78.7 and 85.2 s against 75.7 and 95.0 s at 1,000 feeds, so the interval stays.)
+    Benchmark("benchmarks.reprice", "engine", 90, quick=("--runs", "1", "--feeds", "100")),
     # Real time: 10,000 streams every 5 s; one bucket (quick) or eight (full) after a warm-up;
-    # then the same with one poisoned feed among them (parked), on a database of its own.
+    # then the same with one poisoned feed among them (parked), on a database of its own. Two
+    # 90 s buckets in real time, each after a warm-up, are most of its time: 246 s quiet at
+    # 4a9b125, 245 s at a load of 2.5 to 3.0 on 2026-11-27 (README), so the budget stays.
     Benchmark("benchmarks.engine_freshness", "engine", 720),
     # 200 (full: 1,000) customers x 10 homebases after an outage; then 10,000 customers x 1.
     Benchmark("benchmarks.forwarder_delivery", "forwarder", 120, full=("--backlog", "60")),
@@ -170,7 +191,7 @@ class Report(msgspec.Struct):
     rows: list[Row]
     failed: list[str]
     durations: dict[str, float] = {}
-    """Seconds each benchmark took, by module and label."""
+    """Seconds each benchmark took, by ``Benchmark.key`` (module, variant and label)."""
     calibration: float = 0.0
     """Seconds of the fixed workload at the start of the run (REFERENCE_S on the reference)."""
     budget_scale: float = 1.0
@@ -215,7 +236,7 @@ def run(
     bench: Benchmark, full: bool, scale: float, env: dict[str, str]
 ) -> tuple[list[dict[str, object]], str]:
     """The benchmark's rows, and why it failed ("" when it did not)."""
-    print(f"\n== {bench.module} ({bench.label})", flush=True)
+    print(f"\n== {bench.key}", flush=True)
     budget = None if full else bench.budget * scale
     # A session of its own: past its budget the benchmark is killed with everything it started
     # (a `serve engine`, brokers, wrk), so nothing it left running slows the next one.
@@ -386,7 +407,7 @@ def run_all(
             continue
         began = time.monotonic()
         results, why = run(bench, full, scale, env)
-        durations[f"{bench.module} ({bench.label})"] = round(time.monotonic() - began, 1)
+        durations[bench.key] = round(time.monotonic() - began, 1)
         rows += [msgspec.convert({**r, "benchmark": bench.label}, Row) for r in results]
         if why:
             failed.append(bench.module)
