@@ -1,12 +1,14 @@
 """Analysts' queries, as Grafana's PostgreSQL data source writes them, over compacted history:
-5 feeds x 2 raw power streams x 60 days of points, everything older than 2 days compacted by the
-project's own compaction. Each query through the range functions (cluster.raw_readings(from, to),
-cluster.readings(from, to)) beside the same answer read through cluster.stream_points, stream by
-stream, in the same run; the answers are checked equal.
+5 feeds x 2 raw power streams x 60 days (quick: 20) of points, everything older than 2 days
+compacted by the project's own compaction. Each query through the range functions
+(cluster.raw_readings(from, to), cluster.readings(from, to)) beside the same answer read through
+cluster.stream_points, stream by stream, in the same run; the answers are checked equal.
 
     python -m benchmarks.analyst_queries [--full] [--runs N]
 
-Quick: a point every 30 s (1.8 M points); full: every 5 s (10.9 M), as in issue 30.
+Quick: 20 days compacted, a point every 30 s (about 0.65 M points), no warm-up run (each figure is
+the median of 15 executions: a cold first one does not move it); full: 60 days, a point every
+5 s (10.9 M), as in issue 30.
 """
 
 from __future__ import annotations
@@ -21,14 +23,13 @@ from typing import Any
 
 import asyncpg
 
-from benchmarks.support import bench_database, figure, report
+from benchmarks.support import bench_database, figure, phase, report
 from energy_platform import seeding
 from energy_platform.core.settings import CompactionSettings
 from energy_platform.engine.compaction import compact
 
 FEEDS = 5
 STREAMS_PER_FEED = 2
-DAYS = 60
 RECENT_DAYS = 2  # the row tier: compaction takes whole UTC days older than this
 GOAL_RATIO = 2.0
 REPEAT = 15  # executions of each statement per run; the median counts (the machine is noisy)
@@ -67,8 +68,8 @@ SELECT s.id AS stream_id, max(p.value) AS value
  GROUP BY s.id ORDER BY 1"""
 
 
-async def load(url: str, step: int) -> tuple[list[int], int]:
-    """The feeds, their streams and DAYS + RECENT_DAYS of points up to now; compacted."""
+async def load(url: str, days: int, step: int) -> tuple[list[int], int]:
+    """The feeds, their streams and ``days`` + RECENT_DAYS of points up to now; compacted."""
     conn = await asyncpg.connect(url)
     try:
         now = datetime.now(UTC).replace(microsecond=0)
@@ -87,15 +88,18 @@ async def load(url: str, step: int) -> tuple[list[int], int]:
             streams += await seeding.raw_streams(
                 conn, feed, range(1, STREAMS_PER_FEED + 1), 1, device=3
             )
-        start = now.replace(hour=0, minute=0, second=0) - timedelta(days=DAYS + RECENT_DAYS)
+        start = now.replace(hour=0, minute=0, second=0) - timedelta(days=days + RECENT_DAYS)
         count = int((now - start).total_seconds()) // step
+        phase(f"{len(streams) * count:,} points")
         await conn.execute(POINTS, streams, start, step, count)
+        phase("compaction")
         pool = await asyncpg.create_pool(url, min_size=1, max_size=2)
         try:
             result = await compact(pool, CompactionSettings(after_days=RECENT_DAYS))
         finally:
             await pool.close()
-        assert result.days == len(streams) * DAYS, result
+        assert result.days == len(streams) * days, result
+        phase("VACUUM ANALYZE")
         await conn.execute("VACUUM ANALYZE")
         return feeds, len(streams) * count
     finally:
@@ -142,17 +146,20 @@ async def one_run(url: str, feeds: list[int]) -> dict[str, float]:
         await conn.close()
 
 
-def main(step: int, runs: int) -> None:
+def main(full: bool, runs: int) -> None:
+    days, step = (60, 5) if full else (20, 30)
     with bench_database() as settings:
         url = settings.database.url
 
         async def measure() -> tuple[int, list[dict[str, float]]]:
             started = time.perf_counter()
-            feeds, points = await load(url, step)
+            feeds, points = await load(url, days, step)
             print(
                 f"loaded and compacted {points:,} points in {time.perf_counter() - started:.0f} s"
             )
-            await one_run(url, feeds)  # warm-up
+            phase("queries")
+            if full:
+                await one_run(url, feeds)  # warm-up
             return points, [await one_run(url, feeds) for _ in range(runs)]
 
         points, results = asyncio.run(measure())
@@ -166,7 +173,7 @@ def main(step: int, runs: int) -> None:
         )
 
     print(
-        f"analyst queries: {FEEDS} feeds x {STREAMS_PER_FEED} raw streams x {DAYS} days compacted"
+        f"analyst queries: {FEEDS} feeds x {STREAMS_PER_FEED} raw streams x {days} days compacted"
         f" + {RECENT_DAYS} days of rows, a point every {step} s ({points:,} points), {runs} runs"
         f" of {REPEAT} executions each (median)"
     )
@@ -204,7 +211,9 @@ def main(step: int, runs: int) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--full", action="store_true", help="a point every 5 s instead of 30 s")
+    parser.add_argument(
+        "--full", action="store_true", help="60 days of a point every 5 s, not 20 of every 30 s"
+    )
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
-    main(5 if args.full else 30, args.runs)
+    main(args.full, args.runs)

@@ -9,19 +9,25 @@ that pairing declares, ingest over AMQP), each with a real ingest in this proces
   broker acknowledges them while ingest stores them; points/s from the first publish until the
   last point is committed. The limit is the same run's ``autosave_interval 10`` (the setting
   Mosquitto ships and ours started with).
-- the crash window: one homebase publishes 400 batches as fast as it can; after 200 are
-  acknowledged the broker is killed (SIGKILL) and started again on the same data directory;
-  ingest reconnects. Acknowledged points that never reach the database are lost: a homebase
-  deletes what the broker acknowledged.
-- ingest away: ingest stopped (its session kept by the broker), one homebase publishes for 8 s
-  as fast as the broker acknowledges (the queue grows, and with it every snapshot), then
-  SIGKILL, restart, ingest back: messages/s acknowledged, and acknowledged points lost.
+- the crash window: one homebase publishes 200 batches as fast as the broker acknowledges them;
+  as the 200th is acknowledged the broker is killed (SIGKILL) and started again on the same
+  data directory; ingest reconnects. Acknowledged points that never reach the database are
+  lost: a homebase deletes what the broker acknowledged.
+- ingest away: ingest stopped (its session kept by the broker, and in its snapshot), one
+  homebase publishes for 8 s (quick: 2 s) as fast as the broker acknowledges (the queue grows,
+  and with it every snapshot), then SIGKILL, restart, ingest back: messages/s acknowledged, and
+  acknowledged points lost.
+
+What was kept is counted once ingest has stored a message the homebase publishes after the
+restart: it queues behind everything the broker kept, and ingest stores a homebase's messages
+in the order the broker delivers them.
 
 For Mosquitto as shipped (``autosave_interval 1``) and RabbitMQ, also: ingest points/s with one
 and two ``serve ingest`` processes (benchmarks/ingest_throughput.py's method: the backlog
-published while they are stopped, timed from SIGCONT), the broker's CPU time per message over
-the live runs, its memory (RSS) idle and after the runs, and the seconds a fresh broker takes
-until it takes connections.
+published while they are stopped, timed from SIGCONT; a backlog of 4,000 messages, quick
+2,000), the broker's CPU time per message over the live runs, its memory (RSS) idle and after
+the runs, and the seconds a fresh broker takes until it takes connections. Each phase is
+printed as it starts.
 
     python -m benchmarks.broker_persistence [--full] [--runs N] [--only NAME ...]
 """
@@ -35,23 +41,24 @@ import os
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from functools import partial
 from pathlib import Path
 from typing import Protocol
 
-import aiomqtt
 import asyncpg
 import msgspec
 
 from benchmarks.ingest_throughput import (
-    POINTS_PER_TIME,
+    POINTS_PER_MESSAGE,
     TIMES_PER_MESSAGE,
+    WARM_UP_MESSAGES,
     Worker,
     backlog,
     drain,
     publish,
     setup,
 )
-from benchmarks.support import Figure, bench_database, figure, report
+from benchmarks.support import Figure, bench_database, figure, phase, report
 from energy_platform.core.settings import MqttSettings, Settings
 from energy_platform.devices.ingest.service import IngestService
 from energy_platform.devices.simulator.homebase import (
@@ -61,6 +68,7 @@ from energy_platform.devices.simulator.homebase import (
 )
 from energy_platform.services import build_services
 from tests.support.broker import KillableBroker
+from tests.support.platform import publish_killing
 from tests.support.rabbitmq import RabbitCluster
 from tests.support.services import eventually, running, with_port
 
@@ -73,36 +81,59 @@ SETTINGS = {
 }
 SHIPPED = "interval 1 s"
 """Mosquitto as the private broker and deploy/ run it: the one RabbitMQ is set beside."""
-WORKER_MESSAGES = 4_000  # a backlog of 200,000 points from 20 homebases
-WARM_UP_MESSAGES = 400  # 20 from each homebase: its secret fetched, its streams made
-POINTS_PER_MESSAGE = TIMES_PER_MESSAGE * POINTS_PER_TIME
-CRASH_BATCHES, KILL_AFTER = 400, 200
-AWAY_SECONDS, AWAY_MESSAGES = 8, 30_000
-SNAPSHOT_WAIT = 11  # > the longest interval measured
+
+
+class Sizes(msgspec.Struct, frozen=True):
+    """What each broker's measurements publish."""
+
+    live: int
+    """Messages of a live run, from 4 homebases."""
+    away_seconds: float
+    """Seconds the homebase publishes while ingest is away..."""
+    away_messages: int
+    """... or fewer, when it has published these (made beforehand: 30,000 took 1.4 s here)."""
+    workers: int
+    """Messages of the backlog 1 and 2 ingest processes drain, from 20 homebases."""
+
+
+FULL = Sizes(live=8_000, away_seconds=8, away_messages=30_000, workers=4_000)
+# The same measurements on less: ingest away for 2 s is still two snapshot intervals of
+# Mosquitto as shipped (it acknowledged 2,829 to 5,936 messages a second here), and a drain of
+# 100,000 points takes seconds at the rates measured here.
+QUICK = Sizes(live=2_000, away_seconds=2, away_messages=12_000, workers=2_000)
+KILL_AFTER = 200
+# Guards against a hang; each wait ends as soon as its event comes. The longest drain measured
+# here, ingest back after 26,081 messages queued on Mosquitto, took 33 s.
+STORED_WITHIN, SAVED_WITHIN = 300.0, 60.0
 # Each run publishes its own time range (live) or its own homebase (the crashes), so that a
 # count never meets another run's points.
 STORED = """
 SELECT count(*) FROM cluster.raw_points p JOIN cluster.streams s ON s.id = p.stream_id
   JOIN cluster.feeds f ON f.id = s.feed_id
- WHERE f.homebase_sn = $1 AND p.ts >= to_timestamp($2)"""
+ WHERE f.homebase_sn = $1 AND p.ts >= to_timestamp($2) AND p.ts < to_timestamp($3)"""
 LIVE_SPAN = 200_000  # seconds of point times a live run may use
 
 
-async def settled(
-    db: asyncpg.Connection, sn: str, since: int, expected: int, quiet: float = 5.0
+async def stored(db: asyncpg.Connection, sn: str, since: int, until: int) -> int:
+    """Points of homebase ``sn`` stored at times from ``since`` until before ``until``."""
+    return int(await db.fetchval(STORED, sn, since, until))
+
+
+async def kept(
+    s: Settings, db: asyncpg.Connection, h: SimulatedHomebase, since: int, until: int
 ) -> int:
-    """Points of ``sn`` from ``since`` once they reach ``expected`` or stop changing for
-    ``quiet`` seconds."""
-    last, quiet_since = -1, time.monotonic()
-    while True:
-        n = int(await db.fetchval(STORED, sn, since))
-        if n >= expected:
-            return n
-        if n != last:
-            last, quiet_since = n, time.monotonic()
-        elif time.monotonic() - quiet_since > quiet:
-            return n
-        await asyncio.sleep(0.1)
+    """Points of ``h`` stored from ``since`` until before ``until`` once every message the
+    broker kept of them is: one published now with points at ``until`` queues behind them, and
+    ingest stores a homebase's messages in the order the broker delivers them."""
+    ((_, marker),) = backlog([h], 1, until)
+    await publish_all(s, h, [marker])
+    await eventually(
+        partial(stored, db, h.sn, until, until + TIMES_PER_MESSAGE),
+        STORED_WITHIN,
+        what=f"{h.sn}'s message published after the restart stored",
+        holds=lambda n: n == POINTS_PER_MESSAGE,
+    )
+    return await stored(db, h.sn, since, until)
 
 
 async def publish_all(s: Settings, h: SimulatedHomebase, payloads: list[bytes]) -> None:
@@ -122,7 +153,12 @@ async def live_rate(
     started = time.perf_counter()
     await asyncio.gather(*(publish_all(s, h, per[h.sn]) for h in homebases))
     for h in homebases:
-        await settled(db, h.sn, t0, expected)
+        await eventually(
+            partial(stored, db, h.sn, t0, t0 + LIVE_SPAN),
+            STORED_WITHIN,
+            what=f"{h.sn}'s {expected:,} points stored",
+            holds=lambda n: n >= expected,
+        )
     return len(batch) * POINTS_PER_MESSAGE / (time.perf_counter() - started)
 
 
@@ -135,24 +171,16 @@ async def crash_loss(
 ) -> tuple[int, int]:
     """(points acknowledged by the broker, of those never stored) across a SIGKILL."""
     t0 = int(time.time()) - 86_400
-    payloads = [p for _, p in backlog([h], CRASH_BATCHES, t0)]
-    acknowledged = 0
-    with contextlib.suppress(aiomqtt.MqttError):
-        async with homebase_client(s.mqtt, h.sn, h.secret, will=False) as client:
-            for payload in payloads:
-                await client.publish(
-                    data_topic(h.sn, s.mqtt.topic_prefix), payload, qos=1, timeout=5
-                )
-                acknowledged += 1
-                if acknowledged == KILL_AFTER:
-                    broker.kill()
+    burst = [p for _, p in backlog([h], KILL_AFTER, t0)]
+    # Nothing is published after the kill: a publish then waits out its timeout, unanswered.
+    acknowledged = await publish_killing(s, h.sn, h.secret, burst, broker.kill, KILL_AFTER)
     await eventually(lambda: not ingest.subscribed.is_set(), 10)  # ingest saw the broker go
+    phase(f"killed as the {acknowledged}th batch was acknowledged; starting it again")
     broker.start()
     await asyncio.wait_for(ingest.subscribed.wait(), 60)  # back, with its session
+    phase("ingest subscribed again")
     points = acknowledged * POINTS_PER_MESSAGE
-    # Only the acknowledged batches count: a later one may have reached the broker unacked.
-    kept = min(await settled(db, h.sn, t0, points), points)
-    return points, points - kept
+    return points, points - await kept(s, db, h, t0, t0 + KILL_AFTER * TIMES_PER_MESSAGE)
 
 
 class Broker(Protocol):
@@ -218,28 +246,31 @@ async def while_away(
     broker: Broker,
     start_ingest: Callable[[], AbstractAsyncContextManager[IngestService]],
     h: SimulatedHomebase,
+    sizes: Sizes,
 ) -> tuple[float, int, int]:
-    """Ingest away (its session kept by the broker): a homebase publishes for AWAY_SECONDS as
-    fast as the broker acknowledges, then SIGKILL, restart, ingest back. (messages/s, points
+    """Ingest away (its session kept by the broker): a homebase publishes for a while as fast
+    as the broker acknowledges, then SIGKILL, restart, ingest back. (messages/s, points
     acknowledged, of those never stored)."""
-    t0 = int(time.time()) - AWAY_MESSAGES * TIMES_PER_MESSAGE - 3600  # all in the past
-    payloads = [p for _, p in backlog([h], AWAY_MESSAGES, t0)]
+    until = int(time.time()) - 3600
+    t0 = until - sizes.away_messages * TIMES_PER_MESSAGE  # all in the past
+    payloads = [p for _, p in backlog([h], sizes.away_messages, t0)]
     acknowledged = 0
     started = time.perf_counter()
     async with homebase_client(s.mqtt, h.sn, h.secret, will=False) as client:
         for payload in payloads:
             await client.publish(data_topic(h.sn, s.mqtt.topic_prefix), payload, qos=1, timeout=30)
             acknowledged += 1
-            if time.perf_counter() - started > AWAY_SECONDS:
+            if time.perf_counter() - started > sizes.away_seconds:
                 break
     rate = acknowledged / (time.perf_counter() - started)
+    phase(f"{acknowledged} acknowledged ({rate:.0f} msg/s); killing, starting it again")
     broker.kill()
     broker.start()
     points = acknowledged * POINTS_PER_MESSAGE
     async with start_ingest() as ingest:
         await asyncio.wait_for(ingest.subscribed.wait(), 60)
-        kept = min(await settled(db, h.sn, t0, points), points)
-    return rate, points, points - kept
+        phase("ingest back")
+        return rate, points, points - await kept(s, db, h, t0, until)
 
 
 @contextlib.contextmanager
@@ -261,12 +292,14 @@ def broker_for(name: str, base: MqttSettings) -> Iterator[tuple[Broker, MqttSett
 
 
 async def measure(
-    base: Settings, n: int, name: str, messages: int, runs: int, workers: bool
+    base: Settings, n: int, name: str, sizes: Sizes, runs: int, workers: bool
 ) -> Measured:
     out = Measured()
+    phase(f"{name}: starting a broker")
     with broker_for(name, base.mqtt) as (broker, mqtt, started):
         out.start_seconds.append(started)
         out.rss_idle.append(usage(broker.pids())[1])
+        phase(f"{name}: broker started in {started:.1f} s; pairing {4 + 2 * runs} homebases")
         s, homebases = await setup(
             msgspec.structs.replace(base, mqtt=mqtt), 4 + 2 * runs, first=n * 64
         )
@@ -285,24 +318,31 @@ async def measure(
             ):
                 async with ingesting() as ingest:
                     await asyncio.wait_for(ingest.subscribed.wait(), 20)
+                    phase(f"{name}: live warm-up")
                     # The warm-up (run 0) fetches secrets and makes stream ids.
                     await live_rate(s, db, homebases[:4], 400, 0)
                     for run in range(runs):
+                        phase(f"{name}: live run {run + 1}")
                         cpu_before = usage(broker.pids())[0]
-                        out.live.append(await live_rate(s, db, homebases[:4], messages, run + 1))
+                        out.live.append(await live_rate(s, db, homebases[:4], sizes.live, run + 1))
                         cpu = usage(broker.pids())[0] - cpu_before
-                        out.cpu_us.append(cpu / messages * 1e6)
+                        out.cpu_us.append(cpu / sizes.live * 1e6)
                     out.rss_busy.append(usage(broker.pids())[1])
                     for run in range(runs):
+                        phase(f"{name}: burst + SIGKILL, run {run + 1}")
                         a, gone = await crash_loss(s, db, broker, ingest, homebases[4 + run])
                         out.burst_acked.append(a)
                         out.burst_lost.append(gone)
                 for run in range(runs):
-                    if name != "rabbitmq":
-                        # Ingest's session must be in a snapshot, as it is after any long run.
-                        await asyncio.sleep(SNAPSHOT_WAIT)
+                    if isinstance(broker, KillableBroker):
+                        phase(f"{name}: ingest's session in a snapshot")
+                        # As it is after any long run: waited for, not guessed.
+                        await eventually(
+                            partial(broker.saved, s.mqtt.client_id.encode()), SAVED_WITHIN
+                        )
+                    phase(f"{name}: ingest away + SIGKILL, run {run + 1}")
                     away = homebases[4 + runs + run]
-                    rate, a, gone = await while_away(s, db, broker, ingesting, away)
+                    rate, a, gone = await while_away(s, db, broker, ingesting, away, sizes)
                     out.away_rate.append(rate)
                     out.away_acked.append(a)
                     out.away_lost.append(gone)
@@ -311,17 +351,19 @@ async def measure(
         finally:
             await db.close()
         if workers:
-            out.workers = await worker_rates(base, mqtt, n, runs)
+            phase(f"{name}: 1 and 2 ingest processes")
+            out.workers = await worker_rates(base, mqtt, n, runs, sizes.workers)
     print(f"{name}: {out}", flush=True)
     return out
 
 
 async def worker_rates(
-    base: Settings, mqtt: MqttSettings, n: int, runs: int
+    base: Settings, mqtt: MqttSettings, n: int, runs: int, backlog_messages: int
 ) -> dict[int, list[float]]:
     """Points/s that 1, then 2 ``serve ingest`` processes drain from a queued backlog."""
     s, homebases = await setup(msgspec.structs.replace(base, mqtt=mqtt), 20, first=n * 64 + 32)
-    points = WORKER_MESSAGES * TIMES_PER_MESSAGE * POINTS_PER_TIME
+    phase("20 homebases paired")
+    points = backlog_messages * POINTS_PER_MESSAGE
     rates: dict[int, list[float]] = {1: [], 2: []}
     t0 = int(time.time()) - 5 * 86_400
     provisioning = s.cluster.provisioning_url
@@ -332,10 +374,11 @@ async def worker_rates(
                 workers.append(Worker(s, count))
                 await workers[-1].start()
                 for run in range(runs + 1):  # run 0 warms up (secrets, stream ids)
+                    phase(f"{count} process(es), run {run}")
                     t0 += 3_600
-                    messages = WORKER_MESSAGES if run else WARM_UP_MESSAGES
+                    messages = backlog_messages if run else WARM_UP_MESSAGES
                     await publish(s, homebases, t0, messages)
-                    seconds = await drain(workers, messages * TIMES_PER_MESSAGE * POINTS_PER_TIME)
+                    seconds = await drain(workers, messages * POINTS_PER_MESSAGE)
                     if run:
                         rates[count].append(points / seconds)
         finally:
@@ -345,22 +388,21 @@ async def worker_rates(
 
 
 async def main(full: bool, runs: int, only: list[str]) -> None:
-    messages = 8_000 if full else 2_000
+    sizes = FULL if full else QUICK
     names = [name for name in SETTINGS if not only or name in only]
     with bench_database() as base:
         results = {
-            name: await measure(
-                base, n, name, messages, runs, workers=name in (SHIPPED, "rabbitmq")
-            )
+            name: await measure(base, n, name, sizes, runs, workers=name in (SHIPPED, "rabbitmq"))
             for n, name in enumerate(names)
         }
     reference = results.get("interval 10 s") or results[names[0]]
     reference_name = "saving every 10 s" if "interval 10 s" in results else names[0]
     print(
-        f"broker persistence: live, {messages:,} messages of {POINTS_PER_MESSAGE} points from 4"
-        f" homebases; burst: {CRASH_BATCHES} batches, SIGKILL after {KILL_AFTER} acknowledged;"
-        f" ingest away: {AWAY_SECONDS} s of publishing, then SIGKILL; {runs} runs each;"
-        f" workers: a backlog of {WORKER_MESSAGES:,} messages from 20 homebases"
+        f"broker persistence: live, {sizes.live:,} messages of {POINTS_PER_MESSAGE} points from 4"
+        f" homebases; burst: {KILL_AFTER} batches, SIGKILL as the last is acknowledged; ingest"
+        f" away: {sizes.away_seconds:g} s of publishing (at most {sizes.away_messages:,}"
+        f" messages), then SIGKILL; {runs} runs each; workers: a backlog of {sizes.workers:,}"
+        " messages from 20 homebases"
     )
     figures = []
     for name, m in results.items():

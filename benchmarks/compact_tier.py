@@ -14,11 +14,12 @@ import asyncio
 import random
 import statistics
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import asyncpg
 
-from benchmarks.support import bench_database, figure, report
+from benchmarks.support import bench_database, figure, phase, report
 from energy_platform import seeding
 from energy_platform.core.settings import CompactionSettings
 from energy_platform.engine.compaction import compact
@@ -40,22 +41,28 @@ async def sizes(conn: asyncpg.Connection) -> tuple[float, float, int]:
     return row[0], row[1], row[2]
 
 
-def household(
-    seed: int, start: datetime, days: int, digits: int = 0
-) -> list[tuple[datetime, float]]:
-    """5 s power readings in whole watts (or to ``digits`` decimals): a base load, a fridge
-    cycling, appliances switched on for minutes at a time, and +-2 W of noise."""
+def readings(seed: int, days: int) -> Iterator[float]:
+    """A meter's 5 s power readings: a base load, a fridge cycling, appliances switched on for
+    minutes at a time, and +-2 W of noise."""
     rng = random.Random(seed)
-    points = []
     base = rng.uniform(80, 200)
     appliance = 0.0
     for i in range(days * 86_400 // STEP):
         if rng.random() < 0.002:
             appliance = rng.choice([0.0, 0.0, 60.0, 800.0, 2000.0])
         fridge = 120.0 if (i // 150) % 3 == 0 else 0.0
-        value = round(base + fridge + appliance + rng.uniform(-2, 2), digits)
-        points.append((start + timedelta(seconds=STEP * i), float(value)))
-    return points
+        yield base + fridge + appliance + rng.uniform(-2, 2)
+
+
+def household(
+    seed: int, start: datetime, days: int, digits: int = 0, values: list[float] | None = None
+) -> list[tuple[datetime, float]]:
+    """:func:`readings` from ``start`` in whole watts (or to ``digits`` decimals); ``values``:
+    those readings, made already."""
+    made = readings(seed, days) if values is None else values
+    return [
+        (start + timedelta(seconds=STEP * i), float(round(v, digits))) for i, v in enumerate(made)
+    ]
 
 
 async def setup(conn: asyncpg.Connection, count: int) -> list[int]:
@@ -75,6 +82,7 @@ async def one_run(
     try:
         await conn.execute("TRUNCATE cluster.raw_points, cluster.point_days")
         records = [(s, t, v) for s, points in zip(streams, data, strict=True) for t, v in points]
+        phase(f"COPY of {len(records):,} points into the row tier")
         started = time.perf_counter()
         await conn.copy_records_to_table(
             "raw_points",
@@ -88,6 +96,7 @@ async def one_run(
         started = time.perf_counter()
         row_week = await conn.fetch(WEEK, streams[0], *week)
         row_read = time.perf_counter() - started
+        phase("compaction")
         started = time.perf_counter()
         result = await compact(pool, CompactionSettings(after_days=7))
         compaction = result.points / (time.perf_counter() - started)
@@ -119,8 +128,10 @@ def main(days: int, runs: int, count: int) -> None:
     today = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
     start = today - timedelta(days=days + 10)
     week = (start, start + timedelta(days=7))
-    watts = [household(n, start, days) for n in range(count)]
-    tenths = [household(n, start, days, digits=1) for n in range(count)]
+    phase(f"{count} streams x {days} days of points, in watts and in tenths")
+    made = [list(readings(n, days)) for n in range(count)]  # once for both resolutions
+    watts = [household(n, start, days, values=v) for n, v in enumerate(made)]
+    tenths = [household(n, start, days, 1, v) for n, v in enumerate(made)]
     with bench_database() as settings:
         url = settings.database.url
 

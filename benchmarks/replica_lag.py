@@ -2,7 +2,9 @@
 standby (`pg_basebackup -R`, as docs/scaling.md makes one), with nothing else writing and while
 ingest's write path (COPY batches into cluster.raw_points, on two connections) runs flat out.
 
-A probe commits a row on the primary and polls the replica until it sees it, every 100 ms.
+A probe commits a row on the primary and polls the replica until it sees it, every 100 ms
+(quick: every 25 ms, so that a window of 5 s holds enough probes for a p99 in one run). The
+probes under load start once every writer has committed its first batch.
 
     python -m benchmarks.replica_lag [--full] [--runs N]
 """
@@ -17,7 +19,7 @@ import time
 
 import asyncpg
 
-from benchmarks.support import bench_database, figure, report
+from benchmarks.support import bench_database, figure, phase, report
 from energy_platform import seeding
 from tests.support.replica import hot_standby
 
@@ -37,7 +39,9 @@ async def visible_after(primary: asyncpg.Connection, replica: asyncpg.Connection
         await asyncio.sleep(0.0005)
 
 
-async def probe(primary_url: str, replica_url: str, seconds: float, first: int) -> list[float]:
+async def probe(
+    primary_url: str, replica_url: str, seconds: float, every: float, first: int
+) -> list[float]:
     primary = await asyncpg.connect(primary_url)
     replica = await asyncpg.connect(replica_url)
     lags = []
@@ -47,15 +51,18 @@ async def probe(primary_url: str, replica_url: str, seconds: float, first: int) 
         while time.monotonic() < deadline:
             lags.append(await visible_after(primary, replica, n))
             n += 1
-            await asyncio.sleep(0.1)
+            await asyncio.sleep(every)
     finally:
         await primary.close()
         await replica.close()
     return lags
 
 
-async def write_points(url: str, stream: int, stop: asyncio.Event, start: dt.datetime) -> int:
-    """COPY batches of points of ``stream`` until ``stop``; the number of points written."""
+async def write_points(
+    url: str, stream: int, stop: asyncio.Event, start: dt.datetime, going: asyncio.Event
+) -> int:
+    """COPY batches of points of ``stream`` until ``stop``, ``going`` set once the first is
+    in; the number of points written."""
     conn = await asyncpg.connect(url)
     written = 0
     try:
@@ -71,6 +78,7 @@ async def write_points(url: str, stream: int, stop: asyncio.Event, start: dt.dat
                 columns=["stream_id", "ts", "value"],
             )
             written += BATCH
+            going.set()
     finally:
         await conn.close()
     return written
@@ -88,45 +96,60 @@ async def seed_streams(url: str, count: int) -> list[int]:
 
 
 async def under_load(
-    primary_url: str, replica_url: str, seconds: float, streams: list[int], first: int
+    primary_url: str,
+    replica_url: str,
+    seconds: float,
+    every: float,
+    streams: list[int],
+    first: int,
 ) -> tuple[list[float], float]:
     """Probe lags while one connection per stream COPYs its points; (lags, points/s written)."""
     stop = asyncio.Event()
     start = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
     started = time.perf_counter()
-    writers = [asyncio.create_task(write_points(primary_url, s, stop, start)) for s in streams]
-    await asyncio.sleep(1)  # the writers at full speed before the first probe
-    lags = await probe(primary_url, replica_url, seconds, first)
+    going = [asyncio.Event() for _ in streams]
+    writers = [
+        asyncio.create_task(write_points(primary_url, s, stop, start, g))
+        for s, g in zip(streams, going, strict=True)
+    ]
+    await asyncio.wait_for(asyncio.gather(*(g.wait() for g in going)), 60)  # all writing
+    lags = await probe(primary_url, replica_url, seconds, every, first)
     stop.set()
     written = sum(await asyncio.gather(*writers))
     return lags, written / (time.perf_counter() - started)
 
 
 async def main(full: bool, runs: int) -> None:
-    seconds = 20.0 if full else 5.0
+    seconds, every = (20.0, 0.1) if full else (5.0, 0.025)
     with bench_database() as settings:
         url = settings.database.url
         conn = await asyncpg.connect(url)
         await conn.execute(PROBE)
         await conn.close()
         streams = await seed_streams(url, WRITERS * runs)
+        phase("a hot standby (pg_basebackup of the server)")
         with hot_standby(url) as replica_url:
             idle_p50, idle_p99, load_p50, load_p99, rates = [], [], [], [], []
             for run in range(1, runs + 1):
-                idle = await probe(url, replica_url, seconds, 2 * run * 1_000_000)
+                phase(f"run {run}: idle, then under load")
+                idle = await probe(url, replica_url, seconds, every, 2 * run * 1_000_000)
+                phase("under load")
                 mine = streams[(run - 1) * WRITERS : run * WRITERS]
                 busy, rate = await under_load(
-                    url, replica_url, seconds, mine, (2 * run + 1) * 1_000_000
+                    url, replica_url, seconds, every, mine, (2 * run + 1) * 1_000_000
                 )
                 idle_p50.append(statistics.median(idle) * 1000)
                 idle_p99.append(statistics.quantiles(idle, n=100)[98] * 1000)
                 load_p50.append(statistics.median(busy) * 1000)
                 load_p99.append(statistics.quantiles(busy, n=100)[98] * 1000)
                 rates.append(rate)
+                samples = (len(idle), len(busy))
+            phase("stopping the standby")
     print(
-        f"replica lag: a hot standby on loopback, a probe every 100 ms for {seconds:.0f} s idle and"
-        f" {seconds:.0f} s under {WRITERS} COPY writers ({statistics.median(rates):,.0f} points/s),"
-        f" {runs} runs"
+        f"replica lag: a hot standby on loopback, a probe every {every * 1000:.0f} ms for"
+        f" {seconds:.0f} s idle and {seconds:.0f} s under {WRITERS} COPY writers"
+        f" ({statistics.median(rates):,.0f} points/s), {runs} runs; the last run's probes:"
+        f" {samples[0]} idle, {samples[1]} under load"
     )
     report(
         [

@@ -23,7 +23,7 @@ import time
 
 import asyncpg
 
-from benchmarks.support import figure, report
+from benchmarks.support import figure, phase, report
 from energy_platform import seeding
 from energy_platform.core.db.migrations import migrate
 from energy_platform.core.paths import migrations_dir
@@ -78,6 +78,7 @@ async def one_run(points: int) -> tuple[float, float]:
     """(restore points/s, base backup points/s) of one cluster."""
     pg = DrillCluster()
     try:
+        phase("a cluster of its own, migrated, backed up")
         pg.initdb()
         pg.start()
         url = seeding.with_database(pg.url, "bench")
@@ -87,12 +88,15 @@ async def one_run(points: int) -> tuple[float, float]:
         migrate(url, migrations_dir())
         pg.backup("init")
         pg.backup("full")
+        phase(f"{points:,} points")
         noted = await load(url, points)
+        phase("a full backup of them")
         started = time.perf_counter()
         pg.backup("full")
         backup_rate = points / (time.perf_counter() - started)
         pg.archive_current_wal()
         pg.destroy()
+        phase("the cluster destroyed; restoring")
         target = (noted + dt.timedelta(milliseconds=1)).isoformat(sep=" ", timespec="milliseconds")
         started = time.perf_counter()
         # The newest backup before the target: the first one; then the WAL of every point.

@@ -187,6 +187,16 @@ def tag() -> str:
     return secrets.token_hex(4)
 
 
+BEGAN = time.monotonic()
+
+
+def phase(what: str) -> None:
+    """Print what the benchmark starts now, at the seconds since it started, at once: run_all
+    reads a benchmark's output through a pipe, so unflushed lines die with one killed at its
+    budget, and a flushed line says where it was."""
+    print(f"[{time.monotonic() - BEGAN:6.1f} s] {what}", flush=True)
+
+
 def cpu_s(pid: int) -> float:
     """User + system CPU seconds of process ``pid`` so far."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()

@@ -154,26 +154,27 @@ cluster_formation.peer_discovery_backend = classic_config
         self.wait_ready()
 
     def kill(self) -> None:
-        """SIGKILL of the node: nothing flushed, as after a power cut or the OOM killer."""
+        """SIGKILL of the node: nothing flushed, as after a power cut or the OOM killer.
+        Returns once every thread of the node has exited: a killed beam's threads free its
+        memory before the last of them closes its sockets, and until then its ports still take
+        connections (a ``wait_ready`` right after ``start`` took them for the new node's,
+        seconds early)."""
         if self._process is not None:
-            os.killpg(self._process.pid, signal.SIGKILL)
+            group = self._process.pid
+            os.killpg(group, signal.SIGKILL)
             self._process.wait()
             self._process = None
+            until(
+                lambda: all(_exited(pid) for pid in _members(group)),
+                START_SECONDS,
+                f"{self.name}'s processes exit",
+            )
 
     def pids(self) -> list[int]:
         """The node's processes (beam and its helpers: its process group), while it runs."""
         if self._process is None:
             return []
-        group = self._process.pid
-        found = []
-        for stat in Path("/proc").glob("[0-9]*/stat"):
-            try:
-                fields = stat.read_text().rpartition(")")[2].split()
-            except OSError:
-                continue  # gone meanwhile
-            if int(fields[2]) == group:  # pgrp, the 5th field of /proc/PID/stat
-                found.append(int(stat.parent.name))
-        return found
+        return _members(self._process.pid)
 
     def log(self) -> str:
         logs = sorted((self._dir / "log").glob("*.log"))
@@ -200,6 +201,32 @@ cluster_formation.peer_discovery_backend = classic_config
             amqp_url=f"amqp://{USER}:{self.password}@127.0.0.1:{self.amqp_port}/",
             accounts_url=self.api,
         )
+
+
+def _members(group: int) -> list[int]:
+    """The processes of process group ``group``."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(")")[2].split()
+        except OSError:
+            continue  # gone meanwhile
+        if int(fields[2]) == group:  # pgrp, the 5th field of /proc/PID/stat
+            found.append(int(stat.parent.name))
+    return found
+
+
+def _exited(pid: int) -> bool:
+    """Whether every thread of process ``pid`` has exited. Its main thread is a zombie as soon
+    as it has, while the others may still hold the process's files."""
+    for task in Path(f"/proc/{pid}/task").glob("*/stat"):
+        try:
+            state = task.read_text().rpartition(")")[2].split()[0]
+        except OSError:
+            continue  # gone meanwhile
+        if state not in ("Z", "X"):
+            return False
+    return True
 
 
 class RabbitCluster:

@@ -52,6 +52,15 @@ COUNT = (
 )
 
 
+def takes(port: int) -> bool:
+    """Whether something on this machine takes connections on ``port``."""
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+    except OSError:
+        return False
+    return True
+
+
 def own_queue(platform: Platform) -> Platform:
     """The platform with a queue (and topic prefix) of the test's own."""
     tag = secrets.token_hex(4)
@@ -229,7 +238,16 @@ async def test_broker_sigkill_mid_burst_loses_nothing_it_acknowledged(
         # node go while it restarts and subscribes again on its own.
         await asyncio.to_thread(node.restart)
         await asyncio.wait_for(ingest.subscribed.wait(), 60)
-        acknowledged = await publish_killing(s, sn, secret, burst, node.kill, at=200)
+        ports_after_kill: list[int] = []
+
+        def kill() -> None:
+            node.kill()
+            ports_after_kill.extend(p for p in (node.amqp_port, node.mqtt_port) if takes(p))
+
+        acknowledged = await publish_killing(s, sn, secret, burst, kill, at=200)
+        # Nothing of the killed node listens once kill() returns: wait_ready() after start()
+        # cannot take its ports for the new node's.
+        assert ports_after_kill == []
         await eventually(lambda: not ingest.subscribed.is_set())  # it saw the broker go
         began = time.monotonic()
         node.start()
