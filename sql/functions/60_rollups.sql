@@ -43,12 +43,27 @@ WITH asked AS (
       LEFT JOIN cluster.feed_configs zh ON zh.feed_id = e.feed_id AND zh.validity @> e.hi
      WHERE e.lo IS NOT NULL AND e.hi IS NOT NULL AND e.lo <= e.hi
      GROUP BY e.stream_id, e.feed_id
-), results AS MATERIALIZED (
-    SELECT w.stream_id, cluster.local_hour(p.ts, coalesce(z.timezone, 'UTC')) AS hour,
-           sum(p.value) AS total, count(*)::integer AS points
+), pieces AS (
+    -- Each window cut where its feed's configuration changes, so that a piece has one time
+    -- zone. Looked up point by point, the zone was a join of every point of the batch with
+    -- every configuration of its feeds, planned from a guess of the points' number: a nested
+    -- loop over both, quadratic in the batch (a day of 200 feeds' rollups took 72.8 s; 1,000
+    -- feeds' ran for minutes). Windows and validities are '[)' ranges, and so are their pieces.
+    SELECT w.stream_id, w.w * z.validity AS piece, coalesce(z.timezone, 'UTC') AS tz
       FROM windows w
-      CROSS JOIN LATERAL cluster.stream_points(w.stream_id, lower(w.w), upper(w.w)) p
-      LEFT JOIN cluster.feed_configs z ON z.feed_id = w.feed_id AND z.validity @> p.ts
+      JOIN cluster.feed_configs z ON z.feed_id = w.feed_id AND z.validity && w.w
+    UNION ALL
+    -- What no configuration covers counts in UTC.
+    SELECT w.stream_id, g.piece, 'UTC'
+      FROM windows w
+      CROSS JOIN LATERAL unnest(tstzmultirange(w.w) - coalesce(
+          (SELECT range_agg(z.validity) FROM cluster.feed_configs z WHERE z.feed_id = w.feed_id),
+          '{}'::tstzmultirange)) AS g (piece)
+), results AS MATERIALIZED (
+    SELECT c.stream_id, cluster.local_hour(p.ts, c.tz) AS hour,
+           sum(p.value) AS total, count(*)::integer AS points
+      FROM pieces c
+      CROSS JOIN LATERAL cluster.stream_points(c.stream_id, lower(c.piece), upper(c.piece)) p
      GROUP BY 1, 2
 ), upserted AS (
     INSERT INTO cluster.hourly_rollups AS r (stream_id, hour, total, points)
