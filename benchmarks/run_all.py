@@ -152,8 +152,9 @@ BENCHMARKS = [
     # Feeds on one area: a day's new prices against computing the day from scratch. Quick: 100
     # feeds (one batch of the engine), no warm-up: 30 s at a load of 3.4 to 3.6 on 2026-11-27,
     # where 1,000 feeds took 176 s quiet and 200 took 203 s (the rollups were quadratic in the
-    # batch's feeds, since fixed: README). (A sample a minute instead of 30 s halved the points but not
-    # the time: 78.7 and 85.2 s against 75.7 and 95.0 s at 1,000 feeds, so the interval stays.)
+    # batch's feeds, since fixed: README). (A sample a minute instead of 30 s halved the points
+    # but not the time: 78.7 and 85.2 s against 75.7 and 95.0 s at 1,000 feeds, so the interval
+    # stays.)
     Benchmark("benchmarks.reprice", "engine", 90, quick=("--runs", "1", "--feeds", "100")),
     # Real time: 10,000 streams every 5 s; one bucket (quick) or eight (full) after a warm-up;
     # then the same with one poisoned feed among them (parked), on a database of its own. Two
