@@ -54,7 +54,7 @@ import httpx
 import msgspec
 
 from benchmarks.csv_export import rss_kb
-from benchmarks.ingest_throughput import Worker, drain, publish, setup
+from benchmarks.ingest_throughput import POINTS_PER_MESSAGE, Worker, drain, publish, setup
 from benchmarks.support import bench_database, cpu_s, figure, report
 from energy_platform.core.codec.format_v4 import HomebaseRecord
 from energy_platform.core.http.clients import http_client
@@ -397,6 +397,7 @@ class Live(msgspec.Struct):
 
 
 def at_least(floor: float) -> Callable[[float], bool]:
+    """A test for :func:`eventually` that a count reached ``floor`` (bound now, not in a loop)."""
     return lambda n: n >= floor
 
 
@@ -463,7 +464,7 @@ async def main(full: bool, runs: int) -> None:
         assert len(feeds) == FEEDS, feeds
         print(f"setup: {FEEDS} paired homebases and feeds in {time.monotonic() - began:.0f} s")
         per = messages // FEEDS
-        points = per * FEEDS * 50
+        points = per * FEEDS * POINTS_PER_MESSAGE
         base = s.cluster.provisioning_url
         alone: list[float] = []
         stubbed: list[float] = []
@@ -486,7 +487,7 @@ async def main(full: bool, runs: int) -> None:
                 async def backlog_drain(sent: int = messages, stub: bool = False) -> float:
                     nonlocal t0
                     t0 += 3_600
-                    count = (sent // FEEDS) * FEEDS * 50
+                    count = (sent // FEEDS) * FEEDS * POINTS_PER_MESSAGE
                     await publish(s, homebases, t0, sent)
                     if stub:
                         return count / await drain_no_live_log(url, workers, count)
@@ -506,7 +507,7 @@ async def main(full: bool, runs: int) -> None:
                     lambda: ingest_metric(http, api_port, "ep_live_clients"),
                     60,
                     what="the API's live clients (ep_live_clients)",
-                    holds=lambda n: n >= connected,
+                    holds=at_least(connected),
                 )
                 rss_with = rss_kb(api.pid)
                 print(
