@@ -274,7 +274,15 @@ SELECT cluster.thaw_days(array_agg(w.stream_id), array_agg(d.day::date))
  WHERE w.wfrom < now() - interval '1 day'"""
 
 # Hash aggregates need memory; JIT compilation costs more (about 1 s) than these batches gain.
-TUNE = "SELECT set_config('work_mem', $1, true), set_config('jit', 'off', true)"
+# $2 is the plan cache mode (docs/engine.md#plans): CLAIM and COMPUTE are planned once per
+# connection (GENERIC), where PostgreSQL would plan them again at every call, 20 to 70 ms each,
+# more than a quiet round runs; INTAKE keeps its custom plans (CUSTOM_OR_GENERIC), whose LIMIT
+# and batch sizes the planner reads.
+TUNE = """
+SELECT set_config('work_mem', $1, true), set_config('jit', 'off', true),
+       set_config('plan_cache_mode', $2, true)"""
+GENERIC = "force_generic_plan"
+CUSTOM_OR_GENERIC = "auto"
 # The meter counters' limits (EngineSettings), read by the stages through
 # cluster.max_spread_seconds and cluster.default_max_rate: set per transaction, as work_mem is.
 METER_LIMITS = """
@@ -348,7 +356,7 @@ class BatchResult(msgspec.Struct, frozen=True):
 async def intake(conn: Connection, *, batch: int, currency: str, work_mem: str) -> IntakeResult:
     """Move up to ``batch`` dirty ranges into the engine's queue, in one transaction."""
     async with conn.transaction():
-        await conn.execute(TUNE, work_mem)
+        await conn.execute(TUNE, work_mem, CUSTOM_OR_GENERIC)
         (row,) = await conn.fetch(INTAKE, batch, currency)
     return IntakeResult(claimed=row["claimed"], created=row["created"])
 
@@ -367,7 +375,7 @@ async def process_batch(
     horizon = bucket_start(now)
     started = time.perf_counter()
     async with conn.transaction():
-        await conn.execute(TUNE, work_mem)
+        await conn.execute(TUNE, work_mem, GENERIC)
         await limits.apply(conn)
         work: Sequence[asyncpg.Record] = await conn.fetch(
             CLAIM, horizon, feeds, max_span, LockKey.ENGINE_FEED

@@ -9,9 +9,11 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from energy_platform.engine.processing import COMPUTE
+import pytest
+
+from energy_platform.engine.processing import CLAIM, COMPUTE, INTAKE
 from tests.support.data import T0
-from tests.support.engine import NewFeed, process
+from tests.support.engine import Feed, NewFeed, process
 
 IMPORT_POWER, IMPORT_REGISTER = 12, 22
 METER = 7  # the homebase's meter reader
@@ -42,8 +44,33 @@ def joins(node: Plan) -> list[tuple[Plan, set[str], set[str]]]:
     return found
 
 
+async def compute_plan(feed: Feed, generic: bool, *periods: list[Any]) -> Plan:
+    """COMPUTE's plan for ``periods``: the custom plan of those values, or the generic plan the
+    engine runs (docs/engine.md#plans), shown by EXPLAIN EXECUTE of a prepared COMPUTE."""
+    if not generic:
+        explained = await feed.db.fetchval("EXPLAIN (FORMAT JSON) " + COMPUTE, *periods)
+        return json.loads(explained)[0]["Plan"]  # type: ignore[no-any-return]
+    # EXPLAIN EXECUTE takes no bind parameters: the server quotes the periods into it.
+    explain = await feed.db.fetchval(
+        "SELECT format('EXPLAIN (FORMAT JSON) EXECUTE compute_plan(%L, %L, %L, %L)',"
+        " $1::bigint[], $2::integer[], $3::timestamptz[], $4::timestamptz[])",
+        *periods,
+    )
+    await feed.db.execute("PREPARE compute_plan AS " + COMPUTE)
+    try:
+        async with feed.db.transaction():
+            await feed.db.execute("SET LOCAL plan_cache_mode = force_generic_plan")
+            explained = await feed.db.fetchval(explain)
+    finally:
+        await feed.db.execute("DEALLOCATE compute_plan")
+    plan: Plan = json.loads(explained)[0]["Plan"]
+    assert "$1" in json.dumps(plan)  # generic: the periods are parameters, not values
+    return plan
+
+
+@pytest.mark.parametrize("generic", [False, True], ids=["custom", "generic"])
 async def test_buckets_meet_their_periods_in_one_hash_join_over_the_materialised_periods(
-    new_feed: NewFeed,
+    new_feed: NewFeed, generic: bool
 ) -> None:
     feed = await new_feed()
     power = await feed.raw_stream(channel=0, medium=IMPORT_POWER)
@@ -59,11 +86,7 @@ async def test_buckets_meet_their_periods_in_one_hash_join_over_the_materialised
     await process(feed.db)  # the processed streams and their money streams exist
 
     hour = (datetime.fromtimestamp(T0, UTC), datetime.fromtimestamp(T0 + 3600, UTC))
-    plan = json.loads(
-        await feed.db.fetchval(
-            "EXPLAIN (FORMAT JSON) " + COMPUTE, [feed.id], [0], [hour[0]], [hour[1]]
-        )
-    )[0]["Plan"]
+    plan = await compute_plan(feed, generic, [feed.id], [0], [hour[0]], [hour[1]])
 
     meeting = [
         (node, outer, inner)
@@ -77,6 +100,26 @@ async def test_buckets_meet_their_periods_in_one_hash_join_over_the_materialised
     (hashed,) = [c for c in node["Plans"] if c["Parent Relationship"] == "Inner"]
     (scan,) = hashed["Plans"]
     assert (scan["Node Type"], scan.get("CTE Name")) == ("CTE Scan", "periods")
+
+
+async def test_the_engine_plans_claim_and_compute_once_per_connection(new_feed: NewFeed) -> None:
+    # docs/engine.md#plans: re-planned at every call, they cost a quiet round more than they run.
+    feed = await new_feed()
+    power = await feed.raw_stream(channel=0, medium=IMPORT_POWER)
+    for hour in range(3):  # three rounds of the engine on one connection
+        await feed.ingest(power, [(T0 + 3600 * hour + 10 * i, 500.0) for i in range(360)])
+        await process(feed.db)
+
+    plans = {
+        statement: (generic, custom)
+        for statement, generic, custom in await feed.db.fetch(
+            "SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements"
+        )
+    }
+    for statement in (CLAIM, COMPUTE):
+        generic, custom = plans[statement]
+        assert (custom, generic >= 3) == (0, True), plans[statement]
+    assert plans[INTAKE][1] >= 3, plans[INTAKE]  # intake keeps its custom plans
 
 
 def nodes(node: Plan) -> list[Plan]:
