@@ -29,9 +29,11 @@ RETURNS tstzmultirange LANGUAGE plpgsql STABLE AS $$
 DECLARE
     v_pending tstzmultirange;
 BEGIN
-    SELECT range_agg(tstzrange(
+    -- Widened as cluster.rollup_recompute widens them: to whole local hours at both ends, then
+    -- to the whole hours, in the zone of each, of every point they hold (cluster.whole_hours).
+    SELECT range_agg(cluster.whole_hours(s.feed_id, tstzrange(
                cluster.local_hour(q.lo, coalesce(zl.timezone, 'UTC')),
-               cluster.local_hour(q.hi, coalesce(zh.timezone, 'UTC')) + interval '1 hour'))
+               cluster.local_hour(q.hi, coalesce(zh.timezone, 'UTC')) + interval '1 hour')))
       INTO v_pending
       -- An exclusive upper bound (a recomputed period of 90 s buckets) does not reach into the
       -- hour it ends at: its last changed point is a microsecond earlier at the latest.
@@ -52,8 +54,10 @@ COMMENT ON FUNCTION cluster.rollup_pending(bigint) IS
 
 -- The hours (start in [p_from, p_to]) of a stream with the given pending hours: materialised
 -- hours outside them, and the pending ones summed from the points (both tiers,
--- cluster.stream_points) exactly as cluster.rollup_recompute sums them. The pending hours are
--- whole local hours and their windows disjoint, so each hour is summed in one window.
+-- cluster.stream_points) exactly as cluster.rollup_recompute sums them. An hour is summed
+-- from the points when it lies whole in a pending window, as every hour holding a pending
+-- point does; an hour of another zone that a window holds in part is the materialised one, as
+-- cluster.rollup_recompute leaves it.
 CREATE OR REPLACE FUNCTION cluster.hours_with_pending(
     p_stream_id bigint, p_feed_id bigint, p_pending tstzmultirange,
     p_from timestamptz, p_to timestamptz
@@ -67,7 +71,7 @@ BEGIN
     RETURN QUERY
         SELECT r.hour, r.total, r.points::bigint FROM cluster.hourly_rollups r
          WHERE r.stream_id = p_stream_id AND r.hour >= p_from AND r.hour <= p_to
-           AND NOT p_pending @> r.hour;
+           AND NOT p_pending @> tstzrange(r.hour, r.hour + interval '1 hour');
     -- An hour starting at or before p_to ends within an hour after it.
     FOR w IN SELECT unnest(p_pending * tstzmultirange(tstzrange(p_from, p_to + interval '1 hour')))
     LOOP
@@ -96,9 +100,10 @@ BEGIN
                                sum(p.value) AS total, count(*) AS points
                           FROM cluster.stream_points($1, $2, $3) p
                          GROUP BY 1) h
-                 WHERE h.hour >= $5 AND h.hour <= $6$q$
+                 WHERE h.hour >= $5 AND h.hour <= $6
+                   AND $7 @> tstzrange(h.hour, h.hour + interval '1 hour')$q$
                 USING p_stream_id, lower(w), upper(w),
-                      make_interval(secs => mod(3600 - v_shift, 3600)), p_from, p_to;
+                      make_interval(secs => mod(3600 - v_shift, 3600)), p_from, p_to, w;
             CONTINUE;
         END IF;
         IF v_timezone IS NOT NULL THEN
@@ -108,8 +113,9 @@ BEGIN
                                sum(p.value) AS total, count(*) AS points
                           FROM cluster.stream_points($1, $2, $3) p
                          GROUP BY 1) h
-                 WHERE h.hour >= $5 AND h.hour <= $6$q$
-                USING p_stream_id, lower(w), upper(w), v_timezone, p_from, p_to;
+                 WHERE h.hour >= $5 AND h.hour <= $6
+                   AND $7 @> tstzrange(h.hour, h.hour + interval '1 hour')$q$
+                USING p_stream_id, lower(w), upper(w), v_timezone, p_from, p_to, w;
             CONTINUE;
         END IF;
         RETURN QUERY EXECUTE $q$
@@ -119,8 +125,9 @@ BEGIN
                       FROM cluster.stream_points($1, $2, $3) p
                       LEFT JOIN cluster.feed_configs z ON z.feed_id = $4 AND z.validity @> p.ts
                      GROUP BY 1) h
-             WHERE h.hour >= $5 AND h.hour <= $6$q$
-            USING p_stream_id, lower(w), upper(w), p_feed_id, p_from, p_to;
+             WHERE h.hour >= $5 AND h.hour <= $6
+               AND $7 @> tstzrange(h.hour, h.hour + interval '1 hour')$q$
+            USING p_stream_id, lower(w), upper(w), p_feed_id, p_from, p_to, w;
     END LOOP;
 END $$;
 COMMENT ON FUNCTION cluster.hours_with_pending(bigint, bigint, tstzmultirange, timestamptz, timestamptz) IS

@@ -155,6 +155,51 @@ async def test_a_half_hour_zone_gets_hours_from_its_own_half_hours(
     assert day == [[start, pytest.approx(24_000.0)]]
 
 
+async def test_a_move_to_a_zone_of_half_hours_keeps_the_hours_on_both_sides_whole(
+    new_feed: NewFeed, api: httpx.AsyncClient
+) -> None:
+    # docs/engine.md#rollups: from 01:00Z on the feed keeps Asia/Kolkata time (+05:30), whose
+    # hours start at :30 UTC. The UTC hour before the change is read whole, not from 00:30 on.
+    feed = await new_feed("UTC")
+    t0 = unix("2026-03-05T00:00:00")
+    clamp = await steady_power(feed, t0, t0 + 3 * 3600, 60, 1000.0)
+    energy = await feed.stream_id("Electricity, channel 1")
+    await feed.db.execute(
+        "SELECT cluster.set_feed_config($1, $2, 'moved', 'Asia/Kolkata')",
+        feed.id,
+        datetime.fromtimestamp(t0 + 3600, UTC),
+    )
+    # The UTC hour; then Kolkata's hours from 00:30Z, of which the change holds the second
+    # half, and from 01:30Z and 02:30Z, whose data ends at 03:00Z.
+    hours = [
+        [t0, pytest.approx(1000.0)],
+        [t0 + 1800, pytest.approx(500.0)],
+        [t0 + 5400, pytest.approx(1000.0)],
+        [t0 + 9000, pytest.approx(500.0)],
+    ]
+
+    assert await api_buckets(api, feed, energy, "hour") == hours  # read before the engine
+    await process(feed.db)
+    assert await api_buckets(api, feed, energy, "hour") == hours  # materialised
+    rows = await feed.db.fetch(
+        "SELECT date_part('epoch', hour)::bigint AS hour, points FROM cluster.hourly_rollups"
+        " WHERE stream_id = $1 ORDER BY hour",
+        energy,
+    )
+    # 90 s buckets: 40 in a whole hour, 20 in each half.
+    assert [(r["hour"], r["points"]) for r in rows] == [
+        (t0, 40), (t0 + 1800, 20), (t0 + 5400, 40), (t0 + 9000, 20)
+    ]  # fmt: skip
+
+    # A late point in Kolkata's first hour recomputes it, and leaves the UTC hour whole.
+    await feed.ingest(clamp, [(t0 + 3600 + 630, 4000.0)])
+    assert (await api_buckets(api, feed, energy, "hour"))[0] == hours[0]
+    await process(feed.db)
+    answered = await api_buckets(api, feed, energy, "hour")
+    assert answered[0] == hours[0]
+    assert answered[1] == [t0 + 1800, pytest.approx(525.0)]  # (4000 - 1000) / 2 x 60 s
+
+
 @pytest.mark.parametrize("resolution", ["week", "HOUR", "", "hours", "1"])
 async def test_an_unknown_resolution_is_a_400_problem(
     new_feed: NewFeed, api: httpx.AsyncClient, resolution: str
