@@ -75,18 +75,13 @@ WITH asked AS (
                                      WHERE r.stream_id = a.stream_id))) AS hi
       FROM asked a
 ), windows AS (
-    -- Widened to whole local hours, then merged: two periods in one hour read it once. Whole
-    -- hours of every zone in the period (cluster.whole_hours), not only of the zones at its
-    -- ends; an hour of another zone that a window holds only in part is read, but neither
-    -- written nor deleted (it holds no point of the periods: each of those has its hour whole
-    -- in the window).
-    SELECT e.stream_id, e.feed_id, unnest(range_agg(cluster.whole_hours(e.feed_id, tstzrange(
-               cluster.local_hour(e.lo, coalesce(zl.timezone, 'UTC')),
-               cluster.local_hour(e.hi, coalesce(zh.timezone, 'UTC')) + interval '1 hour'))))
-               AS w
+    -- Widened to the whole local hours of every point they hold, each in its zone
+    -- (cluster.whole_hours), then merged: two periods in one hour read it once. An hour of
+    -- another zone that a window holds only in part is read, but neither written nor deleted
+    -- (it holds no point of the periods: each of those has its hour whole in the window).
+    SELECT e.stream_id, e.feed_id, unnest(range_agg(cluster.whole_hours(
+               e.feed_id, tstzrange(e.lo, e.hi + interval '1 microsecond')))) AS w
       FROM extent e
-      LEFT JOIN cluster.feed_configs zl ON zl.feed_id = e.feed_id AND zl.validity @> e.lo
-      LEFT JOIN cluster.feed_configs zh ON zh.feed_id = e.feed_id AND zh.validity @> e.hi
      WHERE e.lo IS NOT NULL AND e.hi IS NOT NULL AND e.lo <= e.hi
      GROUP BY e.stream_id, e.feed_id
 ), pieces AS (

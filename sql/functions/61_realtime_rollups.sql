@@ -29,11 +29,10 @@ RETURNS tstzmultirange LANGUAGE plpgsql STABLE AS $$
 DECLARE
     v_pending tstzmultirange;
 BEGIN
-    -- Widened as cluster.rollup_recompute widens them: to whole local hours at both ends, then
-    -- to the whole hours, in the zone of each, of every point they hold (cluster.whole_hours).
-    SELECT range_agg(cluster.whole_hours(s.feed_id, tstzrange(
-               cluster.local_hour(q.lo, coalesce(zl.timezone, 'UTC')),
-               cluster.local_hour(q.hi, coalesce(zh.timezone, 'UTC')) + interval '1 hour')))
+    -- Widened as cluster.rollup_recompute widens them: to the whole local hours of every point
+    -- they hold, each in its zone (cluster.whole_hours; a null bound stays unbounded).
+    SELECT range_agg(cluster.whole_hours(
+               s.feed_id, tstzrange(q.lo, q.hi + interval '1 microsecond')))
       INTO v_pending
       -- An exclusive upper bound (a recomputed period of 90 s buckets) does not reach into the
       -- hour it ends at: its last changed point is a microsecond earlier at the latest.
@@ -44,9 +43,7 @@ BEGIN
               FROM cluster.rollup_work WHERE stream_id = p_stream_id
             UNION ALL
             SELECT ts_from, ts_to FROM cluster.dirty_ranges WHERE stream_id = p_stream_id) q
-      JOIN cluster.streams s ON s.id = p_stream_id
-      LEFT JOIN cluster.feed_configs zl ON zl.feed_id = s.feed_id AND zl.validity @> q.lo
-      LEFT JOIN cluster.feed_configs zh ON zh.feed_id = s.feed_id AND zh.validity @> q.hi;
+      JOIN cluster.streams s ON s.id = p_stream_id;
     RETURN v_pending;
 END $$;
 COMMENT ON FUNCTION cluster.rollup_pending(bigint) IS
