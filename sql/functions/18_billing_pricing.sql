@@ -33,17 +33,30 @@ $$;
 COMMENT ON FUNCTION cluster.tariff_price(double precision, double precision, double precision, double precision, double precision, double precision) IS
     'clamp((factor x area price + band price) x (1 + vat/100), floor, cap): the price of a unit after VAT; a null floor or cap is none.';
 
--- Whether a band of kind p_days ('all', 'weekday', 'weekend') holds on the local date p_day:
--- Saturdays, Sundays and the tariff's public holidays (p_holidays) are weekend days. The
--- engine passes each bucket's local date, the price curve each day's; inlined like the above.
+-- The kind of a local date, the one rule that every price reads (the engine's pricing, the price
+-- curve, the bill and the overview's mean price): a weekend day is a Saturday or Sunday (ISO
+-- weekday 6 or 7) or one of the tariff's public holidays p_holidays; any other day is a
+-- weekday. A tariff without holidays passes NULL or an empty array, and has none: `= ANY
+-- (NULL)` is NULL, not false, which once made every weekday band of such a tariff hold on no
+-- day at all (weekdays priced nothing, issue 57). Inlined like the above.
+CREATE OR REPLACE FUNCTION cluster.is_weekend_day(p_day date, p_holidays date[])
+RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT extract(isodow FROM p_day) >= 6 OR coalesce(p_day = ANY (p_holidays), false)
+$$;
+COMMENT ON FUNCTION cluster.is_weekend_day(date, date[]) IS
+    'Whether a local date is a weekend day: Saturday, Sunday or one of p_holidays (null: none); never null for a date.';
+
+-- Whether a band of kind p_days ('all', 'weekday', 'weekend') holds on the local date p_day,
+-- by the kind of the day (cluster.is_weekend_day). The engine passes each bucket's local date,
+-- the price curve each day's; inlined like the above.
 CREATE OR REPLACE FUNCTION cluster.band_holds(p_days text, p_day date, p_holidays date[])
 RETURNS boolean
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-    SELECT p_days = 'all'
-        OR (p_days = 'weekend') = (extract(isodow FROM p_day) >= 6 OR p_day = ANY (p_holidays))
+    SELECT p_days = 'all' OR (p_days = 'weekend') = cluster.is_weekend_day(p_day, p_holidays)
 $$;
 COMMENT ON FUNCTION cluster.band_holds(text, date, date[]) IS
-    'Whether a band of kind all, weekday or weekend holds on a local date (weekend: Saturday, Sunday or one of p_holidays).';
+    'Whether a band of kind all, weekday or weekend holds on a local date (cluster.is_weekend_day with the tariff''s holidays, null: none).';
 
 -- The local years whose holidays a tariff holds (cluster.tariffs.holiday_years) as instants in
 -- a time zone; unbounded for a tariff without holidays. A bucket outside them has no price

@@ -92,9 +92,11 @@ COMMENT ON FUNCTION cluster.bill_meters(bigint) IS
 --   where no day of the range had one;
 -- * settled: what the days already over come to (amount, negative for export, plus standing):
 --   the base of the projection;
--- * unpriced: some day had a dynamic tariff (or one with holidays) and a consumption bucket
---   without a cost point (a slot whose price has not arrived, a year whose holidays are not
---   known);
+-- * unpriced: some day had a tariff of the line's medium in force and a bucket of the line's
+--   consumption (export) without its cost (credit) point: a slot whose price has not arrived,
+--   a year whose holidays are not known, a part of the day before the tariff began, or
+--   anything else that left money out; unpriced_from: the first such bucket (the bill's
+--   warning names it);
 -- * shared_streams, shared_channels: the totals a line adds together on days its medium has no
 --   main meter, when it adds more than one (one supply metered twice counts twice: the bill
 --   warns), by channel; null when it adds one at most.
@@ -103,8 +105,8 @@ CREATE OR REPLACE FUNCTION cluster.feed_bill(
     p_feed_id bigint, p_from date, p_to date, p_now timestamptz
 ) RETURNS TABLE (medium text, stream_id bigint, title text, quantity double precision, unit text,
                  amount double precision, standing double precision, settled double precision,
-                 unpriced boolean, vat double precision, kwh double precision,
-                 shared_streams bigint[], shared_channels integer[])
+                 unpriced boolean, unpriced_from timestamptz, vat double precision,
+                 kwh double precision, shared_streams bigint[], shared_channels integer[])
 LANGUAGE sql STABLE AS $$
 WITH days AS MATERIALIZED (
     SELECT * FROM cluster.bill_days(p_feed_id, p_from, p_to)
@@ -158,7 +160,8 @@ WITH days AS MATERIALIZED (
       JOIN cluster.stream_configs c ON c.stream_id = x.id
      WHERE c.medium = ANY (cluster.billed_media())
 ), daily AS MATERIALIZED (
-    SELECT x.id, x.channel, x.is_total, c.submeter, c.main, d.day, d.start, d.finish,
+    SELECT x.id, x.money_id, x.channel, x.is_total, c.submeter, c.main, d.day, d.start,
+           d.finish,
            CASE x.quantity WHEN 'export' THEN 'export' ELSE c.medium END AS line,
            q.total AS quantity, coalesce(q.money_total, 0) AS amount,
            coalesce(q.money_points, 0) < q.points AS short
@@ -187,6 +190,26 @@ WITH days AS MATERIALIZED (
            m.day IS NOT NULL AS has_main
       FROM daily g
       LEFT JOIN mains m ON m.line = g.line AND m.day = g.day
+), unpriced AS MATERIALIZED (
+    -- The billed stream-days with fewer money points than points on a day a tariff of their
+    -- line was in force. Any tariff: a bucket without money is never one the bill can call
+    -- complete (a fixed tariff's weekday bands once priced no weekday bucket, and the bill
+    -- said complete, 0.00). Almost always none: the engine writes a bucket's money with it.
+    SELECT g.line, g.day, g.id, g.money_id, g.start, g.finish
+      FROM judged g
+     WHERE g.billed AND g.short
+       AND EXISTS (SELECT FROM cluster.tariffs t
+                    WHERE t.feed_id = p_feed_id AND t.medium = g.line
+                      AND t.validity && tstzrange(g.start, g.finish))
+), first_unpriced AS (
+    -- Per line, the first bucket of its first such stream-day that has no money point: read
+    -- from that one day's points, only when there is one.
+    SELECT u.line,
+           (SELECT min(c.ts)
+              FROM cluster.stream_points(u.id, u.start, u.finish) c
+              LEFT JOIN cluster.stream_points(u.money_id, u.start, u.finish) m ON m.ts = c.ts
+             WHERE m.ts IS NULL) AS bucket
+      FROM (SELECT DISTINCT ON (line) * FROM unpriced ORDER BY line, day, id) u
 ), measured AS (
     SELECT g.line, g.day, sum(g.quantity) AS quantity, sum(g.amount) AS amount,
            -- Several totals added on a day without a main meter: which (the bill's warning).
@@ -194,11 +217,7 @@ WITH days AS MATERIALIZED (
                 THEN array_agg(g.id) END AS shared_ids,
            CASE WHEN count(*) > 1 AND NOT bool_or(g.has_main)
                 THEN array_agg(g.channel) END AS shared_channels,
-           bool_or(g.short AND EXISTS (
-               SELECT FROM cluster.tariffs t
-                WHERE t.feed_id = p_feed_id AND t.medium = g.line
-                  AND (t.area IS NOT NULL OR t.holidays IS NOT NULL)
-                  AND t.validity && tstzrange(g.start, g.finish))) AS unpriced
+           EXISTS (SELECT FROM unpriced u WHERE u.line = g.line AND u.day = g.day) AS unpriced
       FROM judged g
      WHERE g.billed
      GROUP BY g.line, g.day
@@ -248,7 +267,7 @@ SELECT p.line, NULL::bigint, NULL::text,
        sum(p.amount), sum(p.standing),
        coalesce(sum(p.standing + CASE p.line WHEN 'export' THEN -p.amount ELSE p.amount END)
                     FILTER (WHERE d.finish <= p_now), 0),
-       bool_or(p.unpriced),
+       bool_or(p.unpriced), (SELECT u.bucket FROM first_unpriced u WHERE u.line = p.line),
        coalesce(sum((p.standing + CASE p.line WHEN 'export' THEN -p.amount ELSE p.amount END)
                     * p.vat_share), 0),
        sum(p.kwh),
@@ -262,13 +281,13 @@ SELECT g.line, g.id, (SELECT c.title FROM cluster.stream_configs c
                        WHERE c.stream_id = g.id AND c.validity @> max(g.start)),
        sum(g.quantity) / CASE WHEN g.line IN ('power', 'export') THEN 1000 ELSE 1 END,
        CASE WHEN g.line IN ('power', 'export', 'heat') THEN 'kWh' ELSE 'm³' END,
-       sum(g.amount), 0, NULL, false, NULL, NULL, NULL, NULL
+       sum(g.amount), 0, NULL, false, NULL, NULL, NULL, NULL, NULL
   FROM judged g
  WHERE g.listed
  GROUP BY g.line, g.id
 $$;
 COMMENT ON FUNCTION cluster.feed_bill(bigint, date, date, timestamptz) IS
-    'A feed''s bill over its local dates [p_from, p_to] as of p_now: a row per medium (stream_id null: quantity in kWh or m³, energy cost or export credit, standing charges after VAT, what the days already over settled, whether a price is missing, the VAT included, gas in kWh, the totals it adds together without a main meter when several) and per sub-meter (stream_id set: marked so, or a total beside its medium''s main meter). docs/billing.md#the-bill.';
+    'A feed''s bill over its local dates [p_from, p_to] as of p_now: a row per medium (stream_id null: quantity in kWh or m³, energy cost or export credit, standing charges after VAT, what the days already over settled, whether some consumption has no money and its first such bucket, the VAT included, gas in kWh, the totals it adds together without a main meter when several) and per sub-meter (stream_id set: marked so, or a total beside its medium''s main meter). docs/billing.md#the-bill.';
 
 -- What a feed pays (earns, for export) per kWh or m³ over its local dates [p_from, p_to]: a row
 -- per stretch of one price, in time order. A fixed tariff's stretches are its bands each day

@@ -191,34 +191,53 @@ COMMENT ON FUNCTION cluster.feed_baseload(bigint, date, date) IS
 
 -- The mean of what the feed pays per kWh of electricity over [p_start, p_end), weighted by time:
 -- what a flat load would have paid, the "market average" the overview sets beside the
--- household's own average. Per tariff period: its bands' mean over a day (each band's price by
--- its length) plus its factor times the mean of its area's slots that meet the period (each
--- slot once: an area's slots have one length; where it changed, such as hours before quarter
--- hours, each slot still counts once). The curve of cluster.feed_prices has the same mean
--- wherever the area's prices cover the time in slots of one length. A year is one range of
--- the area's slots averaged (20 ms on the benchmarks' household, a loaded machine), where
--- weighting each slot by its length took 130 ms and cutting the curve's 35,000 stretches 291.
+-- household's own average. Per tariff period and local day: the bands that hold on the day by
+-- its kind (cluster.band_holds: weekday, or weekend with the tariff's holidays), each priced by
+-- the tariff formula (cluster.tariff_price, VAT, floor and cap) with its factor times the mean
+-- of the area's slots that meet the period (each slot once: an area's slots have one length;
+-- where it changed, such as hours before quarter hours, each slot still counts once), weighted
+-- by its length; the days weighted by their time in the period. For a fixed tariff this is the
+-- mean of cluster.feed_prices' curve; for a dynamic one with a floor or cap it clamps the
+-- area's mean, not each slot. A year is one range of the area's slots averaged per period (20
+-- ms on the benchmarks' household, a loaded machine), where weighting each slot by its length
+-- took 130 ms and cutting the curve's 35,000 stretches 291; its days are a few hundred rows.
 CREATE OR REPLACE FUNCTION cluster.feed_mean_price(
     p_feed_id bigint, p_start timestamptz, p_end timestamptz
 ) RETURNS double precision LANGUAGE sql STABLE AS $$
-WITH periods AS (
-    SELECT t.id, t.area, t.factor, t.validity * tstzrange(p_start, p_end) AS span
+WITH periods AS MATERIALIZED (
+    -- Materialized: inlined, the area's mean would be computed once per day below.
+    SELECT t.id, t.factor, t.vat, t.floor, t.cap, t.holiday_years,
+           t.validity * tstzrange(p_start, p_end) AS span,
+           CASE WHEN t.area IS NULL THEN 0 ELSE (
+               SELECT avg(s.price) FROM cluster.prices s
+                WHERE s.area = t.area AND s.slot && t.validity * tstzrange(p_start, p_end)) END
+               AS area_price
       FROM cluster.tariffs t
      WHERE t.feed_id = p_feed_id AND t.medium = 'power'
        AND t.validity && tstzrange(p_start, p_end)
-), means AS MATERIALIZED (
-    -- Materialized: inlined, its price was computed twice, once for the filter below and once
-    -- for the sum (a year's 35,040 slots averaged twice).
-    SELECT extract(epoch FROM upper(p.span) - lower(p.span)) AS seconds,
-           (SELECT sum(b.price * extract(epoch FROM b.ends - b.starts)) / 86400
-              FROM cluster.tariff_bands b WHERE b.tariff_id = p.id)
-           + CASE WHEN p.area IS NULL THEN 0 ELSE p.factor * (
-                 SELECT avg(s.price) FROM cluster.prices s
-                  WHERE s.area = p.area AND s.slot && p.span) END AS price
+       AND NOT isempty(t.validity * tstzrange(p_start, p_end))
+), pieces AS (
+    SELECT p.*, d.day,
+           p.span * tstzrange(d.start, d.finish)
+               * cluster.holiday_span(p.holiday_years, d.timezone) AS piece
       FROM periods p
-     WHERE NOT isempty(p.span)
+     CROSS JOIN LATERAL cluster.bill_days(p_feed_id, (lower(p.span) AT TIME ZONE 'UTC')::date - 1,
+                                          (upper(p.span) AT TIME ZONE 'UTC')::date + 1) d
+     WHERE p.area_price IS NOT NULL
+), days AS (
+    SELECT extract(epoch FROM upper(x.piece) - lower(x.piece)) AS seconds,
+           (SELECT sum(cluster.tariff_price(x.factor, x.area_price, b.price, x.vat, x.floor,
+                                            x.cap)
+                       * extract(epoch FROM b.ends - b.starts)) / 86400
+              FROM cluster.tariff_bands b
+             WHERE b.tariff_id = x.id
+               AND cluster.band_holds(b.days, x.day, ARRAY(
+                       SELECT h.day FROM cluster.tariff_holidays h
+                        WHERE h.tariff_id = x.id AND h.day = x.day))) AS price
+      FROM pieces x
+     WHERE NOT isempty(x.piece)
 )
-SELECT sum(price * seconds) / nullif(sum(seconds), 0) FROM means WHERE price IS NOT NULL
+SELECT sum(price * seconds) / nullif(sum(seconds), 0) FROM days WHERE price IS NOT NULL
 $$;
 COMMENT ON FUNCTION cluster.feed_mean_price(bigint, timestamptz, timestamptz) IS
-    'The mean price per kWh of a feed''s electricity tariffs over [p_start, p_end), weighted by time: bands by their length, plus factor x the mean of the area''s slots; null where it has no price.';
+    'The mean price per kWh of a feed''s electricity tariffs over [p_start, p_end), weighted by time: per local day the bands of its kind (cluster.band_holds) by their length, each by the tariff formula with the area''s mean slot price; null where it has no price.';

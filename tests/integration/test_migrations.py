@@ -3,10 +3,12 @@ import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
+import asyncpg
 import psycopg
 import pytest
 import sqlparse
 
+from energy_platform import seeding
 from energy_platform.core.db.migrations import (
     MigrationError,
     applied,
@@ -16,6 +18,7 @@ from energy_platform.core.db.migrations import (
 )
 from energy_platform.core.paths import migrations_dir
 from energy_platform.core.tokens import token_digest
+from tests.support.engine import process
 
 
 def write(directory: Path, name: str, text: str) -> Path:
@@ -257,3 +260,86 @@ def test_0021_makes_each_users_token_their_write_token_default(
     ]
     assert callers == [[(users["alice"], False, "write")], [(users["root"], True, "write")]]
     assert column is None  # one place holds digests: cluster.user_tokens
+
+
+COST_POINTS = """
+SELECT p.ts, p.value FROM cluster.processed_points p
+ WHERE p.stream_id IN (SELECT id FROM cluster.streams WHERE feed_id = $1 AND quantity = 'cost')
+ ORDER BY p.ts"""
+
+
+async def test_0034_queues_the_feeds_whose_weekday_bands_priced_nothing_and_records_them(
+    empty_database_url: str, tmp_path: Path
+) -> None:
+    # The schema before 0034, with today's definitions (the engine's queue functions).
+    older = tmp_path / "sql"
+    shutil.copytree(migrations_dir() / "functions", older / "functions")
+    for migration in discover(migrations_dir()):
+        if migration.version < 34:
+            shutil.copy(migration.path, older / migration.filename)
+    migrate(empty_database_url, older)
+    wednesday = int(datetime(2026, 11, 18, 12, tzinfo=UTC).timestamp())
+    conn = await asyncpg.connect(empty_database_url)
+    try:
+        owner = await seeding.add_user(conn, "household")
+        feeds = {}
+        # Day and night bands without holidays (affected), the same with NL's holidays (priced
+        # right before), and a flat price (no day kind at all).
+        for key, holidays in (("day-night", None), ("with-holidays", "NL"), ("flat", None)):
+            feeds[key] = await seeding.add_feed(conn, owner.id, f"00000000000003{len(feeds)}A")
+            banded = key != "flat"
+            await conn.execute(
+                "SELECT cluster.set_tariff($1, 'power', '2026-01-01T00:00:00Z',"
+                " $2::text[]::time[], $3::float8[], p_days => $4::text[], p_holidays => $5,"
+                " p_holiday_days => $6::date[], p_holiday_names => $7::text[],"
+                " p_holiday_years => $8::int4range)",
+                feeds[key],
+                ["07:00", "23:00", "00:00"] if banded else ["00:00"],
+                [0.30, 0.20, 0.20] if banded else [0.25],
+                ["weekday", "weekday", "weekend"] if banded else None,
+                holidays,
+                [] if holidays else None,
+                [] if holidays else None,
+                asyncpg.Range(2000, 2037) if holidays else None,
+            )
+            clamp = await seeding.raw_stream(conn, feeds[key], 1, 1)
+            await seeding.write_points(
+                conn, clamp, [(t, 1000.0) for t in range(wednesday, wednesday + 3601, 30)]
+            )
+        await process(conn)
+        # As the engine left them under the old rule: the affected feed's weekday buckets
+        # without their cost, nothing queued.
+        await conn.execute(
+            "DELETE FROM cluster.processed_points p USING cluster.streams s"
+            " WHERE s.id = p.stream_id AND s.feed_id = $1 AND s.quantity = 'cost'",
+            feeds["day-night"],
+        )
+    finally:
+        await conn.close()
+
+    assert [m.version for m in migrate(empty_database_url, migrations_dir())][:1] == [34]
+
+    conn = await asyncpg.connect(empty_database_url)
+    try:
+        repairs = await conn.fetch("SELECT migration, feed_id, period FROM cluster.repairs")
+        queued = await conn.fetch(
+            "SELECT feed_id, channel, lower(buckets) AS lo, upper(buckets) AS hi"
+            " FROM cluster.engine_work"
+        )
+    finally:
+        await conn.close()
+    # Only the feed whose weekday bands judged the day kind with no holidays, over its tariff's
+    # period cut to its data: the hour of points, in 90 s buckets (12:00 is one's start).
+    assert [(r["migration"], r["feed_id"]) for r in repairs] == [(34, feeds["day-night"])]
+    work = [(q["feed_id"], q["channel"], q["lo"].timestamp(), q["hi"].timestamp()) for q in queued]
+    assert work == [(feeds["day-night"], 1, wednesday, wednesday + 3600 + 90)]
+
+    conn = await asyncpg.connect(empty_database_url)
+    try:
+        await process(conn)
+        costs = [await conn.fetch(COST_POINTS, feeds[key]) for key in ("day-night", "flat")]
+    finally:
+        await conn.close()
+    # Its 40 buckets of 25 Wh each cost 0.025 kWh x 0.30 again, as the flat feed's 0.25 did.
+    assert [r["value"] for r in costs[0]] == [pytest.approx(0.0075)] * 40
+    assert [r["value"] for r in costs[1]] == [pytest.approx(0.00625)] * 40

@@ -48,6 +48,9 @@ def render_bill(
             continue
         settled += row["settled"]
         unpriced = unpriced or row["unpriced"]
+        if row["unpriced_from"] is not None:
+            local = row["unpriced_from"].astimezone(ZoneInfo(days["timezone"]))
+            warnings.append(unpriced_warning(row["medium"], local.isoformat()))
         if row["shared_streams"]:
             warnings.append(
                 shared_warning(row["medium"], row["shared_channels"], row["shared_streams"], since)
@@ -103,6 +106,18 @@ def shared_warning(medium: str, channels: Sequence[int], streams: Sequence[int],
         "supply, it is counted twice. Mark the utility's meter with `energy-platform admin "
         f"streams configure STREAM --from {since} --main` (STREAM: {_listed(streams, 'or')}), "
         "or a meter behind it with `--submeter`."
+    )
+
+
+def unpriced_warning(medium: str, bucket: str) -> str:
+    """The warning of a line whose consumption (export) has a bucket without its money."""
+    name = "Export" if medium == "export" else MEDIA_NAMES.get(medium, medium.capitalize())
+    what = "feed-in" if medium == "export" else "consumption"
+    return (
+        f"{name}: the {what} of the bucket starting {bucket} (the first such) has no price, so "
+        "its money is not in the total and the bill is not complete. A market price that has "
+        "not arrived, a year whose public holidays are not stored (set the tariff again) or a "
+        "time before the tariff began leave a bucket unpriced; a price that arrives prices it."
     )
 
 

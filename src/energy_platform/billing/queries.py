@@ -1,5 +1,5 @@
 """Named SQL of billing: the tariff and price setters behind the admin commands
-(sql/functions/19_billing_tariffs.sql) and the bill and price curve of the data API
+(sql/functions/19_billing_tariffs_and_prices.sql) and the bill and price curve of the data API
 (sql/functions/95_billing_bills.sql)."""
 
 TARIFF_FEED = "SELECT 1 FROM cluster.feeds WHERE id = $1"
@@ -38,8 +38,8 @@ SELECT (array_agg(timezone ORDER BY day))[1] AS timezone, count(*) AS days,
   FROM cluster.bill_days($1, $2, $3)"""
 
 FEED_BILL = """
-SELECT medium, stream_id, title, quantity, unit, amount, standing, settled, unpriced, vat, kwh,
-       shared_streams, shared_channels
+SELECT medium, stream_id, title, quantity, unit, amount, standing, settled, unpriced,
+       unpriced_from, vat, kwh, shared_streams, shared_channels
   FROM cluster.feed_bill($1, $2, $3, now())"""
 
 FEED_PRICES = """

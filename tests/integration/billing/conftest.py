@@ -79,21 +79,29 @@ async def _seed_money(conn: asyncpg.Connection, area: str) -> MoneyWorld:
             value,
         )
     # The fixed feed's supply metered twice, by a clamp and a meter reader, neither marked as
-    # the main meter: its bill adds both and warns. 1 kWh each in its month's first bucket.
+    # the main meter: its bill adds both and warns. 1 kWh each in its month's first bucket,
+    # with its cost (1 kWh x 0.30): a bucket without its money would leave the bill incomplete.
     meters = [
         await seeding.processed_stream(conn, feeds["fixed"], channel, title=title)
         for channel, title in ((1, "Clamp"), (5, "Meter reader"))
     ]
+    costs = [
+        await seeding.processed_stream(
+            conn, feeds["fixed"], channel, title=f"{title} cost", unit="EUR", quantity="cost"
+        )
+        for channel, title in ((1, "Clamp"), (5, "Meter reader"))
+    ]
     await conn.execute(
-        "INSERT INTO cluster.processed_points SELECT m, to_timestamp($2), 1000.0"
-        " FROM unnest($1::bigint[]) m",
-        meters,
+        "INSERT INTO cluster.processed_points SELECT m, to_timestamp($2), v"
+        " FROM unnest($1::bigint[], $3::float8[]) AS x (m, v)",
+        meters + costs,
         month_bucket(ZONE, now),
+        [1000.0, 1000.0, PRICE_PER_KWH, PRICE_PER_KWH],
     )
     await conn.execute(
-        "SELECT cluster.rollup_streams($1::bigint[], array_fill(NULL::timestamptz, ARRAY[4]),"
-        " array_fill(NULL::timestamptz, ARRAY[4]))",
-        [energy, cost, *meters],
+        "SELECT cluster.rollup_streams($1::bigint[], array_fill(NULL::timestamptz, ARRAY[6]),"
+        " array_fill(NULL::timestamptz, ARRAY[6]))",
+        [energy, cost, *meters, *costs],
     )
     # The market's quarter hours of the feed's today, and of the first half of its tomorrow:
     # tomorrow's afternoon is not published yet. Whichever local day the page opens on (the
