@@ -22,6 +22,7 @@ from litestar.params import FromPath, QueryParameter
 
 from energy_platform.billing import queries
 from energy_platform.billing.bills import render_bill
+from energy_platform.billing.plans import PlanController
 from energy_platform.billing.schemas import Bill, BillMedium, FeedPrices, PriceStretch
 from energy_platform.core.errors import InvalidInput
 from energy_platform.core.http.database import Reads
@@ -131,6 +132,6 @@ def bill_routes(currency: str) -> Router:
     """The bill's routes for the data API's app; ``currency`` names what its money is in."""
     return Router(
         path="/",
-        route_handlers=[BillController],
+        route_handlers=[BillController, PlanController],
         dependencies={"currency": Provide(lambda: currency, sync_to_thread=False)},
     )

@@ -44,3 +44,13 @@ SELECT medium, stream_id, title, quantity, unit, amount, standing, settled, unpr
 
 FEED_PRICES = """
 SELECT start, finish, price FROM cluster.feed_prices($1, $4, $2, $3)"""
+
+# The plan (plans.py): the feed's time zone on a date, and its power tariffs' market prices.
+FEED_ZONE = "SELECT timezone FROM cluster.local_midnight($1, $2)"
+FEED_AREA_PRICES = """
+SELECT lower(p.slot * t.validity) AS start, upper(p.slot * t.validity) AS finish, p.price
+  FROM cluster.tariffs t
+  JOIN cluster.prices p ON p.area = t.area AND p.slot && t.validity
+ WHERE t.feed_id = $1 AND t.medium = 'power' AND t.area IS NOT NULL
+   AND p.slot && tstzrange($2, $3)
+ ORDER BY 1"""

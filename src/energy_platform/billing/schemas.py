@@ -91,3 +91,84 @@ class FeedPrices(msgspec.Struct):
     currency: str
     prices: list[PriceStretch]
     """In time order; a gap is time without a tariff or without a market price yet."""
+
+
+PlanStatus = Literal["ok", "partial_prices", "infeasible"]
+PlanMode = Literal["contiguous", "split"]
+PlanBasis = Literal["all_in", "market"]
+
+
+class PlanBlock(msgspec.Struct):
+    """A run of consecutive quarter hours the load runs in."""
+
+    start: str
+    """ISO 8601 in the feed's local time, with its offset then."""
+    end: str
+    start_utc: str
+    end_utc: str
+    kwh: float
+    cost: float
+
+
+class PlanAlternative(msgspec.Struct):
+    """Another start of a contiguous load, apart from the plan's block and the other ones."""
+
+    start: str
+    start_utc: str
+    cost: float
+
+
+class PlanSlot(msgspec.Struct):
+    """A quarter hour of the window and its price; null where none is known."""
+
+    start: int
+    """Unix seconds; the quarter ends 900 s later."""
+    price: float | None
+    kwh: float
+    """What the plan runs in it (0: nothing)."""
+
+
+class PlanWindow(msgspec.Struct):
+    """A run of quarter hours whose price is below zero."""
+
+    start: str
+    end: str
+    start_utc: str
+    end_utc: str
+    lowest_price: float
+
+
+class Plan(msgspec.Struct):
+    """When to run a load: the cheapest quarter hours of a window (docs/api.md#plan)."""
+
+    feed: str
+    timezone: str
+    currency: str
+    basis: PlanBasis
+    mode: PlanMode
+    status: PlanStatus
+    """ok; partial_prices: the window runs past the prices known yet, planned within them;
+    infeasible: no quarters of the window can hold the load."""
+    earliest: str
+    deadline: str
+    prices_known_until: str | None
+    """Where the known prices end (local time); null: known past the longest window."""
+    load_kwh: float
+    planned_kwh: float
+    """What the plan runs: less than load_kwh only where max_price leaves too few quarters."""
+    blocks: list[PlanBlock]
+    cost: float | None
+    cost_if_started_now: float | None
+    """The load run at once from the window's first quarter; null where it cannot."""
+    saving: float | None
+    """cost_if_started_now - cost."""
+    worst_cost: float | None
+    """The dearest way the same load could run in the window, with the same shape."""
+    alternatives: list[PlanAlternative]
+    slots: list[PlanSlot]
+    negative_windows: list[PlanWindow] | msgspec.UnsetType = msgspec.UNSET
+    """With negative=true: the window's runs of quarters priced below zero."""
+    note: str = (
+        "The load is planned on the prices of each quarter hour; what else the household "
+        "runs meanwhile is not modelled."
+    )

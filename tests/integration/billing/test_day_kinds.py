@@ -21,8 +21,14 @@ from tests.integration.billing.test_tariff_formula import instant, tariff
 from tests.support.engine import Feed, NewFeed, process
 
 # The contract: normal 07:00 to 23:00 on weekdays, low at night and all weekend.
-DAY_NIGHT = ("--band", "weekday/07:00=0.30", "--band", "weekday/23:00=0.20",
-             "--band", "weekend/00:00=0.20")  # fmt: skip
+DAY_NIGHT = (
+    "--band",
+    "weekday/07:00=0.30",
+    "--band",
+    "weekday/23:00=0.20",
+    "--band",
+    "weekend/00:00=0.20",
+)
 
 
 async def money_points(feed: Feed) -> dict[int, float]:
@@ -69,8 +75,12 @@ async def test_a_day_night_contract_prices_weekdays_and_weekends_alike_everywher
     # 1 kWh in each hour: Wednesday noon 0.30, Wednesday 23:00 0.20, Saturday noon 0.20, and
     # Christmas noon 0.20 where NL's holidays count, else 0.30 (a Thursday).
     christmas_price = 0.20 if holidays else 0.30
-    expected = {wednesday: 0.30, wednesday + 11 * HOUR: 0.20, saturday: 0.20,
-                christmas: christmas_price}  # fmt: skip
+    expected = {
+        wednesday: 0.30,
+        wednesday + 11 * HOUR: 0.20,
+        saturday: 0.20,
+        christmas: christmas_price,
+    }
     money = await money_points(feed)
     for start, price in expected.items():
         # 40 buckets of 25 Wh (1000 W x 90 s), each 0.025 kWh x price.
@@ -82,14 +92,19 @@ async def test_a_day_night_contract_prices_weekdays_and_weekends_alike_everywher
     assert week["complete"] is True
     assert line(week, "power")["quantity"] == pytest.approx(3.0)
     assert round(line(week, "power")["energy"], 2) == 0.70  # 0.30 + 0.20 + 0.20
-    assert round(line(await bill(api, feed, "2025-12-25", "2025-12-25"), "power")["energy"],
-                 2) == christmas_price  # fmt: skip
+    assert (
+        round(line(await bill(api, feed, "2025-12-25", "2025-12-25"), "power")["energy"], 2)
+        == christmas_price
+    )
     # The overview's mean price, what a flat load pays, reads the same bands by the same rule:
     # Wednesday (7 h x 0.20 + 16 h x 0.30 + 1 h x 0.20) / 24 = 0.2667, Saturday 0.20, and
     # Christmas 0.20 or, as a Thursday, 0.2667.
     christmas_mean = 0.20 if holidays else 6.4 / 24
-    for day, mean in (("2026-11-18", 6.4 / 24), ("2026-11-21", 0.20),
-                      ("2025-12-25", christmas_mean)):  # fmt: skip
+    for day, mean in (
+        ("2026-11-18", 6.4 / 24),
+        ("2026-11-21", 0.20),
+        ("2025-12-25", christmas_mean),
+    ):
         assert (await overview_day(api, feed, day))["market_average_price"] == pytest.approx(mean)
 
 
@@ -101,8 +116,9 @@ BANDS = st.lists(
     max_size=3,
     unique_by=lambda band: (band[0], band[1]),
 )
-ZONES = st.sampled_from(["UTC", "Europe/Amsterdam", "America/New_York", "Asia/Kolkata",
-                         "Pacific/Chatham"])  # fmt: skip
+ZONES = st.sampled_from(
+    ["UTC", "Europe/Amsterdam", "America/New_York", "Asia/Kolkata", "Pacific/Chatham"]
+)
 
 
 @hypothesis_settings(
@@ -132,11 +148,19 @@ async def test_every_bucket_costs_the_price_curves_price_times_its_energy(
     days: int,
 ) -> None:
     feed = await new_feed(zone)
-    bands = [f"{kind}/{h:02}:{m:02}={cents / 100}"
-             for kind, kind_bands in (("weekday", weekday), ("weekend", weekend))
-             for h, m, cents in kind_bands]  # fmt: skip
-    await tariff(settings, feed, "power", "2025-01-01T00:00:00Z",
-                 *[arg for band in bands for arg in ("--band", band)], *holidays)  # fmt: skip
+    bands = [
+        f"{kind}/{h:02}:{m:02}={cents / 100}"
+        for kind, kind_bands in (("weekday", weekday), ("weekend", weekend))
+        for h, m, cents in kind_bands
+    ]
+    await tariff(
+        settings,
+        feed,
+        "power",
+        "2025-01-01T00:00:00Z",
+        *[arg for band in bands for arg in ("--band", band)],
+        *holidays,
+    )
     # 1 kW from local noon of the first day to local noon `days` later: every band of every day
     # kind of those days, Christmas and the end of summer time among the dates drawn.
     start = int(datetime.combine(first, datetime.min.time(), ZoneInfo(zone)).timestamp())
