@@ -3,8 +3,8 @@
 No rule speaks of a feed its owner does not see: the rules read feeds through
 ``cluster.visible_feeds`` (docs/notifications.md). State rules (homebase offline, channel silent,
 subscription ending) hold at most one open notification per rule, subject and user, and close it
-when the condition clears; event rules
-(back online, power change, unusual consumption) create closed notifications. Content is HTML;
+when the condition clears; event rules (back online, power change, unusual consumption, prices
+published) create closed notifications. Content is HTML;
 every inserted value passes through ``cluster.html_escape``.
 
 One feed's data never stops the rules for the others (docs/notifications.md#parked-rules): each
@@ -34,6 +34,7 @@ RULES = (
     "subscription_ending",
     "power_change",
     "unusual_consumption",
+    "prices_published",
 )
 """The rules a feed can be parked for (homebase_offline covers its back-online notice too)."""
 # One evaluation at a time across engine processes; a busy lock just skips a round.
@@ -235,6 +236,51 @@ SELECT d.owner_id, j.feed_id, 'unusual_consumption', j.feed_id || ':' || j.day,
  WHERE j.days >= 7 AND j.median > 0 AND j.energy_wh > $1::float8 * j.median"""
 
 
+# Once a day per feed on a market tariff: when its area's prices cover the whole of the feed's
+# next local day, its owner is told that day's cheapest 3 hours and any runs of negative
+# prices, all in (cluster.cheapest_window and cluster.negative_windows, the plan's quarters).
+# The subject is the feed and that day: told once, read or not, whichever import completed
+# the day.
+PRICES_PUBLISHED = """
+WITH due AS (
+    SELECT f.id AS feed_id, f.owner_id, t.title, t.timezone, x.area,
+           (now() AT TIME ZONE t.timezone)::date + 1 AS day
+      FROM cluster.visible_feeds f
+      JOIN cluster.current_feed_titles t ON t.feed_id = f.id
+      JOIN cluster.tariffs x
+        ON x.feed_id = f.id AND x.medium = 'power' AND x.area IS NOT NULL
+       AND x.validity @> now()
+     WHERE NOT EXISTS (SELECT 1 FROM cluster.parked_notification_rules k
+                        WHERE k.rule = 'prices_published' AND k.feed_id = f.id)
+       AND ($1::bigint[] IS NULL OR f.id = ANY ($1))
+), ready AS (
+    SELECT d.* FROM due d
+     WHERE NOT EXISTS (SELECT 1 FROM cluster.notifications n
+                        WHERE n.rule = 'prices_published' AND n.user_id = d.owner_id
+                          AND n.subject = d.feed_id || ':' || d.day)
+       AND cluster.area_covers(d.area, d.day::timestamp AT TIME ZONE d.timezone,
+                               (d.day + 1)::timestamp AT TIME ZONE d.timezone)
+)
+INSERT INTO cluster.notifications (user_id, feed_id, rule, subject, title, content)
+SELECT r.owner_id, r.feed_id, 'prices_published', r.feed_id || ':' || r.day,
+       'Tomorrow''s prices are in',
+       format('<p>The prices of %s for <b>%s</b> are in.</p>%s%s',
+              r.day, cluster.html_escape(coalesce(r.title, '')),
+              (SELECT format('<p>The cheapest 3 hours: %s to %s, at %s a kWh on average.</p>',
+                             to_char(w.start AT TIME ZONE r.timezone, 'HH24:MI'),
+                             to_char(w.finish AT TIME ZONE r.timezone, 'HH24:MI'),
+                             round(w.price::numeric, 4))
+                 FROM cluster.cheapest_window(r.feed_id, r.day, 12) w),
+              (SELECT '<p>Prices below zero: '
+                      || string_agg(format('%s to %s (down to %s)',
+                                           to_char(n.start AT TIME ZONE r.timezone, 'HH24:MI'),
+                                           to_char(n.finish AT TIME ZONE r.timezone, 'HH24:MI'),
+                                           round(n.lowest::numeric, 4)), ', ' ORDER BY n.start)
+                      || '.</p>'
+                 FROM cluster.negative_windows(r.feed_id, r.day) n))
+  FROM ready r"""
+
+
 # The feeds a failing statement is narrowed down among: every feed not yet parked for its rule
 # (hidden ones too: SUBSCRIPTION_CLOSE reads them). Read only on a data error; it tells no one
 # anything.
@@ -276,6 +322,7 @@ def statements(settings: NotificationsSettings) -> list[Statement]:
             UNUSUAL_CONSUMPTION,
             (settings.unusual_factor, settings.unusual_settle, settings.unusual_batch),
         ),
+        Statement("prices_published", PRICES_PUBLISHED, ()),
     ]
 
 

@@ -1,0 +1,78 @@
+-- A feed's day in quarter hours, at its all-in price (the price curve, cluster.feed_prices):
+-- what the "prices published" notification tells (notifications/rules.py), the same quarters
+-- and prices as the plan endpoint's (billing/plans.py, docs/api.md#plan). Re-applied by every
+-- `migrate`, after the bill's functions it reads.
+
+-- Every quarter hour of a feed's local date (92 or 100 on a DST day: steps of 900 s of UTC
+-- time from local midnight to the next), each with its price weighted by time where a band
+-- or slot changes inside it; null where some of it has no price.
+CREATE OR REPLACE FUNCTION cluster.day_quarter_prices(p_feed_id bigint, p_day date)
+RETURNS TABLE (start timestamptz, price double precision)
+LANGUAGE sql STABLE AS $$
+    WITH curve AS MATERIALIZED (
+        SELECT c.start, c.finish, c.price FROM cluster.feed_prices(p_feed_id, 'power', p_day, p_day) c
+    )
+    SELECT q.start,
+           CASE WHEN sum(o.seconds) = 900 THEN sum(o.price * o.seconds) / 900 END
+      FROM cluster.bill_days(p_feed_id, p_day, p_day) d
+     CROSS JOIN LATERAL generate_series(d.start, d.finish - interval '15 minutes',
+                                        interval '15 minutes') q (start)
+      LEFT JOIN LATERAL (
+            SELECT c.price,
+                   extract(epoch FROM least(c.finish, q.start + interval '15 minutes')
+                                      - greatest(c.start, q.start)) AS seconds
+              FROM curve c
+             WHERE c.start < q.start + interval '15 minutes' AND c.finish > q.start) o ON true
+     GROUP BY q.start
+$$;
+COMMENT ON FUNCTION cluster.day_quarter_prices(bigint, date) IS
+    'The quarter hours of a feed''s local date with its all-in price of each (time-weighted; null where not all of it has a price).';
+
+-- The cheapest run of p_quarters consecutive quarter hours of a feed's local date, all priced:
+-- its start and end and its mean price (the earliest of equals); no row when the day has no
+-- such run.
+CREATE OR REPLACE FUNCTION cluster.cheapest_window(p_feed_id bigint, p_day date, p_quarters integer)
+RETURNS TABLE (start timestamptz, finish timestamptz, price double precision)
+LANGUAGE sql STABLE AS $$
+    SELECT x.start, x.start + make_interval(mins => 15 * p_quarters), x.mean
+      FROM (SELECT q.start,
+                   avg(q.price) OVER w AS mean, count(q.price) OVER w AS priced
+              FROM cluster.day_quarter_prices(p_feed_id, p_day) q
+            WINDOW w AS (ORDER BY q.start ROWS BETWEEN CURRENT ROW AND p_quarters - 1 FOLLOWING)) x
+     WHERE x.priced = p_quarters
+     ORDER BY x.mean, x.start
+     LIMIT 1
+$$;
+COMMENT ON FUNCTION cluster.cheapest_window(bigint, date, integer) IS
+    'The cheapest run of p_quarters priced quarter hours of a feed''s local date: start, end, mean all-in price.';
+
+-- The runs of quarter hours of a feed's local date whose all-in price is below zero, in time
+-- order, each with its lowest price. Quarters are 900 s apart, so a run's quarters share
+-- (their time / 900 - their rank among the negative ones).
+CREATE OR REPLACE FUNCTION cluster.negative_windows(p_feed_id bigint, p_day date)
+RETURNS TABLE (start timestamptz, finish timestamptz, lowest double precision)
+LANGUAGE sql STABLE AS $$
+    SELECT min(n.start), max(n.start) + interval '15 minutes', min(n.price)
+      FROM (SELECT q.start, q.price,
+                   extract(epoch FROM q.start) / 900 - row_number() OVER (ORDER BY q.start) AS run
+              FROM cluster.day_quarter_prices(p_feed_id, p_day) q
+             WHERE q.price < 0) n
+     GROUP BY n.run
+     ORDER BY 1
+$$;
+COMMENT ON FUNCTION cluster.negative_windows(bigint, date) IS
+    'The runs of quarter hours of a feed''s local date priced below zero, all in: start, end, lowest price.';
+
+-- Whether an area's prices cover [p_start, p_end) whole: its slots there add up to the span
+-- (slots of one area never overlap).
+CREATE OR REPLACE FUNCTION cluster.area_covers(p_area text, p_start timestamptz, p_end timestamptz)
+RETURNS boolean
+LANGUAGE sql STABLE AS $$
+    SELECT coalesce(sum(upper(p.slot * tstzrange(p_start, p_end))
+                        - lower(p.slot * tstzrange(p_start, p_end))), interval '0')
+           = p_end - p_start
+      FROM cluster.prices p
+     WHERE p.area = p_area AND p.slot && tstzrange(p_start, p_end)
+$$;
+COMMENT ON FUNCTION cluster.area_covers(text, timestamptz, timestamptz) IS
+    'Whether an area''s price slots cover [p_start, p_end) without a gap.';
