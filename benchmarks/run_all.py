@@ -94,6 +94,9 @@ BENCHMARKS = [
     # Issue 50: a year's overview (GET /feeds/{id}/overview?period=year) beside its year view, on
     # the same household: one run of 300 of each, 38.8 s (and the seeding, run alone).
     Benchmark("benchmarks.overview", "data API", 150, quick=("--runs", "1", "--requests", "300")),
+    # Issue 62: a 2-hour load planned over two days of quarter hours beside the data endpoint's
+    # p99 at 10 connections, one server: wrk runs of 3 s after 1 s, as the data API's.
+    Benchmark("benchmarks.plan", "data API", 60, quick=("--runs", "1")),
     # One stream's year of 5 s points (6.3 M) as CSV over HTTP beside COPY, and the API's RSS;
     # one run after a warm-up: 32.3 s.
     Benchmark("benchmarks.csv_export", "data API", 100, quick=("--runs", "1")),

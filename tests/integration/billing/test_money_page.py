@@ -21,6 +21,7 @@ from zoneinfo import ZoneInfo
 
 import httpx
 import pytest
+from selenium.webdriver.common.by import By
 
 from tests.support.browser import chromium
 from tests.support.page import (
@@ -208,3 +209,71 @@ async def test_the_page_shows_this_months_bill_and_the_price_curve_of_today_and_
     assert untariffed["money"]["prices"]["answer"]["prices"] == []
     assert untariffed["total"] == f"0.00 {currency}"
     assert "Nothing metered or charged this month." in untariffed["note"]
+
+
+PLANNED = """(() => {
+  const panel = document.querySelector('#plan-panel');
+  if (panel.dataset.state !== 'shown' || !window.dashboard.plan) return null;
+  return { answer: document.querySelector('#plan-answer').textContent,
+           note: document.querySelector('#plan-note').textContent,
+           marked: document.querySelector('#price-panel').dataset.plan,
+           canvas: !!document.querySelector('#price-chart canvas'),
+           plan: window.dashboard.plan };
+})()"""
+
+
+def plan_on_page(world: MoneyWorld) -> tuple[bool, dict[str, Any]]:
+    """Opens the feed without a tariff (no panel), then the dynamic one, and asks when to run
+    an hour at 2 kW; whether the first showed the panel, and what the second showed."""
+    with chromium() as driver:
+        sign_in(driver, world.url, world.user, world.token, world.feeds["none"])
+        none = world.feeds["none"]
+        open_feed(driver, none)
+        wait_until(driver, SHOWN.replace("arguments[0]", f"'{none}'"), "the untariffed money")
+        hidden: bool = driver.execute_script("return document.querySelector('#plan-panel').hidden")
+        dynamic = world.feeds["dynamic"]
+        open_feed(driver, dynamic)
+        wait_until(driver, SHOWN.replace("arguments[0]", f"'{dynamic}'"), "the dynamic money")
+        wait_until(driver, "!document.querySelector('#plan-panel').hidden", "the plan panel")
+        driver.find_element(By.CSS_SELECTOR, '#plan-duration option[value="PT1H"]').click()
+        power = driver.find_element(By.ID, "plan-power")
+        power.clear()
+        power.send_keys("2")
+        driver.find_element(By.ID, "plan-go").click()
+        return hidden, wait_until(driver, PLANNED, "the plan")
+
+
+async def test_the_page_plans_when_to_run_a_load_on_the_price_curve(
+    money_world: MoneyWorld,
+) -> None:
+    world = money_world
+    hidden, seen = await asyncio.to_thread(plan_on_page, world)
+    plan = seen["plan"]
+    async with world.client() as http:
+        again = await http.get(
+            f"/feeds/{world.feeds['dynamic']}/plan",
+            params={"duration": "PT1H", "power_kw": "2", "earliest": plan["earliest"]},
+        )
+    assert again.status_code == 200, again.text
+
+    # No prices, no panel; the dynamic feed's plan is the API's for the same window.
+    assert hidden is True
+    assert plan["blocks"] == again.json()["blocks"]
+    assert plan["cost"] == pytest.approx(again.json()["cost"])
+    (block,) = plan["blocks"]
+    assert block["kwh"] == pytest.approx(2.0)
+    # Said with its local start and end, its cost and the saving against starting now.
+    currency = plan["currency"]
+    assert f"at {block['start'][11:16]}, until {block['end'][11:16]}: " in seen["answer"]
+    assert f"{shown(plan['cost'])} {currency}" in seen["answer"]
+    if plan["saving"] > 0.005:
+        assert f"{shown(plan['saving'])} {currency} less than starting now" in seen["answer"]
+    # Tomorrow's afternoon is not published (the world's prices end at its noon): the window
+    # ends where the prices do, and the page says so.
+    assert plan["status"] == "ok"
+    assert plan["deadline"] == plan["prices_known_until"]
+    assert "Prices are known until tomorrow 12:00; the plan looks no further." in seen["note"]
+    # And drawn: the price curve shaded where the plan runs.
+    start = int(datetime.fromisoformat(block["start_utc"].replace("Z", "+00:00")).timestamp())
+    assert seen["marked"] == f"{start}-{start + 3600}"
+    assert seen["canvas"] is True

@@ -73,6 +73,14 @@ export class Api {
     return this.request('GET', `/feeds/${enc(feedId)}/prices`, { params: { from, to, medium } });
   }
 
+  /**
+   * When to run a load (docs/api.md#plan): `params` such as {duration: 'PT2H', power_kw: 2};
+   * the cheapest quarter hours from now to the end of the known prices.
+   */
+  plan(feedId, params) {
+    return this.request('GET', `/feeds/${enc(feedId)}/plan`, { params });
+  }
+
   /** PATCH one notification with {read?, archived?}; the updated notification. */
   setNotification(userId, id, flags) {
     return this.request('PATCH', `/users/${enc(userId)}/notifications/${enc(id)}`, { body: flags });

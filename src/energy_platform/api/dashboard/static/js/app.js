@@ -6,6 +6,7 @@
 
 import { Api, ApiError } from './api.js';
 import { clearMoney, number, resizeMoney, showMoney } from './bill.js';
+import { clearPlan, showPlan } from './plan.js';
 import { drawChart } from './chart.js';
 import { LiveFeed } from './live.js';
 import { renderNotifications } from './notifications.js';
@@ -79,6 +80,7 @@ function signOut(message = '') {
   stopLive();
   state.plot?.destroy();
   clearMoney();
+  clearPlan();
   clearOverview();
   Object.assign(state, {
     api: null, userId: null, feeds: [], feed: null, plot: null, opening: null, charted: null, backlog: null,
@@ -223,8 +225,12 @@ function overviewLive(stream, points) {
 }
 
 async function money() {
+  // Another feed's plan must not stand under this one's name while its money is loading.
+  if ($('#plan-panel').dataset.feed !== state.feed.id) clearPlan();
   const shown = await showMoney(state.api, state.feed, state.zone);
-  if (shown) window.dashboard.money = shown;
+  if (!shown) return;
+  window.dashboard.money = shown;
+  showPlan(state.api, state.feed, state.zone, shown.prices);
 }
 
 function renderStreams() {

@@ -14,6 +14,7 @@ const HEIGHT = 200;
 
 let runs = 0; // the newest showMoney; an older one's answers arrive too late to be shown
 let plot = null;
+let curve = null; // the price chart's series and options as last drawn, for markPlan
 
 const formats = new Map();
 
@@ -103,6 +104,27 @@ export function clearMoney() {
   clearBill();
   $('#money').hidden = true;
   delete $('#money').dataset.feed;
+}
+
+/**
+ * Draws the price curve again with `marks` ([[from, to], ...], Unix seconds) shaded instead of
+ * the cheapest hours: a plan's blocks (plan.js).
+ */
+export async function markPlan(marks) {
+  if (!curve || !plot) return;
+  const run = runs;
+  const element = $('#price-chart');
+  plot.destroy();
+  plot = null;
+  const drawn = await drawChart(element, curve.series, {
+    ...curve.options, width: element.clientWidth || 400, marks,
+  });
+  if (run !== runs) {
+    drawn.plot.destroy();
+    return;
+  }
+  plot = drawn.plot;
+  $('#price-panel').dataset.plan = marks.map(([a, b]) => `${a}-${b}`).join(' ');
 }
 
 /** Fits the price chart to its panel's width. */
@@ -280,8 +302,12 @@ async function renderPrices(answer, zone, today, now, run) {
   plot?.destroy();
   plot = null;
   const element = $('#price-chart');
-  const drawn = await drawChart(element, [{ label: 'Price', unit, steps: true, money: true, times, values }], {
-    range, zone, width: element.clientWidth || 400, height: HEIGHT, now,
+  curve = {
+    series: [{ label: 'Price', unit, steps: true, money: true, times, values }],
+    options: { range, zone, height: HEIGHT, now },
+  };
+  const drawn = await drawChart(element, curve.series, {
+    ...curve.options, width: element.clientWidth || 400,
     marks: cheapest.flatMap((c) => c.hours.map((h) => [h, h + 3600])),
   });
   if (run !== runs) {
