@@ -2,7 +2,10 @@
 
 demo.py prepare   create (once) a cluster, a user, a homebase and its feed; print their
                   settings as shell assignments (kept in .local/demo.env for later runs)
-demo.py run       pair the homebase once provisioning answers, then simulate it until stopped
+demo.py run       pair the homebase once provisioning answers, then simulate it until stopped;
+                  meanwhile keep the demo price area's quarter hours published up to the end of
+                  today, and tomorrow's from 13:00 local time on, as a day-ahead market does,
+                  with the demo feed on a dynamic tariff of that area
 """
 
 from __future__ import annotations
@@ -13,17 +16,25 @@ import os
 import shlex
 import sys
 import time
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
+import asyncpg
 import httpx
 
-from energy_platform import cli
+from energy_platform import cli, seeding
 from energy_platform.core.console import run_command
 from energy_platform.core.settings import Settings
 
 STATE = Path(__file__).resolve().parents[1] / ".local" / "demo.env"
 SN = "DE00000000000001"
+ZONE = "Europe/Prague"
+AREA = "DEMO-CZ"
+HISTORY = timedelta(days=60)
+"""How far back the demo area's prices reach."""
+POWER_TARIFF = "SELECT 1 FROM cluster.tariffs WHERE feed_id = $1 AND medium = 'power'"
 
 
 def admin(settings: Settings, *args: str) -> Any:
@@ -95,7 +106,58 @@ async def run(settings: Settings) -> None:
     homebase = SimulatedHomebase(SN, await fetch_secret(settings.cluster, SN))
     # What this cluster's pairing gives a homebase: its own broker account.
     await give_account(settings.mqtt, SN, homebase.secret)
-    await publish_forever(settings.mqtt, [homebase], 5.0, asyncio.Event())
+    async with asyncio.TaskGroup() as tasks:
+        tasks.create_task(publish_forever(settings.mqtt, [homebase], 5.0, asyncio.Event()))
+        tasks.create_task(keep_market(settings, int(os.environ["DEMO_FEED"])))
+
+
+async def keep_market(settings: Settings, feed: int) -> None:
+    """The demo area's prices kept published (from HISTORY ago, then each day's as the market
+    publishes it), and the demo feed on a dynamic tariff of the area: its money, price curve,
+    plan and "Tomorrow's prices are in" notice show real figures. A failure is printed and
+    tried again a minute later: the demo homebase goes on sending whatever happens here."""
+    zone = ZoneInfo(ZONE)
+    history = datetime.combine(datetime.now(zone).date() - HISTORY, datetime.min.time(), zone)
+    while True:
+        try:
+            await publish_market(settings, feed, history)
+        except (Exception, SystemExit) as e:
+            print(f"demo market: {type(e).__name__}: {e}; trying again in a minute", flush=True)
+        await asyncio.sleep(60)
+
+
+async def publish_market(settings: Settings, feed: int, history: datetime) -> None:
+    """The area's prices up to now, then (once) the demo feed's dynamic tariff on them."""
+    conn = await asyncpg.connect(settings.database.url)
+    try:
+        await seeding.publish_market(conn, AREA, ZONE, datetime.now(ZoneInfo(ZONE)), history)
+        tariffed = await conn.fetchval(POWER_TARIFF, feed) is not None
+    finally:
+        await conn.close()
+    if not tariffed:
+        # A supplier's markup and the grid's fees on top of the market, 21 % VAT, a monthly
+        # fee: a dynamic contract as households in Europe sign them.
+        await asyncio.to_thread(
+            admin,
+            settings,
+            "tariffs",
+            "set",
+            str(feed),
+            "--medium",
+            "power",
+            "--from",
+            history.isoformat(),
+            "--area",
+            AREA,
+            "--price",
+            "0.12",
+            "--vat",
+            "21",
+            "--standing",
+            "4.5",
+            "--standing-per",
+            "month",
+        )
 
 
 def main() -> None:

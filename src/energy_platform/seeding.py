@@ -15,12 +15,15 @@ connection and leaves committing to it; each row with its configuration is writt
 
 from __future__ import annotations
 
+import hashlib
+import math
 import secrets
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from typing import cast
 from urllib.parse import urlsplit, urlunsplit
+from zoneinfo import ZoneInfo
 
 import asyncpg
 import msgspec
@@ -28,6 +31,7 @@ import psycopg
 from psycopg import sql
 
 from energy_platform.api.feeds_admin import INSERT_FEED, INSERT_FIRST_FEED_CONFIG, SET_STREAM_CONFIG
+from energy_platform.billing.queries import SET_PRICES
 from energy_platform.core.codec.format_v4 import Series
 from energy_platform.core.db.pool import Connection
 from energy_platform.core.tokens import new_token, token_digest
@@ -256,3 +260,69 @@ def drop_database(url: str) -> None:
         conn.execute(
             sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
         )
+
+
+MARKET_SLOT = 900
+"""A day-ahead market's quarter hour."""
+
+
+def market_price(start: int, zone: ZoneInfo) -> float:
+    """A made-up day-ahead price per kWh of the quarter hour starting at ``start`` (Unix
+    seconds) in an area whose days are ``zone``'s, shaped as such prices are: a morning and a
+    higher evening peak, cheap nights, a midday dip from solar that is deeper on weekends and
+    in summer (below zero on a sunny weekend), and noise. The same quarter always gets the same
+    price, whenever it is made: history and tomorrow come from one generator."""
+    local = datetime.fromtimestamp(start, zone)
+    hour = local.hour + local.minute / 60
+    weekend = local.isoweekday() >= 6
+    summer = 0.6 + 0.4 * math.cos(2 * math.pi * (local.timetuple().tm_yday - 172) / 365)
+    noise = int.from_bytes(hashlib.sha256(str(start).encode()).digest()[:4], "big") / 2**32
+    price = (
+        0.085
+        + 0.06 * math.exp(-(((hour - 19) / 1.6) ** 2))
+        + 0.035 * math.exp(-(((hour - 8) / 1.3) ** 2)) * (0.5 if weekend else 1.0)
+        - 0.075 * math.exp(-(((hour - 13) / 2.0) ** 2)) * summer * (1.3 if weekend else 1.0)
+        - 0.02 * math.exp(-(((hour - 3.5) / 1.5) ** 2))
+        + 0.03 * (noise - 0.5)
+    )
+    return round(price, 5)
+
+
+async def set_market_prices(conn: Connection, area: str, first: int, end: int, zone: str) -> int:
+    """The area's quarter hours from ``first`` to ``end`` (Unix seconds, ``first`` on a quarter),
+    priced by :func:`market_price`, set as a price import sets them; how many."""
+    starts = range(first, end, MARKET_SLOT)
+    slots = [
+        asyncpg.Range(datetime.fromtimestamp(t, UTC), datetime.fromtimestamp(t + MARKET_SLOT, UTC))
+        for t in starts
+    ]
+    if slots:
+        await conn.execute(
+            SET_PRICES, area, slots, [market_price(t, ZoneInfo(zone)) for t in starts]
+        )
+    return len(slots)
+
+
+DAY_AHEAD_HOUR = 13
+"""The local hour the next day's prices appear, as the European day-ahead market publishes."""
+LAST_PRICE = (
+    "SELECT extract(epoch FROM max(upper(slot)))::bigint FROM cluster.prices WHERE area = $1"
+)
+
+
+def published_until(now: datetime) -> int:
+    """Where a day-ahead market's prices end at ``now`` (aware, in the area's zone): the end
+    of today, and of tomorrow from DAY_AHEAD_HOUR on (Unix seconds)."""
+    days = 2 if now.hour >= DAY_AHEAD_HOUR else 1
+    end = datetime.combine(now.date() + timedelta(days=days), datetime.min.time(), now.tzinfo)
+    return int(end.timestamp())
+
+
+async def publish_market(
+    conn: Connection, area: str, zone: str, now: datetime, since: datetime
+) -> int:
+    """A made-up day-ahead market (:func:`market_price`) brought up to ``now``: its quarter
+    hours from where the area's prices end (or ``since``) to :func:`published_until`; how many
+    it set."""
+    last = await conn.fetchval(LAST_PRICE, area) or int(since.timestamp())
+    return await set_market_prices(conn, area, last, published_until(now), zone)
