@@ -201,11 +201,15 @@ COMMENT ON FUNCTION cluster.feed_baseload(bigint, date, date) IS
 CREATE OR REPLACE FUNCTION cluster.feed_mean_price(
     p_feed_id bigint, p_start timestamptz, p_end timestamptz
 ) RETURNS double precision LANGUAGE sql STABLE AS $$
-WITH periods AS (
-    SELECT t.id, t.area, t.factor, t.validity * tstzrange(p_start, p_end) AS span
-      FROM cluster.tariffs t
+-- An end before the start (a period that has not begun: the overview asks up to now) is an
+-- empty span, no price, not an error: a future date's overview was a 500.
+WITH asked AS (
+    SELECT tstzrange(p_start, greatest(p_start, p_end)) AS span
+), periods AS (
+    SELECT t.id, t.area, t.factor, t.validity * a.span AS span
+      FROM cluster.tariffs t, asked a
      WHERE t.feed_id = p_feed_id AND t.medium = 'power'
-       AND t.validity && tstzrange(p_start, p_end)
+       AND t.validity && a.span
 ), means AS MATERIALIZED (
     -- Materialized: inlined, its price was computed twice, once for the filter below and once
     -- for the sum (a year's 35,040 slots averaged twice).

@@ -15,6 +15,7 @@ from litestar.params import FromPath, QueryParameter
 from energy_platform.api import queries
 from energy_platform.api.json_shapes import render_feeds, render_streams
 from energy_platform.api.schemas import Feed, Stream, StreamType
+from energy_platform.core import bounds
 from energy_platform.core.errors import InvalidInput, NotFound
 from energy_platform.core.http.bearer import bearer_digest, unknown_token
 from energy_platform.core.http.database import Database, Reads
@@ -24,9 +25,8 @@ from energy_platform.history.http import StreamWrites
 from energy_platform.users.auth import Caller, authenticate, visible_feed, visible_user
 from energy_platform.users.usage import token_used
 
-# Unix seconds of 0001-01-01 and 9999-12-31T23:59:59Z: what a timestamp can hold.
-EARLIEST = -62_135_596_800
-LATEST = 253_402_300_799
+# The calendar's range (core/bounds.py): a time outside it is 400 naming its parameter.
+EARLIEST, LATEST = bounds.EARLIEST, bounds.LATEST
 UnixTime = Annotated[int | None, QueryParameter(ge=EARLIEST, le=LATEST)]
 Authenticated = NamedDependency[Caller]
 Types = Annotated[list[StreamType], msgspec.Meta(max_length=MAX_REPEATED)]
