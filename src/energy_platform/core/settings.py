@@ -418,6 +418,14 @@ class NotificationsSettings(Section, frozen=True, kw_only=True):
     """Seconds after local midnight before the day that ended is judged (late data settles)."""
     unusual_batch: int = 200
     """Feeds whose day is taken per round (the first round after midnight has many)."""
+    events_days: int = 90
+    """Days a device's event (``cluster.device_events``) is kept after it arrived, once the
+    power-change rule has read it (0: for ever). Removed by the engine's retention rounds
+    (``EP_RETENTION_INTERVAL``)."""
+
+    def __post_init__(self) -> None:
+        if self.events_days < 0:
+            raise ValueError("EP_NOTIFICATIONS_EVENTS_DAYS must be >= 0")
 
 
 class CompactionSettings(Section, frozen=True, kw_only=True):
