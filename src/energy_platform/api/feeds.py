@@ -122,12 +122,16 @@ class FeedsController(StreamWrites, Controller):
     ) -> Response[list[tuple[int, float]]]:
         # One round trip: the caller, the stream's visibility and the body, built by PostgreSQL.
         digest = bearer_digest(request)
+        start = EARLIEST if time_from is None else time_from
+        # A time_from after its time_to is refused below, once the caller is known (401 first);
+        # meanwhile the query reads the one instant time_from, not a window whose ends are
+        # reversed (the real-time rollups' ranges raised on it: a 500).
         window = (
             digest,
             _id_or_none(feed_id, "feed"),
             _id_or_none(stream_id, "stream"),
-            EARLIEST if time_from is None else time_from,
-            LATEST if time_to is None else time_to,
+            start,
+            max(start, LATEST if time_to is None else time_to),
             limit,
         )
         csv = wants_csv(request)

@@ -167,3 +167,18 @@ async def test_a_tariff_from_the_far_future_computes_only_its_own_holidays(
         "SELECT holiday_years FROM cluster.tariffs WHERE feed_id = $1", feed.id
     )
     assert (years.lower, years.upper) == (8999, 9010)
+
+
+async def test_a_reversed_window_is_400_while_the_streams_rollups_are_queued(
+    new_feed: NewFeed, api: httpx.AsyncClient
+) -> None:
+    feed, stream = await tariffed(new_feed)
+    # Work queued for the engine: the buckets are computed at read time, over the window.
+    await feed.db.execute(
+        "INSERT INTO cluster.rollup_work (stream_id, span) VALUES ($1, tstzrange(NULL, NULL))",
+        stream,
+    )
+    data = f"/feeds/{feed.id}/streams/{stream}/data"
+    for resolution in ("hour", "day", "month"):
+        params = {"time_from": T0 + 40 * 86_400, "time_to": T0, "resolution": resolution}
+        await refused(api.get(data, params=params, headers=auth(feed)), "time_from")
