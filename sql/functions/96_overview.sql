@@ -204,18 +204,20 @@ COMMENT ON FUNCTION cluster.feed_baseload(bigint, date, date) IS
 CREATE OR REPLACE FUNCTION cluster.feed_mean_price(
     p_feed_id bigint, p_start timestamptz, p_end timestamptz
 ) RETURNS double precision LANGUAGE sql STABLE AS $$
-WITH periods AS MATERIALIZED (
+-- An end before the start (a period that has not begun: the overview asks up to now) is an
+-- empty span, no price, not an error: a future date's overview was a 500.
+WITH asked AS (
+    SELECT tstzrange(p_start, greatest(p_start, p_end)) AS span
+), periods AS MATERIALIZED (
     -- Materialized: inlined, the area's mean would be computed once per day below.
     SELECT t.id, t.factor, t.vat, t.floor, t.cap, t.holiday_years,
-           t.validity * tstzrange(p_start, p_end) AS span,
+           t.validity * a.span AS span,
            CASE WHEN t.area IS NULL THEN 0 ELSE (
                SELECT avg(s.price) FROM cluster.prices s
-                WHERE s.area = t.area AND s.slot && t.validity * tstzrange(p_start, p_end)) END
-               AS area_price
-      FROM cluster.tariffs t
+                WHERE s.area = t.area AND s.slot && t.validity * a.span) END AS area_price
+      FROM cluster.tariffs t, asked a
      WHERE t.feed_id = p_feed_id AND t.medium = 'power'
-       AND t.validity && tstzrange(p_start, p_end)
-       AND NOT isempty(t.validity * tstzrange(p_start, p_end))
+       AND t.validity && a.span AND NOT isempty(t.validity * a.span)
 ), pieces AS (
     SELECT p.*, d.day,
            p.span * tstzrange(d.start, d.finish)

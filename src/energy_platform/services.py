@@ -60,7 +60,7 @@ BUILDERS: dict[str, Callable[[Settings, CoapSite], list[Service]]] = {
     "engine": lambda s, _: [
         EngineService(s.database, s.engine),
         notification_rules(s.database, s.notifications),
-        retention(s.database, s.retention, s.history.corrections_days),
+        retention(s.database, s.retention, s.history.corrections_days, s.notifications.events_days),
         compaction(s.database, s.compaction),
         live_pruning(s.database, s.live),
         *account_reconciliation(s),

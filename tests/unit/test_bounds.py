@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import math
 import sys
+from datetime import UTC, datetime, time, timedelta
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -77,3 +79,33 @@ def test_a_value_passes_exactly_when_its_magnitude_is_within_the_bound(
 @pytest.mark.parametrize("value", [-1e10, -1.0, -0.0, 0.0, 1e-30, 1e10])
 def test_signs_are_never_refused(value: float) -> None:
     assert bounds.check(bounds.POWER, value, "medium 13") == value
+
+
+def test_the_calendars_instants_are_its_dates_midnights_and_both_ends_pass() -> None:
+    first = datetime.combine(bounds.FIRST_DAY, time(), UTC)
+    last = datetime.combine(bounds.LAST_DAY, time(), UTC)
+    assert (first.timestamp(), last.timestamp()) == (bounds.EARLIEST, bounds.LATEST)
+    assert bounds.check_instant(first, "t") == first
+    assert bounds.check_instant(last, "t") == last
+    assert bounds.check_seconds(bounds.LATEST, "t") == bounds.LATEST
+    assert bounds.check_day(bounds.LAST_DAY, "d") == bounds.LAST_DAY
+
+
+@pytest.mark.parametrize(
+    "outside",
+    [
+        lambda: bounds.check_day(bounds.FIRST_DAY - timedelta(days=1), "from"),
+        lambda: bounds.check_day(bounds.LAST_DAY + timedelta(days=1), "from"),
+        lambda: bounds.check_instant(datetime(1969, 12, 31, 23, 59, 59, tzinfo=UTC), "from"),
+        lambda: bounds.check_instant(datetime(9000, 1, 1, 0, 0, 1, tzinfo=UTC), "from"),
+        lambda: bounds.check_seconds(-1, "from"),
+        lambda: bounds.check_seconds(bounds.LATEST + 1, "from"),
+        lambda: bounds.check_seconds(math.nan, "from"),
+        lambda: bounds.check_seconds(math.inf, "from"),
+    ],
+)
+def test_outside_the_calendar_is_out_of_bounds_naming_the_field(outside: Any) -> None:
+    with pytest.raises(OutOfBounds, match="outside the calendar, 1970-01-01 to 9000-01-01") as e:
+        outside()
+    assert e.value.field == "from"
+    assert e.value.status == 400

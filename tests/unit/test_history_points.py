@@ -82,7 +82,7 @@ def test_a_fraction_of_a_second_is_kept_to_the_microsecond() -> None:
         ("1767225600,inf\n", "line 1: inf is not a finite number"),
         ("2026-01-01T00:00:00,1\n", "line 1: '2026-01-01T00:00:00' has no UTC offset"),
         ("yesterday,1\n", "neither Unix seconds nor an ISO 8601 time"),
-        ("1e12,1\n", "outside the years 1 to 9999"),
+        ("1e12,1\n", "outside the calendar, 1970-01-01 to 9000-01-01"),
     ],
 )
 def test_a_bad_line_is_refused_with_its_number(text: str, message: str) -> None:

@@ -1,6 +1,6 @@
 from collections.abc import Sequence
 
-from litestar import Litestar
+from litestar import Litestar, Router
 
 from energy_platform.api.dashboard.routes import dashboard_routes
 from energy_platform.api.export import export_routes
@@ -11,6 +11,7 @@ from energy_platform.core.gauges import Watch
 from energy_platform.core.http.application import build_app
 from energy_platform.core.http.openapi import bearer
 from energy_platform.core.settings import Settings
+from energy_platform.history.http import undo_limits
 from energy_platform.live.http import live_routes
 from energy_platform.live.hub import LiveHub
 from energy_platform.notifications.http import NotificationsController
@@ -31,7 +32,12 @@ def create_app(settings: Settings, watches: Sequence[Watch] = ()) -> Litestar:
         description="Feeds, streams, stream data and CSV exports, bills and notifications.",
         settings=settings,
         route_handlers=[
-            FeedsController,
+            # The feeds' controller carries history's writes, and the undo its users' shares.
+            Router(
+                path="/",
+                route_handlers=[FeedsController],
+                dependencies=undo_limits(settings.history),
+            ),
             export_routes(settings.database.pool_max, settings.api),
             bill_routes(settings.engine.currency),
             overview_routes(settings.engine.currency),

@@ -15,6 +15,7 @@ from litestar.params import FromPath, QueryParameter
 from energy_platform.api import queries
 from energy_platform.api.json_shapes import render_feeds, render_streams
 from energy_platform.api.schemas import Feed, Stream, StreamType
+from energy_platform.core import bounds
 from energy_platform.core.errors import InvalidInput, NotFound
 from energy_platform.core.http.bearer import bearer_digest, unknown_token
 from energy_platform.core.http.database import Database, Reads
@@ -24,9 +25,8 @@ from energy_platform.history.http import StreamWrites
 from energy_platform.users.auth import Caller, authenticate, visible_feed, visible_user
 from energy_platform.users.usage import token_used
 
-# Unix seconds of 0001-01-01 and 9999-12-31T23:59:59Z: what a timestamp can hold.
-EARLIEST = -62_135_596_800
-LATEST = 253_402_300_799
+# The calendar's range (core/bounds.py): a time outside it is 400 naming its parameter.
+EARLIEST, LATEST = bounds.EARLIEST, bounds.LATEST
 UnixTime = Annotated[int | None, QueryParameter(ge=EARLIEST, le=LATEST)]
 Authenticated = NamedDependency[Caller]
 Types = Annotated[list[StreamType], msgspec.Meta(max_length=MAX_REPEATED)]
@@ -122,12 +122,16 @@ class FeedsController(StreamWrites, Controller):
     ) -> Response[list[tuple[int, float]]]:
         # One round trip: the caller, the stream's visibility and the body, built by PostgreSQL.
         digest = bearer_digest(request)
+        start = EARLIEST if time_from is None else time_from
+        # A time_from after its time_to is refused below, once the caller is known (401 first);
+        # meanwhile the query reads the one instant time_from, not a window whose ends are
+        # reversed (the real-time rollups' ranges raised on it: a 500).
         window = (
             digest,
             _id_or_none(feed_id, "feed"),
             _id_or_none(stream_id, "stream"),
-            EARLIEST if time_from is None else time_from,
-            LATEST if time_to is None else time_to,
+            start,
+            max(start, LATEST if time_to is None else time_to),
             limit,
         )
         csv = wants_csv(request)

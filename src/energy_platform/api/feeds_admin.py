@@ -118,8 +118,8 @@ def add_feed(
     the provisioning API in the same step: the feed exists only if the pairing holds. Its first
     configuration is unbounded in time.
     """
-    start = parse_instant(sub_from)
-    end = parse_instant(sub_to) if sub_to else start + timedelta(days=365)
+    start = parse_instant(sub_from, "--subscription-from")
+    end = parse_instant(sub_to, "--subscription-to") if sub_to else start + timedelta(days=365)
     owner_id, zone = parse_id(owner, "user"), _time_zone(tz)
     title = checked_text(title, "--title")
     # Checked before anything changes, here or at provisioning.
@@ -172,7 +172,7 @@ def configure_feed(
     settings: Settings, feed_id: str, since: str, title: str | None, tz: str | None
 ) -> None:
     """Set the feed's configuration from an instant on; prints the feed."""
-    instant, fid = parse_instant(since), parse_id(feed_id, "feed")
+    instant, fid = parse_instant(since, "--from"), parse_id(feed_id, "feed")
     zone = None if tz is None else _time_zone(tz)
     title = None if title is None else checked_text(title, "--title")
 
@@ -205,8 +205,8 @@ def set_subscription(
     if sub_to is None and sub_from is None:
         raise InvalidInput("give --to, --from or both")
     fid = parse_id(feed_id, "feed")
-    start = None if sub_from is None else parse_instant(sub_from)
-    end = None if sub_to is None else parse_instant(sub_to)
+    start = None if sub_from is None else parse_instant(sub_from, "--from")
+    end = None if sub_to is None else parse_instant(sub_to, "--to")
 
     async def work(conn: asyncpg.Connection) -> Any:
         try:
@@ -309,7 +309,7 @@ def configure_stream(
     """Set a processed stream's configuration from an instant on; prints the stream."""
     if submeter and main:
         raise InvalidInput("--main and --submeter: a main meter is no sub-meter, give one")
-    instant, sid = parse_instant(since), parse_id(stream_id, "stream")
+    instant, sid = parse_instant(since, "--from"), parse_id(stream_id, "stream")
     rate = None if max_rate in (None, "default") else _max_rate(max_rate)
     title = None if title is None else checked_text(title, "--title")
     unit = None if unit is None else checked_text(unit, "--unit")

@@ -38,18 +38,17 @@ from energy_platform.billing import queries as billing
 from energy_platform.billing.bills import render_bill
 from energy_platform.billing.http import parse_local_date
 from energy_platform.billing.schemas import Bill
+from energy_platform.core import bounds
 from energy_platform.core.db.pool import Connection
-from energy_platform.core.errors import InvalidInput
 from energy_platform.core.http.database import Reads
 from energy_platform.users.auth import Caller, authenticate, visible_feed
 
 Compare = Literal["previous", "last_year", "none"]
 # The rollups' grain of each period's buckets.
 GRAIN: dict[str, str] = {"day": "hour", "week": "day", "month": "day", "year": "month"}
-# A date whose period or compared period would leave the calendar (years 1 to 9999).
-FIRST_YEAR, LAST_YEAR = 2, 9998
 DATE_DOC = (
-    "Any local date of the period, YYYY-MM-DD, in the feed's time zone; default: its today."
+    "Any local date of the period, YYYY-MM-DD, in the feed's time zone, from"
+    f" {bounds.CALENDAR}; default: its today."
     " A week runs Monday to Sunday."
 )
 COMPARE_DOC = (
@@ -217,11 +216,8 @@ class OverviewController(Controller):
         ] = None,
         compare: Annotated[Compare, QueryParameter(description=COMPARE_DOC)] = "previous",
     ) -> Overview:
+        # In the calendar's range, the period and the compared one stay inside the calendar.
         asked = None if on is None else parse_local_date(on, "date")
-        if asked is not None and not FIRST_YEAR <= asked.year <= LAST_YEAR:
-            raise InvalidInput(
-                f"date: {asked} is outside the years {FIRST_YEAR} to {LAST_YEAR}", field="date"
-            )
         feed = (await visible_feed(reads, feed_id, caller))["id"]
         today: date = await reads.fetchval(queries.OVERVIEW_TODAY, feed)
         first, last = period_dates(period, asked or today)

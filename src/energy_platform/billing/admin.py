@@ -137,7 +137,7 @@ def set_tariff(
         raise InvalidInput("--kwh-per-m3 prices gas per kWh: only with --medium gas")
     fid, instant, parsed = (
         parse_id(feed_id, "feed"),
-        parse_instant(since),
+        parse_instant(since, "--from"),
         parse_bands(price, bands, none, area),
     )
     multiplier = 1.0 if factor is None else amount(factor, bounds.FACTOR, "--factor")
@@ -303,7 +303,7 @@ def import_prices(
 def list_prices(settings: Settings, area: str, since: str, until: str) -> None:
     """List the area's slots overlapping [--from, --to), in order."""
     checked_text(area, "area")
-    start, end = parse_instant(since), parse_instant(until)
+    start, end = parse_instant(since, "--from"), parse_instant(until, "--to")
     if start >= end:
         raise InvalidInput("--from must be before --to")
 

@@ -24,6 +24,7 @@ from energy_platform.billing import queries
 from energy_platform.billing.bills import render_bill
 from energy_platform.billing.plans import PlanController
 from energy_platform.billing.schemas import Bill, BillMedium, FeedPrices, PriceStretch
+from energy_platform.core import bounds
 from energy_platform.core.errors import InvalidInput
 from energy_platform.core.http.database import Reads
 from energy_platform.users.auth import Caller, authenticate, visible_feed
@@ -31,16 +32,20 @@ from energy_platform.users.auth import Caller, authenticate, visible_feed
 MAX_DAYS = 366
 MAX_PRICE_DAYS = 31
 LOCAL_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-DATE_DOC = "A local date in the feed's time zone, YYYY-MM-DD; from and to are both inclusive."
+DATE_DOC = (
+    f"A local date in the feed's time zone, YYYY-MM-DD, from {bounds.CALENDAR}; from and to"
+    " are both inclusive."
+)
 FromDate = Annotated[str, QueryParameter(name="from", description=DATE_DOC, max_length=10)]
 ToDate = Annotated[str, QueryParameter(name="to", description=DATE_DOC, max_length=10)]
 
 
 def parse_local_date(value: str, name: str) -> date:
-    """A ``YYYY-MM-DD`` calendar date, else 400 naming the parameter."""
+    """A ``YYYY-MM-DD`` calendar date within the calendar's range (core/bounds.py), else 400
+    naming the parameter."""
     try:
         if LOCAL_DATE.match(value):
-            return date.fromisoformat(value)
+            return bounds.check_day(date.fromisoformat(value), name)
     except ValueError:
         pass
     raise InvalidInput(f"{name}: {value[:40]!r} is not a date (YYYY-MM-DD)", field=name)

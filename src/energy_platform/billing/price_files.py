@@ -420,9 +420,12 @@ def _instant(where: str, text: str) -> datetime:
         # A local time without an offset is ambiguous on the night clocks go back.
         raise _fault(where, f"{_shown(text)} has no UTC offset (add Z or +01:00, say)")
     try:
-        return parsed.astimezone(UTC)
+        at = parsed.astimezone(UTC)
     except OverflowError:
-        raise _fault(where, f"{_shown(text)} is outside the years 1 to 9999 in UTC") from None
+        at = None
+    if at is None or not bounds.in_calendar(at):
+        raise _fault(where, f"{_shown(text)} is outside the calendar, {bounds.CALENDAR}")
+    return at
 
 
 def _price(where: str, text: str) -> float:

@@ -26,12 +26,17 @@ below where the arithmetic breaks:
   range: underflow", also 22003): 5e-324 W / 3600 raises it. So a non-zero magnitude below
   :data:`SMALLEST` is refused as well; 0 itself is a value like any other. Signs are never
   refused: power is signed where a meter exports, temperatures and prices may be negative.
+
+The calendar has bounds too (:data:`FIRST_DAY` to :data:`LAST_DAY`): every date and instant a
+user sends (HTTP parameters and bodies, admin options and files) lies in that one range, or is
+400 naming its field.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from datetime import UTC, date, datetime
 from types import MappingProxyType
 from typing import Final
 
@@ -39,6 +44,25 @@ import msgspec
 
 from energy_platform.core.codec import obis
 from energy_platform.core.errors import OutOfBounds
+
+# The calendar: whatever a period's arithmetic does with a date in this range (a day or a month
+# added, a year before it, a local day's end in any time zone) stays far inside what Python's
+# dates (years 1 to 9999) and PostgreSQL's timestamptz hold. At the calendar's own ends a bill
+# or a price curve of one day ran 65 s into the statement timeout, then 500 (issue 59): its
+# functions step past 9999-12-31 or before 0001-01-01. Devices send times from 2000 on
+# (core/codec/format_v4.py); history older than 1970 is not metered electricity anyone imports.
+FIRST_DAY: Final = date(1970, 1, 1)
+"""The first date a user may name (a local date, or the UTC date of an instant)."""
+LAST_DAY: Final = date(9000, 1, 1)
+"""The last date a user may name; an instant may be at most its midnight UTC."""
+EARLIEST: Final = 0
+"""Unix seconds of :data:`FIRST_DAY`'s midnight UTC: the earliest instant a user may send."""
+LATEST: Final = 221_845_392_000
+"""Unix seconds of :data:`LAST_DAY`'s midnight UTC: the latest instant a user may send."""
+CALENDAR: Final = f"{FIRST_DAY.isoformat()} to {LAST_DAY.isoformat()}"
+"""The range as messages and docs name it."""
+_FIRST_INSTANT: Final = datetime.fromtimestamp(EARLIEST, UTC)
+_LAST_INSTANT: Final = datetime.fromtimestamp(LATEST, UTC)
 
 
 class Bound(msgspec.Struct, frozen=True):
@@ -172,3 +196,38 @@ def check(bound: Bound, value: float, where: str) -> float:
 def _shown(limit: float) -> str:
     """A bound as people write it: 1e10, not 1e+10 or 10000000000.0."""
     return f"{limit:g}".replace("e+0", "e").replace("e+", "e").replace("e-0", "e-")
+
+
+def check_day(day: date, field: str) -> date:
+    """``day`` when it lies in the calendar's range (both ends included), else OutOfBounds
+    (400) naming ``field``."""
+    if FIRST_DAY <= day <= LAST_DAY:
+        return day
+    raise OutOfBounds(f"{field}: {day} is outside the calendar, {CALENDAR}", field=field)
+
+
+def in_calendar(at: datetime) -> bool:
+    """Whether the aware instant ``at`` lies from :data:`EARLIEST` to :data:`LATEST`."""
+    return _FIRST_INSTANT <= at <= _LAST_INSTANT
+
+
+def check_instant(at: datetime, field: str) -> datetime:
+    """``at`` (aware) when it lies from :data:`EARLIEST` to :data:`LATEST`, else OutOfBounds
+    (400) naming ``field``."""
+    if in_calendar(at):
+        return at
+    raise OutOfBounds(
+        f"{field}: {at.isoformat()} is outside the calendar, {CALENDAR} (UTC)", field=field
+    )
+
+
+def check_seconds(seconds: float, field: str) -> float:
+    """Unix ``seconds`` when they lie from :data:`EARLIEST` to :data:`LATEST` (False for NaN
+    and infinities too), else OutOfBounds (400) naming ``field``."""
+    if EARLIEST <= seconds <= LATEST:
+        return seconds
+    raise OutOfBounds(
+        f"{field}: {seconds!r} is outside the calendar, {CALENDAR} (Unix seconds"
+        f" {EARLIEST} to {LATEST})",
+        field=field,
+    )

@@ -14,6 +14,7 @@ from typing import Annotated
 
 import msgspec
 
+from energy_platform.core import bounds
 from energy_platform.core.errors import InvalidInput, NotFound
 
 INT4_MAX = 2**31 - 1
@@ -84,8 +85,8 @@ def parse_id(value: str, what: str) -> int:
 def parse_instant(value: str, field: str) -> datetime:
     """An ISO 8601 time as an aware UTC datetime; a time without a UTC offset is UTC.
 
-    400 for anything else, control characters and times that leave the years 1..9999 once
-    converted to UTC (``0001-01-01T00:00:00+01:00``) included.
+    400 for anything else, control characters and times outside the calendar's range
+    (core/bounds.py) included.
     """
     checked_text(value, field, max_length=64)
     if not value.isascii():
@@ -95,9 +96,9 @@ def parse_instant(value: str, field: str) -> datetime:
     except ValueError:
         raise InvalidInput(f"{field}: {value!r} is not an ISO 8601 time", field=field) from None
     if parsed.tzinfo is None:
-        return parsed.replace(tzinfo=UTC)
+        return bounds.check_instant(parsed.replace(tzinfo=UTC), field)
     try:
-        return parsed.astimezone(UTC)
+        return bounds.check_instant(parsed.astimezone(UTC), field)
     except OverflowError:
         raise InvalidInput(
             f"{field}: {value!r} is outside the years 1 to 9999 in UTC", field=field

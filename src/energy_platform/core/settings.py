@@ -418,6 +418,14 @@ class NotificationsSettings(Section, frozen=True, kw_only=True):
     """Seconds after local midnight before the day that ended is judged (late data settles)."""
     unusual_batch: int = 200
     """Feeds whose day is taken per round (the first round after midnight has many)."""
+    events_days: int = 90
+    """Days a device's event (``cluster.device_events``) is kept after it arrived, once the
+    power-change rule has read it (0: for ever). Removed by the engine's retention rounds
+    (``EP_RETENTION_INTERVAL``)."""
+
+    def __post_init__(self) -> None:
+        if self.events_days < 0:
+            raise ValueError("EP_NOTIFICATIONS_EVENTS_DAYS must be >= 0")
 
 
 class CompactionSettings(Section, frozen=True, kw_only=True):
@@ -478,10 +486,15 @@ class HistorySettings(Section, frozen=True, kw_only=True):
     corrections_days: int = 30
     """Days a correction (what it added, replaced and removed) is kept, and can be undone (0:
     for ever). Removed by the engine's retention rounds (``EP_RETENTION_INTERVAL``)."""
+    undos_per_minute: int = 10
+    """Undos one user may ask of one API process a minute, as many at once; more get 429 with
+    Retry-After (each undo rewrites up to an import's points and queues the engine)."""
 
     def __post_init__(self) -> None:
-        if self.corrections_days < 0:
-            raise ValueError("EP_HISTORY_CORRECTIONS_DAYS must be >= 0")
+        if self.corrections_days < 0 or self.undos_per_minute < 1:
+            raise ValueError(
+                "EP_HISTORY_CORRECTIONS_DAYS must be >= 0 and EP_HISTORY_UNDOS_PER_MINUTE >= 1"
+            )
 
 
 class LiveSettings(Section, frozen=True, kw_only=True):

@@ -55,7 +55,11 @@ async def _require_feed(conn: asyncpg.Connection, feed_id: int, given: str) -> N
 @click.pass_obj
 def reprocess(settings: Settings, feed_id: str, since: str, until: str) -> None:
     """Queue a feed's raw data in [--from, --to) for processing again."""
-    fid, start, end = parse_id(feed_id, "feed"), parse_instant(since), parse_instant(until)
+    fid, start, end = (
+        parse_id(feed_id, "feed"),
+        parse_instant(since, "--from"),
+        parse_instant(until, "--to"),
+    )
     if start >= end:
         raise InvalidInput("--from must be before --to")
 

@@ -6,7 +6,8 @@ so nothing younger is ever touched) and a stream-day at a time in the compact ti
 points go row by row, and only those every customer they belong to has had delivered (the
 customer's storage cursor, ``delivery_state.seen``, covers them); a point stored while its
 homebase was registered to nobody was never deliverable. The delivery log goes by attempt time,
-the audit of corrections (``EP_HISTORY_CORRECTIONS_DAYS``) by when they were made.
+the audit of corrections (``EP_HISTORY_CORRECTIONS_DAYS``) by when they were made, the devices'
+events (``EP_NOTIFICATIONS_EVENTS_DAYS``) by when they arrived.
 """
 
 from __future__ import annotations
@@ -62,13 +63,29 @@ DELETE FROM forwarder.delivery_log WHERE attempted_at < now() - make_interval(da
 # A correction's points (cluster.correction_points) go with its log row (ON DELETE CASCADE).
 DELETE_CORRECTIONS = """
 DELETE FROM cluster.correction_log WHERE made_at < now() - make_interval(days => $1)"""
+# Devices' events by arrival, through the index on their UTC arrival time
+# (cluster.device_events_arrival), and only those the power-change rule has read (its
+# position): an event is never removed before the rule compared it.
+DELETE_EVENTS = """
+DELETE FROM cluster.device_events d
+ WHERE d.id IN (
+       SELECT e.id FROM cluster.device_events e
+        WHERE (e.received_at AT TIME ZONE 'UTC')
+              < (now() - make_interval(days => $1)) AT TIME ZONE 'UTC'
+          AND e.id <= coalesce((SELECT r.position FROM cluster.rule_positions r
+                                 WHERE r.rule = 'power_change'), 0)
+        LIMIT $2)"""
 
 
 async def enforce(
-    pool: asyncpg.Pool, settings: RetentionSettings, corrections_days: int = 0
+    pool: asyncpg.Pool,
+    settings: RetentionSettings,
+    corrections_days: int = 0,
+    events_days: int = 0,
 ) -> dict[str, int]:
     """One round over every kind with an age: what each removed (chunks or rows).
-    ``corrections_days``: ``EP_HISTORY_CORRECTIONS_DAYS`` (0: kept for ever)."""
+    ``corrections_days``: ``EP_HISTORY_CORRECTIONS_DAYS``, ``events_days``:
+    ``EP_NOTIFICATIONS_EVENTS_DAYS`` (0: kept for ever)."""
     removed: dict[str, int] = {}
     for kind, days, statement in (
         ("raw", settings.raw_days, DROP_RAW),
@@ -90,6 +107,8 @@ async def enforce(
         )
     if corrections_days:
         removed["corrections"] = _rows(await pool.execute(DELETE_CORRECTIONS, corrections_days))
+    if events_days:
+        removed["device_events"] = await _batches(pool, DELETE_EVENTS, settings.batch, events_days)
     for kind, count in removed.items():
         REMOVED.labels(kind).inc(count)
     return removed
@@ -113,11 +132,14 @@ def _rows(status: str) -> int:
 
 
 def retention(
-    database: DatabaseSettings, settings: RetentionSettings, corrections_days: int = 0
+    database: DatabaseSettings,
+    settings: RetentionSettings,
+    corrections_days: int = 0,
+    events_days: int = 0,
 ) -> Periodic:
     """The engine's retention loop (a background service)."""
 
     async def work(pool: asyncpg.Pool, _: asyncio.Event) -> dict[str, int]:
-        return await enforce(pool, settings, corrections_days)
+        return await enforce(pool, settings, corrections_days, events_days)
 
     return Periodic("retention", database, settings.interval, work)

@@ -9,22 +9,31 @@ which ``POST /feeds/{feed_id}/corrections/{correction_id}/undo`` takes back
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Annotated
 
 import asyncpg
 import msgspec
 from litestar import Request, delete, post
 from litestar.datastructures import State
-from litestar.di import NamedDependency
+from litestar.di import NamedDependency, Provide
 from litestar.exceptions.http_exceptions import RequestEntityTooLarge
 from litestar.openapi.spec import OpenAPIType, Schema
 from litestar.params import FromPath, QueryParameter
 
 from energy_platform.core import bounds
-from energy_platform.core.errors import Conflict, InvalidInput, NotFound, PayloadTooLarge
+from energy_platform.core.errors import (
+    Conflict,
+    InvalidInput,
+    NotFound,
+    PayloadTooLarge,
+    TooManyRequests,
+)
 from energy_platform.core.http.database import Database
 from energy_platform.core.http.openapi import problems, request_body
 from energy_platform.core.inputs import parse_id
+from energy_platform.core.ratelimit import TokenBuckets
+from energy_platform.core.settings import HistorySettings
 from energy_platform.history import intervals, queries
 from energy_platform.history.corrections import Undone, undo
 from energy_platform.history.points import (
@@ -79,6 +88,34 @@ class Deleted(msgspec.Struct):
     deleted: int
     correction: str | None
     """The correction that records the removed points; null when there were none."""
+
+
+class UndosSpent(TooManyRequests):
+    headers = MappingProxyType({"Retry-After": "60"})
+
+
+class UndoLimits:
+    """Each user's undos in this API process: ``per_minute`` at once, refilled at that rate
+    (core/ratelimit.py's token buckets, keyed by user)."""
+
+    def __init__(self, per_minute: int) -> None:
+        self.per_minute = per_minute
+        self._buckets = TokenBuckets(per_minute, per_minute)
+
+    def take(self, user: int) -> None:
+        """One undo of ``user``'s, else 429 with Retry-After."""
+        if not self._buckets.take(str(user)):
+            raise UndosSpent(
+                f"at most {self.per_minute} undos a minute per user"
+                " (EP_HISTORY_UNDOS_PER_MINUTE): retry in a minute"
+            )
+
+
+def undo_limits(settings: HistorySettings) -> dict[str, Provide]:
+    """The dependency the undo handler takes its user's share from (``undos``): one set of
+    buckets per app, so per API process."""
+    limits = UndoLimits(settings.undos_per_minute)
+    return {"undos": Provide(lambda: limits, sync_to_thread=False)}
 
 
 class StreamWrites:
@@ -181,9 +218,10 @@ class StreamWrites:
         status_code=200,
         summary=(
             "Undo a correction (an import, a removal, an undo): its points get back what they"
-            " held before it, if each still holds what it left (else 409, nothing changed)"
+            " held before it, if each still holds what it left (else 409, nothing changed);"
+            f" at most {MAX_POINTS:,} points (else 413), each within its bound (else 400)"
         ),
-        opt=problems(403, 409),
+        opt=problems(403, 409, 413, 429),
     )
     async def undo_correction(
         self,
@@ -191,15 +229,17 @@ class StreamWrites:
         correction_id: FromPath[str],
         caller: NamedDependency[Caller],
         pool: Database,
+        undos: NamedDependency[UndoLimits],
     ) -> Undone:
         require_write(caller)
+        undos.take(caller.user_id)
         feed, number = parse_id(feed_id, "feed"), parse_id(correction_id, "correction")
         seen = await pool.fetchval(
             queries.VISIBLE_CORRECTION, number, feed, caller.user_id, caller.is_admin
         )
         if seen is None:
             raise NotFound(f"no correction {correction_id!r} in feed {feed_id!r}")
-        return await undo(pool, number, await actor(pool, caller))
+        return await undo(pool, number, await actor(pool, caller), most=MAX_POINTS)
 
 
 async def actor(pool: asyncpg.Pool, caller: Caller) -> str:

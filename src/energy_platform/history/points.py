@@ -1,33 +1,32 @@
 """Points sent to a raw stream from outside a device: a JSON array ``[[t, v], ...]`` or CSV
 ``time,value`` lines. A time is Unix seconds (a fraction allowed, to the microsecond) or, in
-CSV, ISO 8601 with a UTC offset (what other systems export); a value is a finite number within
-the bound of the stream's quantity (core/bounds.py), else 400 naming the value and the bound.
+CSV, ISO 8601 with a UTC offset (what other systems export), within the calendar's range
+(core/bounds.py), else 400 naming its place (``$[3][0]``, ``line 5``); a value is a finite
+number within the bound of the stream's quantity (core/bounds.py), else 400 naming the value
+and the bound.
 """
 
 from __future__ import annotations
 
 import io
 from datetime import UTC, datetime, timedelta
-from typing import Annotated
 
 import msgspec
 
 from energy_platform.core import bounds
-from energy_platform.core.errors import InvalidInput, PayloadTooLarge
+from energy_platform.core.errors import InvalidInput, OutOfBounds, PayloadTooLarge
 
 MAX_POINTS = 100_000
 """Points one request may carry (the issue's limit; a file through the CLI has none)."""
 MAX_BODY_BYTES = MAX_POINTS * 64
 """Bytes a request body may have: 100,000 points with long times and values fit. Short ones
 fit many more (``[0,0],`` is 6 bytes), so the points are counted before they are decoded."""
-# What a timestamptz can hold, in Unix seconds: 0001-01-01 to 9999-12-31T23:59:59Z.
-EARLIEST = -62_135_596_800
-LATEST = 253_402_300_799
+# The calendar's range (core/bounds.py), in Unix seconds: a time outside it is 400.
+EARLIEST, LATEST = bounds.EARLIEST, bounds.LATEST
 UNIX_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MICROSECOND = timedelta(microseconds=1)
 
-Seconds = Annotated[float, msgspec.Meta(ge=EARLIEST, le=LATEST)]
-_points = msgspec.json.Decoder(list[tuple[Seconds, float]])
+_points = msgspec.json.Decoder(list[tuple[float, float]])
 
 
 class Points(msgspec.Struct, frozen=True):
@@ -51,7 +50,10 @@ def from_json(body: bytes, *, bound: bounds.Bound) -> Points:
     except msgspec.DecodeError as e:
         raise InvalidInput(f"not JSON: {e}") from None
     _within_limit(len(pairs))
-    times = [round(seconds * 1_000_000) for seconds, _ in pairs]
+    times = [
+        round(bounds.check_seconds(seconds, f"$[{n}][0]") * 1_000_000)
+        for n, (seconds, _) in enumerate(pairs)
+    ]
     values = [bounds.check(bound, value, f"point {n}") for n, (_, value) in enumerate(pairs)]
     return Points(times, values)
 
@@ -93,9 +95,7 @@ def _csv_time(text: str, number: int) -> int:
     except ValueError:
         pass
     else:
-        if not EARLIEST <= seconds <= LATEST:
-            raise InvalidInput(f"line {number}: {text[:40]!r} is outside the years 1 to 9999")
-        return round(seconds * 1_000_000)
+        return round(bounds.check_seconds(seconds, f"line {number}") * 1_000_000)
     try:
         parsed = datetime.fromisoformat(text)
     except ValueError:
@@ -108,8 +108,11 @@ def _csv_time(text: str, number: int) -> int:
     try:
         parsed = parsed.astimezone(UTC)
     except OverflowError:
-        raise InvalidInput(f"line {number}: {text[:40]!r} is outside the years 1 to 9999") from None
-    return (parsed - UNIX_EPOCH) // MICROSECOND
+        raise OutOfBounds(
+            f"line {number}: {text[:40]!r} is outside the calendar, {bounds.CALENDAR}",
+            field=f"line {number}",
+        ) from None
+    return (bounds.check_instant(parsed, f"line {number}") - UNIX_EPOCH) // MICROSECOND
 
 
 def instant(seconds: float) -> datetime:

@@ -34,6 +34,27 @@ SELECT deleted, correction FROM cluster.delete_points($1, $2, $3, $4, $5)"""
 
 UNDO = "SELECT restored, correction FROM cluster.undo_correction($1, $2)"
 
+# How many points correction $1 changed (its log's counts; an admin import's chunks that wrote
+# one time twice count it twice), and its stream's medium (the bound of what undo puts back).
+CORRECTION_SIZE = """
+SELECT l.added + l.replaced + l.removed AS points, s.medium
+  FROM cluster.correction_log l
+  JOIN cluster.streams s ON s.id = l.stream_id
+ WHERE l.correction = $1"""
+
+# The values undoing correction $1 would put back with the largest magnitude (NaN and the
+# infinities sort above every number) and the smallest one other than 0, each with its time.
+RESTORED_EXTREMES = """
+WITH back AS (
+    SELECT c.ts, c.old_value FROM cluster.correction_changes($1) c
+     WHERE c.old_value IS NOT NULL)
+SELECT l.ts AS largest_at, l.old_value AS largest, s.ts AS smallest_at, s.old_value AS smallest
+  FROM (SELECT 1) one
+  LEFT JOIN LATERAL (SELECT ts, old_value FROM back ORDER BY abs(old_value) DESC LIMIT 1) l
+         ON true
+  LEFT JOIN LATERAL (SELECT ts, old_value FROM back WHERE old_value <> 0
+                      ORDER BY abs(old_value) LIMIT 1) s ON true"""
+
 # A feed's corrections, newest first.
 CORRECTIONS_OF_FEED = """
 SELECT l.correction, l.stream_id, l.undoes, l.actor, l.made_at, l.time_from, l.time_to,
