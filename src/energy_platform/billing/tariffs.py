@@ -5,7 +5,7 @@ cap)), and a standing charge per local day or month (docs/billing.md#tariffs).
 
 Here: the bands as an operator writes them, checked against their bounds (core/bounds.py), and
 a feed's tariffs as stored (``cluster.tariffs``, ``cluster.tariff_bands``). Setting one is
-``cluster.set_tariff`` (sql/functions/19_billing_tariffs.sql)."""
+``cluster.set_tariff`` (sql/functions/19_billing_tariffs_and_prices.sql)."""
 
 from __future__ import annotations
 
