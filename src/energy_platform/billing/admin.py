@@ -16,15 +16,7 @@ import msgspec
 from energy_platform.billing import queries
 from energy_platform.billing.holidays import public_holidays
 from energy_platform.billing.price_files import FORMATS, MAX_FILE_BYTES, PER, parse_prices
-from energy_platform.billing.tariffs import (
-    MEDIA,
-    Tariff,
-    amount,
-    parse_bands,
-    positive,
-    tariffs_of_feed,
-)
-from energy_platform.core import bounds
+from energy_platform.billing.tariffs import MEDIA, Tariff, tariff_terms, tariffs_of_feed
 from energy_platform.core.console import CommandGroup, emit, parse_instant, run_in_transaction
 from energy_platform.core.errors import InvalidInput, NotFound
 from energy_platform.core.inputs import checked_text, parse_id
@@ -121,39 +113,22 @@ def set_tariff(
     kwh_per_m3: str | None,
 ) -> None:
     """Set the feed's tariff for a medium from an instant on; prints the feed's tariffs."""
-    if factor is not None and area is None:
-        raise InvalidInput("--factor multiplies an area's prices: give --area too")
-    given = {
-        "--standing": standing,
-        "--vat": vat,
-        "--floor": lowest,
-        "--cap": highest,
-        "--holidays": calendar,
-        "--kwh-per-m3": kwh_per_m3,
-    }
-    if none and (taken := [name for name, value in given.items() if value is not None]):
-        raise InvalidInput(f"--none sets no tariff: it takes no {taken[0]}")
-    if kwh_per_m3 is not None and medium != "gas":
-        raise InvalidInput("--kwh-per-m3 prices gas per kWh: only with --medium gas")
-    fid, instant, parsed = (
-        parse_id(feed_id, "feed"),
-        parse_instant(since, "--from"),
-        parse_bands(price, bands, none, area),
+    fid, instant = parse_id(feed_id, "feed"), parse_instant(since, "--from")
+    terms = tariff_terms(
+        medium,
+        price=price,
+        bands=bands,
+        none=none,
+        area=area,
+        factor=factor,
+        vat=vat,
+        floor=lowest,
+        cap=highest,
+        standing=standing,
+        standing_per=standing_per,
+        calendar=calendar,
+        kwh_per_m3=kwh_per_m3,
     )
-    multiplier = 1.0 if factor is None else amount(factor, bounds.FACTOR, "--factor")
-    charge = 0.0 if standing is None else amount(standing, bounds.STANDING, "--standing")
-    rate = 0.0 if vat is None else positive(vat, bounds.VAT, "--vat", zero=True)
-    floor = None if lowest is None else amount(lowest, bounds.PRICE, "--floor")
-    cap = None if highest is None else amount(highest, bounds.PRICE, "--cap")
-    if floor is not None and cap is not None and floor > cap:
-        raise InvalidInput(f"--floor {lowest} is above --cap {highest}")
-    per_kwh = (
-        None if kwh_per_m3 is None else positive(kwh_per_m3, bounds.KWH_PER_M3, "--kwh-per-m3")
-    )
-    if calendar is not None and all(kind == "all" for kind, _, _ in parsed):
-        raise InvalidInput(
-            "--holidays makes public holidays weekend days: give weekday/ or weekend/ bands"
-        )
     today = datetime.now(UTC).date()
     days = None if calendar is None else public_holidays(calendar, instant, today)
 
@@ -165,18 +140,18 @@ def set_tariff(
                 fid,
                 medium,
                 instant,
-                [start for _, start, _ in parsed] if parsed else None,
-                [value for _, _, value in parsed] if parsed else None,
-                area,
-                multiplier,
-                charge,
-                [kind for kind, _, _ in parsed] if parsed else None,
-                rate,
-                floor,
-                cap,
-                standing_per,
-                per_kwh,
-                calendar,
+                [start for _, start, _ in terms.bands] if terms.bands else None,
+                [value for _, _, value in terms.bands] if terms.bands else None,
+                terms.area,
+                terms.factor,
+                terms.standing,
+                [kind for kind, _, _ in terms.bands] if terms.bands else None,
+                terms.vat,
+                terms.floor,
+                terms.cap,
+                terms.standing_per,
+                terms.kwh_per_m3,
+                terms.calendar,
                 None if days is None else days.days,
                 None if days is None else days.names,
                 None if days is None else asyncpg.Range(days.first, days.last + 1),

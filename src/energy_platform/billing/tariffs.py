@@ -10,6 +10,7 @@ a feed's tariffs as stored (``cluster.tariffs``, ``cluster.tariff_bands``). Sett
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from datetime import datetime, time
 from typing import TypeVar
 
@@ -71,67 +72,178 @@ class Tariff(msgspec.Struct, omit_defaults=True):
     """Gas: kWh per m³; the prices are then per kWh."""
 
 
-def _price(text: str) -> float:
-    try:
+Given = str | float | None
+"""A term as given: a command line's text, a JSON number, or nothing."""
+
+
+def option(term: str) -> str:
+    """The admin command's name of a term: ``--vat``, ``--kwh-per-m3``."""
+    return "--" + term.replace("_", "-")
+
+
+class Terms(msgspec.Struct, frozen=True):
+    """A tariff's terms, checked: what ``cluster.set_tariff`` takes besides the feed, the
+    medium and the instant. The one check of ``admin tariffs set`` and of a contract
+    (billing/contracts.py)."""
+
+    bands: list[tuple[str, time, float]]
+    """(day kind, local start, price), sorted; none: no tariff."""
+    area: str | None
+    factor: float
+    standing: float
+    standing_per: str
+    vat: float
+    floor: float | None
+    cap: float | None
+    calendar: str | None
+    kwh_per_m3: float | None
+
+
+def _price(text: str | float, name: str) -> float:
+    if isinstance(text, str):
+        try:
+            price = float(text)
+        except ValueError:
+            raise InvalidInput(f"{text!r} is not a price", field=name) from None
+    else:
         price = float(text)
-    except ValueError:
-        raise InvalidInput(f"{text!r} is not a price") from None
     if price != price or price in (float("inf"), float("-inf")):
-        raise InvalidInput(f"{text!r} is not a finite price")
+        raise InvalidInput(f"{text!r} is not a finite price", field=name)
     return price
 
 
-def amount(text: str, bound: bounds.Bound, option: str) -> float:
+def amount(text: str | float, bound: bounds.Bound, option: str) -> float:
     """A price, factor or standing charge as given to ``option``, within its bound."""
-    return bounds.check(bound, _price(text), option)
+    return bounds.check(bound, _price(text, option), option)
 
 
-def positive(text: str, bound: bounds.Bound, option: str, zero: bool = False) -> float:
+def positive(text: str | float, bound: bounds.Bound, option: str, zero: bool = False) -> float:
     """A VAT rate (``zero``: 0 allowed) or a kWh per m³ given to ``option``, within its bound."""
     value = amount(text, bound, option)
     if value < 0 or (value == 0 and not zero):
-        raise InvalidInput(f"{option}: {text!r} must be {'at least 0' if zero else 'above 0'}")
+        raise InvalidInput(
+            f"{option}: {text!r} must be {'at least 0' if zero else 'above 0'}", field=option
+        )
     return value
 
 
 def parse_bands(
-    price: str | None, bands: tuple[str, ...], none: bool, area: str | None
+    price: Given,
+    bands: Sequence[str],
+    none: bool,
+    area: str | None,
+    name: Callable[[str], str] = option,
 ) -> list[tuple[str, time, float]]:
     """The bands (day kind, local start, price) of ``--price``, ``--band``s or ``--none`` (no
     bands: no tariff); an area's tariff without either has one band of 0. A band without a day
-    kind holds on every day; with one, weekdays and weekends must each have a band."""
+    kind holds on every day; with one, weekdays and weekends must each have a band. ``name``
+    names a term in a message (``--band`` for the command, ``bands`` for a contract)."""
     if none and area is not None:
-        raise InvalidInput("--none sets no tariff: it takes no --area")
+        raise InvalidInput(
+            f"{name('none')} sets no tariff: it takes no {name('area')}", field=name("area")
+        )
     if area is not None and price is None and not bands:
         return [("all", time(0, 0), 0.0)]  # the area's prices alone
     if sum((price is not None, bool(bands), none)) != 1:
-        raise InvalidInput("give exactly one of --price, --band (repeatable) or --none")
+        raise InvalidInput(
+            f"give exactly one of {name('price')}, {name('band')} (repeatable) or {name('none')}",
+            field=name("price"),
+        )
     if none:
         return []
     if price is not None:
-        return [("all", time(0, 0), amount(price, bounds.PRICE, "--price"))]
+        return [("all", time(0, 0), amount(price, bounds.PRICE, name("price")))]
     parsed: dict[tuple[str, time], float] = {}
     for band in bands:
         match = BAND.match(band)
         if match is None:
             raise InvalidInput(
                 f"{band!r}: a band looks like 06:00=0.25 or weekend/06:00=0.25 "
-                "([weekday/|weekend/]local start=price)"
+                "([weekday/|weekend/]local start=price)",
+                field=name("band"),
             )
         days, start = match["days"] or "all", time(int(match["hour"]), int(match["minute"]))
         kinds = DAY_KINDS if days == "all" else (days,)
         for kind in kinds:
             if any((other, start) in parsed for other in (kind, "all")):
                 on = "" if days == "all" else f" on {kind}s"
-                raise InvalidInput(f"two bands start at {start:%H:%M}{on}")
-        parsed[days, start] = amount(match["price"], bounds.PRICE, f"--band {band.split('=')[0]}")
+                raise InvalidInput(f"two bands start at {start:%H:%M}{on}", field=name("band"))
+        parsed[days, start] = amount(
+            match["price"], bounds.PRICE, f"{name('band')} {band.split('=')[0]}"
+        )
     given = {days for days, _ in parsed}
     if given & set(DAY_KINDS) and "all" not in given and given != set(DAY_KINDS):
         (missing,) = set(DAY_KINDS) - given
         raise InvalidInput(
-            f"{missing}s have no band: give {missing}/ bands or bands without a day kind"
+            f"{missing}s have no band: give {missing}/ bands or bands without a day kind",
+            field=name("band"),
         )
     return sorted((days, start, value) for (days, start), value in parsed.items())
+
+
+def tariff_terms(
+    medium: str,
+    *,
+    price: Given = None,
+    bands: Sequence[str] = (),
+    none: bool = False,
+    area: str | None = None,
+    factor: Given = None,
+    vat: Given = None,
+    floor: Given = None,
+    cap: Given = None,
+    standing: Given = None,
+    standing_per: str = "day",
+    calendar: str | None = None,
+    kwh_per_m3: Given = None,
+    name: Callable[[str], str] = option,
+) -> Terms:
+    """A tariff's terms as given, checked against each other and their bounds, else 400
+    naming the term (``name``: how the caller calls it)."""
+    if factor is not None and area is None:
+        raise InvalidInput(
+            f"{name('factor')} multiplies an area's prices: give {name('area')} too",
+            field=name("factor"),
+        )
+    given = {
+        "standing": standing,
+        "vat": vat,
+        "floor": floor,
+        "cap": cap,
+        "holidays": calendar,
+        "kwh_per_m3": kwh_per_m3,
+    }
+    if none and (taken := [term for term, value in given.items() if value is not None]):
+        raise InvalidInput(
+            f"{name('none')} sets no tariff: it takes no {name(taken[0])}", field=name(taken[0])
+        )
+    if kwh_per_m3 is not None and medium != "gas":
+        raise InvalidInput(
+            f"{name('kwh_per_m3')} prices gas per kWh: only with {name('medium')} gas",
+            field=name("kwh_per_m3"),
+        )
+    parsed = parse_bands(price, bands, none, area, name)
+    multiplier = 1.0 if factor is None else amount(factor, bounds.FACTOR, name("factor"))
+    charge = 0.0 if standing is None else amount(standing, bounds.STANDING, name("standing"))
+    rate = 0.0 if vat is None else positive(vat, bounds.VAT, name("vat"), zero=True)
+    lowest = None if floor is None else amount(floor, bounds.PRICE, name("floor"))
+    highest = None if cap is None else amount(cap, bounds.PRICE, name("cap"))
+    if lowest is not None and highest is not None and lowest > highest:
+        raise InvalidInput(
+            f"{name('floor')} {floor} is above {name('cap')} {cap}", field=name("floor")
+        )
+    per_kwh = (
+        None if kwh_per_m3 is None else positive(kwh_per_m3, bounds.KWH_PER_M3, name("kwh_per_m3"))
+    )
+    if calendar is not None and all(kind == "all" for kind, _, _ in parsed):
+        raise InvalidInput(
+            f"{name('holidays')} makes public holidays weekend days: give weekday/ or weekend/ "
+            "bands",
+            field=name("holidays"),
+        )
+    return Terms(
+        parsed, area, multiplier, charge, standing_per, rate, lowest, highest, calendar, per_kwh
+    )
 
 
 async def tariffs_of_feed(conn: asyncpg.Connection, feed_id: int) -> list[Tariff]:
