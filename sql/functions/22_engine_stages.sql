@@ -442,9 +442,21 @@ SELECT feed_id, channel, quantity, coalesce(idx, 0), coalesce(tariff, 0), false,
        measured, integral, covered, faults
   FROM per_index
 UNION ALL
-SELECT feed_id, channel, quantity, 0, 0, true, k, sum(register), sum(measured), sum(integral),
-       sum(covered), sum(faults)
-  FROM per_index WHERE idx IS NOT NULL OR tariff IS NOT NULL
+-- The combined stream (docs/engine.md#a-channels-total): its register is the channel's tariff
+-- registers' sum, else its total register (1.8.0 beside phases: Swedish and Norwegian HAN
+-- ports, EasyMeter Q3D), each counting the same energy the other way; its measured value is
+-- the indexed streams' (the phases'), never the unindexed power beside them (the same energy
+-- again). A bucket with only an unindexed register's value is kept: a reader away longer than
+-- power is bridged still has its register's rise spread over the gap. Rows of a channel
+-- without a combined stream find no period in cluster.engine_results and are dropped there.
+SELECT feed_id, channel, quantity, 0, 0, true, k,
+       coalesce(sum(register) FILTER (WHERE tariff IS NOT NULL),
+                sum(register) FILTER (WHERE idx IS NULL AND tariff IS NULL)),
+       sum(measured) FILTER (WHERE idx IS NOT NULL OR tariff IS NOT NULL),
+       sum(integral) FILTER (WHERE idx IS NOT NULL OR tariff IS NOT NULL),
+       sum(covered) FILTER (WHERE idx IS NOT NULL OR tariff IS NOT NULL),
+       sum(faults) FILTER (WHERE idx IS NOT NULL OR tariff IS NOT NULL)
+  FROM per_index WHERE idx IS NOT NULL OR tariff IS NOT NULL OR register IS NOT NULL
  GROUP BY feed_id, channel, quantity, k
 $$;
 COMMENT ON FUNCTION cluster.bucket_energy(bigint[], integer[], timestamptz[], timestamptz[]) IS
@@ -501,8 +513,10 @@ WITH registers AS MATERIALIZED (
 SELECT feed_id, channel, quantity, 0, coalesce(idx, 0), false, min(kfirst), max(klast)
   FROM registers GROUP BY feed_id, channel, quantity, idx
 UNION ALL
+-- The combined stream's: every register of the channel, its total one included (the combined
+-- stream takes it where there are no tariff registers, cluster.bucket_energy).
 SELECT feed_id, channel, quantity, 0, 0, true, min(kfirst), max(klast)
-  FROM registers WHERE idx IS NOT NULL GROUP BY feed_id, channel, quantity
+  FROM registers GROUP BY feed_id, channel, quantity
 $$;
 COMMENT ON FUNCTION cluster.register_spans(bigint[], integer[], timestamptz[], timestamptz[]) IS
     'Per processed stream identity of the work''s channels with a register: the buckets kfirst..klast its registers span.';

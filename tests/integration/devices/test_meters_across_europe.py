@@ -97,6 +97,21 @@ async def billed(api: httpx.AsyncClient, feed: int, since: int) -> dict[str, flo
     return {line["medium"]: line["quantity"] for line in answer.json()["lines"]}
 
 
+async def raw_streams(platform: Platform, feed: int) -> set[tuple[int, int]]:
+    """The feed's raw streams as the data API lists them: {(channel, medium)}."""
+    async with platform.client() as api:
+        return {(s["channel"], s["medium"]) for s in await streams(api, feed, "raw")}
+
+
+async def read_back(
+    platform: Platform, feed: int, since: int
+) -> tuple[dict[str, float], dict[str, float]]:
+    """The feed's totals by title (:func:`totals`) and its bill from ``since`` (:func:`billed`),
+    as its owner reads them."""
+    async with platform.client() as api:
+        return await totals(api, feed), await billed(api, feed, since)
+
+
 def approx(value: float) -> Any:
     """Differences of readings in the thousands or millions: float rounding, nothing more."""
     return pytest.approx(value, rel=1e-9, abs=1e-9)
@@ -123,10 +138,8 @@ async def test_a_norwegian_kamstrup_bills_its_channel_1_register(
         )
     await send(platform, db, sn, secret, feed, records, 361 * 2 + 2 * 2)
 
-    async with platform.client() as api:
-        raw = {(s["channel"], s["medium"]) for s in await streams(api, feed, "raw")}
-        got = await totals(api, feed)
-        bill = await billed(api, feed, t0)
+    raw = await raw_streams(platform, feed)
+    got, bill = await read_back(platform, feed, t0)
     assert {(0, 12), (0, 22), (0, 23)} <= raw
     # The register's rise over the hour: 5,171,200 - 5,170,200 = 1,000 Wh, spread over the
     # hour, not the power's 900 W x 1 h = 900 Wh; export 20,000 - 20,000 = 0.
@@ -152,10 +165,8 @@ async def test_dsmr_2_2_hourly_gas_is_its_m_bus_devices_register(
     ]
     await send(platform, db, sn, secret, feed, records, 3 * 2)
 
-    async with platform.client() as api:
-        raw = {(s["channel"], s["medium"]) for s in await streams(api, feed, "raw")}
-        got = await totals(api, feed)
-        bill = await billed(api, feed, t0)
+    raw = await raw_streams(platform, feed)
+    got, bill = await read_back(platform, feed, t0)
     assert raw == {(1000, 7)}  # M-Bus device 1 of the reader on channel 0: gas
     assert got == {"Gas, channel 1000": approx(124.727 - 124.477)}  # 0.25 m³
     assert bill == {"gas": approx(0.25)}
@@ -186,10 +197,8 @@ async def test_letter_codes_and_dotted_forms_are_read_and_a_bad_code_costs_only_
     ]  # fmt: skip
     await send(platform, db, sn, secret, feed, records, 61 * 4)
 
-    async with platform.client() as api:
-        raw = {(s["channel"], s["medium"]) for s in await streams(api, feed, "raw")}
-        got = await totals(api, feed)
-        bill = await billed(api, feed, t0)
+    raw = await raw_streams(platform, feed)
+    got, bill = await read_back(platform, feed, t0)
     assert raw == {(1, 22), (1, 23)}
     system = {r["source"] for r in await db.fetch(SYSTEM_SOURCES, feed)}
     assert system == {"obis:0-0:96.1.0", "obis:0-0:97.97.0"}  # C = 96, F = 97
@@ -222,8 +231,8 @@ async def test_sml_signed_power_is_import_and_export_and_15_7_0_is_not_counted(
     ]
     await send(platform, db, sn, secret, feed, records, 121 * 3)
 
+    raw = await raw_streams(platform, feed)
     async with platform.client() as api:
-        raw = {(s["channel"], s["medium"]) for s in await streams(api, feed, "raw")}
         got = await totals(api, feed)
     assert raw == {(2, 12), (2, 13)}
     system = {r["source"] for r in await db.fetch(SYSTEM_SOURCES, feed)}
