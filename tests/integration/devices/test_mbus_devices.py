@@ -1,0 +1,132 @@
+"""DSMR's M-Bus devices as a household has them (issue 58 item 7, issue 59 item 7): an idle slot
+is no meter until it moves, and a device's type belongs to the feed it was seen for, so that a
+homebase re-paired to another owner starts without the old owner's types. Sent over MQTT as a
+homebase's meter reader sends them, read back through the bill and the data API."""
+
+from __future__ import annotations
+
+import secrets
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import asyncpg
+
+from energy_platform.core.codec.format_v4 import HomebaseRecord
+from tests.integration.devices.test_meter_codes import streams
+from tests.integration.devices.test_meters_across_europe import (
+    HOUR,
+    READER,
+    SYSTEM_SOURCES,
+    approx,
+    homebase,
+    hours_ago,
+    raw_streams,
+    send,
+    totals,
+)
+from tests.support.admin import run_admin
+from tests.support.http import http_client
+from tests.support.platform import Platform, add_feed
+
+GAS_EVERY = 300  # DSMR 5: an M-Bus reading every 5 minutes
+
+
+async def test_an_idle_m_bus_slot_makes_no_total_and_no_warning_until_it_moves(
+    platform: Platform, db: asyncpg.Connection
+) -> None:
+    # dsmr-reader's Fluvius multi-gas example: two gas meters (0-1:24.1.0(003),
+    # 0-2:24.1.0(003)) on 24.2.3, the second idle at 00000.000; and dsmr_parser's empty slot
+    # "0-3:24.2.1(700101010000W)(00000000)", no type.
+    sn, secret, feed = await homebase(platform, db, gas=1.10)
+    t0 = hours_ago(2)
+    gas = {t0 + n * GAS_EVERY: 1_021.5 + n * 0.05 for n in range(4)}
+    records = [
+        HomebaseRecord(
+            4, t, READER, 0, 0xF101,
+            o={"0-1:24.1.0": 3, "0-1:24.2.3": v, "0-2:24.1.0": 3, "0-2:24.2.3": 0.0,
+               "0-3:24.2.1": 0.0},
+        )
+        for t, v in gas.items()
+    ]  # fmt: skip
+    await send(platform, db, sn, secret, feed, records, 4 * 5)
+
+    async with platform.client() as api:
+        got = await totals(api, feed)
+        bill = await api.get(f"/feeds/{feed}/bill", params=bill_dates(t0))
+    assert await raw_streams(platform, feed) == {(1000, 7)}
+    # 3 steps of 0.05 m³ on device 1; devices 2 and 3 have only read 0: no total.
+    assert got == {"Gas, channel 1000": approx(0.15)}
+    assert [(x["medium"], x["quantity"]) for x in bill.json()["lines"]] == [("gas", approx(0.15))]
+    assert bill.json()["warnings"] == []
+    sources = {r["source"] for r in await db.fetch(SYSTEM_SOURCES, feed)}
+    assert {"obis:0-2:24.2.3", "obis:0-3:24.2.1"} <= sources
+
+    # The second gas meter moves: from its first reading other than 0 it is a meter.
+    later = t0 + HOUR
+    moved = [
+        HomebaseRecord(4, later + n * GAS_EVERY, READER, 0, 0xF101, o={"0-2:24.2.3": v})
+        for n, v in enumerate((0.0, 2.25, 2.3, 2.375))
+    ]
+    await send(platform, db, sn, secret, feed, moved, 4)
+    async with platform.client() as api:
+        got = await totals(api, feed)
+    # 2.25 -> 2.375: 0.125 m³ (the zeros before it count nothing).
+    assert got == {"Gas, channel 1000": approx(0.15), "Gas, channel 2000": approx(0.125)}
+
+
+def bill_dates(t0: int) -> dict[str, str]:
+    """The bill's dates around ``t0`` (UTC dates, a day either side: any local date of it)."""
+    day = datetime.fromtimestamp(t0, UTC).date()
+    return {
+        "from": (day - timedelta(days=1)).isoformat(),
+        "to": (day + timedelta(days=1)).isoformat(),
+    }
+
+
+async def test_a_homebase_re_paired_to_another_owner_routes_m_bus_readings_without_the_old_types(
+    platform: Platform, db: asyncpg.Connection
+) -> None:
+    sn, secret, feed = await homebase(platform, db)
+    t0 = hours_ago(3)
+    # The first owner's reader: M-Bus device 2 is a water meter (type 7).
+    first = [
+        HomebaseRecord(
+            4, t0 + n * GAS_EVERY, READER, 0, 0xA001, o={"0-2:24.1.0": 7, "0-2:24.2.1": v}
+        )
+        for n, v in enumerate((50.0, 50.01))
+    ]
+    await send(platform, db, sn, secret, feed, first, 4)
+    assert await raw_streams(platform, feed) == {(2000, 8)}
+
+    # The feed is deleted; the homebase goes to another owner, whose reader sends device 2's
+    # readings without a type.
+    await run_admin(platform.settings, "feeds", "delete", str(feed))
+    other = await run_admin(platform.settings, "users", "add", f"m-bus-{secrets.token_hex(3)}")
+    added = await add_feed(platform.settings, other["id"], sn)
+    new_feed = int(added["id"])
+    auth = {"X-SvcClusterAuth": platform.settings.cluster.secret}
+    async with http_client(base_url=platform.provisioning + "/api", headers=auth) as http:
+        new_secret = bytes.fromhex((await http.get(f"/device/{sn}/secret/")).json()["secret"])
+    assert (
+        await db.fetchval("SELECT count(*) FROM cluster.mbus_devices WHERE homebase_sn = $1", sn)
+        == 0
+    )
+    second = [
+        HomebaseRecord(4, t0 + HOUR + n * GAS_EVERY, READER, 0, 0xA001, o={"0-2:24.2.1": v})
+        for n, v in enumerate((812.5, 812.75))
+    ]
+    await send(platform, db, sn, new_secret, new_feed, second, 2)
+
+    # Without a type it is gas (docs/devices.md#m-bus-devices), not the old owner's water.
+    media = {
+        (s["channel"], s["medium"]) for s in await streams_as(platform, other["token"], new_feed)
+    }
+    assert media == {(2000, 7)}
+
+
+async def streams_as(platform: Platform, token: str, feed: int) -> list[dict[str, Any]]:
+    """The feed's raw streams as the user of ``token`` lists them."""
+    async with http_client(
+        base_url=platform.api, headers={"Authorization": f"Bearer {token}"}
+    ) as api:
+        return await streams(api, feed, "raw")
