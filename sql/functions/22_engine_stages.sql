@@ -149,7 +149,7 @@ LANGUAGE sql STABLE AS $$
            CASE WHEN cardinality(r.rates) = 1 THEN r.rates[1] END,
            CASE WHEN cardinality(r.rates) > 1 THEN '-Infinity'::float8 || r.starts[2:] END,
            CASE WHEN cardinality(r.rates) > 1 THEN r.rates END,
-           CASE WHEN m.method = 'register' THEN cluster.max_spread_seconds() END
+           CASE WHEN m.method IN ('register', 'reading') THEN cluster.max_spread_seconds() END
       FROM unnest(p_feeds, p_channels, p_from, p_to) AS w (feed_id, channel, wfrom, wto)
       JOIN cluster.streams s ON s.feed_id = w.feed_id AND s.channel = w.channel AND s.type = 'raw'
       JOIN cluster.processable_media m ON m.medium_id = s.medium
@@ -322,17 +322,23 @@ SELECT k, p_wt,
        bool_or(bridged) FILTER (WHERE crosses),
        bool_and(sound)
   FROM (
-    -- A register's segment is its rate of rise (v0 = v1, Wh/s), of what it counts: its rise,
-    -- or 0 for a reset or a replacement. k, the bucket it starts in; c, where it leaves it.
+    -- A register's segment, and a meter reading's that ends at a whole hour (DSMR 4's hourly
+    -- gas capture: the hour it measured, not the next one's bucket), is its rate of rise
+    -- (v0 = v1, per s), of what it counts: its rise, or 0 for a reset or a replacement. k, the
+    -- bucket it starts in; c, where it leaves it.
     SELECT e0, e1, faults, a, k, least(e1, kend) AS c, e1 >= kend AS crosses, sound,
-           CASE WHEN p_register THEN spread ELSE cluster.bridged(e0, e1) END AS bridged,
-           CASE WHEN p_register THEN CASE WHEN plausible THEN (v1 - v0) / (e1 - e0) ELSE 0 END
+           CASE WHEN p_register OR p_reading THEN lined ELSE cluster.bridged(e0, e1) END
+               AS bridged,
+           CASE WHEN lined THEN CASE WHEN plausible THEN (v1 - v0) / (e1 - e0) ELSE 0 END
                 ELSE v0 END AS v0,
-           CASE WHEN p_register THEN CASE WHEN plausible THEN (v1 - v0) / (e1 - e0) ELSE 0 END
+           CASE WHEN lined THEN CASE WHEN plausible THEN (v1 - v0) / (e1 - e0) ELSE 0 END
                 ELSE v1 END AS v1,
-           CASE WHEN p_reading OR (p_register AND NOT spread)
+           CASE WHEN (p_reading OR p_register) AND NOT lined
                 THEN CASE WHEN plausible THEN v1 - v0 ELSE 0 END END AS step
-      FROM (SELECT e0, v0, e1, v1, spread, plausible, sound,
+      FROM (SELECT e0, v0, e1, v1, plausible, sound,
+                   CASE WHEN p_register THEN spread
+                        WHEN p_reading THEN spread AND e1 / 3600 = floor(e1 / 3600)
+                        ELSE false END AS lined,
                    CASE WHEN p_register OR p_reading
                         THEN skip::integer
                              + CASE WHEN plausible OR (v1 < v0 AND NOT followed) THEN 0 ELSE 1 END
@@ -427,7 +433,9 @@ WITH sources AS MATERIALIZED (
                FILTER (WHERE m.method = 'register') AS register,
            sum(CASE m.method WHEN 'integral' THEN CASE WHEN r.covered > 0
                                                        THEN r.integral / 3600 END
-                             WHEN 'reading' THEN r.delta END)
+                             WHEN 'reading' THEN CASE WHEN r.covered > 0 OR r.delta IS NOT NULL
+                                                      THEN r.integral + coalesce(r.delta, 0)
+                                                 END END)
                FILTER (WHERE m.method IN ('integral', 'reading')) AS measured,
            sum(r.integral) FILTER (WHERE m.method = 'mean') AS integral,
            sum(r.covered) FILTER (WHERE m.method = 'mean') AS covered,

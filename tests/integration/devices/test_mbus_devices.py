@@ -12,9 +12,10 @@ from typing import Any
 import asyncpg
 
 from energy_platform.core.codec.format_v4 import HomebaseRecord
-from tests.integration.devices.test_meter_codes import streams
+from tests.integration.devices.test_meter_codes import data, streams
 from tests.integration.devices.test_meters_across_europe import (
     HOUR,
+    PRAGUE,
     READER,
     SYSTEM_SOURCES,
     approx,
@@ -130,3 +131,47 @@ async def streams_as(platform: Platform, token: str, feed: int) -> list[dict[str
         base_url=platform.api, headers={"Authorization": f"Bearer {token}"}
     ) as api:
         return await streams(api, feed, "raw")
+
+
+async def test_dsmr_4_gas_of_23_00_to_midnight_is_billed_on_the_months_last_day(
+    platform: Platform, db: asyncpg.Connection
+) -> None:
+    # dsmr_parser's TELEGRAM_V4_2: "0-1:24.1.0(003)" and the hourly capture
+    # "0-1:24.2.1(161129200000W)(00981.443*m3)", sent at its capture time, a whole hour.
+    sn, secret, feed = await homebase(platform, db, gas=1.10)
+    this_month = datetime.now(PRAGUE).date().replace(day=1)
+    month = (this_month - timedelta(days=1)).replace(day=1)  # last month: long closed
+    last_day = this_month - timedelta(days=1)
+    midnight = int(datetime(this_month.year, this_month.month, 1, tzinfo=PRAGUE).timestamp())
+    gas = {midnight - 2 * HOUR: 981.443, midnight - HOUR: 981.5, midnight: 981.8,
+           midnight + HOUR: 981.9}  # fmt: skip
+    records = [
+        HomebaseRecord(4, t, READER, 0, 0xD401, o={"0-1:24.1.0": 3, "0-1:24.2.1": v})
+        for t, v in gas.items()
+    ]
+    await send(platform, db, sn, secret, feed, records, 4 * 2)
+
+    async with platform.client() as api:
+        (stream,) = [
+            s for s in await streams(api, feed, "processed") if s["quantity"] == "consumption"
+        ]
+        hours = dict(await data(api, feed, stream["id"], resolution="hour"))
+        before = await api.get(
+            f"/feeds/{feed}/bill", params={"from": month.isoformat(), "to": last_day.isoformat()}
+        )
+        after = await api.get(
+            f"/feeds/{feed}/bill",
+            params={"from": this_month.isoformat(), "to": this_month.isoformat()},
+        )
+    # Each capture's rise in the hour before it: 22:00 0.057, 23:00 0.3 (981.8 - 981.5),
+    # 00:00 0.1 m³.
+    assert hours == {
+        midnight - 2 * HOUR: approx(981.5 - 981.443),
+        midnight - HOUR: approx(981.8 - 981.5),
+        midnight: approx(981.9 - 981.8),
+    }
+    # The month's last day holds 22:00-24:00: 981.8 - 981.443 = 0.357 m³; the next month 0.1.
+    assert [(x["medium"], x["quantity"]) for x in before.json()["lines"]] == [
+        ("gas", approx(0.357))
+    ]
+    assert [(x["medium"], x["quantity"]) for x in after.json()["lines"]] == [("gas", approx(0.1))]
