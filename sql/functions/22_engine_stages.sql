@@ -142,14 +142,17 @@ CREATE OR REPLACE FUNCTION cluster.engine_sources(
 ) RETURNS TABLE (raw_id bigint, register boolean, reading boolean, wf double precision,
                  wt double precision, lo timestamptz, hi timestamptz, rate double precision,
                  starts double precision[], rates double precision[],
-                 spread double precision)
+                 spread double precision, factor double precision,
+                 factors double precision[])
 LANGUAGE sql STABLE AS $$
     SELECT s.id, m.method = 'register', m.method = 'reading',
            date_part('epoch', w.wfrom), date_part('epoch', w.wto), x.lo, x.hi,
            CASE WHEN cardinality(r.rates) = 1 THEN r.rates[1] END,
            CASE WHEN cardinality(r.rates) > 1 THEN '-Infinity'::float8 || r.starts[2:] END,
            CASE WHEN cardinality(r.rates) > 1 THEN r.rates END,
-           CASE WHEN m.method IN ('register', 'reading') THEN cluster.max_spread_seconds() END
+           CASE WHEN m.method IN ('register', 'reading') THEN cluster.max_spread_seconds() END,
+           CASE WHEN cardinality(r.factors) > 1 THEN NULL ELSE coalesce(r.factors[1], 1) END,
+           CASE WHEN cardinality(r.factors) > 1 THEN r.factors END
       FROM unnest(p_feeds, p_channels, p_from, p_to) AS w (feed_id, channel, wfrom, wto)
       JOIN cluster.streams s ON s.feed_id = w.feed_id AND s.channel = w.channel AND s.type = 'raw'
       JOIN cluster.processable_media m ON m.medium_id = s.medium
@@ -165,7 +168,10 @@ LANGUAGE sql STABLE AS $$
                            '{-Infinity}') AS starts,
                   coalesce(array_agg(coalesce(c.max_rate, cluster.default_max_rate(m.medium))
                                      / 3600 ORDER BY lower(c.validity) NULLS FIRST),
-                           ARRAY[cluster.default_max_rate(m.medium) / 3600]) AS rates
+                           ARRAY[cluster.default_max_rate(m.medium) / 3600]) AS rates,
+                  coalesce(array_agg(cluster.unit_factor(m.medium, c.sent_unit)
+                                     ORDER BY lower(c.validity) NULLS FIRST),
+                           '{1}') AS factors
              FROM cluster.processed_target(m.method, s.idx) t
              JOIN cluster.streams ps
                ON ps.feed_id = s.feed_id AND ps.channel = s.channel AND ps.type = 'processed'
@@ -176,7 +182,7 @@ LANGUAGE sql STABLE AS $$
             WHERE m.method IN ('register', 'reading')) r ON true
 $$;
 COMMENT ON FUNCTION cluster.engine_sources(bigint[], integer[], timestamptz[], timestamptz[]) IS
-    'The raw streams of the work''s periods, with their method, the span of points to read and, for a counter, its rate limit (per second: rate, or rates[i] from starts[i] on) and a register''s longest spread gap.';
+    'The raw streams of the work''s periods, with their method, the span of points to read and, for a counter, its rate limit (per second: rate, or rates[i] from starts[i] on), its longest spread gap and the factor of the unit its reader sends (factor, or factors[i] from starts[i] on).';
 
 -- Compute, energy per bucket: the segments of one raw stream of the work (a row of
 -- cluster.engine_sources, given field by field: its id, whether it is a meter counter, the
@@ -205,7 +211,7 @@ CREATE OR REPLACE FUNCTION cluster.source_segments(
     p_raw_id bigint, p_counter boolean, p_wf double precision, p_wt double precision,
     p_lo timestamptz, p_hi timestamptz, p_rate double precision,
     p_starts double precision[], p_rates double precision[], p_spread double precision,
-    p_judge boolean
+    p_judge boolean, p_factor double precision, p_factors double precision[]
 ) RETURNS TABLE (e0 double precision, v0 double precision, e1 double precision,
                  v1 double precision, skip boolean, ge double precision, gv double precision,
                  plausible boolean, followed boolean, spread boolean, sound boolean)
@@ -242,8 +248,13 @@ SELECT g.e0, g.v0, CASE WHEN j.skip THEN g.nne ELSE g.ne END,
                                       cluster.rate_at(p_rate, p_starts, p_rates,
                                                       lead(p.e) OVER w))
                 AS sound
-       FROM (SELECT q.ts, date_part('epoch', q.ts) AS e, q.value
-               FROM cluster.stream_points(p_raw_id, p_lo, p_hi + interval '1 microsecond') q
+       -- A counter's reading in the medium's unit: times the factor of the unit its reader
+       -- sent at that instant (cluster.unit_factor; 1 for everything else).
+       FROM (SELECT q.ts, q.e,
+                    q.value * cluster.rate_at(p_factor, p_starts, p_factors, q.e) AS value
+               FROM (SELECT q.ts, date_part('epoch', q.ts) AS e, q.value
+                       FROM cluster.stream_points(p_raw_id, p_lo,
+                                                  p_hi + interval '1 microsecond') q) q
              OFFSET 0) p
      WINDOW w AS (ORDER BY p.ts)
  ) g
@@ -253,7 +264,7 @@ SELECT g.e0, g.v0, CASE WHEN j.skip THEN g.nne ELSE g.ne END,
    AND (CASE WHEN j.skip THEN g.nne ELSE g.ne END >= p_wf AND g.e0 < p_wt
         OR NOT g.sound)
 $$;
-COMMENT ON FUNCTION cluster.source_segments(bigint, boolean, double precision, double precision, timestamptz, timestamptz, double precision, double precision[], double precision[], double precision, boolean) IS
+COMMENT ON FUNCTION cluster.source_segments(bigint, boolean, double precision, double precision, timestamptz, timestamptz, double precision, double precision[], double precision[], double precision, boolean, double precision, double precision[]) IS
     'The segments of one raw stream that reach the period [p_wf, p_wt), judged by a meter counter''s rules (p_judge), or paired with the next point only, where sound tells that this is exact.';
 
 -- Compute: the segments of the work's raw streams (cluster.source_segments, by the rules),
@@ -275,7 +286,8 @@ SELECT src.raw_id, src.register, src.reading, src.register OR src.reading, src.w
   FROM sources src
  CROSS JOIN LATERAL cluster.source_segments(src.raw_id, src.register OR src.reading, src.wf,
                                             src.wt, src.lo, src.hi, src.rate, src.starts,
-                                            src.rates, src.spread, true) s
+                                            src.rates, src.spread, true, src.factor,
+                                            src.factors) s
 $$;
 COMMENT ON FUNCTION cluster.engine_segments(bigint[], integer[], timestamptz[], timestamptz[]) IS
     'The segments of the work''s raw streams that reach its periods, with a meter counter''s judgement: skip (past a glitch at ge, gv), plausible, followed, and whether a register''s rise is spread over it.';
@@ -301,7 +313,7 @@ CREATE OR REPLACE FUNCTION cluster.source_heads(
     p_raw_id bigint, p_register boolean, p_reading boolean, p_wf double precision,
     p_wt double precision, p_lo timestamptz, p_hi timestamptz, p_rate double precision,
     p_starts double precision[], p_rates double precision[], p_spread double precision,
-    p_judge boolean
+    p_judge boolean, p_factor double precision, p_factors double precision[]
 ) RETURNS TABLE (k bigint, wt double precision, integral double precision,
                  covered double precision, delta double precision, faults bigint,
                  ce0 double precision, cv0 double precision, ce1 double precision,
@@ -348,12 +360,12 @@ SELECT k, p_wt,
                        + cluster.bucket_seconds() AS kend
               FROM cluster.source_segments(p_raw_id, p_register OR p_reading, p_wf, p_wt,
                                            p_lo, p_hi, p_rate, p_starts, p_rates, p_spread,
-                                           p_judge)
+                                           p_judge, p_factor, p_factors)
             OFFSET 0) x
   ) segments
  GROUP BY k
 $$;
-COMMENT ON FUNCTION cluster.source_heads(bigint, boolean, boolean, double precision, double precision, timestamptz, timestamptz, double precision, double precision[], double precision[], double precision, boolean) IS
+COMMENT ON FUNCTION cluster.source_heads(bigint, boolean, boolean, double precision, double precision, timestamptz, timestamptz, double precision, double precision[], double precision[], double precision, boolean, double precision, double precision[]) IS
     'One raw stream''s segments added up per bucket k they start in (by the rules, or on the fast path: p_judge), with the one that crosses the bucket''s end, and whether the fast path is exact there (sound).';
 
 -- Compute, energy per bucket: per processed stream identity of the work's channels (quantity,
@@ -387,7 +399,8 @@ WITH sources AS MATERIALIZED (
       FROM sources src
      CROSS JOIN LATERAL cluster.source_heads(src.raw_id, src.register, src.reading, src.wf,
                                              src.wt, src.lo, src.hi, src.rate, src.starts,
-                                             src.rates, src.spread, false) h
+                                             src.rates, src.spread, false, src.factor,
+                                             src.factors) h
 ), judged AS MATERIALIZED (
     SELECT DISTINCT raw_id FROM plain WHERE NOT sound
 ), heads AS MATERIALIZED (
@@ -401,7 +414,8 @@ WITH sources AS MATERIALIZED (
       JOIN judged j ON j.raw_id = src.raw_id
      CROSS JOIN LATERAL cluster.source_heads(src.raw_id, src.register, src.reading, src.wf,
                                              src.wt, src.lo, src.hi, src.rate, src.starts,
-                                             src.rates, src.spread, true) h
+                                             src.rates, src.spread, true, src.factor,
+                                             src.factors) h
 ), tails AS (
     SELECT raw_id, k,
            cluster.segment_integral(e0, v0, e1, v1, bridged, a, c) AS integral,

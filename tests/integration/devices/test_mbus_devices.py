@@ -25,7 +25,8 @@ from tests.integration.devices.test_meters_across_europe import (
     send,
     totals,
 )
-from tests.support.admin import run_admin
+from tests.support.admin import admin_refusal, run_admin
+from tests.support.engine import process
 from tests.support.http import http_client
 from tests.support.platform import Platform, add_feed
 
@@ -175,3 +176,50 @@ async def test_dsmr_4_gas_of_23_00_to_midnight_is_billed_on_the_months_last_day(
         ("gas", approx(0.357))
     ]
     assert [(x["medium"], x["quantity"]) for x in after.json()["lines"]] == [("gas", approx(0.1))]
+
+
+async def test_a_gj_heat_meter_with_unit_gj_bills_kwh(
+    platform: Platform, db: asyncpg.Connection
+) -> None:
+    # A DSMR meter's M-Bus heat meter (type 4) writing GJ, as Warmtelink's do (NOTES.md,
+    # checked 2026-11-28), sent hourly at its capture times as the reader reads them.
+    sn, secret, feed = await homebase(platform, db, heat=0.12)
+    t0 = hours_ago(5)
+    heat = {t0: 12.345, t0 + HOUR: 12.355, t0 + 2 * HOUR: 12.37, t0 + 3 * HOUR: 12.38}
+    records = [
+        HomebaseRecord(4, t, READER, 0, 0x6A01, o={"0-1:24.1.0": 4, "0-1:24.2.1": v})
+        for t, v in heat.items()
+    ]
+    await send(platform, db, sn, secret, feed, records, 4 * 2)
+    stream = await db.fetchval(
+        "SELECT id FROM cluster.streams WHERE feed_id = $1 AND type = 'processed'"
+        " AND quantity = 'consumption'",
+        feed,
+    )
+    since = datetime.fromtimestamp(t0 - HOUR, UTC).isoformat()
+    refused = await admin_refusal(
+        platform.settings, "streams", "configure", str(stream), "--from", since, "--unit", "MJ"
+    )
+    assert "may send kWh, MWh or GJ, not 'MJ'" in refused
+
+    await run_admin(
+        platform.settings, "streams", "configure", str(stream), "--from", since, "--unit", "GJ"
+    )
+    await process(db)
+
+    async with platform.client() as api:
+        got = await totals(api, feed)
+        bill = await api.get(f"/feeds/{feed}/bill", params=bill_dates(t0))
+    # 12.38 - 12.345 = 0.035 GJ x 277.78 kWh per GJ (1e9 J / 3.6e6 J) = 9.7222 kWh, not
+    # 0.035 kWh; the stream still shows kWh.
+    assert got == {"Heat, channel 1000": approx(0.035 * 1e9 / 3.6e6)}
+    assert [(x["medium"], x["quantity"]) for x in bill.json()["lines"]] == [
+        ("heat", approx(0.035 * 1e9 / 3.6e6))
+    ]
+    assert (
+        await db.fetchval(
+            "SELECT unit FROM cluster.stream_configs WHERE stream_id = $1 AND upper_inf(validity)",
+            stream,
+        )
+        == "kWh"
+    )
