@@ -36,9 +36,9 @@ GAS_EVERY = 300  # DSMR 5: an M-Bus reading every 5 minutes
 async def test_an_idle_m_bus_slot_makes_no_total_and_no_warning_until_it_moves(
     platform: Platform, db: asyncpg.Connection
 ) -> None:
-    # dsmr-reader's Fluvius multi-gas example: two gas meters (0-1:24.1.0(003),
-    # 0-2:24.1.0(003)) on 24.2.3, the second idle at 00000.000; and dsmr_parser's empty slot
-    # "0-3:24.2.1(700101010000W)(00000000)", no type.
+    # Fluvius multi-gas, as issue 58 and NOTES.md describe dsmr-reader's example: two gas
+    # meters (type 3) on 24.2.3, the second idle at 0; and an empty slot as NOTES.md quotes
+    # it, "0-3:24.2.1(700101010000W)(00000000)", no type.
     sn, secret, feed = await homebase(platform, db, gas=1.10)
     t0 = hours_ago(2)
     gas = {t0 + n * GAS_EVERY: 1_021.5 + n * 0.05 for n in range(4)}

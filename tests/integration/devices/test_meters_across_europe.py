@@ -120,10 +120,10 @@ def approx(value: float) -> Any:
 async def test_a_norwegian_kamstrup_bills_its_channel_1_register(
     platform: Platform, db: asyncpg.Connection
 ) -> None:
-    # amshan's Kamstrup test data (Norway): list 2 every 10 s writes 1-1:1.7.0 (W) and the phase
-    # currents 1-1:31.7.0/51.7.0/71.7.0 (A); list 3, at each whole hour, adds the registers
-    # 1-1:1.8.0 and 1-1:2.8.0 (Wh, as the reader sends them). Value group B = 1 is the meter's
-    # measurement channel: read like 1-0.
+    # Kamstrup's Norwegian HAN port, as NOTES.md (checked 2026-11-28) records it from amshan's
+    # test data: 1-1:1.7.0 (W) and a phase current 1-1:31.7.0 (A) every 10 s, the registers
+    # 1-1:1.8.0 and 1-1:2.8.0 (Wh, as the reader sends them) at each whole hour. Value group
+    # B = 1 is the meter's measurement channel: read like 1-0.
     sn, secret, feed = await homebase(platform, db, power=0.30)
     t0 = hours_ago(2)
     records = [
@@ -154,8 +154,8 @@ async def test_dsmr_2_2_hourly_gas_is_its_m_bus_devices_register(
     platform: Platform, db: asyncpg.Connection
 ) -> None:
     # dsmr_parser's TELEGRAM_V2_2: "0-1:24.1.0(3)" and the hourly capture
-    # "0-1:24.3.0(120517020000)(08)(60)(1)(0-1:24.2.1)(m3)" with its value "(00124.477)" on the
-    # next line; the reader sends the value at the capture time.
+    # "0-1:24.3.0(161107190000)(00)(60)(1)(0-1:24.2.1)(m3)" with its value "(00001.001)" on the
+    # next line; the reader sends the value at the capture time (values here of our own).
     sn, secret, feed = await homebase(platform, db, gas=1.10)
     t0 = hours_ago(4)
     gas = {t0: 124.477, t0 + HOUR: 124.577, t0 + 2 * HOUR: 124.727}
@@ -219,9 +219,9 @@ async def test_letter_codes_and_dotted_forms_are_read_and_a_bad_code_costs_only_
 async def test_sml_signed_power_is_import_and_export_and_15_7_0_is_not_counted(
     platform: Platform, db: asyncpg.Connection
 ) -> None:
-    # libsml dumps of an EMH eHZ and an ISKRA MT691: "1-0:16.7.0*255" (W, the signed sum of
-    # active power, negative while feeding in) and "1-0:15.7.0*255" (its absolute value) every
-    # 10 s; a power-only reader, no register.
+    # German SML readers as NOTES.md (checked 2026-11-28) records them from libsml's dumps:
+    # "1-0:16.7.0*255" (W, the signed sum of active power, negative while feeding in) and
+    # "1-0:15.7.0*255" (its absolute value) every 10 s; a power-only reader, no register.
     sn, secret, feed = await homebase(platform, db)
     t0 = hours_ago(2)
     watts = {t: 1200.0 if t <= t0 + 600 else -600.0 for t in range(t0, t0 + 1201, 10)}

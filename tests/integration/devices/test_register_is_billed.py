@@ -26,10 +26,11 @@ TOTAL, EXPORT_TOTAL = "Electricity, channel 0, total", "Electricity export, chan
 
 
 def swedish(t: int, imported: float) -> HomebaseRecord:
-    """A Swedish HAN port's telegram (dsmr-reader's Swedish Kamstrup example: 1.8.0 and 2.8.0,
-    1.7.0 and 2.7.0, and power per phase 21/41/61.7.0 import, 22/42/62.7.0 export; sent in Wh
-    and W): L1 draws 1,400 W while solar on L2 feeds in 500 W. The meter nets the phases: its
-    import register counts 900 W, its export register nothing."""
+    """A Swedish HAN port's telegram, its codes as NOTES.md (checked 2026-11-28) records them
+    from dsmr-reader's Swedish Kamstrup example: 1.8.0 and 2.8.0, 1.7.0 and 2.7.0, and power per
+    phase 21/41/61.7.0 import, 22/42/62.7.0 export; sent in Wh and W. L1 draws 1,400 W while
+    solar on L2 feeds in 500 W. The meter nets the phases: its import register counts 900 W,
+    its export register nothing."""
     return HomebaseRecord(
         4, t, READER, 0, 0x5E01,
         o={
@@ -92,8 +93,8 @@ async def test_a_reader_away_for_30_minutes_loses_nothing_the_register_counted(
 async def test_power_fills_the_latest_minutes_until_the_next_register_reading(
     platform: Platform, db: asyncpg.Connection
 ) -> None:
-    # amshan's Kamstrup test data (Norway): 1-1:1.7.0 every 10 s, the register 1-1:1.8.0 at
-    # each whole hour.
+    # Kamstrup's Norwegian HAN port (NOTES.md, from amshan's test data): 1-1:1.7.0 every 10 s,
+    # the register 1-1:1.8.0 at each whole hour.
     sn, secret, feed = await homebase(platform, db, power=0.30)
     t0 = hours_ago(3)
 
@@ -130,8 +131,9 @@ async def test_power_fills_the_latest_minutes_until_the_next_register_reading(
 async def test_sml_registers_win_over_signed_power_and_its_phases(
     platform: Platform, db: asyncpg.Connection
 ) -> None:
-    # libsml's ISKRA MT691 dump: 1.8.0*255 and 2.8.0*255 (Wh), the signed sum 16.7.0*255 and
-    # the signed phases 36/56/76.7.0*255 (W). L1 draws 1,400 W, L2 feeds in 500 W: the sum is
+    # An SML meter's codes as NOTES.md records them from libsml's dumps (ISKRA MT691 among
+    # them): 1.8.0*255 and 2.8.0*255 (Wh), the signed sum 16.7.0*255 and the signed phases
+    # 36/56/76.7.0*255 (W). L1 draws 1,400 W, L2 feeds in 500 W: the sum is
     # +900 W, and the meter's import register counts 900 W.
     sn, secret, feed = await homebase(platform, db, power=0.30)
     t0 = hours_ago(2)
