@@ -384,7 +384,9 @@ COMMENT ON FUNCTION cluster.source_heads(bigint, boolean, boolean, double precis
 -- Plan: sources is MATERIALIZED (its neighbour probes once per raw stream, read by both
 -- paths); plain is MATERIALIZED (a row per stream and bucket, read twice); judged is empty
 -- unless a meter faulted, and then holds the few streams the rules' LATERAL runs for; heads is
--- MATERIALIZED for its two readers.
+-- MATERIALIZED for its two readers; indexed (a row per channel with a phase or a tariff) is
+-- the hashed set the combined rows' filter probes, so that a channel of one total register
+-- aggregates no second row per bucket.
 CREATE OR REPLACE FUNCTION cluster.bucket_energy(
     p_feeds bigint[], p_channels integer[], p_from timestamptz[], p_to timestamptz[]
 ) RETURNS TABLE (feed_id bigint, channel integer, quantity text, idx integer, tariff integer,
@@ -432,6 +434,13 @@ WITH sources AS MATERIALIZED (
                                least(cluster.bucket_of(ce1),
                                      (wt / cluster.bucket_seconds())::bigint - 1)) AS k
                       FROM heads WHERE ce1 IS NOT NULL) spread) t
+), indexed AS MATERIALIZED (
+    -- The channels with a phase or a tariff register: only they can have a combined stream,
+    -- so only theirs take the unindexed register into it below (a row per stream, not per
+    -- bucket; a channel of 1.8.0 alone adds no combined rows).
+    SELECT DISTINCT s.feed_id, s.channel
+      FROM sources src JOIN cluster.streams s ON s.id = src.raw_id
+     WHERE s.idx IS NOT NULL
 ), per_raw AS (
     SELECT raw_id, k, sum(integral) AS integral, sum(covered) AS covered, sum(delta) AS delta,
            sum(faults) AS faults
@@ -478,7 +487,9 @@ SELECT feed_id, channel, quantity, 0, 0, true, k,
        sum(integral) FILTER (WHERE idx IS NOT NULL OR tariff IS NOT NULL),
        sum(covered) FILTER (WHERE idx IS NOT NULL OR tariff IS NOT NULL),
        sum(faults) FILTER (WHERE idx IS NOT NULL OR tariff IS NOT NULL)
-  FROM per_index WHERE idx IS NOT NULL OR tariff IS NOT NULL OR register IS NOT NULL
+  FROM per_index
+ WHERE idx IS NOT NULL OR tariff IS NOT NULL
+    OR (register IS NOT NULL AND (feed_id, channel) IN (SELECT feed_id, channel FROM indexed))
  GROUP BY feed_id, channel, quantity, k
 $$;
 COMMENT ON FUNCTION cluster.bucket_energy(bigint[], integer[], timestamptz[], timestamptz[]) IS

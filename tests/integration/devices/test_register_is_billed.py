@@ -6,11 +6,14 @@ read back through the bill and the data API."""
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import asyncpg
 
 from energy_platform.core.codec.format_v4 import HomebaseRecord
 from tests.integration.devices.test_meters_across_europe import (
     HOUR,
+    PRAGUE,
     READER,
     approx,
     homebase,
@@ -60,6 +63,15 @@ async def nets_half_an_hour(platform: Platform, feed: int, t0: int) -> None:
     # The phases are still what they measured, each a stream of its own.
     assert got["Electricity, channel 0, L1"] == approx(700.0)
     assert got["Electricity export, channel 0, L2"] == approx(250.0)
+    # The overview's hours count what the bill counts.
+    day = datetime.fromtimestamp(t0, PRAGUE).date().isoformat()
+    async with platform.client() as api:
+        overview = await api.get(
+            f"/feeds/{feed}/overview", params={"period": "day", "date": day, "compare": "none"}
+        )
+    assert overview.status_code == 200, overview.text
+    hours = [b for b in overview.json()["buckets"] if b]
+    assert sum(b["consumption"].get("power", 0.0) for b in hours) == approx(0.45)
 
 
 async def test_solar_on_one_phase_bills_what_the_meter_nets(
