@@ -257,11 +257,10 @@ COMMENT ON FUNCTION cluster.engine_reprocess(bigint, timestamptz, timestamptz) I
 -- Setting a configuration "from an instant on": periods starting at or after the instant go,
 -- the period holding the instant ends there, and a new current period starts at it. One
 -- statement, so concurrent changes of one feed or stream serialise on its row lock. The engine
--- recomputes exactly the period whose medium changes (a new title or unit changes no value);
--- where the rate limit of its meter counters or the unit their readers send changes, their
--- readings are queued as if they had
--- just arrived, so that intake widens them to every segment the limit judges
--- (docs/engine.md#registers-wh).
+-- recomputes exactly the period whose medium changes (a new title or shown unit changes no
+-- value); where the rate limit of its meter counters or the unit their readers send changes,
+-- their readings are queued as if they had just arrived, so that intake widens them to every
+-- segment the limit or the unit judges (docs/engine.md#registers-wh).
 CREATE OR REPLACE FUNCTION cluster.set_stream_config(
     p_stream_id bigint, p_from timestamptz, p_title text, p_medium text, p_unit text,
     p_submeter boolean DEFAULT false, p_max_rate double precision DEFAULT NULL,
