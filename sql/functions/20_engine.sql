@@ -82,6 +82,27 @@ $$;
 COMMENT ON FUNCTION cluster.rate_at(double precision, double precision[], double precision[], double precision) IS
     'The rate limit valid at e: rate, else rates[i] from starts[i] (ascending) on.';
 
+-- The units a meter's reader may send for a counter of each processed medium, as the factor
+-- to the medium's own unit (Wh, m³, kWh): one table, read by the engine (cluster.engine_sources)
+-- and by `admin streams configure --unit`, which refuses a unit it does not list. NULL unit:
+-- the medium's own (what docs/devices.md says a reader sends); NULL answer: no such unit.
+CREATE OR REPLACE FUNCTION cluster.unit_factor(p_medium text, p_unit text)
+RETURNS double precision
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT CASE WHEN p_unit IS NULL THEN 1
+                WHEN p_medium = 'power' THEN
+                     CASE p_unit WHEN 'Wh' THEN 1 WHEN 'kWh' THEN 1e3 WHEN 'MWh' THEN 1e6 END
+                WHEN p_medium IN ('gas', 'water') THEN
+                     CASE p_unit WHEN 'm3' THEN 1 WHEN 'm³' THEN 1 WHEN 'l' THEN 1e-3 END
+                -- 1 GJ = 1e9 J / 3.6e6 J per kWh
+                WHEN p_medium = 'heat' THEN
+                     CASE p_unit WHEN 'kWh' THEN 1 WHEN 'MWh' THEN 1e3 WHEN 'GJ' THEN 1e9 / 3.6e6
+                     END
+           END
+$$;
+COMMENT ON FUNCTION cluster.unit_factor(text, text) IS
+    'The factor from a unit a meter''s reader sends to the processed medium''s own unit (power Wh/kWh/MWh, gas and water m3/l, heat kWh/MWh/GJ); 1 for NULL, NULL for a unit the medium has not.';
+
 -- A rise from (e0, v0) to (e1, v1) that the channel can make: not down, and not faster than
 -- its rate (per second; null: no limit). Anything else is a reset or a replacement: it adds 0.
 CREATE OR REPLACE FUNCTION cluster.plausible_rise(
@@ -236,14 +257,14 @@ COMMENT ON FUNCTION cluster.engine_reprocess(bigint, timestamptz, timestamptz) I
 -- Setting a configuration "from an instant on": periods starting at or after the instant go,
 -- the period holding the instant ends there, and a new current period starts at it. One
 -- statement, so concurrent changes of one feed or stream serialise on its row lock. The engine
--- recomputes exactly the period whose medium changes (a new title or unit changes no value);
--- where the rate limit of its meter counters changes, their readings are queued as if they had
--- just arrived, so that intake widens them to every segment the limit judges
--- (docs/engine.md#registers-wh).
+-- recomputes exactly the period whose medium changes (a new title or shown unit changes no
+-- value); where the rate limit of its meter counters or the unit their readers send changes,
+-- their readings are queued as if they had just arrived, so that intake widens them to every
+-- segment the limit or the unit judges (docs/engine.md#registers-wh).
 CREATE OR REPLACE FUNCTION cluster.set_stream_config(
     p_stream_id bigint, p_from timestamptz, p_title text, p_medium text, p_unit text,
     p_submeter boolean DEFAULT false, p_max_rate double precision DEFAULT NULL,
-    p_main boolean DEFAULT false
+    p_main boolean DEFAULT false, p_sent_unit text DEFAULT NULL
 ) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
     v_from timestamptz := nullif(p_from, '-infinity');  -- -infinity or NULL: from the start
@@ -264,7 +285,8 @@ BEGIN
                       '{}'::tstzmultirange),
            tstzmultirange(tstzrange(v_from, NULL, '[)'))
            - coalesce(range_agg(validity * tstzrange(v_from, NULL, '[)'))
-                          FILTER (WHERE max_rate IS NOT DISTINCT FROM p_max_rate),
+                          FILTER (WHERE max_rate IS NOT DISTINCT FROM p_max_rate
+                                    AND sent_unit IS NOT DISTINCT FROM p_sent_unit),
                       '{}'::tstzmultirange)
       INTO v_changed, v_rate_changed
       FROM cluster.stream_configs WHERE stream_id = p_stream_id;
@@ -274,8 +296,8 @@ BEGIN
     UPDATE cluster.stream_configs SET validity = tstzrange(lower(validity), v_from, '[)')
      WHERE stream_id = p_stream_id AND v_from IS NOT NULL AND validity @> v_from;
     INSERT INTO cluster.stream_configs (stream_id, title, medium, unit, submeter, max_rate, main,
-                                        validity)
-    VALUES (p_stream_id, p_title, p_medium, p_unit, p_submeter, p_max_rate, p_main,
+                                        sent_unit, validity)
+    VALUES (p_stream_id, p_title, p_medium, p_unit, p_submeter, p_max_rate, p_main, p_sent_unit,
             tstzrange(v_from, NULL, '[)'));
     PERFORM cluster.engine_invalidate(v_feed_id, v_channel, v_changed);
     INSERT INTO cluster.dirty_ranges (stream_id, ts_from, ts_to)
@@ -290,8 +312,8 @@ BEGIN
      WHERE s.feed_id = v_feed_id AND s.channel = v_channel AND s.type = 'raw'
        AND e.first_ts <= e.last_ts;
 END $$;
-COMMENT ON FUNCTION cluster.set_stream_config(bigint, timestamptz, text, text, text, boolean, double precision, boolean) IS
-    'Make (title, medium, unit, sub-meter or not, max rate of its meter counters, main meter or not) the processed stream''s configuration from p_from on; the engine recomputes the period whose medium or rate changed (a bill reads the sub-meter and main-meter flags when asked).';
+COMMENT ON FUNCTION cluster.set_stream_config(bigint, timestamptz, text, text, text, boolean, double precision, boolean, text) IS
+    'Make (title, medium, unit, sub-meter or not, max rate of its meter counters, main meter or not, the unit its meter counters'' readers send) the processed stream''s configuration from p_from on; the engine recomputes the period whose medium, rate or sent unit changed (a bill reads the sub-meter and main-meter flags when asked).';
 
 -- The same for a feed; the engine recomputes where the time zone changes: time-of-use tariffs
 -- are read in the feed's local time.

@@ -142,14 +142,17 @@ CREATE OR REPLACE FUNCTION cluster.engine_sources(
 ) RETURNS TABLE (raw_id bigint, register boolean, reading boolean, wf double precision,
                  wt double precision, lo timestamptz, hi timestamptz, rate double precision,
                  starts double precision[], rates double precision[],
-                 spread double precision)
+                 spread double precision, factor double precision,
+                 factors double precision[])
 LANGUAGE sql STABLE AS $$
     SELECT s.id, m.method = 'register', m.method = 'reading',
            date_part('epoch', w.wfrom), date_part('epoch', w.wto), x.lo, x.hi,
            CASE WHEN cardinality(r.rates) = 1 THEN r.rates[1] END,
            CASE WHEN cardinality(r.rates) > 1 THEN '-Infinity'::float8 || r.starts[2:] END,
            CASE WHEN cardinality(r.rates) > 1 THEN r.rates END,
-           CASE WHEN m.method = 'register' THEN cluster.max_spread_seconds() END
+           CASE WHEN m.method IN ('register', 'reading') THEN cluster.max_spread_seconds() END,
+           CASE WHEN cardinality(r.factors) > 1 THEN NULL ELSE coalesce(r.factors[1], 1) END,
+           CASE WHEN cardinality(r.factors) > 1 THEN r.factors END
       FROM unnest(p_feeds, p_channels, p_from, p_to) AS w (feed_id, channel, wfrom, wto)
       JOIN cluster.streams s ON s.feed_id = w.feed_id AND s.channel = w.channel AND s.type = 'raw'
       JOIN cluster.processable_media m ON m.medium_id = s.medium
@@ -165,7 +168,10 @@ LANGUAGE sql STABLE AS $$
                            '{-Infinity}') AS starts,
                   coalesce(array_agg(coalesce(c.max_rate, cluster.default_max_rate(m.medium))
                                      / 3600 ORDER BY lower(c.validity) NULLS FIRST),
-                           ARRAY[cluster.default_max_rate(m.medium) / 3600]) AS rates
+                           ARRAY[cluster.default_max_rate(m.medium) / 3600]) AS rates,
+                  coalesce(array_agg(cluster.unit_factor(m.medium, c.sent_unit)
+                                     ORDER BY lower(c.validity) NULLS FIRST),
+                           '{1}') AS factors
              FROM cluster.processed_target(m.method, s.idx) t
              JOIN cluster.streams ps
                ON ps.feed_id = s.feed_id AND ps.channel = s.channel AND ps.type = 'processed'
@@ -176,7 +182,7 @@ LANGUAGE sql STABLE AS $$
             WHERE m.method IN ('register', 'reading')) r ON true
 $$;
 COMMENT ON FUNCTION cluster.engine_sources(bigint[], integer[], timestamptz[], timestamptz[]) IS
-    'The raw streams of the work''s periods, with their method, the span of points to read and, for a counter, its rate limit (per second: rate, or rates[i] from starts[i] on) and a register''s longest spread gap.';
+    'The raw streams of the work''s periods, with their method, the span of points to read and, for a counter, its rate limit (per second: rate, or rates[i] from starts[i] on), its longest spread gap and the factor of the unit its reader sends (factor, or factors[i] from starts[i] on).';
 
 -- Compute, energy per bucket: the segments of one raw stream of the work (a row of
 -- cluster.engine_sources, given field by field: its id, whether it is a meter counter, the
@@ -205,7 +211,7 @@ CREATE OR REPLACE FUNCTION cluster.source_segments(
     p_raw_id bigint, p_counter boolean, p_wf double precision, p_wt double precision,
     p_lo timestamptz, p_hi timestamptz, p_rate double precision,
     p_starts double precision[], p_rates double precision[], p_spread double precision,
-    p_judge boolean
+    p_judge boolean, p_factor double precision, p_factors double precision[]
 ) RETURNS TABLE (e0 double precision, v0 double precision, e1 double precision,
                  v1 double precision, skip boolean, ge double precision, gv double precision,
                  plausible boolean, followed boolean, spread boolean, sound boolean)
@@ -242,8 +248,13 @@ SELECT g.e0, g.v0, CASE WHEN j.skip THEN g.nne ELSE g.ne END,
                                       cluster.rate_at(p_rate, p_starts, p_rates,
                                                       lead(p.e) OVER w))
                 AS sound
-       FROM (SELECT q.ts, date_part('epoch', q.ts) AS e, q.value
-               FROM cluster.stream_points(p_raw_id, p_lo, p_hi + interval '1 microsecond') q
+       -- A counter's reading in the medium's unit: times the factor of the unit its reader
+       -- sent at that instant (cluster.unit_factor; 1 for everything else).
+       FROM (SELECT q.ts, q.e,
+                    q.value * cluster.rate_at(p_factor, p_starts, p_factors, q.e) AS value
+               FROM (SELECT q.ts, date_part('epoch', q.ts) AS e, q.value
+                       FROM cluster.stream_points(p_raw_id, p_lo,
+                                                  p_hi + interval '1 microsecond') q) q
              OFFSET 0) p
      WINDOW w AS (ORDER BY p.ts)
  ) g
@@ -253,7 +264,7 @@ SELECT g.e0, g.v0, CASE WHEN j.skip THEN g.nne ELSE g.ne END,
    AND (CASE WHEN j.skip THEN g.nne ELSE g.ne END >= p_wf AND g.e0 < p_wt
         OR NOT g.sound)
 $$;
-COMMENT ON FUNCTION cluster.source_segments(bigint, boolean, double precision, double precision, timestamptz, timestamptz, double precision, double precision[], double precision[], double precision, boolean) IS
+COMMENT ON FUNCTION cluster.source_segments(bigint, boolean, double precision, double precision, timestamptz, timestamptz, double precision, double precision[], double precision[], double precision, boolean, double precision, double precision[]) IS
     'The segments of one raw stream that reach the period [p_wf, p_wt), judged by a meter counter''s rules (p_judge), or paired with the next point only, where sound tells that this is exact.';
 
 -- Compute: the segments of the work's raw streams (cluster.source_segments, by the rules),
@@ -275,7 +286,8 @@ SELECT src.raw_id, src.register, src.reading, src.register OR src.reading, src.w
   FROM sources src
  CROSS JOIN LATERAL cluster.source_segments(src.raw_id, src.register OR src.reading, src.wf,
                                             src.wt, src.lo, src.hi, src.rate, src.starts,
-                                            src.rates, src.spread, true) s
+                                            src.rates, src.spread, true, src.factor,
+                                            src.factors) s
 $$;
 COMMENT ON FUNCTION cluster.engine_segments(bigint[], integer[], timestamptz[], timestamptz[]) IS
     'The segments of the work''s raw streams that reach its periods, with a meter counter''s judgement: skip (past a glitch at ge, gv), plausible, followed, and whether a register''s rise is spread over it.';
@@ -301,7 +313,7 @@ CREATE OR REPLACE FUNCTION cluster.source_heads(
     p_raw_id bigint, p_register boolean, p_reading boolean, p_wf double precision,
     p_wt double precision, p_lo timestamptz, p_hi timestamptz, p_rate double precision,
     p_starts double precision[], p_rates double precision[], p_spread double precision,
-    p_judge boolean
+    p_judge boolean, p_factor double precision, p_factors double precision[]
 ) RETURNS TABLE (k bigint, wt double precision, integral double precision,
                  covered double precision, delta double precision, faults bigint,
                  ce0 double precision, cv0 double precision, ce1 double precision,
@@ -322,17 +334,23 @@ SELECT k, p_wt,
        bool_or(bridged) FILTER (WHERE crosses),
        bool_and(sound)
   FROM (
-    -- A register's segment is its rate of rise (v0 = v1, Wh/s), of what it counts: its rise,
-    -- or 0 for a reset or a replacement. k, the bucket it starts in; c, where it leaves it.
+    -- A register's segment, and a meter reading's that ends at a whole hour (DSMR 4's hourly
+    -- gas capture: the hour it measured, not the next one's bucket), is its rate of rise
+    -- (v0 = v1, per s), of what it counts: its rise, or 0 for a reset or a replacement. k, the
+    -- bucket it starts in; c, where it leaves it.
     SELECT e0, e1, faults, a, k, least(e1, kend) AS c, e1 >= kend AS crosses, sound,
-           CASE WHEN p_register THEN spread ELSE cluster.bridged(e0, e1) END AS bridged,
-           CASE WHEN p_register THEN CASE WHEN plausible THEN (v1 - v0) / (e1 - e0) ELSE 0 END
+           CASE WHEN p_register OR p_reading THEN lined ELSE cluster.bridged(e0, e1) END
+               AS bridged,
+           CASE WHEN lined THEN CASE WHEN plausible THEN (v1 - v0) / (e1 - e0) ELSE 0 END
                 ELSE v0 END AS v0,
-           CASE WHEN p_register THEN CASE WHEN plausible THEN (v1 - v0) / (e1 - e0) ELSE 0 END
+           CASE WHEN lined THEN CASE WHEN plausible THEN (v1 - v0) / (e1 - e0) ELSE 0 END
                 ELSE v1 END AS v1,
-           CASE WHEN p_reading OR (p_register AND NOT spread)
+           CASE WHEN (p_reading OR p_register) AND NOT lined
                 THEN CASE WHEN plausible THEN v1 - v0 ELSE 0 END END AS step
-      FROM (SELECT e0, v0, e1, v1, spread, plausible, sound,
+      FROM (SELECT e0, v0, e1, v1, plausible, sound,
+                   CASE WHEN p_register THEN spread
+                        WHEN p_reading THEN spread AND e1 / 3600 = floor(e1 / 3600)
+                        ELSE false END AS lined,
                    CASE WHEN p_register OR p_reading
                         THEN skip::integer
                              + CASE WHEN plausible OR (v1 < v0 AND NOT followed) THEN 0 ELSE 1 END
@@ -342,12 +360,12 @@ SELECT k, p_wt,
                        + cluster.bucket_seconds() AS kend
               FROM cluster.source_segments(p_raw_id, p_register OR p_reading, p_wf, p_wt,
                                            p_lo, p_hi, p_rate, p_starts, p_rates, p_spread,
-                                           p_judge)
+                                           p_judge, p_factor, p_factors)
             OFFSET 0) x
   ) segments
  GROUP BY k
 $$;
-COMMENT ON FUNCTION cluster.source_heads(bigint, boolean, boolean, double precision, double precision, timestamptz, timestamptz, double precision, double precision[], double precision[], double precision, boolean) IS
+COMMENT ON FUNCTION cluster.source_heads(bigint, boolean, boolean, double precision, double precision, timestamptz, timestamptz, double precision, double precision[], double precision[], double precision, boolean, double precision, double precision[]) IS
     'One raw stream''s segments added up per bucket k they start in (by the rules, or on the fast path: p_judge), with the one that crosses the bucket''s end, and whether the fast path is exact there (sound).';
 
 -- Compute, energy per bucket: per processed stream identity of the work's channels (quantity,
@@ -366,7 +384,9 @@ COMMENT ON FUNCTION cluster.source_heads(bigint, boolean, boolean, double precis
 -- Plan: sources is MATERIALIZED (its neighbour probes once per raw stream, read by both
 -- paths); plain is MATERIALIZED (a row per stream and bucket, read twice); judged is empty
 -- unless a meter faulted, and then holds the few streams the rules' LATERAL runs for; heads is
--- MATERIALIZED for its two readers.
+-- MATERIALIZED for its two readers; indexed (a row per channel with a phase or a tariff) is
+-- the hashed set the combined rows' filter probes, so that a channel of one total register
+-- aggregates no second row per bucket.
 CREATE OR REPLACE FUNCTION cluster.bucket_energy(
     p_feeds bigint[], p_channels integer[], p_from timestamptz[], p_to timestamptz[]
 ) RETURNS TABLE (feed_id bigint, channel integer, quantity text, idx integer, tariff integer,
@@ -381,7 +401,8 @@ WITH sources AS MATERIALIZED (
       FROM sources src
      CROSS JOIN LATERAL cluster.source_heads(src.raw_id, src.register, src.reading, src.wf,
                                              src.wt, src.lo, src.hi, src.rate, src.starts,
-                                             src.rates, src.spread, false) h
+                                             src.rates, src.spread, false, src.factor,
+                                             src.factors) h
 ), judged AS MATERIALIZED (
     SELECT DISTINCT raw_id FROM plain WHERE NOT sound
 ), heads AS MATERIALIZED (
@@ -395,7 +416,8 @@ WITH sources AS MATERIALIZED (
       JOIN judged j ON j.raw_id = src.raw_id
      CROSS JOIN LATERAL cluster.source_heads(src.raw_id, src.register, src.reading, src.wf,
                                              src.wt, src.lo, src.hi, src.rate, src.starts,
-                                             src.rates, src.spread, true) h
+                                             src.rates, src.spread, true, src.factor,
+                                             src.factors) h
 ), tails AS (
     SELECT raw_id, k,
            cluster.segment_integral(e0, v0, e1, v1, bridged, a, c) AS integral,
@@ -412,6 +434,13 @@ WITH sources AS MATERIALIZED (
                                least(cluster.bucket_of(ce1),
                                      (wt / cluster.bucket_seconds())::bigint - 1)) AS k
                       FROM heads WHERE ce1 IS NOT NULL) spread) t
+), indexed AS MATERIALIZED (
+    -- The channels with a phase or a tariff register: only they can have a combined stream,
+    -- so only theirs take the unindexed register into it below (a row per stream, not per
+    -- bucket; a channel of 1.8.0 alone adds no combined rows).
+    SELECT DISTINCT s.feed_id, s.channel
+      FROM sources src JOIN cluster.streams s ON s.id = src.raw_id
+     WHERE s.idx IS NOT NULL
 ), per_raw AS (
     SELECT raw_id, k, sum(integral) AS integral, sum(covered) AS covered, sum(delta) AS delta,
            sum(faults) AS faults
@@ -427,7 +456,9 @@ WITH sources AS MATERIALIZED (
                FILTER (WHERE m.method = 'register') AS register,
            sum(CASE m.method WHEN 'integral' THEN CASE WHEN r.covered > 0
                                                        THEN r.integral / 3600 END
-                             WHEN 'reading' THEN r.delta END)
+                             WHEN 'reading' THEN CASE WHEN r.covered > 0 OR r.delta IS NOT NULL
+                                                      THEN r.integral + coalesce(r.delta, 0)
+                                                 END END)
                FILTER (WHERE m.method IN ('integral', 'reading')) AS measured,
            sum(r.integral) FILTER (WHERE m.method = 'mean') AS integral,
            sum(r.covered) FILTER (WHERE m.method = 'mean') AS covered,
@@ -442,9 +473,23 @@ SELECT feed_id, channel, quantity, coalesce(idx, 0), coalesce(tariff, 0), false,
        measured, integral, covered, faults
   FROM per_index
 UNION ALL
-SELECT feed_id, channel, quantity, 0, 0, true, k, sum(register), sum(measured), sum(integral),
-       sum(covered), sum(faults)
-  FROM per_index WHERE idx IS NOT NULL OR tariff IS NOT NULL
+-- The combined stream (docs/engine.md#a-channels-total): its register is the channel's tariff
+-- registers' sum, else its total register (1.8.0 beside phases: Swedish and Norwegian HAN
+-- ports, EasyMeter Q3D), each counting the same energy the other way; its measured value is
+-- the indexed streams' (the phases'), never the unindexed power beside them (the same energy
+-- again). A bucket with only an unindexed register's value is kept: a reader away longer than
+-- power is bridged still has its register's rise spread over the gap. Rows of a channel
+-- without a combined stream find no period in cluster.engine_results and are dropped there.
+SELECT feed_id, channel, quantity, 0, 0, true, k,
+       coalesce(sum(register) FILTER (WHERE tariff IS NOT NULL),
+                sum(register) FILTER (WHERE idx IS NULL AND tariff IS NULL)),
+       sum(measured) FILTER (WHERE idx IS NOT NULL OR tariff IS NOT NULL),
+       sum(integral) FILTER (WHERE idx IS NOT NULL OR tariff IS NOT NULL),
+       sum(covered) FILTER (WHERE idx IS NOT NULL OR tariff IS NOT NULL),
+       sum(faults) FILTER (WHERE idx IS NOT NULL OR tariff IS NOT NULL)
+  FROM per_index
+ WHERE idx IS NOT NULL OR tariff IS NOT NULL
+    OR (register IS NOT NULL AND (feed_id, channel) IN (SELECT feed_id, channel FROM indexed))
  GROUP BY feed_id, channel, quantity, k
 $$;
 COMMENT ON FUNCTION cluster.bucket_energy(bigint[], integer[], timestamptz[], timestamptz[]) IS
@@ -501,8 +546,10 @@ WITH registers AS MATERIALIZED (
 SELECT feed_id, channel, quantity, 0, coalesce(idx, 0), false, min(kfirst), max(klast)
   FROM registers GROUP BY feed_id, channel, quantity, idx
 UNION ALL
+-- The combined stream's: every register of the channel, its total one included (the combined
+-- stream takes it where there are no tariff registers, cluster.bucket_energy).
 SELECT feed_id, channel, quantity, 0, 0, true, min(kfirst), max(klast)
-  FROM registers WHERE idx IS NOT NULL GROUP BY feed_id, channel, quantity
+  FROM registers GROUP BY feed_id, channel, quantity
 $$;
 COMMENT ON FUNCTION cluster.register_spans(bigint[], integer[], timestamptz[], timestamptz[]) IS
     'Per processed stream identity of the work''s channels with a register: the buckets kfirst..klast its registers span.';

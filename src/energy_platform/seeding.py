@@ -158,7 +158,9 @@ async def processed_stream(
         stream: int = await conn.fetchval(
             INSERT_PROCESSED_STREAM, feed, channel, idx, tariff, combined, quantity
         )
-        await conn.execute(SET_STREAM_CONFIG, stream, None, title, medium, unit, False, None, False)
+        await conn.execute(
+            SET_STREAM_CONFIG, stream, None, title, medium, unit, False, None, False, None
+        )
     return stream
 
 

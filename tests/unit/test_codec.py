@@ -108,10 +108,6 @@ def test_records_of_one_stream_at_several_times_become_one_series() -> None:
         ({"uniq": 2**63}, "invalid_record"),
         ({"uniq": "a\u0000b"}, "invalid_record"),
         ({"uniq": "line\nbreak"}, "invalid_record"),
-        ({"o": {"1-0:1.8.0\u0000": 1}}, "invalid_record"),
-        ({"o": {"x" * 5000: 1}}, "invalid_record"),
-        ({"o": {"not obis": 1}}, "invalid_record"),
-        ({"o": {"1-0:1.8.\u0663": 1}}, "invalid_record"),  # "٣": a digit, not an ASCII one
         ({"s": {"1": 1e308}}, "out_of_bounds"),  # W: the engine's integral would overflow
         ({"s": {"1": [5, -2e10]}}, "out_of_bounds"),
         ({"s": {"22": 5e-324}}, "out_of_bounds"),  # Wh: a product would underflow
@@ -135,6 +131,48 @@ def test_a_bad_record_is_refused_alone_with_its_cause_and_the_others_are_kept(
     assert refused.detail.startswith("record 1: ")
     # The dead letter holds the record as sent, a batch of its own.
     assert refused.payload == msgspec.json.encode([broken])
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "1-0:1.8.0\u0000",
+        "x" * 5000,
+        "not obis",
+        "1-0:1.8.\u0663",  # "٣": a digit, not an ASCII one
+        "0-0:X.1.0",  # a letter IEC 62056-21 does not give a number
+        "1.0.1.8.0",  # five dotted groups: which one is missing is anyone's guess
+    ],
+)
+def test_a_code_that_cannot_be_read_costs_only_its_own_reading(code: str) -> None:
+    # Issue 58: one such code refused the whole record, the registers beside it with it.
+    broken = record(s={"1": 5}, o={"1.8.0": 1200.0, code: 3.0})
+    decoded = decode_batch(msgspec.json.encode([broken]), NOW)
+    assert sorted((s.medium, s.values[0]) for s in decoded.series) == [(1, 5.0), (22, 1200.0)]
+    (refused,) = decoded.refused
+    assert (refused.cause, refused.count) == ("unreadable_code", 1)
+    assert refused.detail.startswith("record 0: OBIS code ")
+    # The dead letter holds that reading alone, as a record of its own to replay.
+    assert msgspec.json.decode(refused.payload) == [record(o={code: 3.0}, s={})]
+
+
+def test_letter_and_dotted_forms_are_the_codes_they_stand_for() -> None:
+    # dsmr_parser's Iskra IE and EasyMeter telegrams (0-0:C.1.0, 0-0:F.F.0: D0 letters), and
+    # readers that print the six groups dotted (volkszaehler's and Tasmota's SML scripts).
+    o = {
+        "0-0:C.1.0*255": 12345678.0,
+        "0-0:F.F.0*255": 0.0,
+        "1.0.1.8.0.255": 1000.0,
+        "1-0:2.8.0.255": 10.0,
+    }
+    decoded = decode_batch(msgspec.json.encode([record(o=o)]), NOW)
+    assert decoded.refused == []
+    assert sorted((s.medium or 0, s.source or "", s.obis) for s in decoded.series) == [
+        (0, "obis:0-0:96.1.0", "0-0:96.1.0"),
+        (0, "obis:0-0:97.97.0", "0-0:97.97.0"),
+        (22, "", "1-0:1.8.0"),
+        (23, "", "1-0:2.8.0"),
+    ]
 
 
 def test_refused_records_are_grouped_by_cause_and_a_batch_of_bad_records_keeps_nothing() -> None:

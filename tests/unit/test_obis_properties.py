@@ -19,7 +19,7 @@ real_codes = st.sampled_from(
         *obis.KNOWN,
         "1.8.0",
         "2.8.1",
-        *(f"0-{n}:24.{x}" for n in range(1, 5) for x in ("2.1", "2.3", "1.0")),
+        *(f"0-{n}:24.{x}" for n in range(1, 5) for x in ("2.1", "2.3", "3.0", "1.0")),
     ]
 )
 codes = real_codes | short_codes | full_codes
@@ -75,3 +75,63 @@ def test_each_m_bus_device_of_a_reader_is_a_channel_of_its_own(
     channels = {obis.mbus_channel(c, n) for c in (reader, reader + 1) for n in devices}
     assert len(channels) == 2 * len(devices)
     assert all(c is not None and c >= obis.MBUS_CHANNELS for c in channels)
+
+
+# Issue 58: the forms readers across Europe write, and codes that cannot be read.
+letters = st.sampled_from(sorted(obis.LETTERS))
+letter_groups = group.map(str) | letters
+
+
+@settings(max_examples=300, deadline=None)
+@given(group, group, letter_groups, letter_groups, letter_groups, st.none() | group)
+def test_letters_and_dotted_forms_are_the_numbered_code(
+    a: int, b: int, c: str, d: str, e: str, f: int | None
+) -> None:
+    numbered = ".".join(obis.LETTERS.get(x, x) for x in (c, d, e))
+    full = f"{a}-{b}:{numbered}" + ("" if f is None else f"*{f}")
+    written = [f"{a}-{b}:{c}.{d}.{e}" + ("" if f is None else f"*{f}")]
+    if f is not None:
+        written += [f"{a}-{b}:{c}.{d}.{e}.{f}", f"{a}.{b}.{c}.{d}.{e}.{f}"]
+    for code in written:
+        assert obis.is_code(code)
+        assert obis.normalise(code) == obis.normalise(full)
+        assert obis.lookup(code) == obis.lookup(full)
+        assert obis.mbus(code) == obis.mbus(full)
+        assert obis.signed(code) == obis.signed(full)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(min_value=1, max_value=64), st.sampled_from([*obis.KNOWN, *obis.SIGNED]))
+def test_electricitys_measurement_channels_read_like_channel_0(b: int, code: str) -> None:
+    # Kamstrup's Norwegian meters: 1-1:1.8.0 (amshan's test data).
+    c_d_e = code.partition(":")[2]
+    if code.startswith("1-0:"):
+        assert obis.lookup(f"1-{b}:{c_d_e}") == obis.lookup(code)
+        assert obis.signed(f"1-{b}:{c_d_e}") == obis.signed(code)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from(sorted(obis.SIGNED)),
+    st.floats(min_value=-1e9, max_value=1e9, allow_nan=False).filter(lambda v: abs(v) > 1e-6),
+)
+def test_signed_power_is_import_when_positive_and_export_when_negative(
+    code: str, value: float
+) -> None:
+    record = {"f": 4, "t": NOW, "d": 7, "ch": 2, "uniq": 1, "o": {code: value}}
+    series = decode_batch(msgspec.json.encode([record]), NOW).series
+    by_medium = {s.medium: s.values for s in series}
+    assert by_medium == {
+        obis.IMPORT_POWER: [max(value, 0.0)],
+        obis.EXPORT_POWER: [max(-value, 0.0)],
+    }
+    assert {s.index for s in series} == {obis.SIGNED[code]}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=40).filter(lambda t: not obis.is_code(t)))
+def test_a_code_that_cannot_be_read_is_refused_alone(code: str) -> None:
+    record = {"f": 4, "t": NOW, "d": 7, "ch": 2, "uniq": 1, "o": {"1.8.0": 5.0, code: 1.0}}
+    decoded = decode_batch(msgspec.json.encode([record]), NOW)
+    assert [(s.medium, s.values) for s in decoded.series] == [(22, [5.0])]
+    assert [(r.cause, r.count) for r in decoded.refused] == [("unreadable_code", 1)]

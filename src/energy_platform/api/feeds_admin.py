@@ -59,11 +59,30 @@ STREAM_BY_ID = """
 SELECT id, type, channel, device, medium, idx, tariff, combined, quantity
   FROM cluster.streams
  WHERE id = $1"""
-SET_STREAM_CONFIG = "SELECT cluster.set_stream_config($1, $2, $3, $4, $5, $6, $7, $8)"
+SET_STREAM_CONFIG = "SELECT cluster.set_stream_config($1, $2, $3, $4, $5, $6, $7, $8, $9)"
 CHANNEL_TOTAL = "SELECT true FROM cluster.channel_totals WHERE stream_id = $1"
 STREAM_CONFIG_AT = """
-SELECT title, medium, unit, submeter, max_rate, main FROM cluster.stream_configs
+SELECT title, medium, unit, submeter, max_rate, main, sent_unit FROM cluster.stream_configs
  WHERE stream_id = $1 AND validity @> $2::timestamptz"""
+# Whether a register or a meter reading counts in this stream (its own, not a combined one):
+# then --unit is the unit its readers send.
+COUNTS_METER = """
+SELECT EXISTS (
+    SELECT FROM cluster.streams ps
+      JOIN cluster.streams r ON r.feed_id = ps.feed_id AND r.channel = ps.channel AND r.type = 'raw'
+      JOIN cluster.processable_media m
+        ON m.medium_id = r.medium AND m.quantity = ps.quantity
+       AND m.method IN ('register', 'reading')
+     CROSS JOIN LATERAL cluster.processed_target(m.method, r.idx) t
+     WHERE ps.id = $1 AND NOT ps.combined
+       AND ps.idx IS NOT DISTINCT FROM t.idx AND ps.tariff IS NOT DISTINCT FROM t.tariff)"""
+UNIT_FACTOR = "SELECT cluster.unit_factor($1, $2)"
+SENT_UNITS = {
+    "power": "Wh, kWh or MWh",
+    "gas": "m3 or l",
+    "water": "m3 or l",
+    "heat": "kWh, MWh or GJ",
+}
 
 MEDIA = ("power", "gas", "water", "heat", "temperature", "none")
 
@@ -274,7 +293,12 @@ def list_streams(settings: Settings, feed_id: str) -> None:
 @click.option("--from", "since", required=True, help="ISO 8601 instant (or 'now').")
 @click.option("--title", help="Default: the title valid at that instant.")
 @click.option("--medium", type=click.Choice(MEDIA), help="'none': not processed from then on.")
-@click.option("--unit", help="Default: the unit valid at that instant.")
+@click.option(
+    "--unit",
+    help="On a register's or meter's own stream: the unit its reader sends (power Wh, kWh or "
+    "MWh; gas and water m3 or l; heat kWh, MWh or GJ), converted by the engine. Elsewhere: the "
+    "unit shown. Default: as at that instant.",
+)
 @click.option(
     "--submeter/--no-submeter",
     default=None,
@@ -332,11 +356,16 @@ def configure_stream(
             )
         before = await conn.fetchrow(STREAM_CONFIG_AT, sid, instant)
         new_title = title or (before and before["title"])
-        new_unit = unit if unit is not None else (before and before["unit"])
         if medium is None:
             new_medium = before["medium"] if before else None
         else:
             new_medium = None if medium == "none" else medium
+        sent_unit = before["sent_unit"] if before else None
+        shown = unit
+        if unit is not None and await conn.fetchval(COUNTS_METER, sid):
+            sent_unit = await _sent_unit(conn, stream_id, new_medium, unit)
+            shown = None  # the medium's unit stays shown: the engine converts to it
+        new_unit = shown if shown is not None else (before and before["unit"])
         if not new_title or new_unit is None:
             raise InvalidInput("no configuration at that instant: give --title and --unit")
         if max_rate is not None and (
@@ -360,10 +389,24 @@ def configure_stream(
             new_submeter,
             new_rate,
             new_main,
+            sent_unit,
         )
         return (await render_streams(conn, [stream]))[0]
 
     emit(run_in_transaction(settings.database, work))
+
+
+async def _sent_unit(
+    conn: asyncpg.Connection, stream_id: str, medium: str | None, unit: str
+) -> str | None:
+    """``unit`` as a meter's stream of ``medium`` takes it (None: the medium's own)."""
+    if await conn.fetchval(UNIT_FACTOR, medium, unit) is None:
+        units = SENT_UNITS.get(medium or "", "none")
+        raise InvalidInput(
+            f"--unit: stream {stream_id} counts a {medium} meter, whose reader may send {units}, "
+            f"not {unit!r}"
+        )
+    return unit
 
 
 def _flag(given: bool | None, other: bool | None, before: asyncpg.Record | None, name: str) -> bool:

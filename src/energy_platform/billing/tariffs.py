@@ -83,8 +83,8 @@ def option(term: str) -> str:
 
 class Terms(msgspec.Struct, frozen=True):
     """A tariff's terms, checked: what ``cluster.set_tariff`` takes besides the feed, the
-    medium and the instant. The one check of ``admin tariffs set`` and of a contract
-    (billing/contracts.py)."""
+    medium and the instant. The one check of ``admin tariffs set`` and of a contract as
+    data (issue 61)."""
 
     bands: list[tuple[str, time, float]]
     """(day kind, local start, price), sorted; none: no tariff."""

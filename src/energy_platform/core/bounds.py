@@ -161,6 +161,8 @@ def of_obis(code: str) -> Bound:
     known = obis.lookup(code)
     if known is not None:
         return of_medium(known[0])
+    if obis.signed(code) is not None:
+        return of_medium(obis.IMPORT_POWER)
     mbus = obis.mbus(code)
     # Gas, water and heat readings share one bound, so the device type need not be known.
     return of_medium(obis.GAS) if mbus is not None and not mbus.is_type else UNKNOWN

@@ -35,12 +35,30 @@ async def test_a_gas_meter_reset_is_never_negative_consumption(new_feed: NewFeed
 async def test_water_readings_far_apart_count_at_the_later_reading(new_feed: NewFeed) -> None:
     feed = await new_feed()
     meter = await feed.raw_stream(channel=4, medium=8, device=6)
+    await feed.ingest(meter, [(T0 + 100, 12.0), (T0 + 3700, 12.5)])
+
+    await process(feed.db)
+
+    # No bridging limit for meters: the 0.5 m³ used during the hour shows at its end, the
+    # bucket holding T0 + 3700 (from T0 + 3690): a reading off the whole hours is a step.
+    assert await feed.points("Water, channel 4") == {T0 + 3690: pytest.approx(0.5)}
+
+
+async def test_water_read_at_whole_hours_counts_in_the_hour_it_measured(
+    new_feed: NewFeed,
+) -> None:
+    # Issue 58: a reading at a whole hour (DSMR 4's hourly capture) is spread over the time
+    # before it, like a register's rise, so that 23:00-24:00 stays on its day.
+    feed = await new_feed()
+    meter = await feed.raw_stream(channel=4, medium=8, device=6)
     await feed.ingest(meter, [(T0, 12.0), (T0 + 3600, 12.5)])
 
     await process(feed.db)
 
-    # No bridging limit for meters: the 0.5 m³ used during the hour shows at its end.
-    assert await feed.points("Water, channel 4") == {T0 + 3600: pytest.approx(0.5)}
+    # 0.5 m³ over the hour's 40 buckets: 0.0125 m³ each.
+    assert await feed.points("Water, channel 4") == {
+        T0 + 90 * n: pytest.approx(0.5 / 40) for n in range(40)
+    }
 
 
 async def test_temperature_is_the_time_weighted_mean(new_feed: NewFeed) -> None:

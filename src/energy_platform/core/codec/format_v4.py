@@ -40,7 +40,10 @@ Int64 = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
 # Printable ASCII only: no NUL, no control characters, nothing a log or a CSV export chokes on.
 Uniq = Int64 | Annotated[str, msgspec.Meta(min_length=1, max_length=64, pattern=r"^[\x20-\x7e]+$")]
 Medium = Annotated[str, msgspec.Meta(min_length=1, max_length=5)]
-ObisCode = Annotated[str, msgspec.Meta(min_length=1, max_length=obis.MAX_LENGTH)]
+# Any text: a code that cannot be read costs only its own reading (:data:`UNREADABLE`), so its
+# form is judged per code, not by the record's schema.
+ObisCode = str
+UNREADABLE: Final = "unreadable_code"
 
 
 class RecordError(ValueError):
@@ -167,22 +170,25 @@ def decode_batch(payload: bytes, now: float) -> Decoded:
         records = list(typed)
     grouped = _Grouped()
     refused: dict[str, list[tuple[int, RecordError]]] = {}
+    unreadable: list[tuple[int, HomebaseRecord, list[str]]] = []
     for n, record in enumerate(records):
         try:
             if isinstance(record, RecordError):
                 raise record
-            points = _homebase_points(record, now)
+            points, bad = _homebase_points(record, now)
         except RecordError as e:
             refused.setdefault(e.cause, []).append((n, e))
             continue
         for key, t, value in points:
             grouped.add(key, t, value)
+        if bad:
+            unreadable.append((n, record, bad))
     if refused and raw is None:
         raw = _raw_batch.decode(payload)  # the refused records as sent, for their dead letters
-    return Decoded(
-        list(grouped.series.values()),
-        [_refused(cause, errors, raw) for cause, errors in refused.items() if raw is not None],
-    )
+    out = [_refused(cause, errors, raw) for cause, errors in refused.items() if raw is not None]
+    if unreadable:
+        out.append(_unreadable(unreadable))
+    return Decoded(list(grouped.series.values()), out)
 
 
 def _one_record(text: msgspec.Raw) -> HomebaseRecord | RecordError:
@@ -202,6 +208,26 @@ def _refused(cause: str, errors: list[tuple[int, RecordError]], raw: list[msgspe
     return Refused(cause, detail, len(errors), payload)
 
 
+def _unreadable(readings: list[tuple[int, HomebaseRecord, list[str]]]) -> Refused:
+    """The readings whose codes cannot be read, as records holding only those readings (their
+    records' other readings are stored)."""
+    named = [(n, code) for n, _, bad in readings for code in bad]
+    reasons = "; ".join(
+        f"record {n}: {_unreadable_reason(code)}" for n, code in named[:REASONS_SHOWN]
+    )
+    more = len(named) - REASONS_SHOWN
+    detail = reasons if more <= 0 else f"{reasons}; and {more} more"
+    alone = [
+        msgspec.structs.replace(record, s={}, o={code: record.o[code] for code in bad})
+        for _, record, bad in readings
+    ]
+    return Refused(UNREADABLE, detail, len(alone), msgspec.json.encode(alone))
+
+
+def _unreadable_reason(code: str) -> str:
+    return f"OBIS code {code[:40]!r} is not A-B:C.D.E[*F] (nor a letter or dotted form of it)"
+
+
 def decode_coap(payload: bytes, now: float) -> list[Series]:
     """Series (a point each) of one CoAP record; RecordError if anything about it is wrong."""
     record = _decode(_coap_record, payload)
@@ -214,7 +240,11 @@ def decode_coap(payload: bytes, now: float) -> list[Series]:
     if not record.o:
         raise RecordError("empty", "'o' has no values")
     grouped = _Grouped()
-    for key, t, value in _obis_points(0, record.d, record.t, record.o):
+    points, bad = _obis_points(0, record.d, record.t, record.o)
+    if bad:
+        # One record, one answer: the device is told at once what it sent wrong.
+        raise RecordError(UNREADABLE, _unreadable_reason(bad[0]))
+    for key, t, value in points:
         grouped.add(key, t, value)
     return list(grouped.series.values())
 
@@ -264,7 +294,9 @@ def _medium(name: str) -> int:
     return int(name)
 
 
-def _homebase_points(record: HomebaseRecord, now: float) -> list[tuple[Key, int, float]]:
+def _homebase_points(
+    record: HomebaseRecord, now: float
+) -> tuple[list[tuple[Key, int, float]], list[str]]:
     if record.f != FORMAT:
         raise RecordError("unsupported_format", f"format {record.f} is not {FORMAT}")
     check_time(record.t, now)
@@ -280,8 +312,9 @@ def _homebase_points(record: HomebaseRecord, now: float) -> list[tuple[Key, int,
         else:
             value = _measured(value, bound, "medium {}", medium)
             out.append((_medium_key(channel, device, medium, None), t, value))
-    out.extend(_obis_points(channel, device, t, record.o))
-    return out
+    points, bad = _obis_points(channel, device, t, record.o)
+    out.extend(points)
+    return out, bad
 
 
 def _medium_key(channel: int, device: int, medium: int, index: int | None) -> Key:
@@ -292,20 +325,29 @@ def _medium_key(channel: int, device: int, medium: int, index: int | None) -> Ke
 
 def _obis_points(
     channel: int, device: int, t: int, codes: dict[str, float]
-) -> list[tuple[Key, int, float]]:
+) -> tuple[list[tuple[Key, int, float]], list[str]]:
+    """The points of ``codes``, and the codes that cannot be read (each its reading's fault)."""
     # An M-Bus device's type sent beside its reading decides what the reading is.
     types = {m.n: v for code, v in codes.items() if (m := obis.mbus(code)) and m.is_type}
     out: list[tuple[Key, int, float]] = []
+    bad: list[str] = []
     for code, v in codes.items():
+        if obis.lookup(code) is None and not obis.is_code(code):
+            bad.append(code)
+            continue
         key = _obis_key(channel, device, code, types)
-        out.append((key, t, _measured(v, bounds.of_obis(code), "OBIS {}", key[5])))
-    return out
+        v = _measured(v, bounds.of_obis(code), "OBIS {}", key[5])
+        if key[2] == obis.IMPORT_POWER and obis.signed(code) is not None:
+            # Signed power: its import stream reads the positive part, its export stream the
+            # negative part, each 0 while the other flows (both stay sampled: no false gaps).
+            out.append((key, t, max(v, 0.0)))
+            out.append(((*key[:2], obis.EXPORT_POWER, *key[3:]), t, max(-v, 0.0)))
+        else:
+            out.append((key, t, v))
+    return out, bad
 
 
 def _obis_key(channel: int, device: int, code: str, types: dict[int, float]) -> Key:
-    known = obis.lookup(code)
-    if known is None and not obis.is_code(code):
-        raise RecordError("invalid_record", f"OBIS code {code[:40]!r} is not A-B:C.D.E")
     name = obis.normalise(code)
     mbus = obis.mbus(code)
     if mbus is not None and (own := obis.mbus_channel(channel, mbus.n)) is not None:
@@ -317,6 +359,9 @@ def _obis_key(channel: int, device: int, code: str, types: dict[int, float]) -> 
         if medium is None:
             return (own, device, None, None, f"obis:{name}", name)
         return (own, device, medium, None, None, name)
+    known = obis.lookup(code)
+    if known is None and (signed := obis.signed(code)) is not None:
+        known = (obis.IMPORT_POWER, signed.phase)
     if known is None:
         return (channel, device, None, None, f"obis:{name}", name)
     medium, index = known

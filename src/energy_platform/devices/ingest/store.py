@@ -170,7 +170,9 @@ class PointStore:
     async def _write(
         self, conn: Connection, batch: Sequence[Accepted], dead: Sequence[DeadLetter]
     ) -> tuple[int, dict[ClusterKey, int], dict[ForwarderKey, int]]:
-        resolved = await mbus.resolve(conn, [(a.route.sn, a.series) for a in batch])
+        resolved = await mbus.resolve(
+            conn, [(a.route.sn, a.route.feed_id, a.series) for a in batch]
+        )
         batch = [
             a if s is a.series else msgspec.structs.replace(a, series=s)
             for a, s in zip(batch, resolved, strict=True)
