@@ -35,7 +35,7 @@ from benchmarks.data_api import TOKEN
 from benchmarks.support import shared_database
 from energy_platform import seeding
 from energy_platform.billing.holidays import Holidays, public_holidays
-from energy_platform.core.settings import Settings
+from energy_platform.core.settings import EngineSettings, Settings
 from energy_platform.engine.rollups import rollup_batch
 
 # A year of local days in Europe/Prague: 2025-01-01T00:00+01:00 to 2026-01-01T00:00+01:00.
@@ -129,7 +129,16 @@ async def build_rollups(url: str) -> float:
     conn = await asyncpg.connect(url)
     try:
         started = time.perf_counter()
-        while (await rollup_batch(conn, batch=1, delay=0)).periods:
+        engine = EngineSettings()
+        while (
+            await rollup_batch(
+                conn,
+                batch=1,
+                delay=0,
+                timeout_ms=engine.timeout_ms(),
+                park_after=engine.park_after,
+            )
+        ).periods:
             pass
         return time.perf_counter() - started
     finally:

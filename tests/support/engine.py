@@ -76,3 +76,31 @@ async def api_buckets(
 async def process(db: asyncpg.Connection) -> None:
     """Run the engine until both queues are empty (every test's data is long closed)."""
     await drain(db, ENGINE)
+
+
+# Every processed point of one feed fails its insert with the SQLSTATE given: a test's own
+# trigger on its own feed (format() of an integer id and of the test's constants, not of input).
+FAILING_INSERTS = """
+CREATE FUNCTION cluster.test_refuse_{feed}() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF EXISTS (SELECT FROM cluster.streams WHERE id = NEW.stream_id AND feed_id = {feed}) THEN
+        RAISE EXCEPTION '{message}' USING ERRCODE = '{sqlstate}';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER refuse_{feed} BEFORE INSERT ON cluster.processed_points
+   FOR EACH ROW EXECUTE FUNCTION cluster.test_refuse_{feed}();
+"""
+
+
+async def fail_processing(
+    db: asyncpg.Connection, feed_id: int, sqlstate: str, message: str
+) -> None:
+    """Make every processed point of the feed fail its insert with ``sqlstate``."""
+    await db.execute(FAILING_INSERTS.format(feed=feed_id, sqlstate=sqlstate, message=message))
+
+
+async def heal_processing(db: asyncpg.Connection, feed_id: int) -> None:
+    """Undo :func:`fail_processing`."""
+    await db.execute(f"DROP TRIGGER refuse_{feed_id} ON cluster.processed_points")
+    await db.execute(f"DROP FUNCTION cluster.test_refuse_{feed_id}()")
