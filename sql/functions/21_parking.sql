@@ -125,7 +125,8 @@ BEGIN
     GET DIAGNOSTICS v_count = ROW_COUNT;
     UPDATE cluster.notifications n SET open = false
      WHERE n.rule = 'processing_parked' AND n.open AND n.feed_id = ANY (p_feeds)
-       AND NOT EXISTS (SELECT FROM cluster.parked_work p WHERE p.feed_id = n.feed_id);
+       AND NOT EXISTS (SELECT FROM cluster.parked_work p
+                        WHERE p.feed_id = n.feed_id AND p.stage IN ('processing', 'rollups'));
     RETURN v_count;
 END $$;
 COMMENT ON FUNCTION cluster.parked_cleared(text, bigint[]) IS
@@ -168,3 +169,30 @@ RETURNS void LANGUAGE sql AS $$
 $$;
 COMMENT ON FUNCTION cluster.work_succeeded(text, bigint[]) IS
     'Forget the failures in a row (cluster.work_failures) of the feeds whose work of a stage succeeded.';
+
+-- Compaction or retention (p_stage) failed on one stream's days, whatever the SQLSTATE short of
+-- the server's state (engine/parking.py, skip_stream): the stream is parked for that stage, the
+-- rounds skip it until `admin engine retry` releases it, and the gauge of parked feeds counts it.
+-- Nothing is queued (a round finds its days again) and nobody is told: the stream's points
+-- stay readable where they are; this is the operators' work (docs/operations.md#epfeedparked).
+CREATE OR REPLACE FUNCTION cluster.park_stream(
+    p_stage text, p_stream_id bigint, p_span tstzrange, p_sqlstate text, p_error text
+) RETURNS void LANGUAGE sql AS $$
+    DELETE FROM cluster.parked_work
+     WHERE stage = p_stage AND stream_id = p_stream_id AND retried_at IS NOT NULL;
+    INSERT INTO cluster.parked_work (feed_id, stage, channel, stream_id, span, sqlstate, error)
+    SELECT s.feed_id, p_stage, s.channel, s.id, p_span, p_sqlstate, p_error
+      FROM cluster.streams s WHERE s.id = p_stream_id;
+$$;
+COMMENT ON FUNCTION cluster.park_stream(text, bigint, tstzrange, text, text) IS
+    'Park a stream whose compaction or retention failed: the rounds of that stage skip it until admin engine retry.';
+
+-- A round of compaction or retention is over: the retried rows of its stage go, but for the
+-- streams that failed again in it (p_failed).
+CREATE OR REPLACE FUNCTION cluster.parked_streams_cleared(p_stage text, p_failed bigint[])
+RETURNS void LANGUAGE sql AS $$
+    DELETE FROM cluster.parked_work
+     WHERE stage = p_stage AND retried_at IS NOT NULL AND NOT (stream_id = ANY (p_failed));
+$$;
+COMMENT ON FUNCTION cluster.parked_streams_cleared(text, bigint[]) IS
+    'After a round of compaction or retention: forget its retried parked rows, but for the streams that failed again.';

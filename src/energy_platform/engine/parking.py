@@ -38,6 +38,9 @@ RETRY = "SELECT cluster.engine_retry($1)"
 FAILED = "SELECT cluster.work_failed($1, $2, $3::bigint[], $4::tstzrange[], $5, $6, $7)"
 # The feeds whose work of a stage succeeded: their failures in a row are forgotten.
 SUCCEEDED = "SELECT cluster.work_succeeded($1, $2::bigint[])"
+# Compaction's and retention's streams (skip_stream).
+PARK_STREAM = "SELECT cluster.park_stream($1, $2, $3::tstzrange, $4, $5)"
+STREAMS_CLEARED = "SELECT cluster.parked_streams_cleared($1, $2::bigint[])"
 
 R = TypeVar("R")
 
@@ -138,3 +141,23 @@ async def park(
         log.info("parked feed gone", stage=stage, feed=failure.feed_id)
         return
     log.warning("feed parked", stage=stage, feed=failure.feed_id, sqlstate=e.sqlstate, error=str(e))
+
+
+def fails_alone(e: BaseException) -> bool:
+    """An error that one stream's or feed's work may raise alone: the data's or the work's own
+    (``core/faults.py``), not the server's state."""
+    return blames_the_data(e) or blames_the_work(e)
+
+
+async def skip_stream(
+    pool: asyncpg.Pool,
+    stage: str,
+    stream: int,
+    span: asyncpg.Range[datetime],
+    e: asyncpg.PostgresError,
+) -> None:
+    """Compaction or retention (``stage``) failed on one stream's days: park the stream for the
+    stage (its rounds skip it until ``admin engine retry``; the parked gauge counts it), and let
+    the round go on."""
+    await pool.execute(PARK_STREAM, stage, stream, span, e.sqlstate, str(e))
+    log.warning(f"{stage} skipped a stream", stream=stream, sqlstate=e.sqlstate, error=str(e))
