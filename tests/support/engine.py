@@ -78,13 +78,13 @@ async def process(db: asyncpg.Connection) -> None:
     await drain(db, ENGINE)
 
 
-# Every processed point of one feed fails its insert with the SQLSTATE given: a test's own
-# trigger on its own feed (format() of an integer id and of the test's constants, not of input).
-FAILING_INSERTS = """
+# Every processed point of one feed meets {act} as it is inserted: a test's own trigger on its
+# own feed (format() of an integer id and of the test's constants, not of input).
+ON_PROCESSED_INSERTS = """
 CREATE FUNCTION cluster.test_refuse_{feed}() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF EXISTS (SELECT FROM cluster.streams WHERE id = NEW.stream_id AND feed_id = {feed}) THEN
-        RAISE EXCEPTION '{message}' USING ERRCODE = '{sqlstate}';
+        {act};
     END IF;
     RETURN NEW;
 END $$;
@@ -97,10 +97,16 @@ async def fail_processing(
     db: asyncpg.Connection, feed_id: int, sqlstate: str, message: str
 ) -> None:
     """Make every processed point of the feed fail its insert with ``sqlstate``."""
-    await db.execute(FAILING_INSERTS.format(feed=feed_id, sqlstate=sqlstate, message=message))
+    act = f"RAISE EXCEPTION '{message}' USING ERRCODE = '{sqlstate}'"
+    await db.execute(ON_PROCESSED_INSERTS.format(feed=feed_id, act=act))
+
+
+async def slow_processing(db: asyncpg.Connection, feed_id: int, seconds: float) -> None:
+    """Make every processed point of the feed take ``seconds`` to insert."""
+    await db.execute(ON_PROCESSED_INSERTS.format(feed=feed_id, act=f"PERFORM pg_sleep({seconds})"))
 
 
 async def heal_processing(db: asyncpg.Connection, feed_id: int) -> None:
-    """Undo :func:`fail_processing`."""
+    """Undo :func:`fail_processing` or :func:`slow_processing`."""
     await db.execute(f"DROP TRIGGER refuse_{feed_id} ON cluster.processed_points")
     await db.execute(f"DROP FUNCTION cluster.test_refuse_{feed_id}()")

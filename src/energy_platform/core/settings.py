@@ -362,10 +362,11 @@ class EngineSettings(Section, frozen=True, kw_only=True):
     """Fastest rise of a water meter in m³ per hour (a household connection passes 2 to 5)."""
     max_rate_heat: float = 100.0
     """Fastest rise of a heat meter in kW (kWh per hour)."""
-    statement_timeout: float = 300.0
+    statement_timeout: float = 50.0
     """Seconds one statement of the processing, the rollups or the notification rules may run
-    before PostgreSQL cancels it (57014): counted against the feeds it computed, as below; 0:
-    no limit."""
+    before PostgreSQL cancels it (57014): counted against the feeds it computed, as below.
+    Under the 60 s after which the connections' client gives up on any statement (a timeout
+    of the world, retried whole for ever): the server's cancel must come first."""
     park_after: int = 3
     """Failures in a row of one feed's work with one SQLSTATE outside the data's classes (54001
     statement too complex, 53200 out of memory, 57014 a statement timeout) before the feed is
@@ -383,13 +384,14 @@ class EngineSettings(Section, frozen=True, kw_only=True):
             raise ValueError("EP_ENGINE_MAX_SPAN must be a positive multiple of 90 seconds")
         if self.workers < 1:
             raise ValueError("EP_ENGINE_WORKERS must be at least 1")
-        if self.statement_timeout < 0 or self.park_after < 1:
+        if not 0 < self.statement_timeout < 60 or self.park_after < 1:
             raise ValueError(
-                "EP_ENGINE_STATEMENT_TIMEOUT must be >= 0 and EP_ENGINE_PARK_AFTER >= 1"
+                "EP_ENGINE_STATEMENT_TIMEOUT must be over 0 and under 60 seconds (the client's"
+                " own limit) and EP_ENGINE_PARK_AFTER >= 1"
             )
 
     def timeout_ms(self) -> str:
-        """``statement_timeout`` as PostgreSQL's setting takes it (milliseconds; 0: none)."""
+        """``statement_timeout`` as PostgreSQL's setting takes it (milliseconds)."""
         return str(round(self.statement_timeout * 1000))
 
 

@@ -27,6 +27,7 @@ from tests.support.engine import (
     fail_processing,
     heal_processing,
     process,
+    slow_processing,
 )
 
 # What an analyst might run, bypassing every entry's bound (so not seeding.write_points, whose
@@ -302,3 +303,27 @@ async def parked_rows(feed: Feed) -> int:
         feed.id,
     )
     return found
+
+
+async def test_a_feed_whose_work_runs_past_the_statement_timeout_is_parked_alone(
+    new_feed: NewFeed, settings: Settings
+) -> None:
+    healthy, slow = await new_feed(), await new_feed()
+    await steady(healthy, 1, 1000.0)
+    await steady(slow, 1, 1000.0)
+    await slow_processing(slow.db, slow.id, 1.0)
+    try:
+        # EP_ENGINE_STATEMENT_TIMEOUT of half a second, parked at the first such failure.
+        hurried = msgspec.structs.replace(ENGINE, statement_timeout=0.5, park_after=1)
+        await drain(slow.db, hurried)
+        assert await healthy.points(ENERGY) == {T0: 25.0, T0 + 90: 25.0}
+        assert await slow.points(ENERGY) == {}
+        (listed,) = [
+            p for p in await run_admin(settings, "engine", "parked") if p["feed"] == str(slow.id)
+        ]
+        assert (listed["stage"], listed["sqlstate"]) == ("processing", "57014")
+    finally:
+        await heal_processing(slow.db, slow.id)
+    await run_admin(settings, "engine", "retry", str(slow.id))
+    await process(slow.db)
+    assert await slow.points(ENERGY) == {T0: 25.0, T0 + 90: 25.0}
