@@ -59,6 +59,12 @@ def blames_the_work(e: BaseException) -> bool:
     return bool(state) and not state.startswith(_WORLD_STATES)
 
 
+def fails_alone(e: BaseException) -> bool:
+    """An error that one feed's or stream's work may raise alone: the data's or the work's own,
+    not the server's state. A shared loop narrows such a failure down to what raised it."""
+    return blames_the_data(e) or blames_the_work(e)
+
+
 def is_outside_fault(e: BaseException) -> bool:
     """A fault of the database, the network or provisioning: worth waiting for."""
     if isinstance(e, Unavailable | OSError | TimeoutError | asyncpg.InterfaceError):

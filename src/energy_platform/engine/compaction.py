@@ -23,8 +23,9 @@ import msgspec
 from prometheus_client import Counter
 
 from energy_platform.core.background import Periodic
+from energy_platform.core.faults import fails_alone
 from energy_platform.core.settings import CompactionSettings, DatabaseSettings
-from energy_platform.engine.parking import STREAMS_CLEARED, fails_alone, skip_stream
+from energy_platform.engine.parking import STREAMS_CLEARED, skip_stream
 
 COMPACTED = Counter("ep_compaction_points", "Points moved into the compact tier")
 

@@ -143,12 +143,6 @@ async def park(
     log.warning("feed parked", stage=stage, feed=failure.feed_id, sqlstate=e.sqlstate, error=str(e))
 
 
-def fails_alone(e: BaseException) -> bool:
-    """An error that one stream's or feed's work may raise alone: the data's or the work's own
-    (``core/faults.py``), not the server's state."""
-    return blames_the_data(e) or blames_the_work(e)
-
-
 async def skip_stream(
     pool: asyncpg.Pool,
     stage: str,

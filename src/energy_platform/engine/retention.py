@@ -22,9 +22,10 @@ import asyncpg
 from prometheus_client import Counter
 
 from energy_platform.core.background import Periodic
+from energy_platform.core.faults import fails_alone
 from energy_platform.core.settings import DatabaseSettings, RetentionSettings
 from energy_platform.engine.compaction import utc_day
-from energy_platform.engine.parking import STREAMS_CLEARED, fails_alone, skip_stream
+from energy_platform.engine.parking import STREAMS_CLEARED, skip_stream
 
 REMOVED = Counter("ep_retention_removed", "Rows or chunks removed by retention", ["kind"])
 
