@@ -1,7 +1,8 @@
 """Data API: the stream-data endpoint (newest 100 points of a random window of a random stream)
 under wrk at 50 and 10 connections, beside an idle handler on the same server and the endpoint's
-own statement straight from asyncpg; a dashboard (10 processed streams, one week of 90 s points
-each, fetched as 10 parallel requests); one request of 100,000 points.
+own statement straight from asyncpg; the same at 10 connections while another user floods the
+overview (benchmarks/overview_flood.py); a dashboard (10 processed streams, one week of 90 s
+points each, fetched as 10 parallel requests); one request of 100,000 points.
 
     python -m benchmarks.data_api [--full] [--runs N] [--server uvicorn|granian]
 """
@@ -24,6 +25,7 @@ import asyncpg
 import httpx
 import msgspec
 
+from benchmarks.overview_flood import Flood, seed_flooder
 from benchmarks.support import bench_database, figure, report
 from energy_platform import seeding
 from energy_platform.api import queries
@@ -302,14 +304,23 @@ def sizes(full: bool) -> tuple[int, int, int]:
     return (1000, 10, 2) if full else (50, 3, 1)
 
 
+def flood_channels(full: bool) -> int:
+    """The flooder's channels: the most an overview reads (EP_API_OVERVIEW_MAX_CHANNELS), or a
+    tenth of it quick."""
+    return 1000 if full else 100
+
+
 def main(full: bool, runs: int, server_name: str) -> None:
     streams, seconds, warm = sizes(full)
     digest = token_digest(TOKEN)
     one, two, direct = Load(), Load(), []
+    flooded: list[float] = []
     with bench_database() as settings:
         url = settings.database.url
         feed, first, last = asyncio.run(seed(url, streams))
         extras = asyncio.run(seed_extras(url, feed))
+        flood_feed = asyncio.run(seed_flooder(url, flood_channels(full), T0))
+        flood_day = time.strftime("%Y-%m-%d", time.gmtime(T0))
         script = WRK_SCRIPT.format(first=first, last=last, t0=T0, span=DAY, feed=feed, token=TOKEN)
         port = free_port()
         base = f"http://127.0.0.1:{port}"
@@ -334,6 +345,9 @@ def main(full: bool, runs: int, server_name: str) -> None:
                 direct.append(
                     asyncio.run(asyncpg_rate(url, digest, feed, range(first, last + 1), seconds))
                 )
+                with Flood(base, flood_feed, flood_day) as flood:
+                    flooded.append(wrk(base + "/", script, seconds, FEW_CONNECTIONS)[2])
+                print(f"overview flood's answers by status: {dict(flood.answers)}")
             week = f"time_from={T0 - 7 * 86_400}&time_to={T0}&limit={WEEK_OF_BUCKETS}"
             dashboard_paths = [f"/feeds/{feed}/streams/{s}/data?{week}" for s in extras.dashboard]
             rounds = 5 * runs
@@ -413,6 +427,15 @@ def main(full: bool, runs: int, server_name: str) -> None:
                 one.idle_few_p99,
                 goal="<= 20 ms",
                 goal_met=few <= 20,
+            ),
+            figure(
+                "data endpoint p99 while one user floods the overview",
+                "ms",
+                flooded,
+                f"data endpoint p99 @{FEW_CONNECTIONS} ms",
+                one.few_p99,
+                goal="ratio <= 2",
+                goal_met=statistics.median(flooded) <= 2 * few,
             ),
             figure(
                 f"data endpoint p99 latency, {FEW_CONNECTIONS} connections, server's own time",

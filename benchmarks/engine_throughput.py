@@ -144,7 +144,11 @@ async def make_processed_streams(url: str) -> None:
         await conn.execute(QUEUE_DIRTY, START, step, START + timedelta(hours=1) - step, 1)
         while True:
             taken = await intake(
-                conn, batch=engine.intake_batch, currency=engine.currency, work_mem=engine.work_mem
+                conn,
+                batch=engine.intake_batch,
+                currency=engine.currency,
+                work_mem=engine.work_mem,
+                timeout_ms=engine.timeout_ms(),
             )
             if taken.claimed < engine.intake_batch:
                 break

@@ -32,11 +32,10 @@ import msgspec
 import psycopg
 
 from benchmarks.data_api import TOKEN
-from benchmarks.support import shared_database
+from benchmarks.support import roll_up_queued, shared_database
 from energy_platform import seeding
 from energy_platform.billing.holidays import Holidays, public_holidays
 from energy_platform.core.settings import Settings
-from energy_platform.engine.rollups import rollup_batch
 
 # A year of local days in Europe/Prague: 2025-01-01T00:00+01:00 to 2026-01-01T00:00+01:00.
 YEAR_FROM = 1_735_686_000
@@ -129,8 +128,7 @@ async def build_rollups(url: str) -> float:
     conn = await asyncpg.connect(url)
     try:
         started = time.perf_counter()
-        while (await rollup_batch(conn, batch=1, delay=0)).periods:
-            pass
+        await roll_up_queued(conn, 1)
         return time.perf_counter() - started
     finally:
         await conn.close()

@@ -12,12 +12,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import asyncpg
 import msgspec
 import psycopg
 from psycopg import sql
 
 from energy_platform.core.logs import configure_logging
-from energy_platform.core.settings import LogSettings, Settings
+from energy_platform.core.settings import EngineSettings, LogSettings, Settings
+from energy_platform.engine.rollups import rollup_batch
 from energy_platform.seeding import copy_database, drop_database, with_database
 from tests.support.databases import create_session_database
 
@@ -215,3 +217,19 @@ def household_arguments(description: str) -> argparse.Namespace:
     if args.full:
         args.neighbours = 1_000
     return args
+
+
+async def roll_up_queued(conn: asyncpg.Connection, batch: int) -> None:
+    """Recompute every queued rollup period as the engine does, ``batch`` streams a
+    transaction, until none is left."""
+    engine = EngineSettings()
+    while (
+        await rollup_batch(
+            conn,
+            batch=batch,
+            delay=0,
+            timeout_ms=engine.timeout_ms(),
+            park_after=engine.park_after,
+        )
+    ).periods:
+        pass

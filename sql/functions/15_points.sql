@@ -179,3 +179,19 @@ RETURNS timestamptz LANGUAGE sql STABLE AS $$
 $$;
 COMMENT ON FUNCTION cluster.point_from(bigint, timestamptz) IS
     'The time of a stream''s first point at or after p_ts, in either tier; null when there is none.';
+
+-- What a write queues for the engine and the rollups: per stream, one range per UTC day that
+-- holds written points, from the day's first to its last. One range over everything a batch
+-- wrote made a point from 2000 beside one from now cost the 26 years between: the engine walked
+-- them, thawed every compacted day of the channel and recomputed its whole history's rollups.
+-- The one definition for ingest (devices/ingest/store.py) and for history's imports, removals
+-- and undo (17_history.sql). Rows in no order; a day of one stream is one row.
+CREATE OR REPLACE FUNCTION cluster.day_ranges(p_streams bigint[], p_ts timestamptz[])
+RETURNS TABLE (stream_id bigint, ts_from timestamptz, ts_to timestamptz)
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT u.s, min(u.t), max(u.t)
+      FROM unnest(p_streams, p_ts) AS u (s, t)
+     GROUP BY u.s, (u.t AT TIME ZONE 'UTC')::date
+$$;
+COMMENT ON FUNCTION cluster.day_ranges(bigint[], timestamptz[]) IS
+    'Per stream and UTC day holding the given points (p_streams[i] at p_ts[i]), the first and last point time: what a write queues for the engine and the rollups.';

@@ -1,7 +1,8 @@
 -- Raw points written from outside a device: history imports, repairs, and undoing them
 -- (docs/api.md#history-in). They enter the way late data does: compacted days go back to
 -- the row tier first (cluster.thaw_days, as ingest does), then the points change, then their
--- ranges are queued for the engine in cluster.dirty_ranges, one per UTC day touched, so that
+-- ranges are queued for the engine in cluster.dirty_ranges, one per UTC day touched
+-- (cluster.day_ranges, as ingest queues them), so that
 -- processed points, costs and rollups follow and nothing else is recomputed. Each call that
 -- changes a point is one correction (docs/api.md#undo): cluster.correction_log says who and
 -- how many, cluster.correction_points what each point held before and after, so that undo can
@@ -71,7 +72,8 @@ BEGIN
          GROUP BY (c.ts AT TIME ZONE 'UTC')::date
     ), queued AS (
         INSERT INTO cluster.dirty_ranges (stream_id, ts_from, ts_to)
-        SELECT p_stream_id, min(c.ts), max(c.ts) FROM c GROUP BY (c.ts AT TIME ZONE 'UTC')::date
+        SELECT d.stream_id, d.ts_from, d.ts_to
+          FROM cluster.day_ranges(array_fill(p_stream_id, ARRAY[cardinality(p_ts)]), p_ts) d
     )
     INSERT INTO cluster.correction_log AS l (correction, stream_id, undoes, actor, added,
                                              replaced, removed, time_from, time_to)

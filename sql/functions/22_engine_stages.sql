@@ -15,13 +15,16 @@
 
 -- Intake: the buckets whose results a written period [lower, upper] of a raw stream can change
 -- (docs/engine.md#work-late-data-and-configuration-changes). Widened to the bucket of the
--- previous point when the segment from it is bridged (cluster.bridge_limit()), always to the
--- bucket of the next point (a meter reading's consumption is counted at the later reading), and
--- across bridged gaps. A meter counter's (p_counter: a register or a reading) across every gap,
--- to its second neighbour on each side: a point changes whether its neighbours are glitches,
--- which changes the segments from the one before them to the one after them
--- (docs/engine.md#registers-wh), and a register's span decides between it and the channel's
--- power in every bucket between them. Plan: called per written period (LATERAL), its
+-- previous point when the segment from it is bridged (cluster.bridge_limit()), and across
+-- bridged gaps. A meter counter's (p_counter: a register or a reading) across every gap, to its
+-- second neighbour on each side: a point changes whether its neighbours are glitches, which
+-- changes the segments from the one before them to the one after them
+-- (docs/engine.md#registers-wh), a meter reading's consumption is counted at the later reading,
+-- and a register's span decides between it and the channel's power in every bucket between
+-- them. Power and means across a gap change nothing beyond it: a point from 2000 does not queue
+-- the bucket of the channel's next point, years later (issue 59; before, every written period
+-- also queued its next point's bucket, which the counters' widening holds anyway).
+-- Plan: called per written period (LATERAL), its
 -- neighbours are two index probes per tier (cluster.point_neighbours, inlined), a counter's
 -- second neighbours two more. OFFSET 0 keeps each one subquery: pulled up, each use of before
 -- and after became a copy of its probes, to plan and to run (planning INTAKE took 24 ms
@@ -30,16 +33,7 @@ CREATE OR REPLACE FUNCTION cluster.affected_buckets(
     p_raw_id bigint, p_counter boolean, p_written tstzrange
 ) RETURNS TABLE (buckets tstzrange)
 LANGUAGE sql STABLE AS $$
-    SELECT b.buckets
-      FROM (SELECT * FROM cluster.point_neighbours(p_raw_id, lower(p_written),
-                                                  upper(p_written) + interval '1 microsecond')
-            OFFSET 0) n
-      LEFT JOIN LATERAL (
-           SELECT * FROM cluster.point_neighbours(p_raw_id, n.before,
-                                                  n.after + interval '1 microsecond')
-            WHERE p_counter OFFSET 0) n2 ON true
-     CROSS JOIN LATERAL (VALUES
-           (tstzrange(
+    SELECT tstzrange(
                time_bucket(cluster.bucket_width(),
                            CASE WHEN p_counter AND n.before IS NOT NULL
                                 THEN coalesce(n2.before, n.before)
@@ -50,12 +44,14 @@ LANGUAGE sql STABLE AS $$
                                 THEN coalesce(n2.after, n.after)
                                 WHEN n.after - upper(p_written) <= cluster.bridge_limit()
                                 THEN n.after ELSE upper(p_written) END)
-                   + cluster.bucket_width()), true),
-           (tstzrange(time_bucket(cluster.bucket_width(), n.after),
-                      time_bucket(cluster.bucket_width(), n.after) + cluster.bucket_width()),
-            n.after IS NOT NULL))
-           AS b (buckets, wanted)
-     WHERE b.wanted
+                   + cluster.bucket_width())
+      FROM (SELECT * FROM cluster.point_neighbours(p_raw_id, lower(p_written),
+                                                  upper(p_written) + interval '1 microsecond')
+            OFFSET 0) n
+      LEFT JOIN LATERAL (
+           SELECT * FROM cluster.point_neighbours(p_raw_id, n.before,
+                                                  n.after + interval '1 microsecond')
+            WHERE p_counter OFFSET 0) n2 ON true
 $$;
 COMMENT ON FUNCTION cluster.affected_buckets(bigint, boolean, tstzrange) IS
     'The buckets a raw stream''s points written in p_written can change (p_counter: a meter counter, widened across every gap to its second neighbours).';

@@ -64,16 +64,21 @@ END $$;
 COMMENT ON FUNCTION cluster.live_publish() IS
     'Number the live events staged in this transaction in commit order (under the live_log advisory lock, held to COMMIT) and notify ep_live. Call it last, just before COMMIT.';
 
--- The engine's pruning: events older than p_keep go, and the horizon remembers the highest
--- position removed (a Last-Event-ID below it gets reload). Returns the events removed.
-CREATE OR REPLACE FUNCTION cluster.live_prune(p_keep interval) RETURNS bigint
-LANGUAGE plpgsql AS $$
+-- The engine's pruning: events older than p_keep go (of stream p_stream_id only, unless it is
+-- null), and the horizon remembers the highest position removed (a Last-Event-ID below it gets
+-- reload). Returns the events removed. A stream at a time is how the pruning round goes on
+-- once the whole failed (live/pruning.py): one stream's failure costs that stream only.
+CREATE OR REPLACE FUNCTION cluster.live_prune_stream(p_keep interval, p_stream_id bigint)
+RETURNS bigint LANGUAGE plpgsql AS $$
 DECLARE
     v_top bigint;
     v_count bigint;
 BEGIN
     WITH gone AS (
-        DELETE FROM cluster.live_log WHERE logged_at < now() - p_keep AND pos > 0 RETURNING pos
+        DELETE FROM cluster.live_log
+         WHERE logged_at < now() - p_keep AND pos > 0
+           AND (p_stream_id IS NULL OR stream_id = p_stream_id)
+        RETURNING pos
     )
     SELECT max(pos), count(*) INTO v_top, v_count FROM gone;
     IF v_top IS NOT NULL THEN
@@ -81,6 +86,13 @@ BEGIN
     END IF;
     RETURN v_count;
 END $$;
+COMMENT ON FUNCTION cluster.live_prune_stream(interval, bigint) IS
+    'Remove the live events of one stream (null: of every stream) logged more than p_keep ago and raise cluster.live_horizon; returns how many went.';
+
+CREATE OR REPLACE FUNCTION cluster.live_prune(p_keep interval) RETURNS bigint
+LANGUAGE sql AS $$
+    SELECT cluster.live_prune_stream(p_keep, NULL)
+$$;
 COMMENT ON FUNCTION cluster.live_prune(interval) IS
     'Remove live events logged more than p_keep ago (EP_LIVE_REPLAY_S) and raise cluster.live_horizon; returns how many went.';
 

@@ -59,7 +59,7 @@ BUILDERS: dict[str, Callable[[Settings, CoapSite], list[Service]]] = {
     "ingest": _ingest,
     "engine": lambda s, _: [
         EngineService(s.database, s.engine),
-        notification_rules(s.database, s.notifications),
+        notification_rules(s.database, s.notifications, s.engine),
         retention(s.database, s.retention, s.history.corrections_days, s.notifications.events_days),
         compaction(s.database, s.compaction),
         live_pruning(s.database, s.live),

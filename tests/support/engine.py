@@ -76,3 +76,37 @@ async def api_buckets(
 async def process(db: asyncpg.Connection) -> None:
     """Run the engine until both queues are empty (every test's data is long closed)."""
     await drain(db, ENGINE)
+
+
+# Every processed point of one feed meets {act} as it is inserted: a test's own trigger on its
+# own feed (format() of an integer id and of the test's constants, not of input).
+ON_PROCESSED_INSERTS = """
+CREATE FUNCTION cluster.test_refuse_{feed}() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF EXISTS (SELECT FROM cluster.streams WHERE id = NEW.stream_id AND feed_id = {feed}) THEN
+        {act};
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER refuse_{feed} BEFORE INSERT ON cluster.processed_points
+   FOR EACH ROW EXECUTE FUNCTION cluster.test_refuse_{feed}();
+"""
+
+
+async def fail_processing(
+    db: asyncpg.Connection, feed_id: int, sqlstate: str, message: str
+) -> None:
+    """Make every processed point of the feed fail its insert with ``sqlstate``."""
+    act = f"RAISE EXCEPTION '{message}' USING ERRCODE = '{sqlstate}'"
+    await db.execute(ON_PROCESSED_INSERTS.format(feed=feed_id, act=act))
+
+
+async def slow_processing(db: asyncpg.Connection, feed_id: int, seconds: float) -> None:
+    """Make every processed point of the feed take ``seconds`` to insert."""
+    await db.execute(ON_PROCESSED_INSERTS.format(feed=feed_id, act=f"PERFORM pg_sleep({seconds})"))
+
+
+async def heal_processing(db: asyncpg.Connection, feed_id: int) -> None:
+    """Undo :func:`fail_processing` or :func:`slow_processing`."""
+    await db.execute(f"DROP TRIGGER refuse_{feed_id} ON cluster.processed_points")
+    await db.execute(f"DROP FUNCTION cluster.test_refuse_{feed_id}()")

@@ -1,15 +1,17 @@
-"""How many feed exports run at once in one API process, and per user (api/export.py)."""
+"""How many feed exports run at once in one API process, and per user (api/export.py, over
+core/http/shares.py)."""
 
 import pytest
 
 from energy_platform.api.export import ExportSlots
 from energy_platform.core.errors import TooManyRequests
+from energy_platform.core.http.shares import PoolShare
 
 ALICE, BOB, CAROL = 1, 2, 3
 
 
 def test_a_slot_is_taken_once_and_given_back_once() -> None:
-    slots = ExportSlots(2, per_user=2)
+    slots = ExportSlots(PoolShare(2), per_user=2)
     first, second = slots.take(ALICE), slots.take(BOB)
     with pytest.raises(TooManyRequests) as refused:
         slots.take(CAROL)
@@ -28,7 +30,7 @@ def test_a_slot_is_taken_once_and_given_back_once() -> None:
 
 
 def test_one_user_holds_at_most_their_share_and_the_others_still_export() -> None:
-    slots = ExportSlots(5, per_user=2)
+    slots = ExportSlots(PoolShare(5), per_user=2)
     held = [slots.take(ALICE), slots.take(ALICE)]
     with pytest.raises(TooManyRequests) as refused:
         slots.take(ALICE)

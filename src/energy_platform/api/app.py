@@ -10,6 +10,7 @@ from energy_platform.billing.http import bill_routes
 from energy_platform.core.gauges import Watch
 from energy_platform.core.http.application import build_app
 from energy_platform.core.http.openapi import bearer
+from energy_platform.core.http.shares import PoolShare
 from energy_platform.core.settings import Settings
 from energy_platform.history.http import undo_limits
 from energy_platform.live.http import live_routes
@@ -26,6 +27,8 @@ def create_app(settings: Settings, watches: Sequence[Watch] = ()) -> Litestar:
     ``watches``: the cluster's gauges its ``/metrics`` adds (services.py passes the engine's
     and ingest's: the data API is the cluster's always-running HTTP service)."""
     hub = LiveHub(settings.database, settings.live)
+    # Exports and overviews hold at most half the pool: the other half is left for the rest.
+    costly = PoolShare(max(1, settings.database.pool_max // 2))
     return build_app(
         name="api",
         title="Energy platform data API",
@@ -38,9 +41,9 @@ def create_app(settings: Settings, watches: Sequence[Watch] = ()) -> Litestar:
                 route_handlers=[FeedsController],
                 dependencies=undo_limits(settings.history),
             ),
-            export_routes(settings.database.pool_max, settings.api),
+            export_routes(costly, settings.api),
             bill_routes(settings.engine.currency),
-            overview_routes(settings.engine.currency),
+            overview_routes(settings.engine.currency, costly, settings.api),
             NotificationsController,
             TokensController,
             live_routes(hub),

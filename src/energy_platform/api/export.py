@@ -9,8 +9,9 @@ checks everything that can fail (token, feed, streams, parameters) and only then
 with a stream whose body PostgreSQL writes: one read-only transaction (one snapshot), per
 configuration period of the feed's time zone a cursor, whose rows are ready CSV text (a UTC
 day of points, or a bucket's line). Memory stays that of a few days of lines, whatever the
-range; at most half the pool's connections export at once, and each user at most
-EP_API_EXPORTS_PER_USER of them (ExportSlots); an export whose client stops reading for
+range; exports hold connections of the costly reads' half of the pool (core/http/shares.py,
+shared with the overview), and each user at most EP_API_EXPORTS_PER_USER of them
+(ExportSlots); an export whose client stops reading for
 EP_API_EXPORT_STALL_S is ended and its connection returned (core/http/stalls.py).
 """
 
@@ -22,7 +23,6 @@ import csv
 import io
 import weakref
 from collections.abc import AsyncGenerator, Callable, Sequence
-from types import MappingProxyType
 from typing import Annotated, Literal
 
 import asyncpg
@@ -38,9 +38,10 @@ from prometheus_client import Counter
 
 from energy_platform.api.feeds import BUCKET_REACH, CSV, EARLIEST, LATEST, UnixTime
 from energy_platform.core.db.pool import Connection
-from energy_platform.core.errors import InvalidInput, NotFound, TooManyRequests
+from energy_platform.core.errors import InvalidInput, NotFound
 from energy_platform.core.http.database import Reads
 from energy_platform.core.http.openapi import problems, text_answer
+from energy_platform.core.http.shares import PoolShare, SharesBusy, UserSlots, once
 from energy_platform.core.http.stalls import until_stalled
 from energy_platform.core.inputs import INT8_MAX, MAX_REPEATED, Ids
 from energy_platform.core.settings import ApiSettings
@@ -64,13 +65,12 @@ EXPORT_DOC = (
     " each stream's value as the data endpoint writes it, empty where it has none. Streamed,"
     " without a limit of size; a client that stops reading for EP_API_EXPORT_STALL_S (60)"
     " seconds is disconnected. 429 (with Retry-After): the user already runs"
-    " EP_API_EXPORTS_PER_USER (2) exports on this API process, or half its pool exports."
+    " EP_API_EXPORTS_PER_USER (2) exports on this API process, or half its pool serves exports"
+    " and overviews."
 )
 MAX_COLUMNS = MAX_REPEATED
 """Streams one export writes at most: each is a column of every line and a cursor's function
 call per UTC day."""
-RETRY_AFTER_S = 10
-"""What a refused export is told to wait: an export's length is not known in advance."""
 log = structlog.get_logger()
 STALLED = Counter(
     "ep_api_exports_stalled", "Feed exports ended because their client stopped reading"
@@ -244,45 +244,36 @@ SELECT convert_to(cluster.csv_times(g.start) || ','
  ORDER BY g.start"""
 
 
-class ExportsBusy(TooManyRequests):
-    headers = MappingProxyType({"Retry-After": str(RETRY_AFTER_S)})
-
-
 class ExportSlots:
     """How many exports may run at once in this process, and per user. Each holds one
-    connection of the API's pool, and its snapshot, for as long as its client reads; the rest
-    of the pool stays for every other request (a handful of slow downloads would otherwise
-    queue the data endpoint behind them), and one user cannot take every slot."""
+    connection of the API's pool, and its snapshot, for as long as its client reads: one of the
+    costly reads' half of the pool (``PoolShare``, shared with the overview), so that the rest
+    stays for every other request (a handful of slow downloads would otherwise queue the data
+    endpoint behind them), and one user cannot take every slot."""
 
-    def __init__(self, size: int, per_user: int) -> None:
-        self.free = size
-        self.per_user = per_user
-        self._held: dict[int, int] = {}
+    def __init__(self, share: PoolShare, per_user: int) -> None:
+        self.share = share
+        self.users = UserSlots(per_user, "exports")
+
+    @property
+    def free(self) -> int:
+        return self.share.free
 
     def take(self, user: int) -> Callable[[], None]:
         """A slot for ``user``, else 429; the function returned gives it back, once however
         often called."""
-        held = self._held.get(user, 0)
-        if held >= self.per_user:
-            raise ExportsBusy(
-                f"this user already runs {held} exports here; retry when one has finished"
-            )
-        if self.free <= 0:
-            raise ExportsBusy("too many exports at once here; retry when one has finished")
-        self.free -= 1
-        self._held[user] = held + 1
-        returned = False
+        user_slot = self.users.take(user)
+        try:
+            connection = self.share.take_now("exports and overviews")
+        except SharesBusy:
+            user_slot()
+            raise
 
         def give_back() -> None:
-            nonlocal returned
-            if not returned:
-                returned = True
-                self.free += 1
-                left = self._held.pop(user) - 1
-                if left:
-                    self._held[user] = left
+            connection()
+            user_slot()
 
-        return give_back
+        return once(give_back)
 
 
 class ExportLimits(msgspec.Struct, frozen=True):
@@ -292,12 +283,10 @@ class ExportLimits(msgspec.Struct, frozen=True):
     stall_s: float
 
 
-def export_routes(pool_max: int, api: ApiSettings) -> Router:
-    """The export's route for the data API's app: at most half its pool (``pool_max``
-    connections) exporting at once, ``api.exports_per_user`` of them per user."""
-    limits = ExportLimits(
-        ExportSlots(max(1, pool_max // 2), api.exports_per_user), api.export_stall_s
-    )
+def export_routes(share: PoolShare, api: ApiSettings) -> Router:
+    """The export's route for the data API's app: exports hold connections of the costly
+    reads' ``share`` of the pool, ``api.exports_per_user`` of them per user."""
+    limits = ExportLimits(ExportSlots(share, api.exports_per_user), api.export_stall_s)
     return Router(
         path="/",
         route_handlers=[ExportController],

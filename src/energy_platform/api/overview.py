@@ -5,7 +5,10 @@ period's days, ``cluster.feed_bill``), buckets per local hour, day or month from
 
 Every number comes from the bill's functions or the rollups, in three read-only transactions at
 once (the period's bill and buckets share one snapshot); a year reads a few hundred rows per
-stream, never a point.
+stream, never a point. Within a share (docs/api.md#shares-of-costly-reads): a user computes
+at most EP_API_OVERVIEWS_PER_USER overviews at once (429 beyond), each read waits for a
+connection of the costly reads' half of the pool (core/http/shares.py), and a feed of more
+than EP_API_OVERVIEW_MAX_CHANNELS channels is refused (413).
 """
 
 from __future__ import annotations
@@ -40,7 +43,11 @@ from energy_platform.billing.http import parse_local_date
 from energy_platform.billing.schemas import Bill
 from energy_platform.core import bounds
 from energy_platform.core.db.pool import Connection
+from energy_platform.core.errors import PayloadTooLarge
 from energy_platform.core.http.database import Reads
+from energy_platform.core.http.openapi import problems
+from energy_platform.core.http.shares import PoolShare, UserSlots
+from energy_platform.core.settings import ApiSettings
 from energy_platform.users.auth import Caller, authenticate, visible_feed
 
 Compare = Literal["previous", "last_year", "none"]
@@ -141,12 +148,28 @@ async def _bill(
     return days, render_bill(str(feed), first, last, currency, days, rows)
 
 
+class OverviewLimits(msgspec.Struct, frozen=True):
+    """The overview's share of the process: the connections of the costly reads' half of the
+    pool, each user's slots, and the channels one overview reads at most."""
+
+    share: PoolShare
+    users: UserSlots
+    max_channels: int
+
+
 async def _period(
-    reads: asyncpg.Pool, feed: int, first: date, last: date, grain: str, currency: str
+    reads: asyncpg.Pool,
+    share: PoolShare,
+    feed: int,
+    first: date,
+    last: date,
+    grain: str,
+    currency: str,
 ) -> tuple[asyncpg.Record, Bill, list[asyncpg.Record], list[asyncpg.Record]]:
     """The period's days, bill, bucket rows and meters, in one snapshot: a day ending
     between two statements would otherwise count as open in one and over in the other."""
     async with (
+        share.held(),
         reads.acquire() as conn,
         conn.transaction(isolation="repeatable_read", readonly=True),
     ):
@@ -156,13 +179,29 @@ async def _period(
     return days, bill, rows, meters
 
 
+async def _figures(
+    reads: asyncpg.Pool, share: PoolShare, feed: int, first: date, last: date, today: date
+) -> asyncpg.Record:
+    """The period's baseload, mean price and the feed's now."""
+    async with share.held():
+        figures = await reads.fetchrow(queries.OVERVIEW_FIGURES, feed, first, last, today)
+    assert figures is not None  # noqa: S101 - one row of scalars
+    return figures
+
+
 async def _compared(
-    reads: asyncpg.Pool, feed: int, dates: tuple[date, date] | None, grain: str, currency: str
+    reads: asyncpg.Pool,
+    share: PoolShare,
+    feed: int,
+    dates: tuple[date, date] | None,
+    grain: str,
+    currency: str,
 ) -> OverviewCompare | None:
     """The compared period whole: its bill and its buckets (none without one)."""
     if dates is None:
         return None
     async with (
+        share.held(),
         reads.acquire() as conn,
         conn.transaction(isolation="repeatable_read", readonly=True),
     ):
@@ -201,6 +240,7 @@ class OverviewController(Controller):
     @get(
         "/feeds/{feed_id:str}/overview",
         summary="A feed's day, week, month or year at a glance: now, so far, projected, buckets",
+        opt=problems(413, 429),
     )
     async def overview(
         self,
@@ -208,6 +248,7 @@ class OverviewController(Controller):
         caller: NamedDependency[Caller],
         reads: Reads,
         currency: NamedDependency[str],
+        limits: NamedDependency[OverviewLimits],
         period: Annotated[
             OverviewPeriod, QueryParameter(description="The calendar unit shown.")
         ] = "day",
@@ -218,18 +259,46 @@ class OverviewController(Controller):
     ) -> Overview:
         # In the calendar's range, the period and the compared one stay inside the calendar.
         asked = None if on is None else parse_local_date(on, "date")
+        # First: a user past their slots costs nothing more than their token's check.
+        give_back = limits.users.take(caller.user_id)
+        try:
+            return await self._computed(
+                reads, limits, caller, feed_id, currency, period, asked, compare
+            )
+        finally:
+            give_back()
+
+    async def _computed(
+        self,
+        reads: asyncpg.Pool,
+        limits: OverviewLimits,
+        caller: Caller,
+        feed_id: str,
+        currency: str,
+        period: OverviewPeriod,
+        asked: date | None,
+        compare: Compare,
+    ) -> Overview:
         feed = (await visible_feed(reads, feed_id, caller))["id"]
+        channels: int = await reads.fetchval(queries.OVERVIEW_CHANNELS, feed)
+        if channels > limits.max_channels:
+            raise PayloadTooLarge(
+                f"the feed has {channels:,} channels; the overview reads at most"
+                f" {limits.max_channels:,} (EP_API_OVERVIEW_MAX_CHANNELS): read its streams"
+                " with the data endpoint"
+            )
         today: date = await reads.fetchval(queries.OVERVIEW_TODAY, feed)
         first, last = period_dates(period, asked or today)
         other = compared_dates(period, first, compare)
-        # Three independent reads at once, each on a connection of its own: the period (its
-        # days, bill, buckets and meters in one snapshot), its figures, the compared period.
+        # Three independent reads at once, each on a connection of its own from the costly
+        # reads' share of the pool: the period (its days, bill, buckets and meters in one
+        # snapshot), its figures, the compared period.
+        share = limits.share
         (days, bill, rows, meters), figures, compared = await asyncio.gather(
-            _period(reads, feed, first, last, GRAIN[period], currency),
-            reads.fetchrow(queries.OVERVIEW_FIGURES, feed, first, last, today),
-            _compared(reads, feed, other, GRAIN[period], currency),
+            _period(reads, share, feed, first, last, GRAIN[period], currency),
+            _figures(reads, share, feed, first, last, today),
+            _compared(reads, share, feed, other, GRAIN[period], currency),
         )
-        assert figures is not None  # noqa: S101 - one row of scalars
         lines, standing = overview_lines(bill)
         power = next((line for line in lines if line.medium == "power"), None)
         so_far = OverviewSoFar(
@@ -274,10 +343,17 @@ class OverviewController(Controller):
         )
 
 
-def overview_routes(currency: str) -> Router:
-    """The overview's route for the data API's app; ``currency`` names what its money is in."""
+def overview_routes(currency: str, share: PoolShare, api: ApiSettings) -> Router:
+    """The overview's route for the data API's app; ``currency`` names what its money is in,
+    ``share`` the connections of the pool it may hold with the exports."""
+    limits = OverviewLimits(
+        share, UserSlots(api.overviews_per_user, "overviews"), api.overview_max_channels
+    )
     return Router(
         path="/",
         route_handlers=[OverviewController],
-        dependencies={"currency": Provide(lambda: currency, sync_to_thread=False)},
+        dependencies={
+            "currency": Provide(lambda: currency, sync_to_thread=False),
+            "limits": Provide(lambda: limits, sync_to_thread=False),
+        },
     )

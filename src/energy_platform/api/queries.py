@@ -168,6 +168,10 @@ SELECT EXISTS (SELECT FROM caller) AS caller_known,
 
 # The overview (api/overview.py; sql/functions/96_overview.sql). Every statement runs in one
 # read-only snapshot, so a day ending meanwhile is over in all or in none.
+# The channels an overview of feed $1 would read (EP_API_OVERVIEW_MAX_CHANNELS bounds them):
+# its streams' (feed_id, channel, ...) indexes answer it without a stream row.
+OVERVIEW_CHANNELS = """
+SELECT count(DISTINCT channel) FROM cluster.streams WHERE feed_id = $1"""
 # The feed's local date now, in its current zone.
 OVERVIEW_TODAY = """
 SELECT (now() AT TIME ZONE coalesce(

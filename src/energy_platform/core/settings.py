@@ -221,6 +221,12 @@ class ApiSettings(Section, frozen=True, kw_only=True):
     exports_per_user: int = 2
     """Feed exports one user may run at once in one API process; more get 429 with
     Retry-After (the process runs at most half its pool's connections as exports)."""
+    overviews_per_user: int = 2
+    """Overviews one user may compute at once in one API process; more get 429 with
+    Retry-After (exports and overviews hold at most half the pool's connections)."""
+    overview_max_channels: int = 1000
+    """Channels of a feed the overview reads at most: a feed with more gets 413 naming this
+    bound (the data endpoint answers its streams one at a time)."""
     export_stall_s: float = 60.0
     """Seconds an export waits for its client to take the next piece of the body (64 KiB)
     before it is ended, its transaction rolled back and its connection returned."""
@@ -237,12 +243,15 @@ class ApiSettings(Section, frozen=True, kw_only=True):
     def __post_init__(self) -> None:
         if (
             self.exports_per_user < 1
+            or self.overviews_per_user < 1
+            or self.overview_max_channels < 1
             or self.export_stall_s <= 0
             or self.statement_timeout_s < 0
             or self.idle_in_transaction_s < 0
         ):
             raise ValueError(
-                "EP_API_EXPORTS_PER_USER must be >= 1, EP_API_EXPORT_STALL_S > 0, and"
+                "EP_API_EXPORTS_PER_USER, EP_API_OVERVIEWS_PER_USER and"
+                " EP_API_OVERVIEW_MAX_CHANNELS must be >= 1, EP_API_EXPORT_STALL_S > 0, and"
                 " EP_API_STATEMENT_TIMEOUT_S and EP_API_IDLE_IN_TRANSACTION_S >= 0"
             )
 
@@ -353,6 +362,15 @@ class EngineSettings(Section, frozen=True, kw_only=True):
     """Fastest rise of a water meter in m³ per hour (a household connection passes 2 to 5)."""
     max_rate_heat: float = 100.0
     """Fastest rise of a heat meter in kW (kWh per hour)."""
+    statement_timeout: float = 50.0
+    """Seconds one statement of the processing, the rollups or the notification rules may run
+    before PostgreSQL cancels it (57014): counted against the feeds it computed, as below.
+    Under the 60 s after which the connections' client gives up on any statement (a timeout
+    of the world, retried whole for ever): the server's cancel must come first."""
+    park_after: int = 3
+    """Failures in a row of one feed's work with one SQLSTATE outside the data's classes (54001
+    statement too complex, 53200 out of memory, 57014 a statement timeout) before the feed is
+    parked like a data error (docs/operations.md#parked-work)."""
 
     def __post_init__(self) -> None:
         if self.max_spread < 0:
@@ -366,6 +384,15 @@ class EngineSettings(Section, frozen=True, kw_only=True):
             raise ValueError("EP_ENGINE_MAX_SPAN must be a positive multiple of 90 seconds")
         if self.workers < 1:
             raise ValueError("EP_ENGINE_WORKERS must be at least 1")
+        if not 0 < self.statement_timeout < 60 or self.park_after < 1:
+            raise ValueError(
+                "EP_ENGINE_STATEMENT_TIMEOUT must be over 0 and under 60 seconds (the client's"
+                " own limit) and EP_ENGINE_PARK_AFTER >= 1"
+            )
+
+    def timeout_ms(self) -> str:
+        """``statement_timeout`` as PostgreSQL's setting takes it (milliseconds)."""
+        return str(round(self.statement_timeout * 1000))
 
 
 class ForwarderSettings(Section, frozen=True, kw_only=True):

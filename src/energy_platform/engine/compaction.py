@@ -6,25 +6,40 @@ wait at most for one day of one stream, and a crash leaves every day wholly in o
 next round simply goes on. Then the emptied chunks are dropped (an index never shrinks by
 deleting its rows), each under a short lock that keeps a late point from slipping into it as it
 goes; a chunk another session holds waits for a later round. docs/schema.md#tiers.
+
+A stream-day that fails to compact for any reason but the server's state (a value the codec
+cannot carry, a statement timeout) costs only its stream: the stream is parked for compaction
+(``engine/parking.py::skip_stream``), later rounds skip it until ``admin engine retry``, and the
+round goes on for every other stream.
 """
 
 from __future__ import annotations
 
 import asyncio
-from datetime import date, datetime
+from datetime import UTC, date, datetime, time, timedelta
 
 import asyncpg
 import msgspec
 from prometheus_client import Counter
 
 from energy_platform.core.background import Periodic
+from energy_platform.core.faults import fails_alone
 from energy_platform.core.settings import CompactionSettings, DatabaseSettings
+from energy_platform.engine.parking import STREAMS_CLEARED, skip_stream
 
 COMPACTED = Counter("ep_compaction_points", "Points moved into the compact tier")
 
 # Whole UTC days only: the cutoff is the midnight at or before now minus the age.
 CUTOFF = "SELECT date_trunc('day', now() - make_interval(days => $1), 'UTC')"
-STREAMS = "SELECT id FROM cluster.streams WHERE id > $1 ORDER BY id LIMIT $2"
+# Streams parked for compaction wait for `admin engine retry` (one hashed subplan over a table
+# that is empty while every stream compacts).
+STREAMS = """
+SELECT id FROM cluster.streams
+ WHERE id > $1
+   AND id NOT IN (SELECT stream_id FROM cluster.parked_work
+                   WHERE stage = 'compaction' AND retried_at IS NULL)
+ ORDER BY id LIMIT $2"""
+
 # The oldest day before the cutoff that each of the given streams still has in the row tier:
 # one primary-key probe per stream, in the table of its type only.
 OLDEST_DAYS = """
@@ -47,6 +62,8 @@ COMPACT_DAY = "SELECT cluster.compact_day($1, $2)"
 OLD_CODEC_DAYS = """
 SELECT stream_id, day FROM cluster.point_days
  WHERE codec = 1 AND (stream_id, day) > ($1, $2)
+   AND stream_id NOT IN (SELECT stream_id FROM cluster.parked_work
+                          WHERE stage = 'compaction' AND retried_at IS NULL)
  ORDER BY stream_id, day LIMIT $3"""
 # The row-tier chunks wholly before the cutoff: compaction has emptied them, unless late points
 # came in since.
@@ -86,25 +103,41 @@ async def compact(
     cutoff: datetime = await pool.fetchval(CUTOFF, settings.after_days)
     days = points = 0
     after = 0
+    failed: list[int] = []
     while stop is None or not stop.is_set():
         streams = [r["id"] for r in await pool.fetch(STREAMS, after, settings.page)]
         if not streams:
             break
         after = streams[-1]
         # A stream may have several old days: ask again until none of the page has one.
-        while stop is None or not stop.is_set():
+        while streams and (stop is None or not stop.is_set()):
             oldest = await pool.fetch(OLDEST_DAYS, streams, cutoff)
             if not oldest:
                 break
             for row in oldest:  # a transaction each
-                points += await pool.fetchval(COMPACT_DAY, row["stream_id"], row["day"])
+                try:
+                    points += await pool.fetchval(COMPACT_DAY, row["stream_id"], row["day"])
+                except asyncpg.PostgresError as e:
+                    if not fails_alone(e):
+                        raise
+                    await skip_stream(pool, "compaction", row["stream_id"], utc_day(row["day"]), e)
+                    failed.append(row["stream_id"])
+                    streams.remove(row["stream_id"])
+                    continue
                 days += 1
+    await pool.execute(STREAMS_CLEARED, "compaction", failed)
     chunks = busy = 0
     if stop is None or not stop.is_set():
         chunks, busy = await drop_emptied(pool, cutoff)
     recoded = await recode(pool, settings.page, stop)
     COMPACTED.inc(points)
     return CompactionResult(days=days, points=points, chunks=chunks, busy=busy, recoded=recoded)
+
+
+def utc_day(day: date) -> asyncpg.Range[datetime]:
+    """The UTC day ``day`` as a range of instants."""
+    start = datetime.combine(day, time(), UTC)
+    return asyncpg.Range(start, start + timedelta(days=1))
 
 
 async def recode(pool: asyncpg.Pool, page: int, stop: asyncio.Event | None) -> int:
@@ -115,7 +148,13 @@ async def recode(pool: asyncpg.Pool, page: int, stop: asyncio.Event | None) -> i
         if not old:
             break
         for row in old:
-            await pool.fetchval(COMPACT_DAY, row["stream_id"], row["day"])
+            try:
+                await pool.fetchval(COMPACT_DAY, row["stream_id"], row["day"])
+            except asyncpg.PostgresError as e:
+                if not fails_alone(e):
+                    raise
+                await skip_stream(pool, "compaction", row["stream_id"], utc_day(row["day"]), e)
+                continue
             recoded += 1
         after = (old[-1]["stream_id"], old[-1]["day"])
     return recoded

@@ -8,6 +8,12 @@ commit with the batch. The failing feeds' work is then parked (``sql/functions/2
 recorded in ``cluster.parked_work``, queued again, its owner notified, and skipped by the claims
 until ``admin engine retry`` releases it. When nothing fails, a batch costs one savepoint more
 than before: its statement runs once.
+
+A statement that fails on its own work (``core/faults.py::blames_the_work``: 54001, 53200, a
+statement timeout) is narrowed down the same way, but a feed that fails so is parked only once
+it has failed the same way ``EP_ENGINE_PARK_AFTER`` times in a row (:func:`set_aside`); until
+then its work is queued again for the next round. Errors of the server's state (a lost
+connection, a shutdown) still fail the whole batch, whose transaction the next round retries.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ import asyncpg
 import structlog
 
 from energy_platform.core.db.pool import Connection
-from energy_platform.core.faults import blames_the_data
+from energy_platform.core.faults import blames_the_data, blames_the_work
 
 log = structlog.get_logger()
 
@@ -28,6 +34,13 @@ PARK = "SELECT cluster.park($1, $2, $3::bigint[], $4::tstzrange[], $5, $6)"
 # A retried feed whose work of the stage succeeded: its parked rows go, its notice closes.
 CLEARED = "SELECT cluster.parked_cleared($1, $2::bigint[])"
 RETRY = "SELECT cluster.engine_retry($1)"
+# A failure outside the data's classes: counted, and parked at the stage's limit.
+FAILED = "SELECT cluster.work_failed($1, $2, $3::bigint[], $4::tstzrange[], $5, $6, $7)"
+# The feeds whose work of a stage succeeded: their failures in a row are forgotten.
+SUCCEEDED = "SELECT cluster.work_succeeded($1, $2::bigint[])"
+# Compaction's and retention's streams (skip_stream).
+PARK_STREAM = "SELECT cluster.park_stream($1, $2, $3::tstzrange, $4, $5)"
+STREAMS_CLEARED = "SELECT cluster.parked_streams_cleared($1, $2::bigint[])"
 
 R = TypeVar("R")
 
@@ -47,14 +60,14 @@ class Narrowed(NamedTuple, Generic[R]):
 async def narrowed(
     conn: Connection, feeds: Sequence[int], attempt: Callable[[Sequence[int]], Awaitable[R]]
 ) -> Narrowed[R]:
-    """``attempt(feeds)`` in a savepoint; on a data error, the same for each half of ``feeds``,
-    recursively, until the feeds that fail alone are found. Any other error propagates (the
-    world's fault: the batch's transaction is retried whole)."""
+    """``attempt(feeds)`` in a savepoint; on a data error or one of the work's own, the same
+    for each half of ``feeds``, recursively, until the feeds that fail alone are found. Any
+    other error propagates (the world's fault: the batch's transaction is retried whole)."""
     try:
         async with conn.transaction():
             return Narrowed([await attempt(feeds)], [])
     except asyncpg.PostgresError as e:
-        if not blames_the_data(e):
+        if not (blames_the_data(e) or blames_the_work(e)):
             raise
         if len(feeds) == 1:
             return Narrowed([], [Failure(feeds[0], e)])
@@ -66,6 +79,46 @@ async def narrowed(
         done += result.done
         failed += result.failed
     return Narrowed(done, failed)
+
+
+async def set_aside(
+    conn: Connection,
+    stage: str,
+    failure: Failure,
+    keys: Sequence[int],
+    spans: Sequence[asyncpg.Range[datetime]],
+    park_after: int,
+) -> bool:
+    """One feed's failed work of ``stage``: parked at once on a data error, else counted and
+    parked at ``park_after`` failures in a row the same way (queued again until then). True
+    when parked."""
+    if blames_the_data(failure.error):
+        await park(conn, stage, failure, keys, spans)
+        return True
+    e = failure.error
+    try:
+        async with conn.transaction():
+            parked: bool = await conn.fetchval(
+                FAILED,
+                stage,
+                failure.feed_id,
+                list(keys),
+                list(spans),
+                e.sqlstate,
+                str(e),
+                park_after,
+            )
+    except asyncpg.ForeignKeyViolationError:
+        log.info("failed feed gone", stage=stage, feed=failure.feed_id)
+        return False
+    log.warning(
+        "feed parked" if parked else "feed's work failed; retrying",
+        stage=stage,
+        feed=failure.feed_id,
+        sqlstate=e.sqlstate,
+        error=str(e),
+    )
+    return parked
 
 
 async def park(
@@ -88,3 +141,17 @@ async def park(
         log.info("parked feed gone", stage=stage, feed=failure.feed_id)
         return
     log.warning("feed parked", stage=stage, feed=failure.feed_id, sqlstate=e.sqlstate, error=str(e))
+
+
+async def skip_stream(
+    pool: asyncpg.Pool,
+    stage: str,
+    stream: int,
+    span: asyncpg.Range[datetime],
+    e: asyncpg.PostgresError,
+) -> None:
+    """Compaction or retention (``stage``) failed on one stream's days: park the stream for the
+    stage (its rounds skip it until ``admin engine retry``; the parked gauge counts it), and let
+    the round go on."""
+    await pool.execute(PARK_STREAM, stage, stream, span, e.sqlstate, str(e))
+    log.warning(f"{stage} skipped a stream", stream=stream, sqlstate=e.sqlstate, error=str(e))

@@ -24,7 +24,7 @@ from energy_platform.core.db.live_log import LIVE_PUBLISH
 from energy_platform.core.db.locks import LockKey
 from energy_platform.core.db.pool import Connection
 from energy_platform.core.settings import EngineSettings
-from energy_platform.engine.parking import CLEARED, narrowed, park
+from energy_platform.engine.parking import CLEARED, SUCCEEDED, narrowed, set_aside
 
 # cluster.bucket_seconds(); a test holds the two equal.
 BUCKET = timedelta(seconds=90)
@@ -277,10 +277,11 @@ SELECT cluster.thaw_days(array_agg(w.stream_id), array_agg(d.day::date))
 # $2 is the plan cache mode (docs/engine.md#plans): CLAIM and COMPUTE are planned once per
 # connection (GENERIC), where PostgreSQL would plan them again at every call, 20 to 70 ms each,
 # more than a quiet round runs; INTAKE keeps its custom plans (CUSTOM_OR_GENERIC), whose LIMIT
-# and batch sizes the planner reads.
+# and batch sizes the planner reads. $3 is EP_ENGINE_STATEMENT_TIMEOUT in milliseconds: a feed
+# whose work runs past it fails (57014) and is narrowed down like any failure of its own.
 TUNE = """
 SELECT set_config('work_mem', $1, true), set_config('jit', 'off', true),
-       set_config('plan_cache_mode', $2, true)"""
+       set_config('plan_cache_mode', $2, true), set_config('statement_timeout', $3, true)"""
 GENERIC = "force_generic_plan"
 CUSTOM_OR_GENERIC = "auto"
 # The meter counters' limits (EngineSettings), read by the stages through
@@ -343,6 +344,8 @@ class BatchResult(msgspec.Struct, frozen=True):
     """Points that no longer qualify, deleted."""
     parked: int = 0
     """Feeds whose work failed on their data, parked (engine/parking.py)."""
+    failed: int = 0
+    """Feeds whose work failed otherwise, queued again (parked at EP_ENGINE_PARK_AFTER)."""
     claim_s: float = 0.0
     """Seconds taking the work (the claim statement)."""
     compute_s: float = 0.0
@@ -353,10 +356,12 @@ class BatchResult(msgspec.Struct, frozen=True):
     """Meter faults found and told, per kind (glitch, reset, replacement)."""
 
 
-async def intake(conn: Connection, *, batch: int, currency: str, work_mem: str) -> IntakeResult:
+async def intake(
+    conn: Connection, *, batch: int, currency: str, work_mem: str, timeout_ms: str
+) -> IntakeResult:
     """Move up to ``batch`` dirty ranges into the engine's queue, in one transaction."""
     async with conn.transaction():
-        await conn.execute(TUNE, work_mem, CUSTOM_OR_GENERIC)
+        await conn.execute(TUNE, work_mem, CUSTOM_OR_GENERIC, timeout_ms)
         (row,) = await conn.fetch(INTAKE, batch, currency)
     return IntakeResult(claimed=row["claimed"], created=row["created"])
 
@@ -369,13 +374,17 @@ async def process_batch(
     max_span: timedelta,
     work_mem: str,
     limits: MeterLimits,
+    timeout_ms: str,
+    park_after: int,
 ) -> BatchResult:
     """Claim the closed work of up to ``feeds`` feeds and recompute it, in one transaction. A
-    feed whose work fails on its data is found by halving and parked; the others commit."""
+    feed whose work fails on its data is found by halving and parked; one whose work fails
+    otherwise (a statement timeout, say) is queued again, and parked at ``park_after`` such
+    failures in a row; the others commit."""
     horizon = bucket_start(now)
     started = time.perf_counter()
     async with conn.transaction():
-        await conn.execute(TUNE, work_mem, GENERIC)
+        await conn.execute(TUNE, work_mem, GENERIC, timeout_ms)
         await limits.apply(conn)
         work: Sequence[asyncpg.Record] = await conn.fetch(
             CLAIM, horizon, feeds, max_span, LockKey.ENGINE_FEED
@@ -405,11 +414,16 @@ async def process_batch(
             return chosen, row, faults
 
         outcome = await narrowed(conn, list(by_feed), compute)
+        parked = 0
         for failure in outcome.failed:
             rows = by_feed[failure.feed_id]
             spans = [asyncpg.Range(w["wfrom"], w["wto"]) for w in rows]
-            await park(conn, "processing", failure, [w["channel"] for w in rows], spans)
-        retried = [f for chosen, _, _ in outcome.done for f in chosen if by_feed[f][0]["retried"]]
+            channels = [w["channel"] for w in rows]
+            parked += await set_aside(conn, "processing", failure, channels, spans, park_after)
+        done = [f for chosen, _, _ in outcome.done for f in chosen]
+        if done:
+            await conn.execute(SUCCEEDED, "processing", done)
+        retried = [f for f in done if by_feed[f][0]["retried"]]
         if retried:
             await conn.execute(CLEARED, "processing", retried)
         results = [row for _, row, _ in outcome.done]
@@ -426,7 +440,8 @@ async def process_batch(
         points=sum(row["points"] for row in results),
         written=sum(row["written"] for row in results),
         deleted=sum(row["deleted"] for row in results),
-        parked=len(outcome.failed),
+        parked=parked,
+        failed=len(outcome.failed) - parked,
         claim_s=claimed - started,
         compute_s=computed - claimed,
         commit_s=time.perf_counter() - computed,

@@ -8,6 +8,11 @@ customer's storage cursor, ``delivery_state.seen``, covers them); a point stored
 homebase was registered to nobody was never deliverable. The delivery log goes by attempt time,
 the audit of corrections (``EP_HISTORY_CORRECTIONS_DAYS``) by when they were made, the devices'
 events (``EP_NOTIFICATIONS_EVENTS_DAYS``) by when they arrived.
+
+A run over the compact tier that fails for any reason but the server's state is narrowed down
+to the stream: each stream's old days are removed alone, and one that fails is parked for
+retention (``engine/parking.py::skip_stream``), skipped by later rounds until ``admin engine
+retry``, while the round goes on for every other stream.
 """
 
 from __future__ import annotations
@@ -18,7 +23,10 @@ import asyncpg
 from prometheus_client import Counter
 
 from energy_platform.core.background import Periodic
+from energy_platform.core.faults import fails_alone
 from energy_platform.core.settings import DatabaseSettings, RetentionSettings
+from energy_platform.engine.compaction import utc_day
+from energy_platform.engine.parking import STREAMS_CLEARED, skip_stream
 
 REMOVED = Counter("ep_retention_removed", "Rows or chunks removed by retention", ["kind"])
 
@@ -32,7 +40,8 @@ DROP_SYSTEM = """
 SELECT count(*) FROM drop_chunks('cluster.system_points',
                                  older_than => now() - make_interval(days => $1))"""
 # The compact tier's days of one stream type that ended before the age (by keys: a hypertable's
-# ctid is not unique across its chunks).
+# ctid is not unique across its chunks), of one stream ($3; null: every stream not parked for
+# retention).
 DELETE_COMPACT = """
 DELETE FROM cluster.point_days d
  USING (SELECT c.stream_id, c.day
@@ -40,8 +49,20 @@ DELETE FROM cluster.point_days d
           JOIN cluster.streams s ON s.id = c.stream_id
          WHERE s.type = $1
            AND c.day < ((now() - make_interval(days => $2)) AT TIME ZONE 'UTC')::date
-         LIMIT $3) x
+           AND ($3::bigint IS NULL OR c.stream_id = $3)
+           AND c.stream_id NOT IN (SELECT stream_id FROM cluster.parked_work
+                                    WHERE stage = 'retention' AND retried_at IS NULL)
+         LIMIT $4) x
  WHERE d.stream_id = x.stream_id AND d.day = x.day"""
+# The streams of one type with compact days older than the age, for a run narrowed down to them.
+COMPACT_STREAMS = """
+SELECT DISTINCT c.stream_id, min(c.day) OVER (PARTITION BY c.stream_id) AS first_day
+  FROM cluster.point_days c
+  JOIN cluster.streams s ON s.id = c.stream_id
+ WHERE s.type = $1
+   AND c.day < ((now() - make_interval(days => $2)) AT TIME ZONE 'UTC')::date
+   AND c.stream_id NOT IN (SELECT stream_id FROM cluster.parked_work
+                            WHERE stage = 'retention' AND retried_at IS NULL)"""
 # Measured and received before the cutoff (the measurement time lets old chunks be skipped),
 # and no customer it belongs to is still waiting for it.
 DELETE_FORWARDER_POINTS = """
@@ -94,9 +115,7 @@ async def enforce(
     ):
         if days:
             removed[f"{kind}_chunks"] = await pool.fetchval(statement, days)
-            removed[f"{kind}_compact_days"] = await _batches(
-                pool, DELETE_COMPACT, settings.batch, kind, days
-            )
+            removed[f"{kind}_compact_days"] = await _compact_days(pool, kind, days, settings.batch)
     if settings.delivery_log_days:
         removed["delivery_log"] = _rows(
             await pool.execute(DELETE_DELIVERY_LOG, settings.delivery_log_days)
@@ -112,6 +131,39 @@ async def enforce(
     for kind, count in removed.items():
         REMOVED.labels(kind).inc(count)
     return removed
+
+
+async def _compact_days(pool: asyncpg.Pool, kind: str, days: int, batch: int) -> int:
+    """The compact days of ``kind`` older than ``days`` removed; on a failure that is not the
+    server's, a stream at a time, skipping (parking) the streams that fail."""
+    total = 0
+    failed: list[int] = []
+    try:
+        total = await _batches(pool, DELETE_COMPACT, batch, kind, days, None)
+    except asyncpg.PostgresError as e:
+        if not fails_alone(e):
+            raise
+        total, failed = await _each_stream(pool, kind, days, batch)
+    await pool.execute(STREAMS_CLEARED, "retention", failed)
+    return total
+
+
+async def _each_stream(
+    pool: asyncpg.Pool, kind: str, days: int, batch: int
+) -> tuple[int, list[int]]:
+    """:func:`_compact_days` a stream at a time: the days removed, the streams that failed
+    (parked)."""
+    removed = 0
+    failed: list[int] = []
+    for row in await pool.fetch(COMPACT_STREAMS, kind, days):
+        try:
+            removed += await _batches(pool, DELETE_COMPACT, batch, kind, days, row["stream_id"])
+        except asyncpg.PostgresError as e:
+            if not fails_alone(e):
+                raise
+            await skip_stream(pool, "retention", row["stream_id"], utc_day(row["first_day"]), e)
+            failed.append(row["stream_id"])
+    return removed, failed
 
 
 async def _batches(pool: asyncpg.Pool, statement: str, batch: int, *args: object) -> int:

@@ -19,7 +19,7 @@ import msgspec
 
 from energy_platform.core.db.locks import LockKey
 from energy_platform.core.db.pool import Connection
-from energy_platform.engine.parking import CLEARED, Narrowed, narrowed, park
+from energy_platform.engine.parking import CLEARED, SUCCEEDED, Narrowed, narrowed, set_aside
 
 # Every queued period of up to $1 streams whose oldest period waited $2 seconds, oldest first:
 # a stream's work is taken together (rows other workers hold are skipped), so that the points a
@@ -53,6 +53,8 @@ LOCK = """
 SELECT pg_advisory_xact_lock($2, (stream_id % 2147483648)::integer)
   FROM (SELECT DISTINCT unnest($1::bigint[]) AS stream_id ORDER BY 1) s"""
 RECOMPUTE = "SELECT hours, written, deleted FROM cluster.rollup_streams($1, $2, $3)"
+# EP_ENGINE_STATEMENT_TIMEOUT (milliseconds) for the batch's transaction.
+TIMEOUT = "SELECT set_config('statement_timeout', $1, true)"
 
 
 class RollupResult(msgspec.Struct, frozen=True):
@@ -68,13 +70,19 @@ class RollupResult(msgspec.Struct, frozen=True):
     """Hours left without points, deleted."""
     parked: int = 0
     """Feeds whose streams failed on their data, parked (engine/parking.py)."""
+    failed: int = 0
+    """Feeds whose streams failed otherwise, queued again (parked at EP_ENGINE_PARK_AFTER)."""
 
 
-async def rollup_batch(conn: Connection, *, batch: int, delay: float) -> RollupResult:
+async def rollup_batch(
+    conn: Connection, *, batch: int, delay: float, timeout_ms: str, park_after: int
+) -> RollupResult:
     """Recompute the hours of the queued periods of up to ``batch`` streams, in one
-    transaction. A feed whose streams fail on their data is found by halving and parked; the
-    others commit."""
+    transaction. A feed whose streams fail on their data is found by halving and parked; one
+    whose streams fail otherwise is queued again, and parked at ``park_after`` such failures in
+    a row; the others commit."""
     async with conn.transaction():
+        await conn.execute(TIMEOUT, timeout_ms)
         work = await conn.fetch(CLAIM, batch, delay)
         if not work:
             return RollupResult(streams=0, periods=0, hours=0, written=0, deleted=0)
@@ -98,11 +106,16 @@ async def rollup_batch(conn: Connection, *, batch: int, delay: float) -> RollupR
             return chosen, row
 
         outcome = await narrowed(conn, list(by_feed), recompute) if by_feed else Narrowed([], [])
+        parked = 0
         for failure in outcome.failed:
             rows = by_feed[failure.feed_id]
             streams_of = [w["stream_id"] for w in rows]
-            await park(conn, "rollups", failure, streams_of, [w["span"] for w in rows])
-        retried = [f for chosen, _ in outcome.done for f in chosen if by_feed[f][0]["retried"]]
+            spans = [w["span"] for w in rows]
+            parked += await set_aside(conn, "rollups", failure, streams_of, spans, park_after)
+        done = [f for chosen, _ in outcome.done for f in chosen]
+        if done:
+            await conn.execute(SUCCEEDED, "rollups", done)
+        retried = [f for f in done if by_feed[f][0]["retried"]]
         if retried:
             await conn.execute(CLEARED, "rollups", retried)
     results = [row for _, row in outcome.done]
@@ -112,5 +125,6 @@ async def rollup_batch(conn: Connection, *, batch: int, delay: float) -> RollupR
         hours=sum(row["hours"] for row in results),
         written=sum(row["written"] for row in results),
         deleted=sum(row["deleted"] for row in results),
-        parked=len(outcome.failed),
+        parked=parked,
+        failed=len(outcome.failed) - parked,
     )

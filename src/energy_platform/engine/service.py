@@ -123,7 +123,11 @@ class EngineService:
             with world_faults_logged("rollups failed; retrying"):
                 async with pool.acquire() as conn:
                     rolled = await rollup_batch(
-                        conn, batch=self._engine.rollup_batch, delay=self._engine.rollup_delay
+                        conn,
+                        batch=self._engine.rollup_batch,
+                        delay=self._engine.rollup_delay,
+                        timeout_ms=self._engine.timeout_ms(),
+                        park_after=self._engine.park_after,
                     )
                 ROLLUPS_WRITTEN.inc(rolled.written)
                 full = rolled.streams == self._engine.rollup_batch
@@ -181,6 +185,7 @@ async def drain(
             batch=settings.intake_batch,
             currency=settings.currency,
             work_mem=settings.work_mem,
+            timeout_ms=settings.timeout_ms(),
         )
         intake_s += time.perf_counter() - began
         STREAMS_CREATED.inc(taken.created)
@@ -199,6 +204,8 @@ async def drain(
             max_span=timedelta(seconds=settings.max_span),
             work_mem=settings.work_mem,
             limits=limits,
+            timeout_ms=settings.timeout_ms(),
+            park_after=settings.park_after,
         )
         claim_s += result.claim_s
         if not result.periods and not result.parked:
@@ -215,7 +222,13 @@ async def drain(
     batches, full = 0, False
     began = time.perf_counter()
     while not (stop and stop.is_set()) and (rollup_batches is None or batches < rollup_batches):
-        rolled = await rollup_batch(conn, batch=settings.rollup_batch, delay=settings.rollup_delay)
+        rolled = await rollup_batch(
+            conn,
+            batch=settings.rollup_batch,
+            delay=settings.rollup_delay,
+            timeout_ms=settings.timeout_ms(),
+            park_after=settings.park_after,
+        )
         ROLLUPS_WRITTEN.inc(rolled.written)
         batches += 1
         full = rolled.streams == settings.rollup_batch

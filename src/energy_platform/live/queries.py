@@ -56,3 +56,8 @@ SELECT f.id,
  WHERE f.id = $1"""
 
 PRUNE = "SELECT cluster.live_prune(make_interval(secs => $1))"
+# A failed round narrowed down: the streams with events to prune, then each alone.
+PRUNABLE_STREAMS = """
+SELECT DISTINCT stream_id FROM cluster.live_log
+ WHERE logged_at < now() - make_interval(secs => $1) AND pos > 0"""
+PRUNE_STREAM = "SELECT cluster.live_prune_stream(make_interval(secs => $1), $2)"

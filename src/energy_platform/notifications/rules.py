@@ -11,6 +11,9 @@ One feed's data never stops the rules for the others (docs/notifications.md#park
 statement runs in a savepoint, and one that fails on data is narrowed down to the feeds it
 fails on, which are parked for that rule (``cluster.parked_notification_rules``) until
 ``admin notifications retry``; the statement then runs without them, and so does the round.
+Every statement runs under ``EP_ENGINE_STATEMENT_TIMEOUT``; one that fails on its own work (a
+timeout, 54001, 53200: ``core/faults.py::blames_the_work``) is narrowed down and parked the
+same way, since a rule's next round runs the same statement over the same rows again.
 """
 
 from __future__ import annotations
@@ -24,8 +27,8 @@ from asyncpg.pool import PoolConnectionProxy
 
 from energy_platform.core.background import Periodic
 from energy_platform.core.db.locks import LockKey
-from energy_platform.core.faults import blames_the_data
-from energy_platform.core.settings import DatabaseSettings, NotificationsSettings
+from energy_platform.core.faults import blames_the_data, blames_the_work
+from energy_platform.core.settings import DatabaseSettings, EngineSettings, NotificationsSettings
 
 log = structlog.get_logger()
 RULES = (
@@ -39,6 +42,8 @@ RULES = (
 """The rules a feed can be parked for (homebase_offline covers its back-online notice too)."""
 # One evaluation at a time across engine processes; a busy lock just skips a round.
 LOCK = "SELECT pg_try_advisory_xact_lock($1)"
+# EP_ENGINE_STATEMENT_TIMEOUT (milliseconds) for the round's transaction.
+TIMEOUT = "SELECT set_config('statement_timeout', $1, true)"
 
 OFFLINE_OPEN = """
 INSERT INTO cluster.notifications (user_id, feed_id, rule, subject, title, content, open)
@@ -335,13 +340,17 @@ def statements(settings: NotificationsSettings) -> list[Statement]:
     ]
 
 
-async def evaluate(conn: PoolConnectionProxy, settings: NotificationsSettings) -> int | None:
-    """One round of every rule in one transaction: the (rule, feed) pairs it parked, or None
-    when another process holds the round."""
+async def evaluate(
+    conn: PoolConnectionProxy, settings: NotificationsSettings, timeout_ms: str = "0"
+) -> int | None:
+    """One round of every rule in one transaction, each statement cancelled after
+    ``timeout_ms`` milliseconds (0: never): the (rule, feed) pairs it parked, or None when
+    another process holds the round."""
     parked = 0
     async with conn.transaction():
         if not await conn.fetchval(LOCK, LockKey.NOTIFICATION_RULES):
             return None
+        await conn.execute(TIMEOUT, timeout_ms)
         for statement in statements(settings):
             parked += await _isolated(conn, statement)
     return parked
@@ -402,8 +411,8 @@ async def _trial(
     conn: PoolConnectionProxy, statement: Statement, feeds: list[int] | None, *, keep: bool
 ) -> asyncpg.PostgresError | None:
     """Run ``statement`` over ``feeds`` (None: every feed) in a savepoint, released when it
-    passes and ``keep`` is set, else rolled back; the data error it failed on, if any (any
-    other error propagates)."""
+    passes and ``keep`` is set, else rolled back; the data error or error of its own work it
+    failed on, if any (any other error, the server's state, propagates)."""
     savepoint = conn.transaction()
     await savepoint.start()
     passed = False
@@ -411,7 +420,7 @@ async def _trial(
         await conn.execute(statement.sql, *statement.args, feeds)
         passed = True
     except asyncpg.PostgresError as e:
-        if not blames_the_data(e):
+        if not (blames_the_data(e) or blames_the_work(e)):
             raise
         return e
     finally:
@@ -422,12 +431,15 @@ async def _trial(
     return None
 
 
-def notification_rules(database: DatabaseSettings, settings: NotificationsSettings) -> Periodic:
-    """The engine's notification rules: :func:`evaluate` every ``settings.interval`` seconds."""
+def notification_rules(
+    database: DatabaseSettings, settings: NotificationsSettings, engine: EngineSettings
+) -> Periodic:
+    """The engine's notification rules: :func:`evaluate` every ``settings.interval`` seconds,
+    under the engine's statement timeout."""
 
     async def work(pool: asyncpg.Pool, _: asyncio.Event) -> dict[str, int]:
         async with pool.acquire() as conn:
-            parked = await evaluate(conn, settings)
+            parked = await evaluate(conn, settings, engine.timeout_ms())
         return {"parked": parked or 0}
 
     return Periodic("rules", database, settings.interval, work)

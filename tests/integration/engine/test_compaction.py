@@ -25,6 +25,7 @@ from energy_platform.core.settings import (
 )
 from energy_platform.engine.compaction import compact
 from energy_platform.engine.retention import enforce
+from energy_platform.engine.watch import engine_queues
 from tests.support.admin import CLI, run_admin
 
 SETTINGS = CompactionSettings(after_days=7)
@@ -384,3 +385,73 @@ def test_a_compaction_age_under_two_days_is_refused() -> None:
     for bad in ({"after_days": -1}, {"interval": 0}, {"page": 0}):
         with pytest.raises(ValueError, match="EP_COMPACTION_"):
             CompactionSettings(**bad)  # type: ignore[arg-type]
+
+
+# A trigger of the test's own: compact rows of stream {stream} fail with SQLSTATE 54001 (the
+# work's own error, whatever moves or removes them), every other stream's pass.
+REFUSE_COMPACT_ROWS = """
+CREATE FUNCTION cluster.test_refuse_days() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF coalesce(NEW.stream_id, OLD.stream_id) = {stream} THEN
+        RAISE EXCEPTION 'statement too complex' USING ERRCODE = '54001';
+    END IF;
+    RETURN coalesce(NEW, OLD);
+END $$;
+CREATE TRIGGER refuse_days BEFORE INSERT OR DELETE ON cluster.point_days
+   FOR EACH ROW EXECUTE FUNCTION cluster.test_refuse_days();
+"""
+PARKED = """
+SELECT stage, stream_id, sqlstate FROM cluster.parked_work WHERE retried_at IS NULL
+ ORDER BY stage, stream_id"""
+
+
+async def test_a_stream_that_fails_to_compact_or_to_expire_is_skipped_and_parked_alone(
+    pool: asyncpg.Pool,
+) -> None:
+    bad, good = await new_streams(pool, "raw", "raw")
+    for stream in (bad, good):
+        for days_ago in (40, 9):
+            await pool.execute(
+                "INSERT INTO cluster.raw_points VALUES ($1, $2, 1)",
+                stream,
+                midnight(days_ago) + timedelta(hours=1),
+            )
+    # Format of an integer id, not of input.
+    await pool.execute(REFUSE_COMPACT_ROWS.format(stream=bad))
+
+    # The round goes on past the bad stream: the good one's two days move, the bad one's stay
+    # rows, and the bad stream is parked for compaction, which the parked gauge counts.
+    result = await compact(pool, SETTINGS)
+    assert result.days == 2
+    compacted = "SELECT stream_id, count(*) FROM cluster.point_days GROUP BY 1 ORDER BY 1"
+    assert [tuple(r) for r in await pool.fetch(compacted)] == [(good, 2)]
+    assert [tuple(r) for r in await pool.fetch(PARKED)] == [("compaction", bad, "54001")]
+    async with pool.acquire() as conn:
+        gauges = {f.name: f.samples[0].value for f in await engine_queues(conn)}
+    assert gauges["ep_engine_parked_feeds"] == 1
+    # A later round skips it without failing.
+    assert (await compact(pool, SETTINGS)).days == 0
+
+    # Retention narrows a failing run down to the stream in the same way (the bad stream's
+    # compacted day, made before the trigger, fails to go; the good one's 40-day-old day goes).
+    await pool.execute("DROP TRIGGER refuse_days ON cluster.point_days")
+    assert (await compact(pool, SETTINGS)).days == 0  # still parked, until the retry
+    await pool.execute(
+        "SELECT cluster.engine_retry(feed_id) FROM cluster.streams WHERE id = $1", bad
+    )
+    assert (await compact(pool, SETTINGS)).days == 2
+    await pool.execute(
+        "CREATE TRIGGER refuse_days BEFORE INSERT OR DELETE ON cluster.point_days"
+        " FOR EACH ROW EXECUTE FUNCTION cluster.test_refuse_days()"
+    )
+    removed = await enforce(pool, RetentionSettings(raw_days=15))
+    assert removed["raw_compact_days"] == 1
+    left = "SELECT stream_id, day FROM cluster.point_days ORDER BY 1, 2"
+    assert [tuple(r) for r in await pool.fetch(left)] == [
+        (bad, midnight(40).date()),
+        (bad, midnight(9).date()),
+        (good, midnight(9).date()),
+    ]
+    assert [tuple(r) for r in await pool.fetch(PARKED)] == [("retention", bad, "54001")]
+    # Skipped by the next round, which goes on.
+    assert (await enforce(pool, RetentionSettings(raw_days=15)))["raw_compact_days"] == 0

@@ -18,21 +18,8 @@ from energy_platform.core.settings import DatabaseSettings, EngineSettings, Sett
 from energy_platform.engine.service import EngineService
 from tests.support.admin import run_admin
 from tests.support.data import T0
-from tests.support.engine import NewFeed
+from tests.support.engine import NewFeed, fail_processing, heal_processing
 from tests.support.services import eventually
-
-# Every processed point of feed {feed} fails its insert the way bad data would (SQLSTATE 22003).
-DATA_ERROR_ON_PROCESSED = """
-CREATE FUNCTION cluster.test_refuse_{feed}() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    IF EXISTS (SELECT FROM cluster.streams WHERE id = NEW.stream_id AND feed_id = {feed}) THEN
-        RAISE EXCEPTION 'value out of range' USING ERRCODE = 'numeric_value_out_of_range';
-    END IF;
-    RETURN NEW;
-END $$;
-CREATE TRIGGER refuse_{feed} BEFORE INSERT ON cluster.processed_points
-   FOR EACH ROW EXECUTE FUNCTION cluster.test_refuse_{feed}();
-"""
 
 
 async def test_a_fault_of_the_world_ends_only_its_round(database_url: str) -> None:
@@ -74,8 +61,8 @@ async def test_a_data_error_in_one_feed_parks_it_and_the_engine_goes_on(
     for feed in (poisoned, healthy):
         clamp = await feed.raw_stream(channel=1, medium=1)
         await feed.ingest(clamp, [(T0 + s, 1000.0) for s in range(0, 181, 5)])
-    # A test's own trigger on its own feed: format() of an integer id, not of input.
-    await poisoned.db.execute(DATA_ERROR_ON_PROCESSED.format(feed=poisoned.id))
+    # Fails the way bad data would (SQLSTATE 22003).
+    await fail_processing(poisoned.db, poisoned.id, "22003", "value out of range")
     before = REGISTRY.get_sample_value("ep_service_restarts_total", {"service": "engine"}) or 0
     engine = EngineService(settings.database, EngineSettings(poll_interval=0.1, currency="CZK"))
     lifecycle = asyncio.create_task(run_services([engine], shutdown_timeout=2))
@@ -88,8 +75,7 @@ async def test_a_data_error_in_one_feed_parks_it_and_the_engine_goes_on(
         restarts = REGISTRY.get_sample_value("ep_service_restarts_total", {"service": "engine"})
         assert (restarts or 0) == before
     finally:
-        await poisoned.db.execute(f"DROP TRIGGER refuse_{poisoned.id} ON cluster.processed_points")
-        await poisoned.db.execute(f"DROP FUNCTION cluster.test_refuse_{poisoned.id}()")
+        await heal_processing(poisoned.db, poisoned.id)
 
     # With the cause gone, a retry puts the work back and the running engine processes it,
     # leaving no work behind for the tests that share this database.

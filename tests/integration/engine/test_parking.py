@@ -10,14 +10,25 @@ from collections.abc import Sequence
 
 import asyncpg
 import httpx
+import msgspec
 import pytest
 
 from energy_platform.core.settings import Settings
 from energy_platform.engine.parking import narrowed
+from energy_platform.engine.service import drain
 from energy_platform.engine.watch import engine_queues
 from tests.support.admin import admin_refusal, run_admin
 from tests.support.data import T0
-from tests.support.engine import Feed, NewFeed, api_buckets, process
+from tests.support.engine import (
+    ENGINE,
+    Feed,
+    NewFeed,
+    api_buckets,
+    fail_processing,
+    heal_processing,
+    process,
+    slow_processing,
+)
 
 # What an analyst might run, bypassing every entry's bound (so not seeding.write_points, whose
 # store would take it too, but no decoder would): a point the integral overflows on
@@ -240,3 +251,79 @@ async def test_an_error_of_the_world_is_not_narrowed(db: asyncpg.Connection) -> 
         async with db.transaction():
             await narrowed(db, [1, 2, 3, 4], attempt)
     assert tried == [[1, 2, 3, 4]]
+
+
+async def test_a_feed_whose_work_fails_alone_the_same_way_again_and_again_is_parked(
+    new_feed: NewFeed, api: httpx.AsyncClient, settings: Settings
+) -> None:
+    healthy, poisoned = await new_feed(), await new_feed()
+    await steady(healthy, 1, 1000.0)
+    await steady(poisoned, 1, 1000.0)
+    # SQLSTATE 54001, statement too complex: the work's own error, neither the data's class
+    # nor the server's state.
+    await fail_processing(poisoned.db, poisoned.id, "54001", "statement too complex")
+    try:
+        # Below the limit it is retried, not parked: its work stays queued, nobody is told.
+        await drain(poisoned.db, msgspec.structs.replace(ENGINE, park_after=1_000_000))
+        assert await healthy.points(ENERGY) == {T0: 25.0, T0 + 90: 25.0}
+        assert await poisoned.points(ENERGY) == {}
+        assert not await parked_rows(poisoned)
+        assert await is_open(poisoned) is None
+        assert await poisoned.db.fetchval(
+            "SELECT count(*) FROM cluster.engine_work WHERE feed_id = $1", poisoned.id
+        )
+        # At EP_ENGINE_PARK_AFTER (3) failures in a row, parked like a data error: every
+        # round fails it once at least, so three rounds reach it.
+        for _ in range(3):
+            await process(poisoned.db)
+            if await parked_rows(poisoned):
+                break
+        (listed,) = [
+            p
+            for p in await run_admin(settings, "engine", "parked")
+            if p["feed"] == str(poisoned.id)
+        ]
+        assert (listed["stage"], listed["sqlstate"]) == ("processing", "54001")
+        (notice,) = [n for n in await notices(api, poisoned) if n["title"] == "Processing paused"]
+        assert "statement too complex" in str(notice["content"])
+        assert (await gauges(healthy.db))["ep_engine_parked_feeds"] >= 1
+    finally:
+        await heal_processing(poisoned.db, poisoned.id)
+
+    # The cause gone, the retry command computes it and closes the notice.
+    await run_admin(settings, "engine", "retry", str(poisoned.id))
+    await process(poisoned.db)
+    assert await poisoned.points(ENERGY) == {T0: 25.0, T0 + 90: 25.0}
+    assert await is_open(poisoned) is False
+
+
+async def parked_rows(feed: Feed) -> int:
+    found: int = await feed.db.fetchval(
+        "SELECT count(*) FROM cluster.parked_work WHERE feed_id = $1 AND retried_at IS NULL",
+        feed.id,
+    )
+    return found
+
+
+async def test_a_feed_whose_work_runs_past_the_statement_timeout_is_parked_alone(
+    new_feed: NewFeed, settings: Settings
+) -> None:
+    healthy, slow = await new_feed(), await new_feed()
+    await steady(healthy, 1, 1000.0)
+    await steady(slow, 1, 1000.0)
+    await slow_processing(slow.db, slow.id, 1.0)
+    try:
+        # EP_ENGINE_STATEMENT_TIMEOUT of half a second, parked at the first such failure.
+        hurried = msgspec.structs.replace(ENGINE, statement_timeout=0.5, park_after=1)
+        await drain(slow.db, hurried)
+        assert await healthy.points(ENERGY) == {T0: 25.0, T0 + 90: 25.0}
+        assert await slow.points(ENERGY) == {}
+        (listed,) = [
+            p for p in await run_admin(settings, "engine", "parked") if p["feed"] == str(slow.id)
+        ]
+        assert (listed["stage"], listed["sqlstate"]) == ("processing", "57014")
+    finally:
+        await heal_processing(slow.db, slow.id)
+    await run_admin(settings, "engine", "retry", str(slow.id))
+    await process(slow.db)
+    assert await slow.points(ENERGY) == {T0: 25.0, T0 + 90: 25.0}

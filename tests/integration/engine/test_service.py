@@ -161,7 +161,7 @@ async def test_a_rollup_batch_takes_every_queued_period_of_its_streams_at_once(
             (live, T0 + 10, datetime.now(UTC) + timedelta(hours=1)),  # not due on its own
         ],
     )
-    rolled = await rollup_batch(feed.db, batch=1, delay=60)
+    rolled = await rollup_batch(feed.db, batch=1, delay=60, timeout_ms="0", park_after=3)
     left = await feed.db.fetch(
         "SELECT stream_id FROM cluster.rollup_work WHERE stream_id = ANY($1)", [live, other]
     )

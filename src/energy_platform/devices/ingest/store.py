@@ -49,8 +49,10 @@ SELECT k.n, s.id
    AND s.medium IS NOT DISTINCT FROM k.medium AND s.idx IS NOT DISTINCT FROM k.idx
    AND s.obis IS NOT DISTINCT FROM k.obis"""
 
-# A resent point is a no-op; only points really added mark their range dirty for the engine
-# and become live events (staged here, numbered by LIVE_PUBLISH at the end of the batch).
+# A resent point is a no-op; only points really added mark their days dirty for the engine
+# (one range per stream and UTC day, cluster.day_ranges: an old timestamp costs its own day,
+# not the years between it and the rest of the batch) and become live events (staged here,
+# numbered by LIVE_PUBLISH at the end of the batch).
 RAW_POINTS_INSERT = """
 WITH added AS (
     INSERT INTO cluster.raw_points (stream_id, ts, value)
@@ -59,11 +61,14 @@ WITH added AS (
     RETURNING stream_id, ts, value
 ), dirty AS (
     INSERT INTO cluster.dirty_ranges (stream_id, ts_from, ts_to)
-    SELECT stream_id, min(ts), max(ts) FROM added GROUP BY stream_id)
+    SELECT d.stream_id, d.ts_from, d.ts_to
+      FROM (SELECT array_agg(stream_id) AS s, array_agg(ts) AS t FROM added) a
+     CROSS JOIN LATERAL cluster.day_ranges(a.s, a.t) d)
 SELECT cluster.live_stage('points', array_agg(stream_id),
                           array_agg(date_part('epoch', ts)::bigint), array_agg(value))
   FROM added"""
-# System points have no processing; their hours go straight to the rollup queue.
+# System points have no processing; their hours go straight to the rollup queue, a range per
+# stream and UTC day as above.
 SYSTEM_POINTS_INSERT = """
 WITH added AS (
     INSERT INTO cluster.system_points (stream_id, ts, value)
@@ -72,7 +77,9 @@ WITH added AS (
     RETURNING stream_id, ts, value
 ), rolled AS (
     INSERT INTO cluster.rollup_work (stream_id, span)
-    SELECT stream_id, tstzrange(min(ts), max(ts), '[]') FROM added GROUP BY stream_id)
+    SELECT d.stream_id, tstzrange(d.ts_from, d.ts_to, '[]')
+      FROM (SELECT array_agg(stream_id) AS s, array_agg(ts) AS t FROM added) a
+     CROSS JOIN LATERAL cluster.day_ranges(a.s, a.t) d)
 SELECT cluster.live_stage('points', array_agg(stream_id),
                           array_agg(date_part('epoch', ts)::bigint), array_agg(value))
   FROM added"""
