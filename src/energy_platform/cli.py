@@ -26,7 +26,7 @@ ADMIN_COMMANDS: dict[str, str] = {
         ("clusters", "homebases", "firmware", "upgrades", "coap-devices"),
         "energy_platform.provisioning.admin",
     ),
-    **dict.fromkeys(("tariffs", "prices"), "energy_platform.billing.admin"),
+    **dict.fromkeys(("tariffs", "prices", "contracts"), "energy_platform.billing.admin"),
     **dict.fromkeys(("reprocess", "compact", "engine"), "energy_platform.engine.admin"),
     **dict.fromkeys(("import", "corrections"), "energy_platform.history.admin"),
     "customers": "energy_platform.forwarder.admin",

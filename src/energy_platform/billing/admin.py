@@ -8,18 +8,26 @@ They only change tables and queue work: the running engine reprices the affected
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import asyncpg
 import click
 import msgspec
 
 from energy_platform.billing import queries
+from energy_platform.billing.contracts import (
+    MAX_CONTRACT_BYTES,
+    CatalogueEntry,
+    catalogue,
+    checked_contract,
+    decode_contract,
+)
 from energy_platform.billing.holidays import public_holidays
 from energy_platform.billing.price_files import FORMATS, MAX_FILE_BYTES, PER, parse_prices
 from energy_platform.billing.tariffs import MEDIA, Tariff, tariff_terms, tariffs_of_feed
 from energy_platform.core.console import CommandGroup, emit, parse_instant, run_in_transaction
 from energy_platform.core.errors import InvalidInput, NotFound
-from energy_platform.core.inputs import checked_text, parse_id
+from energy_platform.core.inputs import checked_slug, checked_text, parse_id
 from energy_platform.core.settings import Settings
 
 
@@ -318,4 +326,56 @@ def _read(path: str) -> str:
         raise InvalidInput(f"{path}: not UTF-8 text (byte {e.start})") from None
 
 
-GROUPS: list[click.Command] = [tariffs, prices]
+@click.group("contracts", cls=CommandGroup)
+def contracts() -> None:
+    """The cluster's catalogue of contracts, as a supplier publishes its offers."""
+
+
+@contracts.command("add")
+@click.argument("name")
+@click.option(
+    "--file",
+    "path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    help="The contract as JSON: the options of tariffs set as fields, and an export part "
+    "(docs/billing.md#contracts).",
+)
+@click.pass_obj
+def add_contract(settings: Settings, name: str, path: Path) -> None:
+    """Add a contract to the catalogue (or replace the one of that name); prints the catalogue."""
+    checked_slug(name, "NAME")
+    if path.stat().st_size > MAX_CONTRACT_BYTES:
+        raise InvalidInput(f"{path}: a contract is at most {MAX_CONTRACT_BYTES:,} bytes")
+    contract = decode_contract(path.read_bytes())
+    checked_contract(contract)
+
+    async def work(conn: asyncpg.Connection) -> list[CatalogueEntry]:
+        await conn.execute(queries.ADD_CONTRACT, name, msgspec.json.encode(contract).decode())
+        return await catalogue(conn)
+
+    emit(run_in_transaction(settings.database, work))
+
+
+@contracts.command("list")
+@click.pass_obj
+def list_contracts(settings: Settings) -> None:
+    """List the catalogue's contracts."""
+    emit(run_in_transaction(settings.database, catalogue))
+
+
+@contracts.command("remove")
+@click.argument("name")
+@click.pass_obj
+def remove_contract(settings: Settings, name: str) -> None:
+    """Remove a contract from the catalogue; prints the catalogue."""
+
+    async def work(conn: asyncpg.Connection) -> list[CatalogueEntry]:
+        if await conn.fetchval(queries.REMOVE_CONTRACT, name) is None:
+            raise NotFound(f"no contract {name[:64]!r}")
+        return await catalogue(conn)
+
+    emit(run_in_transaction(settings.database, work))
+
+
+GROUPS: list[click.Command] = [tariffs, prices, contracts]

@@ -34,24 +34,34 @@ class Holidays(msgspec.Struct, frozen=True):
     names: list[str]
 
 
-def public_holidays(calendar: str, since: datetime | None, today: date) -> Holidays:
-    """The public holidays of ``calendar`` (a country, or country-subdivision, as the holidays
-    package names them) for the years a tariff from ``since`` (None: all time) needs."""
+def known_calendar(calendar: str, field: str = "--holidays") -> tuple[str, str | None]:
+    """The country and subdivision of a calendar the holidays package knows (NL, DE-BY), else
+    400 naming ``field``."""
     match = CALENDAR.match(calendar)
     if match is None:
         raise InvalidInput(
-            f"--holidays {calendar[:40]!r}: a country code, or country-subdivision (NL, DE-BY)"
+            f"{field} {calendar[:40]!r}: a country code, or country-subdivision (NL, DE-BY)",
+            field=field,
         )
     country, subdivision = match["country"], match["subdivision"]
     supported = calendars.list_supported_countries()
     if country not in supported:
-        raise InvalidInput(f"--holidays {calendar!r}: the holidays package knows no {country}")
+        raise InvalidInput(
+            f"{field} {calendar!r}: the holidays package knows no {country}", field=field
+        )
     if subdivision is not None and subdivision not in supported[country]:
         known = ", ".join(supported[country]) or "none"
         raise InvalidInput(
-            f"--holidays {calendar!r}: {country} has no subdivision {subdivision!r} "
-            f"(known: {known})"
+            f"{field} {calendar!r}: {country} has no subdivision {subdivision!r} (known: {known})",
+            field=field,
         )
+    return country, subdivision
+
+
+def public_holidays(calendar: str, since: datetime | None, today: date) -> Holidays:
+    """The public holidays of ``calendar`` (a country, or country-subdivision, as the holidays
+    package names them) for the years a tariff from ``since`` (None: all time) needs."""
+    country, subdivision = known_calendar(calendar)
     # From the tariff's own start: a tariff from the far future needs no holidays of the years
     # before it, and the package computes every year asked for (NL's years 2000 to 2999 took
     # 1.7 s here; 2000 to a tariff of 8999 would be seven times that). ``since`` lies in the

@@ -22,6 +22,7 @@ from litestar.params import FromPath, QueryParameter
 
 from energy_platform.billing import queries
 from energy_platform.billing.bills import render_bill
+from energy_platform.billing.contracts import CatalogueEntry, catalogue
 from energy_platform.billing.plans import PlanController
 from energy_platform.billing.schemas import Bill, BillMedium, FeedPrices, PriceStretch
 from energy_platform.core import bounds
@@ -117,6 +118,18 @@ class BillController(Controller):
         )
 
 
+class ContractsController(Controller):
+    dependencies = {"caller": Provide(authenticate)}  # noqa: RUF012 - Litestar's own convention
+    tags = ["contracts"]  # noqa: RUF012
+
+    @get("/contracts", summary="The cluster's catalogue of contracts, to set beside one's own")
+    async def contracts(
+        self, caller: NamedDependency[Caller], reads: Reads
+    ) -> list[CatalogueEntry]:
+        async with reads.acquire() as conn:
+            return await catalogue(conn)
+
+
 async def _days_and(
     reads: asyncpg.Pool, query: str, feed: int, first: date, last: date, *more: object
 ) -> tuple[asyncpg.Record, list[asyncpg.Record]]:
@@ -137,6 +150,6 @@ def bill_routes(currency: str) -> Router:
     """The bill's routes for the data API's app; ``currency`` names what its money is in."""
     return Router(
         path="/",
-        route_handlers=[BillController, PlanController],
+        route_handlers=[BillController, PlanController, ContractsController],
         dependencies={"currency": Provide(lambda: currency, sync_to_thread=False)},
     )

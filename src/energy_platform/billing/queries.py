@@ -54,3 +54,10 @@ SELECT lower(p.slot * t.validity) AS start, upper(p.slot * t.validity) AS finish
  WHERE t.feed_id = $1 AND t.medium = 'power' AND t.area IS NOT NULL
    AND p.slot && tstzrange($2, $3)
  ORDER BY 1"""
+
+# The catalogue of contracts (contracts.py, admin.py, http.py).
+ADD_CONTRACT = """
+INSERT INTO cluster.contracts (name, contract) VALUES ($1, $2::jsonb)
+ON CONFLICT (name) DO UPDATE SET contract = EXCLUDED.contract, added_at = now()"""
+REMOVE_CONTRACT = "DELETE FROM cluster.contracts WHERE name = $1 RETURNING name"
+CONTRACTS = "SELECT name, contract::text AS contract, added_at FROM cluster.contracts ORDER BY name"

@@ -145,9 +145,10 @@ def parse_bands(
     if area is not None and price is None and not bands:
         return [("all", time(0, 0), 0.0)]  # the area's prices alone
     if sum((price is not None, bool(bands), none)) != 1:
+        ways = [f"{name('price')}", f"{name('band')} (repeatable)", name("none")]
+        named = [way for way in ways if way]  # a contract has no --none
         raise InvalidInput(
-            f"give exactly one of {name('price')}, {name('band')} (repeatable) or {name('none')}",
-            field=name("price"),
+            f"give exactly one of {', '.join(named[:-1])} or {named[-1]}", field=name("price")
         )
     if none:
         return []
