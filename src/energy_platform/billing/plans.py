@@ -38,7 +38,7 @@ from energy_platform.core.inputs import parse_instant
 from energy_platform.users.auth import Caller, authenticate, visible_feed
 
 MAX_WINDOW = timedelta(days=7)
-"""The longest window a plan looks at, and how far ahead prices are read."""
+"""The longest window a plan looks at."""
 DEFAULT_HORIZON = timedelta(hours=48)
 """A window without a deadline: the known prices, at most this far."""
 MAX_LOAD_QUARTERS = 192
@@ -216,22 +216,23 @@ class PlanController(Controller):
         now = datetime.now(UTC)
         start = parse_instant(earliest, "earliest") if earliest else now
         first = -(-int(start.timestamp()) // QUARTER) * QUARTER  # the next whole quarter
-        feed = await visible_feed(reads, feed_id, caller)
-        zone, stretches = await _curve(reads, feed["id"], basis, first)
-        prices = quarter_prices(stretches, first, int(MAX_WINDOW.total_seconds()) // QUARTER)
-        known = _known_quarters(prices)
-        known_until = None if known == len(prices) else first + known * QUARTER
+        asked = None
         if deadline:
-            last = int(parse_instant(deadline, "deadline").timestamp()) // QUARTER * QUARTER
-            if last <= first:
+            asked = int(parse_instant(deadline, "deadline").timestamp()) // QUARTER * QUARTER
+            if asked <= first:
                 raise InvalidInput(
                     "deadline: after earliest, by a quarter hour at least", field="deadline"
                 )
-            if last - first > MAX_WINDOW.total_seconds():
+            if asked - first > MAX_WINDOW.total_seconds():
                 raise InvalidInput("deadline: at most 7 days after earliest", field="deadline")
-        else:
-            horizon = first + int(DEFAULT_HORIZON.total_seconds())
-            last = horizon if known_until is None else min(max(known_until, first), horizon)
+        # Prices are read up to the deadline, or the default horizon: no further than needed.
+        end = asked or first + int(DEFAULT_HORIZON.total_seconds())
+        feed = await visible_feed(reads, feed_id, caller)
+        zone, stretches = await _curve(reads, feed["id"], basis, first, end)
+        prices = quarter_prices(stretches, first, (end - first) // QUARTER)
+        known = _known_quarters(prices)
+        known_until = None if known == len(prices) else first + known * QUARTER
+        last = asked or (end if known_until is None else max(known_until, first))
         window = prices[: (last - first) // QUARTER]
         answer = _planned(window, load, mode, max_blocks, max_price)
         status = answer.status
@@ -324,13 +325,13 @@ def _known_quarters(prices: Sequence[float | None]) -> int:
 
 
 async def _curve(
-    reads: asyncpg.Pool, feed: int, basis: str, first: int
+    reads: asyncpg.Pool, feed: int, basis: str, first: int, last: int
 ) -> tuple[str, list[asyncpg.Record]]:
-    """The feed's time zone and its price curve over the longest window from ``first``: the
-    all-in curve of ``cluster.feed_prices`` (its local dates, a day of margin either side), or
-    its power tariffs' area prices; in one snapshot."""
+    """The feed's time zone and its price curve over [first, last): the all-in curve of
+    ``cluster.feed_prices`` (its local dates, a day of margin either side), or its power
+    tariffs' area prices; in one snapshot."""
     start = datetime.fromtimestamp(first, UTC)
-    end = start + MAX_WINDOW
+    end = datetime.fromtimestamp(last, UTC)
     async with (
         reads.acquire() as conn,
         conn.transaction(isolation="repeatable_read", readonly=True),

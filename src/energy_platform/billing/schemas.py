@@ -152,7 +152,7 @@ class Plan(msgspec.Struct):
     earliest: str
     deadline: str
     prices_known_until: str | None
-    """Where the known prices end (local time); null: known past the longest window."""
+    """Where the known prices end (local time); null: known through the whole window."""
     load_kwh: float
     planned_kwh: float
     """What the plan runs: less than load_kwh only where max_price leaves too few quarters."""
