@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import shlex
 import sys
@@ -35,6 +36,34 @@ AREA = "DEMO-CZ"
 HISTORY = timedelta(days=60)
 """How far back the demo area's prices reach."""
 POWER_TARIFF = "SELECT 1 FROM cluster.tariffs WHERE feed_id = $1 AND medium = 'power'"
+CATALOGUED = "SELECT name FROM cluster.contracts"
+# Three offers a supplier of the demo area might publish: what the catalogue shows a newcomer
+# (docs/billing.md#contracts). Prices before VAT, per kWh.
+CONTRACTS: dict[str, dict[str, object]] = {
+    "demo-flat": {
+        "price": 0.24,
+        "vat": 21,
+        "standing": 6.0,
+        "standing_per": "month",
+        "export": {"price": 0.07},
+    },
+    "demo-day-night": {
+        "bands": ["weekday/07:00=0.27", "weekday/23:00=0.18", "weekend/00:00=0.18"],
+        "vat": 21,
+        "standing": 6.0,
+        "standing_per": "month",
+        "holidays": "CZ",
+        "export": {"price": 0.07},
+    },
+    "demo-dynamic": {
+        "area": AREA,
+        "price": 0.12,
+        "vat": 21,
+        "standing": 4.5,
+        "standing_per": "month",
+        "export": {"area": AREA, "floor": 0},
+    },
+}
 
 
 def admin(settings: Settings, *args: str) -> Any:
@@ -127,13 +156,21 @@ async def keep_market(settings: Settings, feed: int) -> None:
 
 
 async def publish_market(settings: Settings, feed: int, history: datetime) -> None:
-    """The area's prices up to now, then (once) the demo feed's dynamic tariff on them."""
+    """The area's prices up to now, the catalogue's demo contracts (once), and the demo feed's
+    dynamic tariff on the area (once)."""
     conn = await asyncpg.connect(settings.database.url)
     try:
         await seeding.publish_market(conn, AREA, ZONE, datetime.now(ZoneInfo(ZONE)), history)
         tariffed = await conn.fetchval(POWER_TARIFF, feed) is not None
+        catalogued = {row["name"] for row in await conn.fetch(CATALOGUED)}
     finally:
         await conn.close()
+    for name, contract in CONTRACTS.items():
+        if name not in catalogued:
+            path = STATE.parent / "contracts" / f"{name}.json"
+            path.parent.mkdir(exist_ok=True)
+            path.write_text(json.dumps(contract, indent=2))
+            await asyncio.to_thread(admin, settings, "contracts", "add", name, "--file", str(path))
     if not tariffed:
         # A supplier's markup and the grid's fees on top of the market, 21 % VAT, a monthly
         # fee: a dynamic contract as households in Europe sign them.
