@@ -45,6 +45,28 @@ $$;
 COMMENT ON FUNCTION cluster.live_stage(text, bigint[], bigint[], double precision[], integer) IS
     'Stage live events (per stream, at most 1,000 points each; more than p_max: one reload) of points written in this transaction; cluster.live_publish gives them their positions before COMMIT.';
 
+-- Stage one prices event per feed: its area's prices of the feed's local day p_days[i] are in
+-- (the notification rule prices_published, in the transaction that tells the owner, so the
+-- page redraws exactly when the notice is written, once). The feed's event, not a stream's.
+-- Returns the events staged. PL/pgSQL: its body is checked when it runs, not when it is
+-- created, so this file applies to a schema before 0051 (its day column) too, as the
+-- migration tests apply today's functions to older schemas.
+CREATE OR REPLACE FUNCTION cluster.live_stage_prices(p_feeds bigint[], p_days date[])
+RETURNS integer LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    v_count integer;
+BEGIN
+    INSERT INTO cluster.live_log (pos, feed_id, stream_id, kind, times, vals, day)
+    SELECT -nextval('cluster.live_staging'), u.f, NULL, 'prices', '{}', '{}', u.d
+      FROM unnest(p_feeds, p_days) AS u (f, d)
+     WHERE u.f IS NOT NULL
+     ORDER BY u.f;
+    GET DIAGNOSTICS v_count = ROW_COUNT;
+    RETURN v_count;
+END $$;
+COMMENT ON FUNCTION cluster.live_stage_prices(bigint[], date[]) IS
+    'Stage one live prices event per feed (the area''s prices of the feed''s local day are in); cluster.live_publish gives them their positions before COMMIT.';
+
 -- The last statement of a writing transaction: take the live log's lock (held to the commit),
 -- number this transaction's staged events in commit order, and wake the API processes
 -- (LISTEN ep_live). Nothing staged: no lock, nothing done. Returns the events published.

@@ -65,6 +65,17 @@ def open_feed(driver: WebDriver, feed: str) -> None:
     driver.find_element(By.CSS_SELECTOR, selector).click()
 
 
+def ask_plan(driver: WebDriver, duration: str, power_kw: str) -> None:
+    """Asks the panel When to run it for a load of ``duration`` (an option's ISO 8601 value)
+    at ``power_kw``, once the panel is shown."""
+    wait_until(driver, "!document.querySelector('#plan-panel').hidden", "the plan panel")
+    driver.find_element(By.CSS_SELECTOR, f'#plan-duration option[value="{duration}"]').click()
+    power = driver.find_element(By.ID, "plan-power")
+    power.clear()
+    power.send_keys(power_kw)
+    driver.find_element(By.ID, "plan-go").click()
+
+
 def sign_in(driver: WebDriver, url: str, user: str, token: str, feed: str) -> None:
     """Signs in on the page at ``url`` and waits for the button of ``feed``."""
     driver.get(url + "/")

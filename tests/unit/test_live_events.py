@@ -3,6 +3,8 @@ bounded buffer, the filters, and the SSE text a browser's parser reads."""
 
 from __future__ import annotations
 
+from datetime import date
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -14,14 +16,11 @@ from energy_platform.live.http import parse_event_id
 from energy_platform.live.hub import Ended, LiveHub, Subscription
 
 
-def subscription(limit: int = 100, streams: set[int] | None = None) -> Subscription:
+def subscription(
+    limit: int = 100, streams: set[int] | None = None, kinds: frozenset[str] = frozenset({"points"})
+) -> Subscription:
     return Subscription(
-        7,
-        1,
-        b"d" * 32,
-        None if streams is None else frozenset(streams),
-        frozenset({"points"}),
-        limit,
+        7, 1, b"d" * 32, None if streams is None else frozenset(streams), kinds, limit
     )
 
 
@@ -58,6 +57,10 @@ def test_filters_keep_the_streams_and_types_asked_for_and_every_reload() -> None
     assert not sub.wants(event_of(2, 13, "points", [10], [1.0]))
     assert not sub.wants(event_of(3, 12, "buckets", [90], [1.0]))
     assert sub.wants(event_of(4, 12, "reload", [90, 900], []))
+    prices = event_of(5, None, "prices", [], [], feed=7, day=date(2026, 11, 30))
+    assert not sub.wants(prices)  # the types asked for (points) hold it back
+    # The feed's own event: no stream holds it back, and it comes whatever types are not named.
+    assert subscription(streams={12}, kinds=KINDS).wants(prices)
 
 
 def test_frames_are_server_sent_events_of_one_json_line() -> None:
@@ -67,6 +70,9 @@ def test_frames_are_server_sent_events_of_one_json_line() -> None:
     assert event_of(6, 12, "reload", [90, 900], []).frame == (
         b'id: 6\nevent: reload\ndata: {"reason":"revised","stream":"12","time_from":90,'
         b'"time_to":900}\n\n'
+    )
+    assert event_of(7, None, "prices", [], [], feed=3, day=date(2026, 11, 30)).frame == (
+        b'id: 7\nevent: prices\ndata: {"feed":"3","day":"2026-11-30"}\n\n'
     )
     assert reload_frame(9) == b'id: 9\nevent: reload\ndata: {"reason":"expired"}\n\n'
     assert position_frame(9) == b"id: 9\n\n"

@@ -4,13 +4,17 @@ process whatever the number of clients that receive it (docs/api.md#live)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import date
 from typing import Literal
 
 import msgspec
 
-Kind = Literal["points", "buckets"]
-"""What a client may ask for with ``type``; ``reload`` is always sent."""
-KINDS: frozenset[str] = frozenset(("points", "buckets"))
+Kind = Literal["points", "buckets", "prices"]
+"""What a client may ask for with ``type`` (all of them when it names none); ``reload`` is
+always sent: a client that missed events must know, whatever it asked for. ``prices`` is news,
+not a repair: a client that names its types without it (a chart of points) is not woken by
+it."""
+KINDS: frozenset[str] = frozenset(("points", "buckets", "prices"))
 
 
 class PointsData(msgspec.Struct, frozen=True):
@@ -32,11 +36,20 @@ class ReloadData(msgspec.Struct, frozen=True, omit_defaults=True):
     time_to: int | None = None
 
 
+class PricesData(msgspec.Struct, frozen=True):
+    """``prices``: the area's prices of the feed's next local day ``day`` are in (the moment
+    the owner is told, notifications' ``prices_published``): read the prices again."""
+
+    feed: str
+    day: date
+
+
 class Event(msgspec.Struct, frozen=True):
-    """One row of the live log, ready to send."""
+    """One row of the live log, ready to send; ``stream`` is None for the feed's own events
+    (``prices``)."""
 
     pos: int
-    stream: int
+    stream: int | None
     kind: str
     frame: bytes
 
@@ -69,11 +82,24 @@ def reload_frame(pos: int) -> bytes:
 
 
 def event_of(
-    pos: int, stream: int, kind: str, times: Sequence[int], vals: Sequence[float]
+    pos: int,
+    stream: int | None,
+    kind: str,
+    times: Sequence[int],
+    vals: Sequence[float],
+    *,
+    feed: int | None = None,
+    day: date | None = None,
 ) -> Event:
-    """The event of one log row (``cluster.live_log``)."""
+    """The event of one log row (``cluster.live_log``); ``feed`` and ``day`` are a ``prices``
+    event's."""
     data: msgspec.Struct
-    if kind == "reload":
+    if kind == "prices":
+        # live_log_prices_check gives every prices row its day; the reader knows the feed.
+        assert feed is not None  # noqa: S101
+        assert day is not None  # noqa: S101
+        data = PricesData(feed=str(feed), day=day)
+    elif kind == "reload":
         data = ReloadData(
             reason="revised", stream=str(stream), time_from=times[0], time_to=times[-1]
         )

@@ -45,8 +45,12 @@ LIVE_DOC = (
     "Server-Sent Events, one per commit and stream: `points` (a raw or system stream's points"
     ' that an ingest batch added: `{"stream": "<id>", "points": [[t, v], ...]}`), `buckets`'
     " (processed points the engine wrote, revisions included; a null value: the bucket has"
-    " none any more), `reload` (read again: `reason` `expired` for an id the platform no longer"
-    " keeps, `revised` with `stream`, `time_from`, `time_to` for a revision too large to send)."
+    " none any more), `prices` (the prices of the feed's next local day are in, when its owner"
+    ' is told: `{"feed": "<id>", "day": "YYYY-MM-DD"}`; read the prices again), `reload` (read'
+    " again: `reason` `expired` for an id the platform no longer keeps, `revised` with"
+    " `stream`, `time_from`, `time_to` for a revision too large to send). `type` chooses among"
+    " points, buckets and prices (all when absent); reload always comes; `stream` does not"
+    " hold back prices, the feed's own event."
     " Each event's `id` is its place in commit order; send the last one back as"
     " `Last-Event-ID` to resume without a gap. A comment line comes after every"
     " EP_LIVE_KEEPALIVE_S (15) seconds of silence. The stream ends when the token is revoked,"
@@ -109,7 +113,7 @@ class LiveController(Controller):
             QueryParameter(
                 name="type",
                 max_items=MAX_REPEATED,
-                description="Only these events (repeatable); both when absent.",
+                description="Only these events (repeatable); all when absent.",
             ),
         ] = None,
     ) -> Stream:
@@ -214,7 +218,16 @@ async def _replay(
             return
         found = [r for r in rows if r["pos"] is not None]
         events = (
-            event_of(r["pos"], r["stream_id"], r["kind"], r["times"], r["vals"]) for r in found
+            event_of(
+                r["pos"],
+                r["stream_id"],
+                r["kind"],
+                r["times"],
+                r["vals"],
+                feed=sub.feed,
+                day=r["day"],
+            )
+            for r in found
         )
         frames = b"".join(e.frame for e in events if sub.wants(e))
         if len(found) < page:

@@ -67,8 +67,13 @@ class Subscription:
         self.ended: str | None = None
 
     def wants(self, event: Event) -> bool:
-        """Whether this client asked for ``event`` (a reload is sent whatever the types)."""
-        if self._streams is not None and event.stream not in self._streams:
+        """Whether this client asked for ``event`` (a reload is sent whatever the types; the
+        feed's own events, ``prices``, whatever the streams)."""
+        if (
+            event.stream is not None
+            and self._streams is not None
+            and event.stream not in self._streams
+        ):
             return False
         return event.kind == "reload" or event.kind in self._kinds
 
@@ -255,7 +260,15 @@ class LiveHub:
         subs = self._feeds.get(row["feed_id"])
         if not subs:
             return
-        event = event_of(row["pos"], row["stream_id"], row["kind"], row["times"], row["vals"])
+        event = event_of(
+            row["pos"],
+            row["stream_id"],
+            row["kind"],
+            row["times"],
+            row["vals"],
+            feed=row["feed_id"],
+            day=row["day"],
+        )
         for sub in list(subs):
             if sub.wants(event):
                 sub.offer(event.pos, event.frame)

@@ -8,10 +8,11 @@ holds position q holds every committed position below q.
 # follower moves on to it: events of feeds nobody here follows are never read). At most $2.
 FOLLOW = """
 WITH top AS (SELECT max(pos) AS pos FROM cluster.live_log)
-SELECT (SELECT pos FROM top) AS top, e.pos, e.feed_id, e.stream_id, e.kind, e.times, e.vals
+SELECT (SELECT pos FROM top) AS top, e.pos, e.feed_id, e.stream_id, e.kind, e.times, e.vals,
+       e.day
   FROM (SELECT 1) one
   LEFT JOIN LATERAL (
-      SELECT pos, feed_id, stream_id, kind, times, vals
+      SELECT pos, feed_id, stream_id, kind, times, vals, day
         FROM cluster.live_log
        WHERE pos > $1 AND pos <= (SELECT pos FROM top) AND feed_id = ANY($3::bigint[])
        ORDER BY pos LIMIT $2) e ON true
@@ -28,10 +29,10 @@ SELECT greatest((SELECT max(pos) FROM cluster.live_log), h.pos) AS top, h.pos AS
 # in the same snapshot: past $2, events of the replay may have been pruned before they were
 # read (pruning raises it in the transaction that deletes them).
 REPLAY_PAGE = """
-SELECT h.pos AS horizon, e.pos, e.stream_id, e.kind, e.times, e.vals
+SELECT h.pos AS horizon, e.pos, e.stream_id, e.kind, e.times, e.vals, e.day
   FROM cluster.live_horizon h
   LEFT JOIN LATERAL (
-      SELECT pos, stream_id, kind, times, vals
+      SELECT pos, stream_id, kind, times, vals, day
         FROM cluster.live_log
        WHERE feed_id = $1 AND pos > $2 AND pos <= $3
        ORDER BY pos LIMIT $4) e ON true

@@ -26,6 +26,7 @@ import structlog
 from asyncpg.pool import PoolConnectionProxy
 
 from energy_platform.core.background import Periodic
+from energy_platform.core.db.live_log import LIVE_PUBLISH
 from energy_platform.core.db.locks import LockKey
 from energy_platform.core.faults import blames_the_data, blames_the_work
 from energy_platform.core.settings import DatabaseSettings, EngineSettings, NotificationsSettings
@@ -254,7 +255,9 @@ SELECT d.owner_id, j.feed_id, 'unusual_consumption', j.feed_id || ':' || j.day,
 # next local day, its owner is told that day's cheapest 3 hours and any runs of negative
 # prices, all in (cluster.cheapest_window and cluster.negative_windows, the plan's quarters).
 # The subject is the feed and that day: told once, read or not, whichever import completed
-# the day.
+# the day. Each feed told gets its live event `prices` in the same statement (staged, numbered
+# by LIVE_PUBLISH at the round's end): an open page redraws once, when the notice is written,
+# and a statement rolled back for a failing feed takes its events with it.
 PRICES_PUBLISHED = """
 WITH due AS (
     SELECT f.id AS feed_id, f.owner_id, t.title, t.timezone, x.area,
@@ -275,6 +278,7 @@ WITH due AS (
        AND cluster.area_covers(d.area, d.day::timestamp AT TIME ZONE d.timezone,
                                (d.day + 1)::timestamp AT TIME ZONE d.timezone)
 )
+, told AS (
 INSERT INTO cluster.notifications (user_id, feed_id, rule, subject, title, content)
 SELECT r.owner_id, r.feed_id, 'prices_published', r.feed_id || ':' || r.day,
        'Tomorrow''s prices are in',
@@ -292,7 +296,12 @@ SELECT r.owner_id, r.feed_id, 'prices_published', r.feed_id || ':' || r.day,
                                            round(n.lowest::numeric, 4)), ', ' ORDER BY n.start)
                       || '.</p>'
                  FROM cluster.negative_windows(r.feed_id, r.day) n))
-  FROM ready r"""
+  FROM ready r
+RETURNING feed_id
+)
+SELECT cluster.live_stage_prices(array_agg(r.feed_id), array_agg(r.day))
+  FROM ready r
+ WHERE r.feed_id IN (SELECT feed_id FROM told)"""
 
 
 # The feeds a failing statement is narrowed down among: every feed not yet parked for its rule
@@ -353,6 +362,9 @@ async def evaluate(
         await conn.execute(TIMEOUT, timeout_ms)
         for statement in statements(settings):
             parked += await _isolated(conn, statement)
+        # Last: the live events staged (prices_published's) are numbered under a lock held
+        # from here to the commit; none staged, nothing locked.
+        await conn.execute(LIVE_PUBLISH)
     return parked
 
 

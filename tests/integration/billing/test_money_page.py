@@ -21,7 +21,6 @@ from zoneinfo import ZoneInfo
 
 import httpx
 import pytest
-from selenium.webdriver.common.by import By
 
 from tests.support.browser import chromium
 from tests.support.page import (
@@ -29,6 +28,7 @@ from tests.support.page import (
     PRICE_PER_KWH,
     STANDING,
     MoneyWorld,
+    ask_plan,
     local_midnight,
     open_feed,
     sign_in,
@@ -234,12 +234,7 @@ def plan_on_page(world: MoneyWorld) -> tuple[bool, dict[str, Any]]:
         dynamic = world.feeds["dynamic"]
         open_feed(driver, dynamic)
         wait_until(driver, SHOWN.replace("arguments[0]", f"'{dynamic}'"), "the dynamic money")
-        wait_until(driver, "!document.querySelector('#plan-panel').hidden", "the plan panel")
-        driver.find_element(By.CSS_SELECTOR, '#plan-duration option[value="PT1H"]').click()
-        power = driver.find_element(By.ID, "plan-power")
-        power.clear()
-        power.send_keys("2")
-        driver.find_element(By.ID, "plan-go").click()
+        ask_plan(driver, "PT1H", "2")
         return hidden, wait_until(driver, PLANNED, "the plan")
 
 

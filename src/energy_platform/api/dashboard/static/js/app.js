@@ -6,7 +6,7 @@
 
 import { Api, ApiError } from './api.js';
 import { clearMoney, number, resizeMoney, showMoney } from './bill.js';
-import { clearPlan, showPlan } from './plan.js';
+import { clearPlan, replan, showPlan } from './plan.js';
 import { drawChart } from './chart.js';
 import { LiveFeed } from './live.js';
 import { renderNotifications } from './notifications.js';
@@ -231,6 +231,17 @@ async function money() {
   if (!shown) return;
   window.dashboard.money = shown;
   showPlan(state.api, state.feed, state.zone, shown.prices);
+}
+
+/**
+ * `prices`: the next day's prices of the open feed's area are in. The price curve is read and
+ * drawn again with them, and a plan shown is asked again: it may now start in them. No page
+ * reload; the chart and the overview are left as they are.
+ */
+async function pricesIn() {
+  const feed = state.feed;
+  await money();
+  if (state.feed === feed) await replan();
 }
 
 function renderStreams() {
@@ -523,10 +534,14 @@ function showLive({ state: now, reason }) {
   element.title = `${now} since ${new Date().toLocaleTimeString()}${reason ? `: ${reason}` : ''}`;
 }
 
-/** One live event: `points` and `buckets` grow the chart and the newest values, `reload` reads again. */
+/**
+ * One live event: `points` and `buckets` grow the chart and the newest values, `reload` reads
+ * again, `prices` (tomorrow's prices are in) reads the money panels again.
+ */
 function onLive({ event, data }) {
   const body = JSON.parse(data);
   if (event === 'reload') { reload(body); return; }
+  if (event === 'prices') { guarded(pricesIn); return; }
   if (event !== 'points' && event !== 'buckets') return;
   const { stream, points } = body;
   if (event === 'buckets') overviewLive(stream, points);

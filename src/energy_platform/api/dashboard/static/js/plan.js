@@ -10,6 +10,7 @@ const $ = (selector) => document.querySelector(selector);
 let context = null; // the feed the panel plans for: {api, feed, zone}
 let runs = 0; // the newest plan asked; an older answer arriving late is not shown
 let planned = []; // the shown plan's blocks, [[from, to], ...] in Unix seconds
+let asked = null; // the load of the newest plan asked: {duration, power_kw}
 
 /** Shows the panel for a feed whose prices are drawn (`curve`: what the price panel drew). */
 export function showPlan(api, feed, zone, curve) {
@@ -23,6 +24,7 @@ export function showPlan(api, feed, zone, curve) {
   }
   runs++;
   planned = [];
+  asked = null;
   panel.dataset.feed = feed.id;
   panel.dataset.state = 'ready';
   $('#plan-answer').textContent = '';
@@ -34,6 +36,7 @@ export function clearPlan() {
   runs++;
   context = null;
   planned = [];
+  asked = null;
   delete $('#plan-panel').dataset.feed;
   $('#plan-panel').hidden = true;
   $('#plan-panel').dataset.state = 'empty';
@@ -78,14 +81,27 @@ function render(answer, zone) {
   $('#plan-note').textContent = notes.join(' ');
 }
 
+/**
+ * Asks the shown plan again: more prices are known (the live `prices` event), and its cheapest
+ * start may now lie in them. A panel without a plan shown waits for its form.
+ */
+export async function replan() {
+  if (context && asked && $('#plan-panel').dataset.state === 'shown') await ask(asked);
+}
+
 async function submit(event) {
   event.preventDefault();
+  await ask({ duration: $('#plan-duration').value, power_kw: $('#plan-power').value });
+}
+
+/** Plans the load `params` (the form's when it was sent: a replan asks the same load). */
+async function ask(params) {
   if (!context) return;
   const run = ++runs;
   const { api, feed, zone } = context;
   const panel = $('#plan-panel');
   panel.dataset.state = 'loading';
-  const params = { duration: $('#plan-duration').value, power_kw: $('#plan-power').value };
+  asked = params;
   let answer;
   try {
     answer = await api.plan(feed.id, params);
