@@ -34,7 +34,7 @@ from tests.support.services import free_port
 ROW = "plan: 2 days of quarter hours, p99"
 GOAL = 1.0
 QUARTERS = 192
-START = T0 - 2 * DAY  # two days of the data endpoint's seeded day's neighbourhood
+START = (T0 - 2 * DAY) // 900 * 900  # whole quarters, before the data endpoint's seeded day
 PLAN_SCRIPT = """
 request = function()
   return wrk.format("GET", "{path}", {{["Authorization"] = "Bearer {token}"}})

@@ -329,25 +329,14 @@ async def _curve(
 ) -> tuple[str, list[asyncpg.Record]]:
     """The feed's time zone and its price curve over [first, last): the all-in curve of
     ``cluster.feed_prices`` (its local dates, a day of margin either side), or its power
-    tariffs' area prices; in one snapshot."""
+    tariffs' area prices; one statement."""
     start = datetime.fromtimestamp(first, UTC)
     end = datetime.fromtimestamp(last, UTC)
-    async with (
-        reads.acquire() as conn,
-        conn.transaction(isolation="repeatable_read", readonly=True),
-    ):
-        zone = await conn.fetchval(queries.FEED_ZONE, feed, start.date())
-        if basis == "market":
-            rows = await conn.fetch(queries.FEED_AREA_PRICES, feed, start, end)
-        else:
-            rows = await conn.fetch(
-                queries.FEED_PRICES,
-                feed,
-                start.date() - timedelta(days=1),
-                end.date() + timedelta(days=1),
-                "power",
-            )
-    return zone, rows
+    if basis == "market":
+        rows = await reads.fetch(queries.PLAN_AREA_PRICES, feed, start.date(), start, end)
+    else:
+        rows = await reads.fetch(queries.PLAN_PRICES, feed, start.date(), end.date())
+    return rows[0]["timezone"], [row for row in rows if row["start"] is not None]
 
 
 class _Shown:

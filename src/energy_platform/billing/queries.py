@@ -45,15 +45,25 @@ SELECT medium, stream_id, title, quantity, unit, amount, standing, settled, unpr
 FEED_PRICES = """
 SELECT start, finish, price FROM cluster.feed_prices($1, $4, $2, $3)"""
 
-# The plan (plans.py): the feed's time zone on a date, and its power tariffs' market prices.
-FEED_ZONE = "SELECT timezone FROM cluster.local_midnight($1, $2)"
-FEED_AREA_PRICES = """
-SELECT lower(p.slot * t.validity) AS start, upper(p.slot * t.validity) AS finish, p.price
-  FROM cluster.tariffs t
-  JOIN cluster.prices p ON p.area = t.area AND p.slot && t.validity
- WHERE t.feed_id = $1 AND t.medium = 'power' AND t.area IS NOT NULL
-   AND p.slot && tstzrange($2, $3)
- ORDER BY 1"""
+# The plan (plans.py): the feed's time zone at its first date ($2) and its price curve over
+# the local dates $2 - 1 to $3 + 1, in one statement (one snapshot, one round trip): all in
+# (cluster.feed_prices), or its power tariffs' market prices over [$3, $4). No curve: one row
+# with the zone alone.
+PLAN_PRICES = """
+SELECT z.timezone, c.start, c.finish, c.price
+  FROM cluster.local_midnight($1, $2::date) z
+  LEFT JOIN cluster.feed_prices($1, 'power', $2::date - 1, $3::date + 1) c ON true
+ ORDER BY c.start"""
+PLAN_AREA_PRICES = """
+SELECT z.timezone, p.start, p.finish, p.price
+  FROM cluster.local_midnight($1, $2::date) z
+  LEFT JOIN (
+       SELECT lower(s.slot * t.validity) AS start, upper(s.slot * t.validity) AS finish, s.price
+         FROM cluster.tariffs t
+         JOIN cluster.prices s ON s.area = t.area AND s.slot && t.validity
+        WHERE t.feed_id = $1 AND t.medium = 'power' AND t.area IS NOT NULL
+          AND s.slot && tstzrange($3, $4)) p ON true
+ ORDER BY p.start"""
 
 # The catalogue of contracts (contracts.py, admin.py, http.py).
 ADD_CONTRACT = """
