@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import asyncpg
 import pytest
 
+from energy_platform.core.codec import obis
 from energy_platform.core.codec.format_v4 import HomebaseRecord
 from tests.integration.devices import test_meters_across_europe as europe
 from tests.support.platform import Platform
@@ -93,6 +94,70 @@ FAMILIES = {
         ("1-0:1.8.0", "1-0:1.8.2"),  # Wh and W as written; the total and tariff 2 rise
         billed=DSMR_EXPORT,
     ),
+    # From a later version of the same file (the fork Megachip/dsmr_parser holds it):
+    # Belgium's Fluvius, a DSMR 5 meter with an idle M-Bus slot beside its gas meter, Iskra's
+    # IE, Hungary's E.ON and a Logarex D0 reader.
+    "TELEGRAM_FLUVIUS_V171": Family(
+        {"0-0:96.1.4": 50217, "1-0:1.8.1": 34.0, "1-0:1.8.2": 15_758.0, "1-0:2.8.1": 0.0,
+         "1-0:2.8.2": 11.0, "1-0:1.4.0": 2351.0, "1-0:1.6.0": 2589.0, "0-0:96.14.0": 1,
+         "1-0:1.7.0": 0.0, "1-0:2.7.0": 0.0, "1-0:21.7.0": 0.0, "1-0:41.7.0": 0.0,
+         "1-0:61.7.0": 0.0, "1-0:22.7.0": 0.0, "1-0:42.7.0": 0.0, "1-0:62.7.0": 0.0,
+         "1-0:32.7.0": 234.7, "1-0:52.7.0": 234.7, "1-0:72.7.0": 234.7, "1-0:31.7.0": 0.0,
+         "1-0:51.7.0": 0.0, "1-0:71.7.0": 0.0, "0-0:96.3.10": 1, "0-0:17.0.0": 999_900.0,
+         "1-0:31.4.0": 999, "0-1:24.1.0": 3, "0-1:24.4.0": 1, "0-2:24.1.0": 7,
+         "0-2:24.2.1": 872.234},
+        ("1-0:1.8.1",),
+        ("0-1:24.2.3", 112.384, 300),  # Belgian gas on 24.2.3, every 5 minutes
+        {**DSMR_EXPORT, "gas": 0.24, "water": 0.0},  # the water meter stood still
+    ),
+    "TELEGRAM_V5_TWO_MBUS": Family(
+        {"1-3:0.2.8": 50, "1-0:1.8.1": 2_130_115.0, "1-0:1.8.2": 245_467.0, "1-0:2.8.1": 0.0,
+         "1-0:2.8.2": 0.0, "0-0:96.14.0": 1, "1-0:1.7.0": 111.0, "1-0:2.7.0": 0.0,
+         "0-0:96.7.21": 5, "0-0:96.7.9": 3, "1-0:32.7.0": 229.9, "1-0:52.7.0": 229.2,
+         "1-0:72.7.0": 222.9, "1-0:21.7.0": 56.0, "1-0:41.7.0": 0.0, "1-0:61.7.0": 55.0,
+         "1-0:22.7.0": 0.0, "1-0:42.7.0": 0.0, "1-0:62.7.0": 0.0, "0-1:24.1.0": 3,
+         "0-1:24.2.1": 0.0, "0-2:24.1.0": 3},  # slot 1 empty: (700101010000W)(00000000)
+        ("1-0:1.8.1",),
+        ("0-2:24.2.1", 246.138, 300),
+        {**DSMR_EXPORT, "gas": 0.24},  # one gas meter: the idle slot makes no total
+    ),
+    "TELEGRAM_ISKRA_IE": Family(
+        {"1-0:0.0.0": 0, "0-0:96.1.0": 9610, "1-0:1.8.1": 10_181.0, "1-0:1.8.2": 10_182.0,
+         "1-0:2.8.1": 10_281.0, "1-0:2.8.2": 10_282.0, "0-0:96.14.0": 1, "1-0:1.7.0": 170.0,
+         "1-0:2.7.0": 270.0, "1-0:21.7.0": 217.0, "1-0:41.7.0": 417.0, "1-0:61.7.0": 617.0,
+         "1-0:22.7.0": 227.0, "1-0:42.7.0": 427.0, "1-0:62.7.0": 627.0, "1-0:32.7.0": 242.5,
+         "1-0:52.7.0": 241.7, "1-0:72.7.0": 243.3, "1-0:31.7.0": 0, "1-0:51.7.0": 0,
+         "1-0:71.7.0": 0, "0-0:96.3.10": 1},
+        ("1-0:1.8.1",),
+        billed=DSMR_EXPORT,  # its phases export 1,281 W: the registers stand still, so 0
+    ),
+    "TELEGRAM_V5_EON_HU": Family(
+        {"0-0:96.14.0": 1, "0-0:96.3.10": 1, "0-0:17.0.0": 90_000.0, "1-0:1.8.0": 173_640.0,
+         "1-0:1.8.1": 47_719.0, "1-0:1.8.2": 125_921.0, "1-0:1.8.3": 0.0, "1-0:1.8.4": 0.0,
+         "1-0:2.8.0": 627_177.0, "1-0:2.8.1": 401_829.0, "1-0:2.8.2": 225_348.0,
+         "1-0:2.8.3": 0.0, "1-0:2.8.4": 0.0, "1-0:3.8.0": 123.0, "1-0:4.8.0": 303_131.0,
+         "1-0:5.8.0": 668.0, "1-0:6.8.0": 71.0, "1-0:7.8.0": 160_487.0, "1-0:8.8.0": 143_346.0,
+         "1-0:15.8.0": 800_817.0, "1-0:32.7.0": 240.4, "1-0:52.7.0": 239.1,
+         "1-0:72.7.0": 241.2, "1-0:31.7.0": 3, "1-0:51.7.0": 4, "1-0:71.7.0": 3,
+         "1-0:13.7.0": 4.556, "1-0:33.7.0": 4.591, "1-0:53.7.0": 4.542, "1-0:73.7.0": 4.552,
+         "1-0:14.7.0": 50.0, "1-0:1.7.0": 0.0, "1-0:2.7.0": 2601.0, "1-0:5.7.0": 0.0,
+         "1-0:6.7.0": 0.0, "1-0:7.7.0": 504.0, "1-0:8.7.0": 0.0, "1-0:31.4.0": 200.0,
+         "1-0:51.4.0": 200.0, "1-0:71.4.0": 200.0},
+        ("1-0:1.8.0", "1-0:1.8.1"),
+        billed=DSMR_EXPORT,  # 2.7.0 says 2,601 W out, yet the export registers stand still
+    ),
+    "TELEGRAM_LOG5LK13BE803049_V03": Family(
+        {"1-0:1.8.0*255": 439.2, "1-0:1.8.1*255": 0.0, "1-0:1.8.2*255": 439.2,
+         "1-0:2.8.0*255": 832.2, "1-0:16.7.0*255": 0.0, "1-0:32.7.0*255": 0.0,
+         "1-0:52.7.0*255": 0.0, "1-0:72.7.0*255": 229.9, "1-0:31.7.0*255": 0.0,
+         "1-0:51.7.0*255": 0.0, "1-0:71.7.0*255": 0.03, "1-0:81.7.1*255": 0,
+         "1-0:81.7.2*255": 0, "1-0:81.7.4*255": 0, "1-0:81.7.15*255": 0, "1-0:81.7.26*255": 0,
+         "1-0:14.7.0*255": 49.9, "1-0:1.8.0*96": 0.0, "1-0:1.8.0*97": 0.0,
+         "1-0:1.8.0*98": 0.0, "1-0:1.8.0*99": 0.0, "1-0:1.8.0*100": 400.0,
+         "1-0:97.97.0*255": 0},
+        ("1-0:1.8.0*255", "1-0:1.8.2*255"),  # past periods (*96 to *100) never count
+        billed=DSMR_EXPORT,
+    ),
 }  # fmt: skip
 
 
@@ -115,7 +180,9 @@ async def test_each_telegram_family_bills_its_registers_rise(
                 # 0.25 m³ an hour: 0.02 m³ a 5-minute capture (rounded, as the meter writes)
                 codes[code] = first + (0.25 if every == HOUR else 0.02) * ((t - t0) // every)
         records.append(HomebaseRecord(4, t, europe.READER, 0, 0xDA01, o=codes))
-    await europe.send(platform, db, sn, secret, feed, records, sum(len(r.o) for r in records))
+    # A signed power code (16.7.0) is stored as two points: import and export.
+    points = sum(len(r.o) + sum(1 for code in r.o if obis.signed(code)) for r in records)
+    await europe.send(platform, db, sn, secret, feed, records, points)
 
     _, bill = await europe.read_back(platform, feed, t0)
     assert bill == {medium: europe.approx(quantity) for medium, quantity in family.billed.items()}
