@@ -158,6 +158,20 @@ FAMILIES = {
         ("1-0:1.8.0*255", "1-0:1.8.2*255"),  # past periods (*96 to *100) never count
         billed=DSMR_EXPORT,
     ),
+    # A Swedish HAN port (the Swedish industry recommendation's example of an ELL5 meter, as
+    # the HAN port's public documentation prints it): one total register per direction, power
+    # and reactive power per phase, F left out.
+    "SWEDISH_HAN_ELL5": Family(
+        {"1-0:1.8.0": 6_678_394.0, "1-0:2.8.0": 0.0, "1-0:3.8.0": 21_988.0,
+         "1-0:4.8.0": 1_020_971.0, "1-0:1.7.0": 1727.0, "1-0:2.7.0": 0.0, "1-0:3.7.0": 0.0,
+         "1-0:4.7.0": 309.0, "1-0:21.7.0": 1023.0, "1-0:41.7.0": 350.0, "1-0:61.7.0": 353.0,
+         "1-0:22.7.0": 0.0, "1-0:42.7.0": 0.0, "1-0:62.7.0": 0.0, "1-0:23.7.0": 0.0,
+         "1-0:43.7.0": 0.0, "1-0:63.7.0": 0.0, "1-0:24.7.0": 9.0, "1-0:44.7.0": 161.0,
+         "1-0:64.7.0": 138.0, "1-0:32.7.0": 240.3, "1-0:52.7.0": 240.1, "1-0:72.7.0": 241.3,
+         "1-0:31.7.0": 4.2, "1-0:51.7.0": 1.6, "1-0:71.7.0": 1.7},
+        ("1-0:1.8.0",),
+        billed=DSMR_EXPORT,  # its phases draw 1,726 W, yet the register's 900 W is billed
+    ),
 }  # fmt: skip
 
 
