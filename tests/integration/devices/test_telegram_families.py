@@ -172,6 +172,14 @@ FAMILIES = {
         ("1-0:1.8.0",),
         billed=DSMR_EXPORT,  # its phases draw 1,726 W, yet the register's 900 W is billed
     ),
+    # Luxembourg's Smarty (dsmr-reader's datalogger test of it): totals only, and a kVA limit.
+    "LUXEMBOURG_SMARTY": Family(
+        {"1-3:0.2.8": 42, "1-0:1.8.0": 5_675_956.0, "1-0:2.8.0": 2.0, "1-0:3.8.0": 120_721.0,
+         "1-0:4.8.0": 697_336.0, "1-0:1.7.0": 3074.0, "1-0:2.7.0": 0.0, "1-0:3.7.0": 0.0,
+         "1-0:4.7.0": 0.0, "0-0:17.0.0": 27_600.0, "0-0:96.3.10": 1},
+        ("1-0:1.8.0",),
+        billed=DSMR_EXPORT,
+    ),
 }  # fmt: skip
 
 
