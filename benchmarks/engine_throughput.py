@@ -148,7 +148,6 @@ async def make_processed_streams(url: str) -> None:
                 batch=engine.intake_batch,
                 currency=engine.currency,
                 work_mem=engine.work_mem,
-                timeout_ms=engine.timeout_ms(),
             )
             if taken.claimed < engine.intake_batch:
                 break

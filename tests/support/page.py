@@ -12,6 +12,7 @@ from zoneinfo import ZoneInfo
 import httpx
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.support.ui import Select
 
 from tests.support.http import http_client
 from tests.support.services import until
@@ -68,8 +69,13 @@ def open_feed(driver: WebDriver, feed: str) -> None:
 def ask_plan(driver: WebDriver, duration: str, power_kw: str) -> None:
     """Asks the panel When to run it for a load of ``duration`` (an option's ISO 8601 value)
     at ``power_kw``, once the panel is shown."""
-    wait_until(driver, "!document.querySelector('#plan-panel').hidden", "the plan panel")
-    driver.find_element(By.CSS_SELECTOR, f'#plan-duration option[value="{duration}"]').click()
+    # Shown and laid out (on a loaded machine a panel is unhidden before it has a box, and a
+    # click then is refused as 'not interactable').
+    laid_out = "document.querySelector('#plan-go')?.getClientRects().length > 0"
+    wait_until(
+        driver, f"!document.querySelector('#plan-panel').hidden && {laid_out}", "the plan panel"
+    )
+    Select(driver.find_element(By.ID, "plan-duration")).select_by_value(duration)
     power = driver.find_element(By.ID, "plan-power")
     power.clear()
     power.send_keys(power_kw)

@@ -185,7 +185,6 @@ async def drain(
             batch=settings.intake_batch,
             currency=settings.currency,
             work_mem=settings.work_mem,
-            timeout_ms=settings.timeout_ms(),
         )
         intake_s += time.perf_counter() - began
         STREAMS_CREATED.inc(taken.created)

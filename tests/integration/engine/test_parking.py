@@ -311,10 +311,11 @@ async def test_a_feed_whose_work_runs_past_the_statement_timeout_is_parked_alone
     healthy, slow = await new_feed(), await new_feed()
     await steady(healthy, 1, 1000.0)
     await steady(slow, 1, 1000.0)
-    await slow_processing(slow.db, slow.id, 1.0)
+    await slow_processing(slow.db, slow.id, 3.0)
     try:
-        # EP_ENGINE_STATEMENT_TIMEOUT of half a second, parked at the first such failure.
-        hurried = msgspec.structs.replace(ENGINE, statement_timeout=0.5, park_after=1)
+        # EP_ENGINE_STATEMENT_TIMEOUT of 2 s, parked at the first such failure: the healthy
+        # feed's work takes a fraction of it even on a loaded machine, the slow one's 3 s a point.
+        hurried = msgspec.structs.replace(ENGINE, statement_timeout=2.0, park_after=1)
         await drain(slow.db, hurried)
         assert await healthy.points(ENERGY) == {T0: 25.0, T0 + 90: 25.0}
         assert await slow.points(ENERGY) == {}
