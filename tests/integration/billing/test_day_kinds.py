@@ -122,7 +122,7 @@ ZONES = st.sampled_from(
 
 
 @hypothesis_settings(
-    max_examples=8,
+    max_examples=5,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
     deadline=None,
     # Each example is a feed through the engine: shrinking a failure could take minutes.
