@@ -8,6 +8,7 @@ import pytest
 
 from energy_platform.core.errors import TooManyRequests
 from energy_platform.core.http.shares import PoolShare, UserSlots
+from tests.support.services import eventually
 
 ALICE, BOB = 1, 2
 
@@ -45,7 +46,7 @@ async def test_a_cancelled_waiter_takes_nothing_and_passes_its_turn_on() -> None
     share = PoolShare(1)
     held = share.take_now("exports")
     waiting = asyncio.create_task(share.held().__aenter__())
-    await asyncio.sleep(0)  # the waiter queues: a turn of the loop, not a guessed time
+    await eventually(lambda: share.waiting == 1, what="the read queued for the share")
     waiting.cancel()
     with pytest.raises(asyncio.CancelledError):
         await waiting

@@ -53,6 +53,11 @@ class PoolShare:
         """Connections of the share not held now."""
         return self.size - self.held_now
 
+    @property
+    def waiting(self) -> int:
+        """Reads queued for a connection of the share now."""
+        return len(self._waiters)
+
     def take_now(self, what: str) -> Callable[[], None]:
         """One connection of the share at once, else 429 naming ``what`` (exports); the
         function returned gives it back, once however often called."""
