@@ -40,11 +40,13 @@ async def send(
     secret: bytes,
     feed: int,
     records: list[HomebaseRecord],
+    points: int | None = None,
 ) -> None:
-    """``records`` as one message of homebase ``sn``, stored by ingest and processed."""
+    """``records`` as one message of homebase ``sn``, its ``points`` (default: one a reading)
+    stored by ingest, and processed."""
     before = await db.fetchval(POINTS, feed)
     await publish_as(platform, sn, secret, SimulatedHomebase(sn, secret).encrypt(records))
-    sent = before + sum(len(r.o) for r in records)
+    sent = before + (sum(len(r.o) for r in records) if points is None else points)
 
     async def stored() -> bool:
         return bool(await db.fetchval(POINTS, feed) == sent)

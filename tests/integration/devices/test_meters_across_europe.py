@@ -16,20 +16,13 @@ import httpx
 import pytest
 
 from energy_platform.core.codec.format_v4 import HomebaseRecord
-from energy_platform.devices.simulator.homebase import SimulatedHomebase
-from tests.integration.devices.test_meter_codes import data, streams
-from tests.support.engine import process
-from tests.support.platform import Platform, paired_homebase, publish_as
-from tests.support.services import eventually
+from tests.integration.devices.test_meter_codes import data, send, streams
+from tests.support.platform import Platform, paired_homebase
 
 READER = 7  # device: the meter reader (docs/devices.md)
 PRAGUE = ZoneInfo("Europe/Prague")  # the tests' feeds' time zone (tests/support/platform.py)
 HOUR = 3600
-POINTS = """
-SELECT (SELECT count(*) FROM cluster.raw_points p JOIN cluster.streams s ON s.id = p.stream_id
-         WHERE s.feed_id = $1)
-     + (SELECT count(*) FROM cluster.system_points p JOIN cluster.streams s ON s.id = p.stream_id
-         WHERE s.feed_id = $1)"""
+
 DEAD_LETTERS = """
 SELECT cause, detail, convert_from(payload, 'UTF8') AS payload
   FROM cluster.dead_letters WHERE sn = $1 ORDER BY id"""
@@ -41,27 +34,6 @@ SELECT cluster.set_tariff($1, $2, NULL, ARRAY['00:00'::time], ARRAY[$3::float8])
 def hours_ago(n: int) -> int:
     """The whole hour ``n`` hours before this one."""
     return (int(time.time()) // HOUR - n) * HOUR
-
-
-async def send(
-    platform: Platform,
-    db: asyncpg.Connection,
-    sn: str,
-    secret: bytes,
-    feed: int,
-    records: list[HomebaseRecord],
-    points: int,
-) -> None:
-    """``records`` as one message of homebase ``sn``, its ``points`` stored by ingest, and
-    processed."""
-    before = await db.fetchval(POINTS, feed)
-    await publish_as(platform, sn, secret, SimulatedHomebase(sn, secret).encrypt(records))
-
-    async def stored() -> bool:
-        return bool(await db.fetchval(POINTS, feed) == before + points)
-
-    await eventually(stored, within=30)
-    await process(db)
 
 
 async def homebase(
