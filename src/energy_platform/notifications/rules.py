@@ -270,13 +270,21 @@ WITH due AS (
      WHERE NOT EXISTS (SELECT 1 FROM cluster.parked_notification_rules k
                         WHERE k.rule = 'prices_published' AND k.feed_id = f.id)
        AND ($1::bigint[] IS NULL OR f.id = ANY ($1))
-), ready AS (
+), untold AS MATERIALIZED (
     SELECT d.* FROM due d
      WHERE NOT EXISTS (SELECT 1 FROM cluster.notifications n
                         WHERE n.rule = 'prices_published' AND n.user_id = d.owner_id
                           AND n.subject = d.feed_id || ':' || d.day)
-       AND cluster.area_covers(d.area, d.day::timestamp AT TIME ZONE d.timezone,
-                               (d.day + 1)::timestamp AT TIME ZONE d.timezone)
+), covered AS (
+    -- Once per area and local day (a round runs every few seconds; an area's feeds share
+    -- their days), not once per feed.
+    SELECT a.area, a.day, a.timezone
+      FROM (SELECT DISTINCT area, day, timezone FROM untold) a
+     WHERE cluster.area_covers(a.area, a.day::timestamp AT TIME ZONE a.timezone,
+                               (a.day + 1)::timestamp AT TIME ZONE a.timezone)
+), ready AS (
+    SELECT u.* FROM untold u
+      JOIN covered c ON c.area = u.area AND c.day = u.day AND c.timezone = u.timezone
 )
 , told AS (
 INSERT INTO cluster.notifications (user_id, feed_id, rule, subject, title, content)
