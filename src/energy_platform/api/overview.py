@@ -45,12 +45,13 @@ from energy_platform.billing.http import parse_local_date
 from energy_platform.billing.schemas import Bill
 from energy_platform.core import bounds
 from energy_platform.core.db.pool import Connection
-from energy_platform.core.errors import PayloadTooLarge
+from energy_platform.core.errors import NotFound, PayloadTooLarge
 from energy_platform.core.http.database import Reads
 from energy_platform.core.http.openapi import problems
 from energy_platform.core.http.shares import PoolShare, UserLanes, UserSlots
+from energy_platform.core.inputs import parse_id
 from energy_platform.core.settings import ApiSettings
-from energy_platform.users.auth import Caller, authenticate, visible_feed
+from energy_platform.users.auth import Caller, authenticate
 
 Compare = Literal["previous", "last_year", "none"]
 Turn = Callable[[], AbstractAsyncContextManager[None]]
@@ -292,15 +293,18 @@ class OverviewController(Controller):
         asked: date | None,
         compare: Compare,
     ) -> Overview:
-        feed = (await visible_feed(reads, feed_id, caller))["id"]
-        channels: int = await reads.fetchval(queries.OVERVIEW_CHANNELS, feed)
+        found = await reads.fetchrow(
+            queries.OVERVIEW_FEED, parse_id(feed_id, "feed"), caller.user_id, caller.is_admin
+        )
+        if found is None:
+            raise NotFound(f"no feed {feed_id!r}")
+        feed, channels, today = found["id"], found["channels"], found["today"]
         if channels > limits.max_channels:
             raise PayloadTooLarge(
                 f"the feed has {channels:,} channels; the overview reads at most"
                 f" {limits.max_channels:,} (EP_API_OVERVIEW_MAX_CHANNELS): read its streams"
                 " with the data endpoint"
             )
-        today: date = await reads.fetchval(queries.OVERVIEW_TODAY, feed)
         first, last = period_dates(period, asked or today)
         other = compared_dates(period, first, compare)
 

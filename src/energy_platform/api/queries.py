@@ -168,15 +168,19 @@ SELECT EXISTS (SELECT FROM caller) AS caller_known,
 
 # The overview (api/overview.py; sql/functions/96_overview.sql). Every statement runs in one
 # read-only snapshot, so a day ending meanwhile is over in all or in none.
-# The channels an overview of feed $1 would read (EP_API_OVERVIEW_MAX_CHANNELS bounds them):
-# its streams' (feed_id, channel, ...) indexes answer it without a stream row.
-OVERVIEW_CHANNELS = """
-SELECT count(DISTINCT channel) FROM cluster.streams WHERE feed_id = $1"""
-# The feed's local date now, in its current zone.
-OVERVIEW_TODAY = """
-SELECT (now() AT TIME ZONE coalesce(
+# Feed $1 if user $2 (admin: $3) sees it (else no row), in one round trip with the channels
+# an overview of it would read (EP_API_OVERVIEW_MAX_CHANNELS bounds them; the streams'
+# (feed_id, channel, ...) index answers without a stream row) and its local date now, in its
+# current zone.
+OVERVIEW_FEED = """
+SELECT f.id,
+       (SELECT count(DISTINCT s.channel) FROM cluster.streams s WHERE s.feed_id = f.id)
+           AS channels,
+       (now() AT TIME ZONE coalesce(
            (SELECT c.timezone FROM cluster.feed_configs c
-             WHERE c.feed_id = $1 AND c.validity @> now()), 'UTC'))::date AS today"""
+             WHERE c.feed_id = f.id AND c.validity @> now()), 'UTC'))::date AS today
+  FROM cluster.user_feeds($2, $3) f
+ WHERE f.id = $1"""
 
 # A period's local dates: its zone, how many days and how many are over (the bill's
 # projection reads these: billing/queries.py::BILL_DAYS), and the instants it starts and ends.
