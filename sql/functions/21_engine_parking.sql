@@ -4,7 +4,7 @@
 -- failing batch down to that feed (engine/parking.py) and sets its work aside here, so that
 -- every other feed goes on (docs/engine.md#parked-feeds).
 -- Re-applied by every `migrate`, after the numbered migrations: the one current definition.
--- PL/pgSQL: their bodies read cluster.visible_feeds, which 90_views.sql makes again after this
+-- PL/pgSQL: their bodies read cluster.visible_feeds, which 90_core_views.sql makes again after this
 -- file (a SQL function's body is checked when it is created).
 
 -- Tells the feed's owner, once while it is parked: at most one open notification per rule,

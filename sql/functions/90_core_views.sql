@@ -40,7 +40,7 @@ SELECT d.stream_id, d.day, x.ts, x.value
 COMMENT ON VIEW cluster.compacted_points IS 'The points of the compact tier (cluster.point_days), one per row, with their UTC day.';
 
 -- Views for analysts: each point with its feed, stream and the configuration valid at its time,
--- from both tiers: the functions of the same name (85_reading_ranges.sql) over all time. A filter
+-- from both tiers: the functions of the same name (85_core_reading_ranges.sql) over all time. A filter
 -- on stream_id (or feed_id) reaches both tiers' keys; one on ts alone cannot skip a compacted
 -- day, so a time range is asked of the functions: cluster.raw_readings($from, $to)
 -- (docs/schema.md#time-ranges). They and the rollup views below show every feed, forwarded
@@ -106,7 +106,7 @@ COMMENT ON VIEW cluster.dead_letter_causes IS 'Dead letters per homebase or devi
 -- Rollups for analysts: an hour or a local day per row, the value as the data API's
 -- `resolution` gives it (summed for processed energy, volume and cost; else the mean). Real
 -- time: hours and days not yet recomputed by the engine are made from the points at read time
--- (61_realtime_rollups.sql), so a filter on stream_id or feed_id reads only those streams.
+-- (61_core_realtime_rollups.sql), so a filter on stream_id or feed_id reads only those streams.
 -- quantity and tariff say what a processed stream is: a sum over a feed takes its channels'
 -- totals (cluster.channel_totals), not every stream.
 CREATE VIEW cluster.hourly_readings AS

@@ -50,7 +50,7 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT ARRAY['power', 'gas', 'water',
 COMMENT ON FUNCTION cluster.billed_media() IS
     'The media a bill has lines for, besides export: power, gas, water, heat.';
 
--- The streams a bill counts (cluster.feed_bill) and the overview draws (96_overview.sql): each
+-- The streams a bill counts (cluster.feed_bill) and the overview draws (96_api_overview.sql): each
 -- channel total of consumption or export (is_total), and each stream ever configured as a
 -- sub-meter, with the money stream beside it (cost of consumption, credit of export). Which of them counts on a day
 -- (its medium, whether it is a sub-meter then) is its configuration's at that day's start.

@@ -1,7 +1,7 @@
 """Named SQL of the data API.
 
 Visibility: every query reads feeds through ``cluster.user_feeds(user, is_admin)``
-(sql/functions/90_views.sql), the one definition of which feeds a user sees.
+(sql/functions/90_core_views.sql), the one definition of which feeds a user sees.
 """
 
 FEEDS_OF_OWNER = """
@@ -97,7 +97,7 @@ SELECT EXISTS (SELECT FROM caller) AS caller_known,
 # The same answer per local hour ($7 = 'hour') or per local day or month ($7 = 'day' |
 # 'month'), from the hourly or the daily rollups, real time: while the engine has work queued
 # for the stream, its hours and days come from cluster.realtime_hours and realtime_days
-# (sql/functions/61_realtime_rollups.sql), else straight from the rollups. The newest $6
+# (sql/functions/61_core_realtime_rollups.sql), else straight from the rollups. The newest $6
 # buckets whose start is in [$4, $5], as the ready body (CSV when $9 is true). Rows up to $8
 # after $5 are read, so that the last month is whole. A bucket's value is the sum of its rows
 # (additive streams, by the configuration valid at its start) or the mean of its points. Hours
@@ -166,7 +166,7 @@ SELECT EXISTS (SELECT FROM caller) AS caller_known,
                                   CASE WHEN $9::boolean THEN '' ELSE ',' END ORDER BY ts) AS text
                   FROM newest) b) AS body"""
 
-# The overview (api/overview.py; sql/functions/96_overview.sql). Every statement runs in one
+# The overview (api/overview.py; sql/functions/96_api_overview.sql). Every statement runs in one
 # read-only snapshot, so a day ending meanwhile is over in all or in none.
 # The channels an overview of feed $1 would read (EP_API_OVERVIEW_MAX_CHANNELS bounds them):
 # its streams' (feed_id, channel, ...) indexes answer it without a stream row.
