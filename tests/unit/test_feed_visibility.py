@@ -1,5 +1,5 @@
 """Which feeds a user sees is written once: ``cluster.visible_feeds`` and ``cluster.user_feeds``
-(sql/functions/90_core_views.sql). A query that reads ``cluster.feeds`` itself on a user's behalf is
+(sql/functions/14_core_feeds.sql). A query that reads ``cluster.feeds`` itself on a user's behalf is
 a second copy of that tenant wall, free to drift from the first (nine copies once held the
 forwarder's part of it). So every SQL string of the package, and every view and function of
 sql/functions/, that reads ``cluster.feeds`` is either the definition or named below with the

@@ -1,7 +1,7 @@
 """Named SQL of the data API.
 
 Visibility: every query reads feeds through ``cluster.user_feeds(user, is_admin)``
-(sql/functions/90_core_views.sql), the one definition of which feeds a user sees.
+(sql/functions/14_core_feeds.sql), the one definition of which feeds a user sees.
 """
 
 FEEDS_OF_OWNER = """
