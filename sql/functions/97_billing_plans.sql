@@ -14,7 +14,7 @@ LANGUAGE sql STABLE AS $$
     )
     SELECT q.start,
            CASE WHEN sum(o.seconds) = 900 THEN sum(o.price * o.seconds) / 900 END
-      FROM cluster.bill_days(p_feed_id, p_day, p_day) d
+      FROM cluster.feed_local_days(p_feed_id, p_day, p_day) d
      CROSS JOIN LATERAL generate_series(d.start, d.finish - interval '15 minutes',
                                         interval '15 minutes') q (start)
       LEFT JOIN LATERAL (

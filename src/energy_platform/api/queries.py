@@ -184,7 +184,7 @@ OVERVIEW_DAYS = """
 SELECT (array_agg(timezone ORDER BY day))[1] AS timezone, count(*) AS days,
        count(*) FILTER (WHERE finish <= now()) AS over,
        min(start) AS start, max(finish) AS finish, now() AS now
-  FROM cluster.bill_days($1, $2, $3)"""
+  FROM cluster.feed_local_days($1, $2, $3)"""
 
 OVERVIEW_BUCKETS = """
 SELECT start, stream_id, line, counted, quantity, points, money, covered
@@ -192,7 +192,7 @@ SELECT start, stream_id, line, counted, quantity, points, money, covered
 
 OVERVIEW_METERS = """
 SELECT m.stream_id, m.quantity, c.title, c.medium, c.submeter
-  FROM cluster.bill_meters($1) m
+  FROM cluster.feed_metered_streams($1) m
   CROSS JOIN LATERAL (
         SELECT title, medium, submeter FROM cluster.stream_configs s
          WHERE s.stream_id = m.stream_id ORDER BY lower(s.validity) DESC LIMIT 1) c
@@ -204,10 +204,10 @@ SELECT m.stream_id, m.quantity, c.title, c.medium, c.submeter
 # the price of the curve at now ($4 is the feed's local today).
 OVERVIEW_FIGURES = """
 WITH span AS (
-    SELECT min(start) AS lo, max(finish) AS hi FROM cluster.bill_days($1, $2, $3)
+    SELECT min(start) AS lo, max(finish) AS hi FROM cluster.feed_local_days($1, $2, $3)
 ), newest AS (
     SELECT m.quantity, p.ts, p.value
-      FROM cluster.bill_meters($1) m
+      FROM cluster.feed_metered_streams($1) m
       JOIN cluster.stream_configs c
         ON c.stream_id = m.stream_id AND c.validity @> now()
        AND c.medium = 'power' AND NOT c.submeter
