@@ -1,6 +1,6 @@
 -- Billing's setters: a feed's tariff from an instant on, and an area's market prices. Both
 -- change tables and record the periods whose price changed in cluster.repriced_periods
--- (sql/0053_repriced_periods.sql), which the engine reads: its trigger queues those buckets and
+-- (sql/0053_billing_repriced_periods.sql), which the engine reads: its trigger queues those buckets and
 -- the engine reprices them (docs/billing.md). Billing calls no function of the engine, which
 -- calls billing's pricing (docs/architecture.md#sql).
 -- Re-applied by every `migrate`, after the numbered migrations: the one current definition.

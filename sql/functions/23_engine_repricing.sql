@@ -1,4 +1,4 @@
--- The engine's side of billing's record of changed prices (sql/0053_repriced_periods.sql):
+-- The engine's side of billing's record of changed prices (sql/0053_billing_repriced_periods.sql):
 -- billing's setters insert the periods of a feed whose money changed into
 -- cluster.repriced_periods, and this trigger queues the recomputation of every processed channel
 -- of the feed over each period as the row arrives, in the setter's transaction, as the setters
