@@ -123,7 +123,7 @@ def prepare(settings: Settings) -> dict[str, str]:
         "Europe/Prague",
     )
     state = {
-        "EP_CLUSTER_SECRET": cluster["secret"],
+        "EP_PAIRING_CLUSTER_SECRET": cluster["secret"],
         "DEMO_TOKEN": user["token"],
         "DEMO_USER": user["id"],
         "DEMO_FEED": feed["id"],
@@ -139,8 +139,8 @@ async def run(settings: Settings) -> None:
     from energy_platform.devices.simulator.homebase import publish_forever
     from energy_platform.pairing.broker_accounts import give_account
 
-    base = settings.cluster.provisioning_url.rstrip("/")
-    auth = {"X-SvcClusterAuth": settings.cluster.secret}
+    base = settings.pairing.provisioning_url.rstrip("/")
+    auth = {"X-SvcClusterAuth": settings.pairing.cluster_secret}
     async with httpx.AsyncClient(timeout=5) as http:
         deadline = time.monotonic() + 60
         while True:
@@ -151,7 +151,7 @@ async def run(settings: Settings) -> None:
                 if time.monotonic() > deadline:
                     raise
                 await asyncio.sleep(0.5)
-    homebase = SimulatedHomebase(SN, await fetch_secret(settings.cluster, SN))
+    homebase = SimulatedHomebase(SN, await fetch_secret(settings.pairing, SN))
     # What this cluster's pairing gives a homebase: its own broker account.
     await give_account(settings.mqtt, SN, homebase.secret)
     feed = int(os.environ["DEMO_FEED"])

@@ -52,7 +52,7 @@ CREATE OR REPLACE FUNCTION cluster.day_quarter_prices(p_feed_id bigint, p_day da
 RETURNS TABLE (start timestamptz, price double precision)
 LANGUAGE sql STABLE AS $$
     SELECT q.start, q.price
-      FROM cluster.bill_days(p_feed_id, p_day, p_day) d
+      FROM cluster.feed_local_days(p_feed_id, p_day, p_day) d
      CROSS JOIN LATERAL cluster.quarter_prices(p_feed_id, 'all_in', d.start, d.finish) q
 $$;
 COMMENT ON FUNCTION cluster.day_quarter_prices(bigint, date) IS

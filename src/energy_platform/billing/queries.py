@@ -35,7 +35,7 @@ SELECT lower(slot) AS start, upper(slot) AS "end", price
 BILL_DAYS = """
 SELECT (array_agg(timezone ORDER BY day))[1] AS timezone, count(*) AS days,
        count(*) FILTER (WHERE finish <= now()) AS over
-  FROM cluster.bill_days($1, $2, $3)"""
+  FROM cluster.feed_local_days($1, $2, $3)"""
 
 FEED_BILL = """
 SELECT medium, stream_id, title, quantity, unit, amount, standing, settled, unpriced,
