@@ -58,6 +58,8 @@ POWER_TARIFF = "SELECT 1 FROM cluster.tariffs WHERE feed_id = $1 AND medium = 'p
 CATALOGUED = "SELECT name FROM cluster.contracts"
 # Three offers a supplier of the demo area might publish: what the catalogue shows a newcomer
 # (docs/billing.md#contracts). Prices before VAT, per kWh.
+DYNAMIC_EXPORT: dict[str, object] = {"area": AREA, "floor": 0}
+"""Feed-in at the market price, never below zero: the dynamic offer's, and the demo feed's."""
 CONTRACTS: dict[str, dict[str, object]] = {
     "demo-flat": {
         "price": 0.24,
@@ -80,9 +82,19 @@ CONTRACTS: dict[str, dict[str, object]] = {
         "vat": 21,
         "standing": 4.5,
         "standing_per": "month",
-        "export": {"area": AREA, "floor": 0},
+        "export": DYNAMIC_EXPORT,
     },
 }
+
+
+def tariff_options(terms: dict[str, object]) -> list[str]:
+    """``admin tariffs set``'s options for a contract's fields, its export part aside."""
+    return [
+        arg
+        for key, value in terms.items()
+        if key != "export"
+        for arg in (f"--{key.replace('_', '-')}", str(value))
+    ]
 
 
 def admin(settings: Settings, *args: str) -> Any:
@@ -159,8 +171,10 @@ async def run(settings: Settings) -> None:
     if not HISTORY_SENT.exists():
         # The prices and the tariff first: the engine then prices the history as it makes it,
         # not once without and again when the tariff arrives.
-        with contextlib.suppress(Exception):
+        try:
             await publish_market(settings, feed, since)
+        except (Exception, SystemExit) as e:  # keep_market tries again every minute
+            print(f"demo market: {type(e).__name__}: {e}", flush=True)
     async with asyncio.TaskGroup() as tasks:
         tasks.create_task(keep_market(settings, feed, since))
         if not HISTORY_SENT.exists():
@@ -250,29 +264,22 @@ async def publish_market(settings: Settings, feed: int, history: datetime) -> No
             path.write_text(json.dumps(contract, indent=2))
             await asyncio.to_thread(admin, settings, "contracts", "add", name, "--file", str(path))
     if not tariffed:
-        # A supplier's markup and the grid's fees on top of the market, 21 % VAT, a monthly
-        # fee: a dynamic contract as households in Europe sign them.
-        await asyncio.to_thread(
-            admin,
-            settings,
-            "tariffs",
-            "set",
-            str(feed),
-            "--medium",
-            "power",
-            "--from",
-            history.isoformat(),
-            "--area",
-            AREA,
-            "--price",
-            "0.12",
-            "--vat",
-            "21",
-            "--standing",
-            "4.5",
-            "--standing-per",
-            "month",
-        )
+        # The catalogue's dynamic offer: a supplier's markup and the grid's fees on top of the
+        # market, 21 % VAT, a monthly fee, and feed-in paid at the market price, never below
+        # zero; a dynamic contract as households in Europe sign them.
+        for medium, terms in (("power", CONTRACTS["demo-dynamic"]), ("export", DYNAMIC_EXPORT)):
+            await asyncio.to_thread(
+                admin,
+                settings,
+                "tariffs",
+                "set",
+                str(feed),
+                "--medium",
+                medium,
+                "--from",
+                history.isoformat(),
+                *tariff_options(terms),
+            )
 
 
 def main() -> None:
