@@ -8,6 +8,11 @@ change to those statements reaches every fixture at once. Processed streams are 
 make; here they get the engine's shape and a configuration set by ``cluster.set_stream_config``,
 as ``admin streams configure`` sets it.
 
+A household (:func:`household`) is made as a cluster comes to hold one: its homebase's first
+batch, the operator's sub-meter and tariffs (billing's ``set_tariff``, as ``admin tariffs set``
+sets them), then its readings through the store, made into processed points, money and rollups
+by the engine's own ``drain``; its size (days, sensors, neighbours) is the caller's.
+
 Nothing in the package imports this module: it stands above the domains whose statements it
 reuses, like ``services`` (tests/unit/test_layers.py). Every function takes the caller's
 connection and leaves committing to it; each row with its configuration is written whole.
@@ -17,8 +22,9 @@ from __future__ import annotations
 
 import hashlib
 import math
+import random
 import secrets
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from typing import cast
@@ -31,12 +37,16 @@ import psycopg
 from psycopg import sql
 
 from energy_platform.api.feeds_admin import INSERT_FEED, INSERT_FIRST_FEED_CONFIG, SET_STREAM_CONFIG
+from energy_platform.billing.holidays import public_holidays
 from energy_platform.billing.queries import SET_PRICES
+from energy_platform.billing.tariffs import Terms, set_tariff, tariff_terms
 from energy_platform.core.codec.format_v4 import Series
 from energy_platform.core.db.pool import Connection
+from energy_platform.core.settings import BillingSettings, EngineSettings
 from energy_platform.core.tokens import new_token, token_digest
 from energy_platform.devices.ingest.routes import Route
 from energy_platform.devices.ingest.store import Accepted, PointStore, cluster_key, cluster_streams
+from energy_platform.engine.service import drain
 from energy_platform.users.admin import INSERT_USER
 
 # The engine makes a channel's processed streams in its intake statement, many at once; this
@@ -328,3 +338,223 @@ async def publish_market(
     it set."""
     last = await conn.fetchval(LAST_PRICE, area) or int(since.timestamp())
     return await set_market_prices(conn, area, last, published_until(now), zone)
+
+
+# ---- A household -----------------------------------------------------------------------------
+
+
+class Meter(msgspec.Struct, frozen=True):
+    """A raw stream of a household's homebase (medium IDs: docs/devices.md)."""
+
+    channel: int
+    medium: int
+    device: int
+
+
+METERS = {
+    # A meter reader on channel 1: power taken from the grid and fed into it (W).
+    "import": Meter(1, 12, 7),
+    "export": Meter(1, 13, 7),
+    # A heat pump's clamp on channel 2 (W), behind the meter: a sub-meter.
+    "clamp": Meter(2, 1, 1),
+    # A gas meter's readings on channel 3 (m³), with Size.gas.
+    "gas": Meter(3, 7, 5),
+}
+"""A household's meters by name; its temperature sensors (medium 5) are ``sensor 1``, ``sensor
+2``... on channels 4, 5..."""
+SENSOR_CHANNEL = 4
+SUBMETER = "Heat pump"
+"""The clamp's processed consumption, named by the operator and marked a sub-meter."""
+DRAIN = EngineSettings(rollup_delay=0)
+"""The engine as a household's drain runs it: rollups at once, not after live data's delay."""
+FEED_STREAMS = """
+SELECT s.id, c.title FROM cluster.streams s JOIN cluster.stream_configs c ON c.stream_id = s.id
+ WHERE s.feed_id = $1 AND s.type = 'processed' AND upper_inf(c.validity)"""
+
+
+class Size(msgspec.Struct, frozen=True):
+    """How much of a household there is."""
+
+    days: int = 1
+    """Days of readings from the household's start."""
+    step: int = 90
+    """Seconds between two readings of a meter (at most 300: a gap the engine bridges)."""
+    sensors: int = 0
+    """Temperature sensors beside the meters."""
+    gas: bool = False
+    """A gas meter beside the power meters."""
+    neighbours: int = 0
+    """Other households' feeds of one owner, with the same meters and tariffs, each meter
+    having sent one reading (its streams made, no energy)."""
+
+
+class Household(msgspec.Struct, frozen=True):
+    owner: User
+    feed: int
+    sn: str
+    meters: dict[str, int]
+    """Raw streams by meter name (METERS, ``sensor N``)."""
+    streams: dict[str, int]
+    """Processed streams by title, as the engine and the operator named them ("Electricity,
+    channel 1", "Electricity cost, channel 1", "Heat pump", "Temperature, channel 4"...)."""
+    start: int
+    end: int
+    """The span of the readings, Unix seconds (end exclusive)."""
+
+
+def household_tariffs(area: str | None) -> dict[str, Terms]:
+    """A household's tariffs, checked as ``admin tariffs set`` checks them: power by kind of
+    day (0.12, 0.21 on weekday evenings from 17:00; Czech public holidays as weekend days)
+    plus ``area``'s market price when given, 21 % VAT and 13.50 a month; export at 0.08; gas
+    at 1.20 per m³."""
+    bands = ["weekday/00:00=0.12", "weekday/17:00=0.21", "weekend/00:00=0.12"]
+    power = tariff_terms(
+        "power", bands=bands, area=area, vat=21, standing=13.5, standing_per="month",
+        calendar="CZ",
+    )  # fmt: skip
+    return {
+        "power": power,
+        "export": tariff_terms("export", price=0.08),
+        "gas": tariff_terms("gas", price=1.20),
+    }
+
+
+def household_readings(
+    meters: Iterable[str], start: int, size: Size
+) -> dict[str, list[tuple[int, float]]]:
+    """Each meter's readings every ``size.step`` s for ``size.days`` from ``start``: a load of
+    200 to 1,000 W and a PV plant of up to 2.5 kW from 06:00 to 20:00 UTC at the meter (taken
+    or fed in), a heat pump of 300 to 900 W, most at night, a gas counter rising 0.1 m³ an hour
+    from 100 m³, and temperatures of 18 to 24 °C. The same arguments give the same readings."""
+    rng = random.Random(start)  # noqa: S311 - a fixed sample, not a secret
+    times = range(start, start + size.days * 86_400, size.step)
+    hours = [t % 86_400 / 3600 for t in times]
+    net = [
+        rng.uniform(200.0, 1000.0) - 2500.0 * max(0.0, math.sin(math.pi * (h - 6) / 14))
+        for h in hours
+    ]
+    curves: dict[str, list[float]] = {
+        "import": [max(w, 0.0) for w in net],
+        "export": [max(-w, 0.0) for w in net],
+        "clamp": [600.0 + 300.0 * math.cos(math.pi * h / 12) for h in hours],
+        "gas": [100.0 + (t - start) / 36_000 for t in times],
+    }
+    out = {}
+    for meter in meters:
+        if meter.startswith("sensor"):
+            phase = int(meter.split()[1])
+            values = [21.0 + 3.0 * math.sin(math.pi * (h - 4 - phase) / 12) for h in hours]
+        else:
+            values = curves[meter]
+        out[meter] = [(t, round(v, 3)) for t, v in zip(times, values, strict=True)]
+    return out
+
+
+async def household(
+    conn: Connection,
+    start: int,
+    size: Size | None = None,
+    *,
+    sn: str | None = None,
+    owner: User | None = None,
+    token: str | None = None,
+    timezone: str = "Europe/Prague",
+    subscription: tuple[datetime, datetime] | None = None,
+    readings: Mapping[str, Iterable[tuple[int, float]]] | None = None,
+    tariffs: Mapping[str, Terms] | None = None,
+    area: str | None = None,
+    engine: EngineSettings = DRAIN,
+    currency: str = BillingSettings().currency,
+) -> Household:
+    """A household from Unix second ``start`` on, processed by the engine, committed.
+
+    Its homebase ``sn`` (a new one if None) of ``owner`` (a new user with ``token`` if None)
+    sends a first reading from each of its meters (METERS; gas and sensors by ``size``); the
+    engine makes their processed streams; the operator names the clamp's consumption "Heat
+    pump" and marks it a sub-meter from the beginning of time, and sets ``tariffs`` (by
+    medium; :func:`household_tariffs` of ``area`` if None) as ``admin tariffs set`` does, the
+    area priced by :func:`market_price` over the readings' days. Then the rest of the
+    ``readings`` by meter name (:func:`household_readings` of ``size`` if None) go through
+    ingest's store and the engine drains everything (``engine``: its settings; ``currency``:
+    its new cost streams'). ``size.neighbours`` other feeds of one owner get the same meters,
+    sub-meter and tariffs and one reading each.
+
+    Commits as it goes (the engine's drain commits its batches): call it outside a
+    transaction, on a connection of its own."""
+    size = size or Size()
+    names = [*(m for m in METERS if m != "gas" or size.gas), *_sensors(size)]
+    given = (
+        {k: sorted(v) for k, v in readings.items()}
+        if readings is not None
+        else household_readings(names, start, size)
+    )
+    end = max((t for points in given.values() for t, _ in points), default=start) + 1
+    end = max(end, start + size.days * 86_400)
+    terms = tariffs if tariffs is not None else household_tariffs(area)
+    if area is not None:
+        first = start // MARKET_SLOT * MARKET_SLOT
+        await set_market_prices(conn, area, first, end, timezone)
+    if owner is None:
+        owner = await add_user(conn, f"household-{sn or secrets.token_hex(4)}", token=token)
+    sn = sn or secrets.token_hex(8).upper()
+    began = datetime.fromtimestamp(start, UTC)
+    span = subscription or (began, max(began + SUBSCRIPTION, datetime.fromtimestamp(end, UTC)))
+    firsts = {m: (given[m][0] if given.get(m) else (start, _FIRST[m[:6]])) for m in names}
+    feed, meters = await _first_batch(conn, owner.id, sn, firsts, timezone, span)
+    feeds = [feed]
+    if size.neighbours:
+        others = await add_user(conn, f"neighbours-of-{sn}")
+        for n in range(size.neighbours):
+            other = f"{sn[:8]}{n:08X}"
+            feeds.append((await _first_batch(conn, others.id, other, firsts, timezone, span))[0])
+    await drain(conn, engine, currency=currency)
+    today = datetime.now(UTC).date()
+    for f in feeds:
+        streams = await _streams(conn, f)
+        await conn.execute(
+            SET_STREAM_CONFIG, streams[CLAMP], None, SUBMETER, "power", "Wh", True, None, False,
+            None,
+        )  # fmt: skip
+        for medium, tariff in terms.items():
+            days = (
+                None if tariff.calendar is None else public_holidays(tariff.calendar, None, today)
+            )
+            await set_tariff(conn, f, medium, None, tariff, days)
+    for meter, points in given.items():
+        await write_points(conn, meters[meter], points[1:])
+    await drain(conn, engine, currency=currency)
+    return Household(owner, feed, sn, meters, await _streams(conn, feed), start, end)
+
+
+# A meter's first reading when the caller gives it none: W, m³ or °C.
+_FIRST = {"import": 0.0, "export": 0.0, "clamp": 0.0, "gas": 100.0, "sensor": 20.0}
+CLAMP = "Electricity, channel 2"
+"""The clamp's processed consumption as the engine names it."""
+
+
+async def _streams(conn: Connection, feed: int) -> dict[str, int]:
+    return {r["title"]: r["id"] for r in await conn.fetch(FEED_STREAMS, feed)}
+
+
+def _sensors(size: Size) -> list[str]:
+    return [f"sensor {k}" for k in range(1, size.sensors + 1)]
+
+
+async def _first_batch(
+    conn: Connection,
+    owner: int,
+    sn: str,
+    firsts: dict[str, tuple[int, float]],
+    timezone: str,
+    span: tuple[datetime, datetime],
+) -> tuple[int, dict[str, int]]:
+    """A feed and its homebase's first batch: the reading ``firsts`` gives each meter."""
+    feed = await add_feed(conn, owner, sn, timezone=timezone, start=span[0], end=span[1])
+    meters = {}
+    for name, first in firsts.items():
+        meter = METERS.get(name) or Meter(SENSOR_CHANNEL + int(name.split()[1]) - 1, 5, 1)
+        meters[name] = await raw_stream(
+            conn, feed, meter.channel, meter.medium, device=meter.device
+        )
+        await write_points(conn, meters[name], [first])
+    return feed, meters

@@ -4,9 +4,9 @@ DST days have 23 and 25 hours; last year's 29 February compares with the 28th; a
 buckets and less coverage; the baseload is the night's; other users and bad parameters are
 refused.
 
-One household, seeded once for the module and processed by the engine: a meter on channel 1
-(import and export), a heat pump's clamp on channel 2 marked as a sub-meter, a gas meter on
-channel 3, on a few days of 2023, 2024 and January 2026 in Europe/Prague.
+One household (``seeding.household``), seeded once for the module and processed by the engine: a
+meter on channel 1 (import and export), a heat pump's clamp on channel 2 marked as a sub-meter,
+a gas meter on channel 3, on a few days of 2023, 2024 and January 2026 in Europe/Prague.
 """
 
 from __future__ import annotations
@@ -26,9 +26,10 @@ import pytest
 import pytest_asyncio
 
 from energy_platform import seeding
+from energy_platform.billing.tariffs import tariff_terms
 from energy_platform.core.settings import Settings
 from tests.support.data import data_api
-from tests.support.engine import Feed, api_buckets, process
+from tests.support.engine import CURRENCY, ENGINE, Feed, api_buckets
 from tests.support.http import http_client
 
 ZONE = ZoneInfo("Europe/Prague")
@@ -55,63 +56,47 @@ class Household:
 
 
 async def _seed(db: asyncpg.Connection, sn: str) -> tuple[Feed, str]:
-    owner = await seeding.add_user(db, f"overview-owner-{sn}")
     stranger = await seeding.add_user(db, f"overview-stranger-{sn}")
-    feed_id = await seeding.add_feed(
-        db,
-        owner.id,
-        sn,
-        timezone="Europe/Prague",
-        start=datetime(2023, 1, 1, tzinfo=ZONE),
-        end=datetime(2027, 1, 1, tzinfo=ZONE),
-    )
-    feed = Feed(db, feed_id, sn, owner.token)
-    meter_in = await feed.raw_stream(channel=1, medium=12, device=7)
-    meter_out = await feed.raw_stream(channel=1, medium=13, device=7)
-    clamp = await feed.raw_stream(channel=2, medium=1)
-    gas = await feed.raw_stream(channel=3, medium=7, device=5)
     # Whole days at 1 kW: a day of 2023, 29 February, both DST days of 2024. 5 January 2026:
     # a night at 150 W with one hour at 2 kW, then 1 kW; 6 January: 1 kW with nothing from
     # 10:00 to 16:00; 7 January: 1 kW, and 2 kW fed in from 11:00 to 13:00. The heat pump
     # behind the meter: 500 W for two hours.
-    for stream, start, end, watts in (
-        (meter_in, "2023-02-28T00:00", "2023-03-01T00:00", 1000.0),
-        (meter_in, "2024-02-29T00:00", "2024-03-01T00:00", 1000.0),
-        (meter_in, "2024-03-31T00:00", "2024-04-01T00:00", 1000.0),
-        (meter_in, "2024-10-27T00:00", "2024-10-28T00:00", 1000.0),
-        (meter_in, "2026-01-05T00:00", "2026-01-05T02:00", 150.0),
-        (meter_in, "2026-01-05T02:00", "2026-01-05T03:00", 2000.0),
-        (meter_in, "2026-01-05T03:00", "2026-01-05T05:00", 150.0),
-        (meter_in, "2026-01-05T05:00", "2026-01-06T10:00", 1000.0),
-        (meter_in, "2026-01-06T16:00", "2026-01-08T00:00", 1000.0),
-        (meter_out, "2026-01-07T11:00", "2026-01-07T13:00", 2000.0),
-        (clamp, "2026-01-05T08:00", "2026-01-05T10:02", 500.0),
+    readings: dict[str, list[tuple[int, float]]] = {"import": [], "export": [], "clamp": []}
+    for meter, start, end, watts in (
+        ("import", "2023-02-28T00:00", "2023-03-01T00:00", 1000.0),
+        ("import", "2024-02-29T00:00", "2024-03-01T00:00", 1000.0),
+        ("import", "2024-03-31T00:00", "2024-04-01T00:00", 1000.0),
+        ("import", "2024-10-27T00:00", "2024-10-28T00:00", 1000.0),
+        ("import", "2026-01-05T00:00", "2026-01-05T02:00", 150.0),
+        ("import", "2026-01-05T02:00", "2026-01-05T03:00", 2000.0),
+        ("import", "2026-01-05T03:00", "2026-01-05T05:00", 150.0),
+        ("import", "2026-01-05T05:00", "2026-01-06T10:00", 1000.0),
+        ("import", "2026-01-06T16:00", "2026-01-08T00:00", 1000.0),
+        ("export", "2026-01-07T11:00", "2026-01-07T13:00", 2000.0),
+        ("clamp", "2026-01-05T08:00", "2026-01-05T10:02", 500.0),
     ):
-        await feed.ingest(stream, samples(local(start), local(end), watts))
+        readings[meter] += samples(local(start), local(end), watts)
     # Gas: a reading every 5 minutes, 0.01 m³ apart, from 06:00 to 08:00.
     gas_start = local("2026-01-05T06:00:00")
-    await feed.ingest(gas, [(gas_start + 300 * k, 100.0 + 0.01 * k) for k in range(25)])
-    for medium, price, standing in (
-        ("power", PRICE, STANDING),
-        ("export", CREDIT, 0.0),
-        ("gas", GAS, 0.0),
-    ):
-        await db.execute(
-            "SELECT cluster.set_tariff($1, $2, '-infinity', ARRAY['00:00'::time],"
-            " ARRAY[$3::float8], NULL, 1, $4)",
-            feed_id,
-            medium,
-            price,
-            standing,
-        )
-    await process(db)
-    heat_pump = await feed.stream_id("Electricity, channel 2")
-    await db.execute(
-        "SELECT cluster.set_stream_config($1, '-infinity', 'Heat pump', 'power', 'Wh', true)",
-        heat_pump,
+    readings["gas"] = [(gas_start + 300 * k, 100.0 + 0.01 * k) for k in range(25)]
+    # Flat prices from the beginning of time, the power's with a daily standing charge.
+    tariffs = {
+        "power": tariff_terms("power", price=PRICE, standing=STANDING),
+        "export": tariff_terms("export", price=CREDIT),
+        "gas": tariff_terms("gas", price=GAS),
+    }
+    home = await seeding.household(
+        db,
+        local("2023-02-28T00:00"),
+        seeding.Size(days=0, gas=True),
+        sn=sn,
+        subscription=(datetime(2023, 1, 1, tzinfo=ZONE), datetime(2027, 1, 1, tzinfo=ZONE)),
+        readings=readings,
+        tariffs=tariffs,
+        engine=ENGINE,
+        currency=CURRENCY,
     )
-    await process(db)
-    return feed, stranger.token
+    return Feed(db, home.feed, sn, home.owner.token), stranger.token
 
 
 @pytest_asyncio.fixture(scope="module")
