@@ -21,6 +21,7 @@ connection and leaves committing to it; each row with its configuration is writt
 from __future__ import annotations
 
 import hashlib
+import itertools
 import math
 import random
 import secrets
@@ -344,17 +345,19 @@ async def publish_market(
 
 
 class Meter(msgspec.Struct, frozen=True):
-    """A raw stream of a household's homebase (medium IDs: docs/devices.md)."""
+    """A raw stream of a household's homebase (medium IDs: docs/devices.md), and the quantity
+    of the processed stream it counts in (docs/engine.md)."""
 
     channel: int
     medium: int
     device: int
+    quantity: str = "consumption"
 
 
 METERS = {
     # A meter reader on channel 1: power taken from the grid and fed into it (W).
     "import": Meter(1, 12, 7),
-    "export": Meter(1, 13, 7),
+    "export": Meter(1, 13, 7, "export"),
     # A heat pump's clamp on channel 2 (W), behind the meter: a sub-meter.
     "clamp": Meter(2, 1, 1),
     # A gas meter's readings on channel 3 (m³), with Size.gas.
@@ -365,8 +368,16 @@ METERS = {
 SENSOR_CHANNEL = 4
 SUBMETER = "Heat pump"
 """The clamp's processed consumption, named by the operator and marked a sub-meter."""
+BUCKET = 90
+"""The engine's bucket, in seconds."""
 DRAIN = EngineSettings(rollup_delay=0)
 """The engine as a household's drain runs it: rollups at once, not after live data's delay."""
+# The engine's plans on raw points never analysed since they came: a month of a household's
+# readings (10 streams) took minutes to process, analysed seconds. Autovacuum analyses a
+# cluster's tables as they grow; a seeded household's come at once.
+ANALYZE_RAW = "ANALYZE cluster.raw_points"
+ANALYZE_AFTER = 100_000
+"""Readings written at once from which a household analyses them before the engine runs."""
 FEED_STREAMS = """
 SELECT s.id, c.title FROM cluster.streams s JOIN cluster.stream_configs c ON c.stream_id = s.id
  WHERE s.feed_id = $1 AND s.type = 'processed' AND upper_inf(c.validity)"""
@@ -400,6 +411,23 @@ class Household(msgspec.Struct, frozen=True):
     start: int
     end: int
     """The span of the readings, Unix seconds (end exclusive)."""
+
+
+def household_titles(size: Size) -> list[str]:
+    """A household's processed streams as the engine and the operator name them: the bill's
+    six (channel 1's consumption and cost, its export and credit, the heat pump and its cost),
+    gas and its cost with ``size.gas``, then each sensor's temperature."""
+    gas = ["Gas, channel 3", "Gas cost, channel 3"] if size.gas else []
+    return [
+        "Electricity, channel 1",
+        "Electricity cost, channel 1",
+        "Electricity export, channel 1",
+        "Electricity export credit, channel 1",
+        SUBMETER,
+        "Electricity cost, channel 2",
+        *gas,
+        *(f"Temperature, channel {SENSOR_CHANNEL + k}" for k in range(size.sensors)),
+    ]
 
 
 def household_tariffs(area: str | None) -> dict[str, Terms]:
@@ -465,6 +493,8 @@ async def household(
     area: str | None = None,
     engine: EngineSettings = DRAIN,
     currency: str = BillingSettings().currency,
+    rollups: bool = True,
+    fast: bool = False,
 ) -> Household:
     """A household from Unix second ``start`` on, processed by the engine, committed.
 
@@ -478,6 +508,13 @@ async def household(
     ingest's store and the engine drains everything (``engine``: its settings; ``currency``:
     its new cost streams'). ``size.neighbours`` other feeds of one owner get the same meters,
     sub-meter and tariffs and one reading each.
+
+    Without ``rollups`` the engine's rollups are left queued (a benchmark builds them itself,
+    on analysed tables). ``fast`` is for a benchmark's year that times what reads it, not how
+    it was made: the readings after the first batch are not stored; their processed points
+    are written at once (:func:`_fast_points`), their money priced by billing's own pricing,
+    and their rollups queued. A year of ten streams at 90 s takes the engine's drain about
+    ten times as long (figures in benchmarks/household.py).
 
     Commits as it goes (the engine's drain commits its batches): call it outside a
     transaction, on a connection of its own."""
@@ -509,6 +546,10 @@ async def household(
             feeds.append((await _first_batch(conn, others.id, other, firsts, timezone, span))[0])
     await drain(conn, engine, currency=currency)
     today = datetime.now(UTC).date()
+    holidays = {
+        medium: None if tariff.calendar is None else public_holidays(tariff.calendar, None, today)
+        for medium, tariff in terms.items()
+    }
     for f in feeds:
         streams = await _streams(conn, f)
         await conn.execute(
@@ -516,14 +557,84 @@ async def household(
             None,
         )  # fmt: skip
         for medium, tariff in terms.items():
-            days = (
-                None if tariff.calendar is None else public_holidays(tariff.calendar, None, today)
-            )
-            await set_tariff(conn, f, medium, None, tariff, days)
-    for meter, points in given.items():
-        await write_points(conn, meters[meter], points[1:])
-    await drain(conn, engine, currency=currency)
+            await set_tariff(conn, f, medium, None, tariff, holidays[medium])
+    rolled = None if rollups else 0
+    if fast:
+        # The tariffs queued the first batch's recomputation: settled first.
+        await drain(conn, engine, currency=currency, rollup_batches=0)
+        await _fast_points(conn, feed, {m: p[1:] for m, p in given.items()}, size.step)
+    else:
+        written = 0
+        for meter, points in given.items():
+            written += await write_points(conn, meters[meter], points[1:])
+        if written >= ANALYZE_AFTER:
+            await conn.execute(ANALYZE_RAW)
+        await drain(conn, engine, currency=currency, rollup_batches=rolled)
+    if fast and rollups:
+        await drain(conn, engine, currency=currency)
     return Household(owner, feed, sn, meters, await _streams(conn, feed), start, end)
+
+
+# Fast: a value stream's points priced into its money stream by billing's pricing and band
+# rule (cluster.pricing, cluster.band_holds), as the engine's COMPUTE prices a bucket
+# (sql/functions/22_engine_stages.sql, engine_results): value x scale x the price of the band
+# holding the bucket's local start on a local date of the band's kind.
+FAST_MONEY = """
+INSERT INTO cluster.processed_points (stream_id, ts, value)
+SELECT p.money_id, x.ts, x.value * p.scale * p.price
+  FROM cluster.streams s
+  JOIN cluster.stream_configs c ON c.stream_id = s.id AND upper_inf(c.validity)
+ CROSS JOIN LATERAL cluster.pricing(s.feed_id, s.channel, s.idx, s.tariff, s.combined,
+                                    s.quantity, c.medium, tstzmultirange($2::tstzrange)) p
+  JOIN cluster.processed_points x ON x.stream_id = s.id AND x.ts <@ p.valid AND x.ts <@ $2
+ CROSS JOIN LATERAL (SELECT x.ts AT TIME ZONE p.timezone AS local) l
+ WHERE s.id = $1 AND p.starts <= l.local::time AND l.local::time < p.ends
+   AND cluster.band_holds(p.days, l.local::date, p.holidays)"""
+# Fast: every span the points were written in queued for the engine's rollups, as the engine
+# queues what it writes.
+FAST_ROLLUPS = """
+INSERT INTO cluster.rollup_work (stream_id, span)
+SELECT s.id, $2::tstzrange FROM cluster.streams s WHERE s.feed_id = $1 AND s.type = 'processed'"""
+PROCESSED_STREAM_OF = """
+SELECT id FROM cluster.streams
+ WHERE feed_id = $1 AND type = 'processed' AND channel = $2 AND quantity = $3 AND idx IS NULL
+   AND NOT combined"""
+
+
+async def _fast_points(
+    conn: Connection, feed: int, readings: dict[str, list[tuple[int, float]]], step: int
+) -> None:
+    """The processed points of ``readings`` (every bucket's reading, 90 s apart) as the engine
+    would make them from readings held for their bucket, not interpolated: power's W x 90 s
+    in Wh, a gas counter's rise since the reading before, a temperature's value; their money
+    priced by billing (FAST_MONEY), and their rollups queued. A bypass of the store and of
+    the engine, for ``household(fast=True)`` alone."""
+    if step != BUCKET:
+        raise ValueError(f"fast points need a reading every {BUCKET} s, not {step} s")
+    span = asyncpg.Range(
+        datetime.fromtimestamp(min(p[0][0] for p in readings.values() if p), UTC),
+        datetime.fromtimestamp(max(p[-1][0] for p in readings.values() if p) + BUCKET, UTC),
+    )
+    values = []
+    for name, points in readings.items():
+        meter = _meter(name)
+        stream = await conn.fetchval(PROCESSED_STREAM_OF, feed, meter.channel, meter.quantity)
+        if meter.medium == 7:  # a counter: its rise (the first reading's is the engine's)
+            rows = [(t, b - a) for (_, a), (t, b) in itertools.pairwise(points)]
+        elif meter.quantity == "mean":
+            rows = points
+        else:
+            rows = [(t, w * BUCKET / 3600) for t, w in points]
+        values.append(stream)
+        await conn.copy_records_to_table(
+            "processed_points",
+            schema_name="cluster",
+            columns=["stream_id", "ts", "value"],
+            records=[(stream, datetime.fromtimestamp(t, UTC), v) for t, v in rows],
+        )
+    for stream in values:
+        await conn.execute(FAST_MONEY, stream, span)
+    await conn.execute(FAST_ROLLUPS, feed, span)
 
 
 # A meter's first reading when the caller gives it none: W, m³ or °C.
@@ -534,6 +645,10 @@ CLAMP = "Electricity, channel 2"
 
 async def _streams(conn: Connection, feed: int) -> dict[str, int]:
     return {r["title"]: r["id"] for r in await conn.fetch(FEED_STREAMS, feed)}
+
+
+def _meter(name: str) -> Meter:
+    return METERS.get(name) or Meter(SENSOR_CHANNEL + int(name.split()[1]) - 1, 5, 1, "mean")
 
 
 def _sensors(size: Size) -> list[str]:
@@ -552,7 +667,7 @@ async def _first_batch(
     feed = await add_feed(conn, owner, sn, timezone=timezone, start=span[0], end=span[1])
     meters = {}
     for name, first in firsts.items():
-        meter = METERS.get(name) or Meter(SENSOR_CHANNEL + int(name.split()[1]) - 1, 5, 1)
+        meter = _meter(name)
         meters[name] = await raw_stream(
             conn, feed, meter.channel, meter.medium, device=meter.device
         )
