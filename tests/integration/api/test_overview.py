@@ -48,7 +48,9 @@ def samples(start: int, end: int, watts: float) -> list[tuple[int, float]]:
 
 
 @dataclass
-class Household:
+class Served:
+    """The module's household (``seeding.household``) as the data API serves it."""
+
     feed: Feed
     api: httpx.AsyncClient
     streams: dict[str, int]
@@ -100,7 +102,7 @@ async def _seed(db: asyncpg.Connection, sn: str) -> tuple[Feed, str]:
 
 
 @pytest_asyncio.fixture(scope="module")
-async def household(database_url: str, settings: Settings) -> AsyncIterator[Household]:
+async def household(database_url: str, settings: Settings) -> AsyncIterator[Served]:
     sn = secrets.token_hex(8).upper()
     db = await asyncpg.connect(database_url)
     try:
@@ -118,7 +120,7 @@ async def household(database_url: str, settings: Settings) -> AsyncIterator[Hous
             )
         }
         async with data_api(settings) as url, http_client(base_url=url) as api:
-            yield Household(feed, api, streams, stranger)
+            yield Served(feed, api, streams, stranger)
     finally:
         await db.close()
         with psycopg.connect(database_url) as conn:
@@ -126,7 +128,7 @@ async def household(database_url: str, settings: Settings) -> AsyncIterator[Hous
             conn.execute("DELETE FROM cluster.users WHERE name LIKE %s", (f"overview-%-{sn}",))
 
 
-async def owner_get(home: Household, what: str, params: dict[str, str]) -> dict[str, Any]:
+async def owner_get(home: Served, what: str, params: dict[str, str]) -> dict[str, Any]:
     """``GET /feeds/{id}/{what}`` as the feed's owner: the 200 answer's JSON."""
     answer = await home.api.get(
         f"/feeds/{home.feed.id}/{what}",
@@ -138,11 +140,11 @@ async def owner_get(home: Household, what: str, params: dict[str, str]) -> dict[
     return result
 
 
-async def overview(home: Household, **params: str) -> dict[str, Any]:
+async def overview(home: Served, **params: str) -> dict[str, Any]:
     return await owner_get(home, "overview", params)
 
 
-async def bill(home: Household, start: str, end: str) -> dict[str, Any]:
+async def bill(home: Served, start: str, end: str) -> dict[str, Any]:
     return await owner_get(home, "bill", {"from": start, "to": end})
 
 
@@ -160,7 +162,7 @@ def as_overview_lines(answer: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 async def rollups(
-    home: Household, key: str, resolution: str, start: int, end: int
+    home: Served, key: str, resolution: str, start: int, end: int
 ) -> dict[int, float]:
     buckets = await api_buckets(
         home.api, home.feed, home.streams[key], resolution, time_from=start, time_to=end
@@ -168,7 +170,7 @@ async def rollups(
     return {int(t): v for t, v in buckets}
 
 
-async def assert_agrees(home: Household, period: str, date: str, first: str, last: str) -> None:
+async def assert_agrees(home: Served, period: str, date: str, first: str, last: str) -> None:
     """The overview of a period that is over is its bill, and its buckets are the rollups."""
     answer = await overview(home, period=period, date=date, compare="none")
     billed = await bill(home, first, last)
@@ -214,7 +216,7 @@ async def assert_agrees(home: Household, period: str, date: str, first: str, las
     ] == pytest.approx(billed["total"])
 
 
-async def test_a_closed_day_is_its_bill_and_its_hourly_rollups(household: Household) -> None:
+async def test_a_closed_day_is_its_bill_and_its_hourly_rollups(household: Served) -> None:
     await assert_agrees(household, "day", "2026-01-05", "2026-01-05", "2026-01-05")
     answer = await overview(household, period="day", date="2026-01-05", compare="none")
     # The bill's lines (export's too: it has a tariff); the heat pump listed as a sub-meter.
@@ -234,12 +236,12 @@ async def test_a_closed_day_is_its_bill_and_its_hourly_rollups(household: Househ
     ]
 
 
-async def test_a_closed_week_and_month_are_their_bills_and_their_days(household: Household) -> None:
+async def test_a_closed_week_and_month_are_their_bills_and_their_days(household: Served) -> None:
     await assert_agrees(household, "week", "2026-01-07", "2026-01-05", "2026-01-11")
     await assert_agrees(household, "month", "2026-01-20", "2026-01-01", "2026-01-31")
 
 
-async def test_a_closed_year_is_its_bill_and_its_months(household: Household) -> None:
+async def test_a_closed_year_is_its_bill_and_its_months(household: Served) -> None:
     await assert_agrees(household, "year", "2024-06-01", "2024-01-01", "2024-12-31")
     answer = await overview(household, period="year", date="2024-06-01", compare="none")
     # Only February, March and October hold data: the other months are absent, not 0.
@@ -248,7 +250,7 @@ async def test_a_closed_year_is_its_bill_and_its_months(household: Household) ->
     assert answer["so_far"]["standing"] == pytest.approx(366 * STANDING)
 
 
-async def test_dst_days_have_23_and_25_hours(household: Household) -> None:
+async def test_dst_days_have_23_and_25_hours(household: Served) -> None:
     spring = await overview(household, period="day", date="2024-03-31", compare="none")
     autumn = await overview(household, period="day", date="2024-10-27", compare="none")
     for answer, hours in ((spring, 23), (autumn, 25)):
@@ -261,7 +263,7 @@ async def test_dst_days_have_23_and_25_hours(household: Household) -> None:
     await assert_agrees(household, "day", "2024-10-27", "2024-10-27", "2024-10-27")
 
 
-async def test_last_year_of_29_february_is_the_28th(household: Household) -> None:
+async def test_last_year_of_29_february_is_the_28th(household: Served) -> None:
     leap = await overview(household, period="day", date="2024-02-29", compare="last_year")
     assert (leap["compare"]["from"], leap["compare"]["to"]) == ("2023-02-28", "2023-02-28")
     before = await bill(household, "2023-02-28", "2023-02-28")
@@ -282,7 +284,7 @@ async def test_last_year_of_29_february_is_the_28th(household: Household) -> Non
     assert day["compare"]["total"] == pytest.approx(leap["so_far"]["total"])
 
 
-async def test_a_gap_is_missing_hours_and_less_coverage(household: Household) -> None:
+async def test_a_gap_is_missing_hours_and_less_coverage(household: Served) -> None:
     answer = await overview(household, period="day", date="2026-01-06", compare="none")
     hours = {datetime.fromtimestamp(b["start"], ZONE).hour for b in answer["buckets"]}
     # Nothing from 10:00 to 16:00: those six hours are absent, never 0.
@@ -292,7 +294,7 @@ async def test_a_gap_is_missing_hours_and_less_coverage(household: Household) ->
     assert full["coverage"] == pytest.approx(1.0, abs=0.005)
 
 
-async def test_the_baseload_is_the_nights_low(household: Household) -> None:
+async def test_the_baseload_is_the_nights_low(household: Served) -> None:
     answer = await overview(household, period="day", date="2026-01-05", compare="none")
     # Night hours 150, 150, 2000, 150, 150 W: the 5th percentile is 150 W, the 2 kW hour and
     # the 1 kW day are not the always-on load.
@@ -307,7 +309,7 @@ async def test_the_baseload_is_the_nights_low(household: Household) -> None:
     assert empty["coverage"] == 0.0
 
 
-async def test_nothing_measured_lately_leaves_now_unknown(household: Household) -> None:
+async def test_nothing_measured_lately_leaves_now_unknown(household: Served) -> None:
     answer = await overview(household)
     assert answer["period"] == "day"
     assert answer["now"] == {"power_w": None, "export_w": None, "price": PRICE, "at": None}
@@ -324,7 +326,7 @@ async def test_nothing_measured_lately_leaves_now_unknown(household: Household) 
         {"compare": "tomorrow"},
     ],
 )
-async def test_bad_parameters_are_400(household: Household, params: dict[str, str]) -> None:
+async def test_bad_parameters_are_400(household: Served, params: dict[str, str]) -> None:
     answer = await household.api.get(
         f"/feeds/{household.feed.id}/overview",
         params=params,
@@ -334,7 +336,7 @@ async def test_bad_parameters_are_400(household: Household, params: dict[str, st
     assert answer.headers["content-type"].startswith("application/problem+json")
 
 
-async def test_another_users_feed_is_404_and_no_token_401(household: Household) -> None:
+async def test_another_users_feed_is_404_and_no_token_401(household: Served) -> None:
     path = f"/feeds/{household.feed.id}/overview"
     stranger = await household.api.get(
         path, headers={"Authorization": f"Bearer {household.stranger}"}
