@@ -430,11 +430,11 @@ def household_titles(size: Size) -> list[str]:
     ]
 
 
-def household_tariffs(area: str | None) -> dict[str, Terms]:
+def household_tariffs(area: str | None, *, gas: bool = False) -> dict[str, Terms]:
     """A household's tariffs, checked as ``admin tariffs set`` checks them: power by kind of
     day (0.12, 0.21 on weekday evenings from 17:00; Czech public holidays as weekend days)
-    plus ``area``'s market price when given, 21 % VAT and 13.50 a month; export at 0.08; gas
-    at 1.20 per m³."""
+    plus ``area``'s market price when given, 21 % VAT and 13.50 a month; export at 0.08; with
+    ``gas``, gas at 1.20 per m³ (a tariff is a line of the bill: none without the meter)."""
     bands = ["weekday/00:00=0.12", "weekday/17:00=0.21", "weekend/00:00=0.12"]
     power = tariff_terms(
         "power", bands=bands, area=area, vat=21, standing=13.5, standing_per="month",
@@ -443,7 +443,7 @@ def household_tariffs(area: str | None) -> dict[str, Terms]:
     return {
         "power": power,
         "export": tariff_terms("export", price=0.08),
-        "gas": tariff_terms("gas", price=1.20),
+        **({"gas": tariff_terms("gas", price=1.20)} if gas else {}),
     }
 
 
@@ -502,12 +502,12 @@ async def household(
     sends a first reading from each of its meters (METERS; gas and sensors by ``size``); the
     engine makes their processed streams; the operator names the clamp's consumption "Heat
     pump" and marks it a sub-meter from the beginning of time, and sets ``tariffs`` (by
-    medium; :func:`household_tariffs` of ``area`` if None) as ``admin tariffs set`` does, the
-    area priced by :func:`market_price` over the readings' days. Then the rest of the
-    ``readings`` by meter name (:func:`household_readings` of ``size`` if None) go through
-    ingest's store and the engine drains everything (``engine``: its settings; ``currency``:
-    its new cost streams'). ``size.neighbours`` other feeds of one owner get the same meters,
-    sub-meter and tariffs and one reading each.
+    medium; if None, :func:`household_tariffs` of ``area`` and ``size.gas``) as ``admin
+    tariffs set`` does, the area priced by :func:`market_price` over the readings' days.
+    Then the rest of the ``readings`` by meter name (if None, :func:`household_readings` of
+    ``size``, one day by default) go through ingest's store and the engine drains everything
+    (``engine``: its settings; ``currency``: its new cost streams'). ``size.neighbours``
+    other feeds of one owner get the same meters, sub-meter and tariffs and one reading each.
 
     Without ``rollups`` the engine's rollups are left queued (a benchmark builds them itself,
     on analysed tables). ``fast`` is for a benchmark's year that times what reads it, not how
@@ -527,7 +527,7 @@ async def household(
     )
     end = max((t for points in given.values() for t, _ in points), default=start) + 1
     end = max(end, start + size.days * 86_400)
-    terms = tariffs if tariffs is not None else household_tariffs(area)
+    terms = tariffs if tariffs is not None else household_tariffs(area, gas=size.gas)
     if area is not None:
         first = start // MARKET_SLOT * MARKET_SLOT
         await set_market_prices(conn, area, first, end, timezone)
