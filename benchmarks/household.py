@@ -16,13 +16,13 @@ priced by billing's pricing, rather than a year of readings through the store an
 drain. Measured 2026-11-29 on 2 cores at a load of 5 to 7 (other sessions' tests): through the
 drain, a month of the ten streams took 44 s (the drain 35 s of it), and the year did not end in
 25 minutes (2.45 M readings stored in about 2.5 min, then 3.04 M of the 3.5 M processed points
-made); with ``fast``, the household alone 78 s, with its 200 neighbours 104 s (the year's
-points and their money 42 s, the neighbours' first batches 27 s, the tariffs 13 s) and 131 s,
-where the hand-written seeding this replaced (processed points and their money by SQL of its
-own, bands picked by hand, neighbours' streams without a reading) took 39.5 s. The engine
-builds every rollup from nothing once the points are in and analysed (on tables never analysed
-its plans took 90.1 s for the ten streams here, against 6.0 s analysed, 2026-11-27 at a load of
-about 3).
+made); with ``fast``, the household with its 200 neighbours took 66 s and 109 s in two runs
+(the year's points 13 s, their money 33 s, the neighbours' tariffs 8 to 17 s), where the
+hand-written seeding this replaced (processed points and their money by SQL of its own, bands
+picked by hand, neighbours' streams without a reading) took 39.5 s and 41.8 s beside them.
+The engine builds every rollup from nothing once the points are in and analysed (on tables
+never analysed its plans took 90.1 s for the ten streams here, against 6.0 s analysed,
+2026-11-27 at a load of about 3).
 
 The year view (benchmarks/year_view.py) and the bill (benchmarks/bill.py) read the same rows:
 within one `make bench` the first seeds them and the second starts from a copy

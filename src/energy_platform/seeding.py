@@ -672,13 +672,15 @@ async def _first_batch(
     timezone: str,
     span: tuple[datetime, datetime],
 ) -> tuple[int, dict[str, int]]:
-    """A feed and its homebase's first batch: the reading ``firsts`` gives each meter."""
+    """A feed and its homebase's first batch, one message through ingest's store, which makes
+    the meters' raw streams: the reading ``firsts`` gives each meter."""
     feed = await add_feed(conn, owner, sn, timezone=timezone, start=span[0], end=span[1])
-    meters = {}
-    for name, first in firsts.items():
-        meter = _meter(name)
-        meters[name] = await raw_stream(
-            conn, feed, meter.channel, meter.medium, device=meter.device
-        )
-        await write_points(conn, meters[name], [first])
-    return feed, meters
+    series = {
+        name: Series(meter.channel, meter.device, meter.medium, None, None, None, [t], [v])
+        for name, (t, v) in firsts.items()
+        for meter in [_meter(name)]
+    }
+    batch = Accepted(Route(sn, feed), list(series.values()))
+    await PointStore(cast(asyncpg.Pool, _Lent(conn))).write([batch])
+    streams = await _device_streams(conn, feed, list(series.values()))
+    return feed, dict(zip(series, streams, strict=True))
