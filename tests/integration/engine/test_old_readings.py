@@ -61,7 +61,7 @@ async def test_a_register_reading_from_2000_queues_its_days_and_not_the_years_be
     # reading's buckets: not the 26 years between.
     assert queued, "intake queued nothing"
     assert all(b - a <= DAY for a, b in queued), queued
-    assert all(a >= Y2000 and b <= Y2000 + DAY or a >= start - 180 for a, b in queued), queued
+    assert all((a >= Y2000 and b <= Y2000 + DAY) or a >= start - 180 for a, b in queued), queued
 
     await process(feed.db)
     after = await feed.points(TITLE)
