@@ -186,6 +186,7 @@ async def drain(
     that waited long enough. New cost and credit streams are in ``currency`` (billing's)."""
     started = time.time()
     intake_s = 0.0
+    limits = MeterLimits.of(settings)
     batches, intake_left = 0, False
     while not (stop and stop.is_set()) and (intake_batches is None or batches < intake_batches):
         began = time.perf_counter()
@@ -194,6 +195,7 @@ async def drain(
             batch=settings.intake_batch,
             currency=currency,
             work_mem=settings.work_mem,
+            limits=limits,
         )
         intake_s += time.perf_counter() - began
         STREAMS_CREATED.inc(taken.created)
@@ -203,7 +205,6 @@ async def drain(
             break
     written = periods = 0
     claim_s = compute_s = commit_s = 0.0
-    limits = MeterLimits.of(settings)
     while not (stop and stop.is_set()):
         result = await process_batch(
             conn,
