@@ -12,7 +12,7 @@ import asyncpg
 import pytest
 
 from energy_platform.engine.processing import MeterLimits, bucket_start, intake
-from tests.support.engine import ENGINE, NewFeed, process
+from tests.support.engine import CURRENCY, ENGINE, NewFeed, process
 
 Y2000 = 946_684_800  # 2000-01-01T00:00:00Z, a bucket start
 DAY = 86_400
@@ -31,7 +31,7 @@ async def take_in(db: asyncpg.Connection, feed_id: int) -> list[tuple[int, int]]
         await intake(
             db,
             batch=ENGINE.intake_batch,
-            currency=ENGINE.currency,
+            currency=CURRENCY,
             work_mem=ENGINE.work_mem,
             limits=MeterLimits.of(ENGINE),
         )
