@@ -50,6 +50,15 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT ARRAY['power', 'gas', 'water',
 COMMENT ON FUNCTION cluster.billed_media() IS
     'The media a bill has lines for, besides export: power, gas, water, heat.';
 
+-- What a line's stored quantity is divided by for its unit: Wh to kWh for
+-- power and export; gas and water stay m³, heat kWh.
+CREATE OR REPLACE FUNCTION cluster.bill_divisor(p_line text) RETURNS double precision
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT CASE WHEN p_line IN ('power', 'export') THEN 1000 ELSE 1 END::float8
+$$;
+COMMENT ON FUNCTION cluster.bill_divisor(text) IS
+    'What a bill line''s stored quantity is divided by for its unit: 1000 (Wh to kWh) for power and export, else 1.';
+
 -- The streams a bill counts (cluster.feed_bill) and the overview draws (96_overview.sql): each
 -- channel total of consumption or export (is_total), and each stream ever configured as a
 -- sub-meter, with the money stream beside it (cost of consumption, credit of export). Which of them counts on a day
@@ -103,7 +112,8 @@ CREATE OR REPLACE FUNCTION cluster.period_rows(p_feed_id bigint, p_from date, p_
 RETURNS TABLE (line text, day date, start timestamptz, finish timestamptz, stream_id bigint,
                money_id bigint, channel integer, is_total boolean, submeter boolean,
                main boolean, quantity double precision, amount double precision,
-               points bigint, short boolean, billed boolean, listed boolean, has_main boolean)
+               points bigint, short boolean, billed boolean, listed boolean, has_main boolean,
+               timezone text)
 LANGUAGE sql STABLE AS $$
 WITH days AS MATERIALIZED (
     SELECT * FROM cluster.bill_days(p_feed_id, p_from, p_to)
@@ -158,7 +168,7 @@ WITH days AS MATERIALIZED (
      WHERE c.medium = ANY (cluster.billed_media())
 ), daily AS MATERIALIZED (
     SELECT x.id, x.money_id, x.channel, x.is_total, c.submeter, c.main, d.day, d.start,
-           d.finish,
+           d.finish, d.timezone,
            CASE x.quantity WHEN 'export' THEN 'export' ELSE c.medium END AS line,
            q.total AS quantity, coalesce(q.money_total, 0) AS amount, q.points,
            coalesce(q.money_points, 0) < q.points AS short
@@ -189,7 +199,8 @@ WITH days AS MATERIALIZED (
       LEFT JOIN mains m ON m.line = g.line AND m.day = g.day
 )
 SELECT j.line, j.day, j.start, j.finish, j.id, j.money_id, j.channel, j.is_total, j.submeter,
-       j.main, j.quantity, j.amount, j.points, j.short, j.billed, j.listed, j.has_main
+       j.main, j.quantity, j.amount, j.points, j.short, j.billed, j.listed, j.has_main,
+       j.timezone
   FROM judged j
 $$;
 COMMENT ON FUNCTION cluster.period_rows(bigint, date, date) IS
@@ -332,7 +343,7 @@ WITH days AS MATERIALIZED (
     SELECT t.line, NULL, 0, 0, 0, false, 0, NULL FROM tariffed t
 )
 SELECT p.line, NULL::bigint, NULL::text,
-       sum(p.quantity) / CASE WHEN p.line IN ('power', 'export') THEN 1000 ELSE 1 END,
+       sum(p.quantity) / cluster.bill_divisor(p.line),
        CASE WHEN p.line IN ('power', 'export', 'heat') THEN 'kWh' ELSE 'm³' END,
        sum(p.amount), sum(p.standing),
        coalesce(sum(p.standing + CASE p.line WHEN 'export' THEN -p.amount ELSE p.amount END)
@@ -351,7 +362,7 @@ SELECT p.line, NULL::bigint, NULL::text,
 UNION ALL
 SELECT g.line, g.id, (SELECT c.title FROM cluster.stream_configs c
                        WHERE c.stream_id = g.id AND c.validity @> max(g.start)),
-       sum(g.quantity) / CASE WHEN g.line IN ('power', 'export') THEN 1000 ELSE 1 END,
+       sum(g.quantity) / cluster.bill_divisor(g.line),
        CASE WHEN g.line IN ('power', 'export', 'heat') THEN 'kWh' ELSE 'm³' END,
        sum(g.amount), 0, NULL, false, NULL, NULL, NULL, NULL, NULL
   FROM judged g
