@@ -166,17 +166,19 @@ async def asyncpg_rate(url: str, digest: bytes, feed: int, streams: range, secon
 
 
 async def timed_requests(
-    base: str, paths: list[str], rounds: int, *, body: bytes = b"[["
+    base: str, paths: list[str], rounds: int, *, body: bytes = b"[[", data: bytes | None = None
 ) -> list[float]:
-    """Wall time (ms) of fetching ``paths`` in parallel, each round; every body is checked to
-    start with ``body`` (points, unless told)."""
+    """Wall time (ms) of fetching ``paths`` in parallel, each round (POSTing ``data`` when
+    given); every body is checked to start with ``body`` (points, unless told)."""
     headers = {"Authorization": f"Bearer {TOKEN}"}
     limits = httpx.Limits(max_connections=len(paths))
     times = []
     async with http_client(base_url=base, headers=headers, limits=limits, timeout=60) as http:
         for _ in range(rounds + 1):  # the first round opens the connections: not counted
             started = time.perf_counter()
-            responses = await asyncio.gather(*(http.get(p) for p in paths))
+            responses = await asyncio.gather(
+                *(http.get(p) if data is None else http.post(p, content=data) for p in paths)
+            )
             times.append((time.perf_counter() - started) * 1000)
             for r in responses:
                 assert r.status_code == 200, r.text[:200]

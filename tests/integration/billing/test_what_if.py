@@ -377,3 +377,42 @@ async def test_the_sql_function_over_three_feeds_in_one_statement_equals_three_c
         for row, month in zip(mine, months, strict=True):
             for key in ("quantity", "energy", "standing", "vat", "total", "coverage"):
                 assert row[key] == pytest.approx(month[key], rel=1e-12), key
+
+
+async def test_the_worked_example_of_billing_md(new_feed: NewFeed, api: httpx.AsyncClient) -> None:
+    feed = await new_feed("UTC")
+    await feed.db.execute(
+        "SELECT cluster.set_tariff($1, 'power', NULL, ARRAY['00:00'::time], ARRAY[0.25], NULL, 1,"
+        " 0.40, NULL, 21)",
+        feed.id,
+    )
+    await power(feed, 1000.0, T0, T0 + 3 * DAY)  # 24 kWh a day, Thursday to Saturday
+    await process(feed.db)
+    day_night = {
+        "medium": "power",
+        "bands": ["weekday/07:00=0.30", "weekday/23:00=0.20", "weekend/00:00=0.20"],
+        "vat": 21,
+        "standing": 4.5,
+        "standing_per": "month",
+        "holidays": "NL",
+        "export": {"price": 0.08},
+    }
+
+    answer = await replayed(
+        api,
+        feed,
+        {"from": "2026-01-01", "to": "2026-01-03", "contracts": [{"contract": day_night}]},
+    )
+
+    current, contract = answer["contracts"]
+    assert round(current["total"], 2) == 23.23  # 18.00 x 1.21 + 3 x 0.40 x 1.21
+    assert round(current["total"], 2) == round(
+        await bill_total(api, feed, "2026-01-01", "2026-01-03"), 2
+    )
+    assert round(current["months"][0]["vat"], 2) == 4.03
+    assert round(contract["total"], 2) == 19.89  # 16.00 x 1.21 + 3/31 x 4.50 x 1.21
+    assert round(contract["months"][0]["vat"], 2) == 3.45
+    assert round(contract["difference"], 2) == -3.35
+    assert (current["rank"], contract["rank"]) == (2, 1)
+    assert round(contract["break_even"], 4) == 0.0384  # 3.3451 / (72 x 1.21)
+    assert "break_even" not in current
