@@ -19,7 +19,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 import asyncpg
 import httpx
@@ -247,6 +248,17 @@ def start_servers(
             stop_servers(servers)
             raise RuntimeError("the bench servers did not start")
     return servers
+
+
+@contextmanager
+def served(url: str) -> Iterator[str]:
+    """One bench server on a free port for the block; its base URL."""
+    port = free_port()
+    servers = start_servers(url, port, HttpSettings().server)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        stop_servers(servers)
 
 
 def stop_servers(servers: list[subprocess.Popen[bytes]]) -> None:

@@ -33,7 +33,7 @@ import httpx
 import msgspec
 
 from benchmarks.bill import CHUNK, FIRST, LAST, p99
-from benchmarks.data_api import TOKEN, start_servers, stop_servers, timed_requests
+from benchmarks.data_api import TOKEN, served, timed_requests
 from benchmarks.household import (
     AREA,
     YEAR_FROM,
@@ -43,10 +43,8 @@ from benchmarks.household import (
     household_streams,
     prices,
 )
-from benchmarks.support import figure, report, shared_database
+from benchmarks.support import report_against, shared_database
 from energy_platform import seeding
-from energy_platform.core.settings import HttpSettings
-from tests.support.services import free_port
 
 ROW_YEAR = "what-if: a year, 4 contracts, p99"
 ROW_FEEDS = "what-if: 1,000 feeds, one contract, a year"
@@ -168,36 +166,17 @@ def year_row(runs: int, requests: int, neighbours: int) -> None:
     body = msgspec.json.encode(
         {"from": str(FIRST), "to": str(LAST), "contracts": [{"contract": c} for c in CONTRACTS]}
     )
-    with household(neighbours) as (settings, seeded):
-        port = free_port()
-        servers = start_servers(settings.database.url, port, HttpSettings().server)
-        try:
-            base = f"http://127.0.0.1:{port}"
-            check(base, seeded, body)
-            done = [asyncio.run(alternate(base, seeded, body, requests)) for _ in range(runs)]
-        finally:
-            stop_servers(servers)
+    with household(neighbours) as (settings, seeded), served(settings.database.url) as base:
+        check(base, seeded, body)
+        done = [asyncio.run(alternate(base, seeded, body, requests)) for _ in range(runs)]
     for n, (whats, bills) in enumerate(done, 1):
         print(
             f"run {n}: {requests} of each, alternating by {CHUNK}; p50 / p99 ms: what-if"
             f" {statistics.median(whats):.1f} / {p99(whats):.1f}, bill"
             f" {statistics.median(bills):.1f} / {p99(bills):.1f}"
         )
-    whats = [p99(w) for w, _ in done]
-    bills = [p99(b) for _, b in done]
-    report(
-        [
-            figure(
-                ROW_YEAR,
-                "ms",
-                whats,
-                "bill p99 ms (a year)",
-                bills,
-                goal=f"<= {YEAR_GOAL:g}x the bill",
-                goal_met=statistics.median(whats) <= YEAR_GOAL * statistics.median(bills),
-            )
-        ]
-    )
+    whats, bills = [p99(w) for w, _ in done], [p99(b) for _, b in done]
+    report_against(ROW_YEAR, whats, "bill p99 ms (a year)", bills, YEAR_GOAL, "the bill")
 
 
 def check(base: str, seeded: Seeded, body: bytes) -> None:
@@ -242,18 +221,13 @@ def feeds_row(runs: int, count: int, step: int) -> None:
         f" feed), seeded in {market.seeded_s:.1f} s; ms per run: what-if"
         f" {', '.join(f'{t:.0f}' for t in whats)}; floor {', '.join(f'{t:.0f}' for t in floors)}"
     )
-    report(
-        [
-            figure(
-                ROW_FEEDS,
-                "ms",
-                whats,
-                "one statement over the same buckets and slots, ms",
-                floors,
-                goal=f"<= {FEEDS_GOAL:g}x the floor",
-                goal_met=statistics.median(whats) <= FEEDS_GOAL * statistics.median(floors),
-            )
-        ]
+    report_against(
+        ROW_FEEDS,
+        whats,
+        "one statement over the same buckets and slots, ms",
+        floors,
+        FEEDS_GOAL,
+        "the floor",
     )
 
 

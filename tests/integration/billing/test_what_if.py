@@ -14,6 +14,7 @@ import asyncpg
 import httpx
 import pytest
 
+from tests.support.contracts import DAY_NIGHT
 from tests.support.data import T0
 from tests.support.engine import Feed, NewFeed, process
 
@@ -388,20 +389,11 @@ async def test_the_worked_example_of_billing_md(new_feed: NewFeed, api: httpx.As
     )
     await power(feed, 1000.0, T0, T0 + 3 * DAY)  # 24 kWh a day, Thursday to Saturday
     await process(feed.db)
-    day_night = {
-        "medium": "power",
-        "bands": ["weekday/07:00=0.30", "weekday/23:00=0.20", "weekend/00:00=0.20"],
-        "vat": 21,
-        "standing": 4.5,
-        "standing_per": "month",
-        "holidays": "NL",
-        "export": {"price": 0.08},
-    }
 
     answer = await replayed(
         api,
         feed,
-        {"from": "2026-01-01", "to": "2026-01-03", "contracts": [{"contract": day_night}]},
+        {"from": "2026-01-01", "to": "2026-01-03", "contracts": [{"contract": DAY_NIGHT}]},
     )
 
     current, contract = answer["contracts"]
