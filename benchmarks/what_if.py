@@ -99,7 +99,7 @@ async def _seed_feeds(url: str, count: int, step: int) -> Feeds:
         owner = await seeding.add_user(conn, "market", token=TOKEN)
         feeds, streams = [], []
         for n in range(count):
-            feed = await seeding.add_feed(conn, owner.id, f"MF{n:014X}", timezone=ZONE)
+            feed = await seeding.add_feed(conn, owner.id, f"AF{n:014X}", timezone=ZONE)
             feeds.append(feed)
             streams.append((await household_streams(conn, feed))[0])
         await conn.execute(

@@ -135,17 +135,20 @@ WITH period AS MATERIALIZED (
       FROM parts p CROSS JOIN LATERAL cluster.contract_bands(p.part) b
 ), quarters AS MATERIALIZED (
     -- The billed streams' points of each day summed per quarter hour, read once for every
-    -- contract (none when only the current one is asked): per stream-day, so that each read is
-    -- one day's index range (or compact row) of one stream.
+    -- contract (none when only the current one is asked; export only for a contract with an
+    -- export part): per stream-day, so that each read is one day's index range (or compact
+    -- row) of one stream and each sum a small one (one sum over the year's points, grouped by
+    -- day and quarter, took 0.5 s of a year's 2 s).
     SELECT CASE r.line WHEN 'export' THEN 'export' ELSE 'consumption' END AS kind, r.day,
-           date_trunc('month', r.day)::date AS month,
-           time_bucket('15 minutes', x.ts) AS start,
-           (time_bucket('15 minutes', x.ts) AT TIME ZONE r.timezone)::time AS local,
-           sum(x.value) AS value
+           date_trunc('month', r.day)::date AS month, x.start,
+           (x.start AT TIME ZONE r.timezone)::time AS local, x.value
       FROM period r
-     CROSS JOIN LATERAL cluster.stream_points(r.stream_id, r.start, r.finish) x
+     CROSS JOIN LATERAL (
+           SELECT time_bucket('15 minutes', p.ts) AS start, sum(p.value) AS value
+             FROM cluster.stream_points(r.stream_id, r.start, r.finish) p
+            GROUP BY 1) x
      WHERE cardinality(p_contracts) > 0
-     GROUP BY r.line, r.day, r.timezone, time_bucket('15 minutes', x.ts)
+       AND (r.line <> 'export' OR EXISTS (SELECT FROM parts WHERE kind = 'export'))
 ), slots AS MATERIALIZED (
     -- The slots of the contracts' areas as quarter hours (an hourly slot: four), so that a
     -- quarter finds its price by equality: the slot holding its start.
