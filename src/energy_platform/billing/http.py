@@ -31,6 +31,7 @@ from energy_platform.billing.what_if import MAX_CONTRACTS
 from energy_platform.core import bounds
 from energy_platform.core.http.database import Reads
 from energy_platform.core.http.openapi import request_body
+from energy_platform.core.http.shares import PoolShare
 from energy_platform.users.auth import Caller, authenticate, visible_feed
 
 MAX_PRICE_DAYS = 31
@@ -139,11 +140,14 @@ class WhatIfController(Controller):
         caller: NamedDependency[Caller],
         reads: Reads,
         currency: NamedDependency[str],
+        costly: NamedDependency[PoolShare],
     ) -> WhatIf:
         # A read: a read token may ask it (nothing is written).
         ask = what_if.decode_ask(await request.body())
         feed = await visible_feed(reads, feed_id, caller)
+        # A year of quarter hours per contract: a costly read, within their half of the pool.
         async with (
+            costly.held(),
             reads.acquire() as conn,
             conn.transaction(isolation="repeatable_read", readonly=True),
         ):
@@ -186,10 +190,14 @@ async def _days_and(
     return days, rows
 
 
-def bill_routes(currency: str) -> Router:
-    """The bill's routes for the data API's app; ``currency`` names what its money is in."""
+def bill_routes(currency: str, costly: PoolShare) -> Router:
+    """The bill's routes for the data API's app; ``currency`` names what its money is in,
+    ``costly`` the costly reads' half of the pool (what-if reads within it)."""
     return Router(
         path="/",
         route_handlers=[BillController, PlanController, ContractsController, WhatIfController],
-        dependencies={"currency": Provide(lambda: currency, sync_to_thread=False)},
+        dependencies={
+            "currency": Provide(lambda: currency, sync_to_thread=False),
+            "costly": Provide(lambda: costly, sync_to_thread=False),
+        },
     )

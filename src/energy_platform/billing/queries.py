@@ -71,6 +71,7 @@ INSERT INTO cluster.contracts (name, contract) VALUES ($1, $2::jsonb)
 ON CONFLICT (name) DO UPDATE SET contract = EXCLUDED.contract, added_at = now()"""
 REMOVE_CONTRACT = "DELETE FROM cluster.contracts WHERE name = $1 RETURNING name"
 CONTRACTS = "SELECT name, contract::text AS contract, added_at FROM cluster.contracts ORDER BY name"
+KNOWN_AREAS = "SELECT area FROM cluster.price_areas WHERE area = ANY ($1::text[])"
 CONTRACTS_NAMED = """
 SELECT name, contract::text AS contract FROM cluster.contracts WHERE name = ANY ($1::text[])"""
 

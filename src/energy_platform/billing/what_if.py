@@ -121,6 +121,7 @@ async def replay(conn: Connection, ask: WhatIfAsk, first: date, last: date) -> R
         vats.append(checked_contract(contract, f"{where}.contract").terms.vat)
         names.append(name)
         given.append(contract)
+    await _known_areas(conn, given)
     media = {c.medium for c in given} or {"power"}
     if len(media) > 1:
         raise InvalidInput(
@@ -129,6 +130,24 @@ async def replay(conn: Connection, ask: WhatIfAsk, first: date, last: date) -> R
         )
     medium: BillMedium = media.pop()
     return Replay(medium, names, [_as_sql(c, first, last) for c in given], vats)
+
+
+async def _known_areas(conn: Connection, given: list[Contract]) -> None:
+    """Each contract's areas have prices, as ``tariffs set --area`` requires: else every
+    quarter would be unpriced, a typo answered as an empty month."""
+    areas = [
+        (n, where, part.area)
+        for n, contract in enumerate(given)
+        for where, part in (("", contract), (".export", contract.export))
+        if part is not None and part.area is not None
+    ]
+    known = {
+        row["area"] for row in await conn.fetch(queries.KNOWN_AREAS, [area for _, _, area in areas])
+    }
+    for n, where, area in areas:
+        if area not in known:
+            field = f"$.contracts[{n}].contract{where}.area"
+            raise InvalidInput(f"{field}: price area {area[:40]!r} has no prices", field=field)
 
 
 def _as_sql(contract: Contract, first: date, last: date) -> str:

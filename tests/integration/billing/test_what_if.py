@@ -294,6 +294,10 @@ async def test_another_users_feed_is_a_404(new_feed: NewFeed, api: httpx.AsyncCl
             "$.contracts[0].contract.holidays",
         ),
         ({"contracts": [{"name": "no such contract, surely"}]}, "$.contracts[0].name"),
+        (
+            {"contracts": [{"contract": {"price": 1, "export": {"area": "NO-SUCH-AREA"}}}]},
+            "$.contracts[0].contract.export.area",
+        ),
         ({"contracts": [{}]}, "$.contracts[0]"),
         ({"contracts": [{"contract": {"price": 0.3}}] * 11}, "$.contracts"),
         ({"from": "2026-01-01"}, "$.to"),
