@@ -303,7 +303,7 @@ async def measure(
         s, homebases = await setup(
             msgspec.structs.replace(base, mqtt=mqtt), 4 + 2 * runs, first=n * 64
         )
-        provisioning = s.cluster.provisioning_url
+        provisioning = s.pairing.provisioning_url
 
         @asynccontextmanager
         async def ingesting() -> AsyncIterator[IngestService]:
@@ -366,7 +366,7 @@ async def worker_rates(
     points = backlog_messages * POINTS_PER_MESSAGE
     rates: dict[int, list[float]] = {1: [], 2: []}
     t0 = int(time.time()) - 5 * 86_400
-    provisioning = s.cluster.provisioning_url
+    provisioning = s.pairing.provisioning_url
     workers: list[Worker] = []
     async with running(*build_services("provisioning", s), ready_urls=(provisioning + "/healthz",)):
         try:

@@ -31,9 +31,9 @@ from benchmarks.support import bench_database, figure, phase, report, tag
 from energy_platform.core.codec.format_v4 import HomebaseRecord
 from energy_platform.core.http.clients import http_client
 from energy_platform.core.settings import (
-    ClusterSettings,
     DeviceSettings,
     HttpSettings,
+    PairingSettings,
     ProvisioningSettings,
     Settings,
 )
@@ -93,18 +93,20 @@ async def setup(
     )
     s = msgspec.structs.replace(
         s,
-        cluster=ClusterSettings(
+        pairing=PairingSettings(
             provisioning_url=f"http://127.0.0.1:{s.http.provisioning_port}",
-            secret=cluster["secret"],
+            cluster_secret=cluster["secret"],
         ),
     )
     user = await run_admin(s, "users", "add", f"bench-{tag()}")
     sns = [f"BE{first + i:014X}" for i in range(homebases)]
     out = []
-    base = s.cluster.provisioning_url
+    base = s.pairing.provisioning_url
     async with (
         running(*build_services("provisioning", s), ready_urls=(base + "/healthz",)),
-        http_client(base_url=base + "/api", headers={"X-SvcClusterAuth": s.cluster.secret}) as http,
+        http_client(
+            base_url=base + "/api", headers={"X-SvcClusterAuth": s.pairing.cluster_secret}
+        ) as http,
     ):
         for sn in sns:
             await run_admin(
@@ -285,7 +287,7 @@ async def main(full: bool, runs: int) -> None:
         phase(f"pairing {homebase_count} homebases")
         s, homebases = await setup(base_settings, homebase_count)
         points = (messages // homebase_count) * homebase_count * POINTS_PER_MESSAGE
-        base = s.cluster.provisioning_url
+        base = s.pairing.provisioning_url
         one: list[float] = []
         two: list[float] = []
         bare: list[float] = []

@@ -465,7 +465,7 @@ async def main(full: bool, runs: int) -> None:
         print(f"setup: {FEEDS} paired homebases and feeds in {time.monotonic() - began:.0f} s")
         per = messages // FEEDS
         points = per * FEEDS * POINTS_PER_MESSAGE
-        base = s.cluster.provisioning_url
+        base = s.pairing.provisioning_url
         alone: list[float] = []
         stubbed: list[float] = []
         followed: list[float] = []

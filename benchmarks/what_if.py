@@ -72,7 +72,7 @@ SELECT f.id, w.month, w.energy
 # (area price plus markup, VAT), summed per feed and local month.
 FLOOR = """
 SELECT s.feed_id, date_trunc('month', p.ts AT TIME ZONE $5)::date AS month,
-       sum(p.value / 1000 * (x.price + $6) * (1 + $7 / 100)) AS energy
+       sum(p.value / 1000 * (x.price + $6::float8) * (1 + $7::float8 / 100)) AS energy
   FROM cluster.streams s
   JOIN cluster.processed_points p ON p.stream_id = s.id AND p.ts >= $2 AND p.ts < $3
   JOIN cluster.prices x ON x.area = $4 AND x.slot @> p.ts
@@ -242,9 +242,12 @@ def main() -> None:
     parser.add_argument("--neighbours", type=int, default=200, help="other feeds, no points")
     parser.add_argument("--feeds", type=int, default=1_000)
     parser.add_argument("--full", action="store_true", help="a point per quarter hour")
+    parser.add_argument("--rows", default="year,feeds", help="which rows: year, feeds or both")
     args = parser.parse_args()
-    year_row(args.runs, args.requests, 1_000 if args.full else args.neighbours)
-    feeds_row(args.runs, args.feeds, 900 if args.full else 3600)
+    if "year" in args.rows:
+        year_row(args.runs, args.requests, 1_000 if args.full else args.neighbours)
+    if "feeds" in args.rows:
+        feeds_row(args.runs, args.feeds, 900 if args.full else 3600)
 
 
 if __name__ == "__main__":

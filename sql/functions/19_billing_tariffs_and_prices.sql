@@ -1,7 +1,8 @@
 -- Billing's setters: a feed's tariff from an instant on, and an area's market prices. Both
--- change tables and queue the buckets whose price changed through the engine's queue
--- (cluster.engine_invalidate_feed, 20_engine.sql: a PL/pgSQL body names it only when it runs,
--- so this file may come first); the engine reprices them (docs/billing.md).
+-- change tables and record the periods whose price changed in cluster.repriced_periods
+-- (sql/0053_billing_repriced_periods.sql), which the engine reads: its trigger queues those buckets and
+-- the engine reprices them (docs/billing.md). Billing calls no function of the engine, which
+-- calls billing's pricing (docs/architecture.md#sql).
 -- Re-applied by every `migrate`, after the numbered migrations: the one current definition.
 
 -- A tariff from an instant on, like the configurations: periods starting at or after p_from go,
@@ -69,7 +70,8 @@ BEGIN
         SELECT v_tariff_id, h.day, h.name
           FROM unnest(p_holiday_days, p_holiday_names) AS h (day, name);
     END IF;
-    PERFORM cluster.engine_invalidate_feed(p_feed_id, tstzmultirange(tstzrange(v_from, NULL, '[)')));
+    INSERT INTO cluster.repriced_periods (feed_id, period)
+    VALUES (p_feed_id, tstzmultirange(tstzrange(v_from, NULL, '[)')));
 END $$;
 COMMENT ON FUNCTION cluster.set_tariff(bigint, text, timestamptz, time[], double precision[], text, double precision, double precision, text[], double precision, double precision, double precision, text, double precision, text, date[], text[], int4range) IS
     'Make the bands (local start times, prices, day kinds) the feed''s tariff for the medium from p_from on (none when p_starts is NULL), plus p_factor times the prices of area p_area when given, with VAT, floor and cap, p_standing charged per local day or month, kWh per m³ for gas, and the public holidays that count as weekend days; the engine recomputes the cost from p_from.';
@@ -129,9 +131,10 @@ BEGIN
       FROM unnest(p_slots, p_prices) AS g (slot, price)
       LEFT JOIN unnest(v_old) o ON o.slot = g.slot AND o.price = g.price
      WHERE o.slot IS NULL;
-    PERFORM cluster.engine_invalidate_feed(t.feed_id, v_changed * tstzmultirange(t.validity))
-       FROM cluster.tariffs t
-      WHERE t.area = p_area AND NOT isempty(v_changed * tstzmultirange(t.validity));
+    INSERT INTO cluster.repriced_periods (feed_id, period)
+    SELECT t.feed_id, v_changed * tstzmultirange(t.validity)
+      FROM cluster.tariffs t
+     WHERE t.area = p_area AND NOT isempty(v_changed * tstzmultirange(t.validity));
     RETURN v_count;
 END $$;
 COMMENT ON FUNCTION cluster.set_prices(text, tstzrange[], double precision[]) IS

@@ -344,7 +344,7 @@ BEGIN
     PERFORM cluster.engine_invalidate_feed(p_feed_id, v_changed);
     -- Hourly rollups are keyed by local hours: every stream's hours move to the new zone. The
     -- processed ones are queued here too, not only by the recomputation queued above, so that a
-    -- real-time reader (61_realtime_rollups.sql) answers them in the new zone at once.
+    -- real-time reader (61_core_realtime_rollups.sql) answers them in the new zone at once.
     INSERT INTO cluster.rollup_work (stream_id, span)
     SELECT s.id, r FROM cluster.streams s, unnest(v_changed) r
      WHERE s.feed_id = p_feed_id;

@@ -21,8 +21,9 @@ COMMENT ON FUNCTION cluster.local_midnight(bigint, date) IS
 -- lasts 23 or 25 hours). Each midnight is cluster.local_midnight's, found by one join of the
 -- dates with the feed's few configurations in the same order (three look-ups per date, two for
 -- its start and zone and one for its end, took 2 ms for a year), and a day ends where the next
--- starts.
-CREATE OR REPLACE FUNCTION cluster.bill_days(p_feed_id bigint, p_from date, p_to date)
+-- starts. Named for what it is (cluster.bill_days before 0054): the bill, the overview, the
+-- baseload, the price curve and the plans all read it.
+CREATE OR REPLACE FUNCTION cluster.feed_local_days(p_feed_id bigint, p_from date, p_to date)
 RETURNS TABLE (day date, start timestamptz, finish timestamptz, timezone text)
 LANGUAGE sql STABLE AS $$
     WITH zones AS MATERIALIZED (
@@ -40,7 +41,7 @@ LANGUAGE sql STABLE AS $$
               FROM midnights m) x
      WHERE x.day <= p_to
 $$;
-COMMENT ON FUNCTION cluster.bill_days(bigint, date, date) IS
+COMMENT ON FUNCTION cluster.feed_local_days(bigint, date, date) IS
     'A feed''s local dates from p_from to p_to (both inclusive) with the instants each starts and ends, and its zone.';
 
 -- The media a bill has lines for (besides export), named once: the bill, the overview and the
@@ -59,11 +60,13 @@ $$;
 COMMENT ON FUNCTION cluster.bill_divisor(text) IS
     'What a bill line''s stored quantity is divided by for its unit: 1000 (Wh to kWh) for power and export, else 1.';
 
--- The streams a bill counts (cluster.feed_bill) and the overview draws (96_overview.sql): each
+-- The streams a bill counts (cluster.feed_bill) and the overview draws (96_api_overview.sql): each
 -- channel total of consumption or export (is_total), and each stream ever configured as a
 -- sub-meter, with the money stream beside it (cost of consumption, credit of export). Which of them counts on a day
 -- (its medium, whether it is a sub-meter then) is its configuration's at that day's start.
-CREATE OR REPLACE FUNCTION cluster.bill_meters(p_feed_id bigint)
+-- Named for what it is (cluster.bill_meters before 0054): the overview and the baseload read
+-- it too.
+CREATE OR REPLACE FUNCTION cluster.feed_metered_streams(p_feed_id bigint)
 RETURNS TABLE (stream_id bigint, channel integer, quantity text, is_total boolean,
                money_id bigint)
 LANGUAGE sql STABLE AS $$
@@ -80,7 +83,7 @@ LANGUAGE sql STABLE AS $$
        AND (t.stream_id IS NOT NULL OR EXISTS (
                 SELECT FROM cluster.stream_configs c WHERE c.stream_id = s.id AND c.submeter))
 $$;
-COMMENT ON FUNCTION cluster.bill_meters(bigint) IS
+COMMENT ON FUNCTION cluster.feed_metered_streams(bigint) IS
     'The streams a feed''s bill counts (channel totals of consumption and export) or lists (sub-meters), each with its money stream: what cluster.feed_bill and cluster.feed_overview read.';
 
 -- The first bucket of [p_start, p_finish) where stream p_stream has a point and its money
@@ -116,7 +119,7 @@ RETURNS TABLE (line text, day date, start timestamptz, finish timestamptz, strea
                timezone text)
 LANGUAGE sql STABLE AS $$
 WITH days AS MATERIALIZED (
-    SELECT * FROM cluster.bill_days(p_feed_id, p_from, p_to)
+    SELECT * FROM cluster.feed_local_days(p_feed_id, p_from, p_to)
 ), span AS MATERIALIZED (
     -- The days' rollups are looked up with a day of margin either side: a day's start is then
     -- matched by its date.
@@ -124,7 +127,7 @@ WITH days AS MATERIALIZED (
 ), metered AS MATERIALIZED (
     -- Channel totals and sub-meters, each with the stream of its money beside it.
     SELECT stream_id AS id, channel, quantity, is_total, money_id
-      FROM cluster.bill_meters(p_feed_id)
+      FROM cluster.feed_metered_streams(p_feed_id)
 ), sources AS MATERIALIZED (
     -- The streams read: each metered stream and its money stream, and whether the engine has
     -- work queued for it (the data API's test for real-time rollups, api/queries.py).
@@ -234,7 +237,7 @@ LANGUAGE sql STABLE AS $$
            CASE WHEN d.start <= p_now
                 THEN cluster.standing_share(t.standing, t.vat, t.standing_per, d.day)
                 ELSE 0 END
-      FROM cluster.bill_days(p_feed_id, p_from, p_to) d
+      FROM cluster.feed_local_days(p_feed_id, p_from, p_to) d
       JOIN cluster.tariffs t ON t.feed_id = p_feed_id AND t.validity @> d.start
 $$;
 COMMENT ON FUNCTION cluster.period_charges(bigint, date, date, timestamptz) IS
@@ -275,7 +278,7 @@ CREATE OR REPLACE FUNCTION cluster.feed_bill(
                  kwh double precision, shared_streams bigint[], shared_channels integer[])
 LANGUAGE sql STABLE AS $$
 WITH days AS MATERIALIZED (
-    SELECT * FROM cluster.bill_days(p_feed_id, p_from, p_to)
+    SELECT * FROM cluster.feed_local_days(p_feed_id, p_from, p_to)
 ), judged AS MATERIALIZED (
     -- Per stream and day: added to its line (billed) or listed apart (listed), by billing's
     -- one reading of the period.
@@ -389,7 +392,7 @@ WITH pieces AS (
                      (d.day + b.ends) AT TIME ZONE d.timezone, '[)')
                * tstzrange(d.start, d.finish, '[)') * t.validity
                * cluster.holiday_span(t.holiday_years, d.timezone) AS span
-      FROM cluster.bill_days(p_feed_id, p_from, p_to) d
+      FROM cluster.feed_local_days(p_feed_id, p_from, p_to) d
       JOIN cluster.tariffs t
         ON t.feed_id = p_feed_id AND t.medium = p_medium
        AND t.validity && tstzrange(d.start, d.finish, '[)')

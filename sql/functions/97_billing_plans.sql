@@ -3,27 +3,57 @@
 -- and prices as the plan endpoint's (billing/plans.py, docs/api.md#plan). Re-applied by every
 -- `migrate`, after the bill's functions it reads.
 
+-- The quarter hours [p_start, p_end) of a feed (steps of 900 s of UTC time from p_start, a
+-- whole quarter), each with its price per kWh, weighted by time where a band or slot changes
+-- inside it; null where some of it has no price. p_basis 'all_in': the household's price (the
+-- price curve, cluster.feed_prices, of the local dates around the span); 'market': its power
+-- tariffs' area prices alone. Each stretch of the curve is cut at the quarters it covers (a
+-- quarter-hour slot covers one, a band of 8 hours 32): the work grows with stretches plus
+-- quarters, not with their product as a join of each quarter with the curve did.
+CREATE OR REPLACE FUNCTION cluster.quarter_prices(
+    p_feed_id bigint, p_basis text, p_start timestamptz, p_end timestamptz
+) RETURNS TABLE (start timestamptz, price double precision)
+LANGUAGE sql STABLE AS $$
+    WITH curve AS (
+        SELECT c.start, c.finish, c.price
+          FROM cluster.feed_prices(p_feed_id, 'power', (p_start AT TIME ZONE 'UTC')::date - 1,
+                                   (p_end AT TIME ZONE 'UTC')::date + 1) c
+         WHERE p_basis = 'all_in' AND c.start < p_end AND c.finish > p_start
+        UNION ALL
+        SELECT lower(s.slot * t.validity), upper(s.slot * t.validity), s.price
+          FROM cluster.tariffs t
+          JOIN cluster.prices s ON s.area = t.area AND s.slot && t.validity
+         WHERE p_basis = 'market' AND t.feed_id = p_feed_id AND t.medium = 'power'
+           AND t.area IS NOT NULL AND s.slot && tstzrange(p_start, p_end)
+    ), cut AS (
+        SELECT q.q, c.price,
+               extract(epoch FROM least(c.finish, p_start + (q.q + 1) * interval '15 minutes')
+                                  - greatest(c.start, p_start + q.q * interval '15 minutes'))
+                   AS seconds
+          FROM curve c
+         CROSS JOIN LATERAL generate_series(
+               greatest(floor(extract(epoch FROM c.start - p_start) / 900), 0)::integer,
+               least(ceil(extract(epoch FROM c.finish - p_start) / 900),
+                     extract(epoch FROM p_end - p_start) / 900)::integer - 1) q (q)
+    )
+    SELECT p_start + g.q * interval '15 minutes',
+           CASE WHEN sum(c.seconds) = 900 THEN sum(c.price * c.seconds) / 900 END
+      FROM generate_series(0, (extract(epoch FROM p_end - p_start) / 900)::integer - 1) g (q)
+      LEFT JOIN cut c ON c.q = g.q
+     GROUP BY g.q
+     ORDER BY g.q
+$$;
+COMMENT ON FUNCTION cluster.quarter_prices(bigint, text, timestamptz, timestamptz) IS
+    'A feed''s quarter hours from p_start to p_end with the price of each, all in or the market''s (time-weighted; null where not all of it has a price).';
+
 -- Every quarter hour of a feed's local date (92 or 100 on a DST day: steps of 900 s of UTC
--- time from local midnight to the next), each with its price weighted by time where a band
--- or slot changes inside it; null where some of it has no price.
+-- time from local midnight to the next) at its all-in price: the plan's quarters and prices.
 CREATE OR REPLACE FUNCTION cluster.day_quarter_prices(p_feed_id bigint, p_day date)
 RETURNS TABLE (start timestamptz, price double precision)
 LANGUAGE sql STABLE AS $$
-    WITH curve AS MATERIALIZED (
-        SELECT c.start, c.finish, c.price FROM cluster.feed_prices(p_feed_id, 'power', p_day, p_day) c
-    )
-    SELECT q.start,
-           CASE WHEN sum(o.seconds) = 900 THEN sum(o.price * o.seconds) / 900 END
-      FROM cluster.bill_days(p_feed_id, p_day, p_day) d
-     CROSS JOIN LATERAL generate_series(d.start, d.finish - interval '15 minutes',
-                                        interval '15 minutes') q (start)
-      LEFT JOIN LATERAL (
-            SELECT c.price,
-                   extract(epoch FROM least(c.finish, q.start + interval '15 minutes')
-                                      - greatest(c.start, q.start)) AS seconds
-              FROM curve c
-             WHERE c.start < q.start + interval '15 minutes' AND c.finish > q.start) o ON true
-     GROUP BY q.start
+    SELECT q.start, q.price
+      FROM cluster.feed_local_days(p_feed_id, p_day, p_day) d
+     CROSS JOIN LATERAL cluster.quarter_prices(p_feed_id, 'all_in', d.start, d.finish) q
 $$;
 COMMENT ON FUNCTION cluster.day_quarter_prices(bigint, date) IS
     'The quarter hours of a feed''s local date with its all-in price of each (time-weighted; null where not all of it has a price).';

@@ -73,12 +73,13 @@ WITH period AS MATERIALIZED (
 ), days AS MATERIALIZED (
     SELECT d.day, date_trunc('month', d.day)::date AS month, d.start, d.finish,
            extract(epoch FROM d.finish - d.start) AS seconds
-      FROM cluster.bill_days(p_feed_id, p_from, p_to) d
+      FROM cluster.feed_local_days(p_feed_id, p_from, p_to) d
 ), months AS MATERIALIZED (
     -- Per month: its days' time and the part of it the billed consumption has points for (on
-    -- a day two totals are added, the one with more), its quantities, and whether it is over.
+    -- a day two totals are added, the one with more; a point is a 90 s bucket, as the
+    -- overview's coverage counts them), its quantities, and whether it is over.
     SELECT d.month, min(d.start) AS start, max(d.finish) AS finish, bool_and(d.finish <= p_now) AS over,
-           least(1, sum(coalesce(c.points, 0)) * cluster.bucket_seconds() / sum(d.seconds)) AS coverage,
+           least(1, sum(coalesce(c.points, 0)) * 90 / sum(d.seconds)) AS coverage,
            sum(c.quantity) / cluster.bill_divisor(p_medium) AS quantity,
            sum(c.export) / 1000 AS export
       FROM days d

@@ -58,7 +58,7 @@ BUILDERS: dict[str, Callable[[Settings, CoapSite], list[Service]]] = {
     "forwarder": _forwarder,
     "ingest": _ingest,
     "engine": lambda s, _: [
-        EngineService(s.database, s.engine),
+        EngineService(s.database, s.engine, currency=s.billing.currency),
         notification_rules(s.database, s.notifications, s.engine),
         retention(s.database, s.retention, s.history.corrections_days, s.notifications.events_days),
         compaction(s.database, s.compaction),

@@ -20,10 +20,10 @@ import pytest
 
 from energy_platform.core.coap import JSON
 from energy_platform.core.settings import (
-    ClusterSettings,
     DatabaseSettings,
     DeviceSettings,
     HttpSettings,
+    PairingSettings,
     Settings,
 )
 from energy_platform.devices.simulator.homebase import (
@@ -72,9 +72,9 @@ def cluster_settings(
             s.mqtt, accounts_url=with_port(base.mqtt.accounts_url, int(mqtt_url.rsplit(":", 1)[1]))
         ),
         devices=DeviceSettings(coap_port=free_port(socket.SOCK_DGRAM)),
-        cluster=ClusterSettings(
+        pairing=PairingSettings(
             provisioning_url=f"http://127.0.0.1:{provisioning.http.provisioning_port}",
-            secret=secret,
+            cluster_secret=secret,
         ),
         provisioning=provisioning.provisioning,
     )
@@ -96,7 +96,7 @@ async def boot_mqtt_port(provisioning: str, sn: str) -> int:
 
 
 async def secret_for(provisioning: str, cluster: Cluster, sn: str) -> httpx.Response:
-    auth = {"X-SvcClusterAuth": cluster.settings.cluster.secret}
+    auth = {"X-SvcClusterAuth": cluster.settings.pairing.cluster_secret}
     async with http_client(headers=auth) as http:
         return await http.get(f"{provisioning}/api/device/{sn}/secret/")
 

@@ -14,7 +14,9 @@ from energy_platform.core.settings import EngineSettings
 from energy_platform.engine.service import drain
 
 # Rollups are taken at once: a test does not wait for the delay that batches live data.
-ENGINE = EngineSettings(currency="CZK", rollup_delay=0)
+ENGINE = EngineSettings(rollup_delay=0)
+# What the tests' money is in (EP_BILLING_CURRENCY): the engine gives it to new cost streams.
+CURRENCY = "CZK"
 
 
 @dataclass
@@ -75,7 +77,7 @@ async def api_buckets(
 
 async def process(db: asyncpg.Connection) -> None:
     """Run the engine until both queues are empty (every test's data is long closed)."""
-    await drain(db, ENGINE)
+    await drain(db, ENGINE, currency=CURRENCY)
 
 
 # Every processed point of one feed meets {act} as it is inserted: a test's own trigger on its

@@ -22,10 +22,10 @@ import msgspec
 
 from energy_platform.core.codec.format_v4 import HomebaseRecord
 from energy_platform.core.settings import (
-    ClusterSettings,
     DeviceSettings,
     HttpSettings,
     MqttSettings,
+    PairingSettings,
     ProvisioningSettings,
     Settings,
 )
@@ -86,7 +86,8 @@ async def with_cluster(settings: Settings) -> Settings:
     cluster = await add_cluster(settings, "ingest-test cluster")
     provisioning = f"http://127.0.0.1:{settings.http.provisioning_port}"
     return msgspec.structs.replace(
-        settings, cluster=ClusterSettings(provisioning_url=provisioning, secret=cluster.secret)
+        settings,
+        pairing=PairingSettings(provisioning_url=provisioning, cluster_secret=cluster.secret),
     )
 
 
@@ -95,7 +96,7 @@ async def provisioning_platform(s: Settings) -> AsyncIterator[Platform]:
     """Provisioning of settings ``s`` (this cluster registered) in the test's loop, and a user;
     ingest is the test's to start."""
     user = await run_admin(s, "users", "add", f"ingest-{secrets.token_hex(3)}")
-    base = s.cluster.provisioning_url
+    base = s.pairing.provisioning_url
     async with running(*build_services("provisioning", s), ready_urls=(base + "/healthz",)):
         yield Platform(s, "", base, user["token"], user["id"])
 
@@ -106,7 +107,7 @@ async def platform_in_loop(s: Settings) -> AsyncIterator[Platform]:
     cluster registered) in the test's loop, and a user to own feeds."""
     user = await run_admin(s, "users", "add", f"ingest-{secrets.token_hex(3)}")
     api = f"http://127.0.0.1:{s.http.api_port}"
-    provisioning = s.cluster.provisioning_url
+    provisioning = s.pairing.provisioning_url
     services = build_services(["api", "provisioning", "ingest"], s)
     async with running(*services, ready_urls=(api + "/healthz", provisioning + "/healthz")):
         yield Platform(s, api, provisioning, user["token"], user["id"])
@@ -131,8 +132,8 @@ def serve_env(s: Settings) -> dict[str, str]:
         "EP_DEVICES_COAP_PORT": str(s.devices.coap_port),
         "EP_PROVISIONING_TFTP_PORT": str(s.provisioning.tftp_port),
         "EP_PROVISIONING_SECRET_KEY": s.provisioning.secret_key,
-        "EP_CLUSTER_PROVISIONING_URL": s.cluster.provisioning_url,
-        "EP_CLUSTER_SECRET": s.cluster.secret,
+        "EP_PAIRING_PROVISIONING_URL": s.pairing.provisioning_url,
+        "EP_PAIRING_CLUSTER_SECRET": s.pairing.cluster_secret,
         "EP_COMPACTION_AFTER_DAYS": str(s.compaction.after_days),
         "EP_LOG_FORMAT": "json",
     }
@@ -226,7 +227,7 @@ async def paired_homebase(
     """
     s = platform.settings
     sn = await add_homebase(s)
-    auth = {"X-SvcClusterAuth": s.cluster.secret}
+    auth = {"X-SvcClusterAuth": s.pairing.cluster_secret}
     feed_id = None
     async with http_client(base_url=platform.provisioning + "/api", headers=auth) as http:
         if feed:

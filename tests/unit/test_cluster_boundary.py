@@ -1,6 +1,6 @@
 """A cluster reaches provisioning only through its HTTP API (docs/scaling.md): no SQL on the
 cluster's side reads or writes the provisioning schema, so a cluster runs on a database of its
-own. Landed migrations are history (0007's view is replaced by sql/functions/90_views.sql)."""
+own. Landed migrations are history (0007's view is replaced by sql/functions/90_core_views.sql)."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from energy_platform.core.errors import TooManyRequests
-from energy_platform.core.http.shares import PoolShare, UserSlots
+from energy_platform.core.http.shares import WAITING_PER_USER, PoolShare, UserLanes, UserSlots
 from tests.support.services import eventually
 
 ALICE, BOB = 1, 2
@@ -70,3 +70,64 @@ def test_each_user_holds_at_most_their_slots() -> None:
         slots.take(ALICE)
     for give_back in (*held, bobs):
         give_back()
+
+
+async def test_an_overview_past_its_users_slots_waits_its_turn_then_is_refused() -> None:
+    slots = UserSlots(1, "overviews")
+    first = await slots.wait(ALICE)
+    # Bob is not behind Alice: his slot is his own.
+    bobs = await slots.wait(BOB, patience=0)
+    queued = asyncio.create_task(slots.wait(ALICE))
+    await eventually(lambda: slots.waiting(ALICE) == 1, what="Alice's second overview queued")
+    # A third that cannot wait is refused, naming what runs and what waits.
+    with pytest.raises(TooManyRequests) as refused:
+        await slots.wait(ALICE, patience=0)
+    assert refused.value.headers["Retry-After"] == "10"
+    assert "this user already runs 1 overviews here and 1 wait" in refused.value.detail
+    first()
+    second = await queued  # the slot given back went to the one waiting
+    assert slots.waiting(ALICE) == 0
+    with pytest.raises(TooManyRequests):
+        slots.take(ALICE)
+    second()
+    bobs()
+    slots.take(ALICE)()
+
+
+async def test_no_more_than_the_bound_wait_and_a_cancelled_waiter_passes_its_slot_on() -> None:
+    slots = UserSlots(1, "overviews")
+    held = await slots.wait(ALICE)
+    waiting = [asyncio.create_task(slots.wait(ALICE)) for _ in range(WAITING_PER_USER)]
+    await eventually(lambda: slots.waiting(ALICE) == WAITING_PER_USER, what="the queue full")
+    with pytest.raises(TooManyRequests):
+        await slots.wait(ALICE)  # refused at once: it does not wait
+    waiting[0].cancel()
+    held()
+    # The cancelled one took nothing: the next in line has the slot, and one slot only.
+    second = await waiting[1]
+    assert slots.waiting(ALICE) == WAITING_PER_USER - 2
+    for task in waiting[2:]:
+        task.cancel()
+    await asyncio.gather(*waiting, return_exceptions=True)
+    with pytest.raises(TooManyRequests):
+        slots.take(ALICE)
+    second()
+    slots.take(ALICE)()
+
+
+async def test_one_users_reads_hold_their_lane_one_at_a_time_and_others_pass() -> None:
+    lanes = UserLanes(1)
+    inside: list[int] = []
+    leave = asyncio.Event()
+
+    async def read(user: int) -> None:
+        async with lanes.held(user):
+            inside.append(user)
+            await leave.wait()
+
+    reads = [asyncio.create_task(read(ALICE)) for _ in range(3)] + [asyncio.create_task(read(BOB))]
+    await eventually(lambda: sorted(inside) == [ALICE, BOB], what="one read of each user in")
+    leave.set()
+    await asyncio.gather(*reads)
+    assert inside.count(ALICE) == 3
+    assert lanes.users == 0  # no lane is kept for a user with nothing to read

@@ -1,5 +1,5 @@
 """Which feeds a user sees is written once: ``cluster.visible_feeds`` and ``cluster.user_feeds``
-(sql/functions/90_views.sql). A query that reads ``cluster.feeds`` itself on a user's behalf is
+(sql/functions/14_core_feeds.sql). A query that reads ``cluster.feeds`` itself on a user's behalf is
 a second copy of that tenant wall, free to drift from the first (nine copies once held the
 forwarder's part of it). So every SQL string of the package, and every view and function of
 sql/functions/, that reads ``cluster.feeds`` is either the definition or named below with the
@@ -207,7 +207,7 @@ def test_a_query_that_reads_cluster_feeds_is_caught(
 
 
 def test_a_view_or_function_that_reads_cluster_feeds_is_caught(tmp_path: Path) -> None:
-    (tmp_path / "90_views.sql").write_text(
+    (tmp_path / "90_core_views.sql").write_text(
         "-- cluster.feeds is read through cluster.visible_feeds only.\n"
         "DROP VIEW IF EXISTS cluster.owned, cluster.activity;\n"
         "CREATE VIEW cluster.activity AS\n"
@@ -223,7 +223,7 @@ def test_a_view_or_function_that_reads_cluster_feeds_is_caught(tmp_path: Path) -
         "DO $$ BEGIN PERFORM 1 FROM cluster.feeds; END $$;\n"
     )
     assert unexplained(definitions_reading_feeds(tmp_path), ALL_FEEDS_DEFINITIONS) == [
-        "90_views.sql: statement 6 reads cluster.feeds",
+        "90_core_views.sql: statement 6 reads cluster.feeds",
         "cluster.activity reads cluster.feeds",
         "cluster.owned reads cluster.feeds",
     ]

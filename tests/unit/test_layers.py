@@ -1,7 +1,13 @@
 """The layers of the package hold: every import runs down (or stays inside its package), no
 two top-level packages import each other, and no modules import each other in a cycle, inside a
 package or across. docs/architecture.md describes the same order (its layer table is read here),
-names every package and module, and each domain package has its test folder and docs page."""
+names every package and module, and each domain package has its test folder and docs page.
+
+The SQL of sql/functions/ is held to the same table: each file belongs to the domain its name
+starts with (``NN_<domain>_topic.sql``), a function or view of one domain calls another domain's
+only where the table lets the first import the second, no domains call each other around a
+circle, and no definition calls one that a later file makes (the files are applied in name
+order)."""
 
 from __future__ import annotations
 
@@ -22,7 +28,8 @@ ARCHITECTURE = REPOSITORY / "docs" / "architecture.md"
 # Each top-level part of the package and the parts it may import. `core` is the floor; the
 # domains stand on it (devices, api and forwarder on the cluster's pairing too; notifications,
 # history, billing and api on the users who call them); the process entry points (services, cli)
-# assemble everything. The engine prices buckets by calling billing's SQL, never its Python.
+# assemble everything. The engine prices buckets by calling billing's SQL, never its Python
+# (SQL_ONLY), and billing's setters record what they changed in a table the engine reads.
 DOMAINS = {
     "engine",
     "billing",
@@ -38,7 +45,7 @@ DOMAINS = {
 }
 ALLOWED: dict[str, set[str]] = {
     "core": set(),
-    "engine": {"core"},
+    "engine": {"core", "billing"},
     "pairing": {"core"},
     "provisioning": {"core"},
     "users": {"core"},
@@ -57,6 +64,10 @@ ALLOWED: dict[str, set[str]] = {
     "seeding": {"core", "users", "api", "devices", "billing"},
     "__main__": {"cli"},
 }
+
+# Rows of ALLOWED that hold for SQL only: the engine's statements price buckets with billing's
+# SQL functions, but no module of the engine imports billing's Python.
+SQL_ONLY = {("engine", "billing")}
 
 
 def part_of(module: str) -> str:
@@ -161,7 +172,7 @@ def upward(found: set[tuple[str, str, str]]) -> list[str]:
     return sorted(
         f"{module} imports {target}"
         for module, target, part in found
-        if target != part and target not in ALLOWED.get(part, set())
+        if target != part and (target not in ALLOWED.get(part, set()) or (part, target) in SQL_ONLY)
     )
 
 
@@ -205,6 +216,12 @@ def test_no_two_top_level_packages_import_each_other() -> None:
             "energy_platform.provisioning.coap imports devices",
         ),
         ("core/errors.py", "from energy_platform import engine\n", "core.errors imports engine"),
+        # Allowed to the engine's SQL, never to its Python.
+        (
+            "engine/processing.py",
+            "from energy_platform.billing import bills\n",
+            "energy_platform.engine.processing imports billing",
+        ),
         ("core/http/app.py", "from ...api import views\n", "core.http.app imports api"),
     ],
 )
@@ -429,3 +446,225 @@ def test_the_layer_table_is_read_as_allowed_holds_it() -> None:
         "live": {"core", "users"},
         "cli": {"core", *DOMAINS},
     }
+
+
+# The SQL of sql/functions/, held to the same table.
+#
+# The tokenizer, kept simple on purpose: comments (``--`` to the end of the line, ``/* */`` not
+# nested) and string literals (``'...'`` with ``''`` inside; ``E'...'`` too, as long as no
+# backslash escapes a quote) are blanked out, so that a name in a COMMENT ON text, a message or
+# a remark is no call; a dollar-quoted text is kept, since it is a function's body (or a
+# statement it runs) and its calls count. What remains is read for qualified names of the
+# project's schemas: ``CREATE [OR REPLACE] FUNCTION cluster.name(`` and ``CREATE [OR REPLACE]
+# VIEW cluster.name`` define, and any other ``cluster.name(`` calls a function, a
+# ``cluster.name`` without a parenthesis reads a view (a function and a view may share a name:
+# cluster.readings). Tables are the migrations', not a file's, and are not followed.
+SQL = REPOSITORY / "sql" / "functions"
+SQL_SCHEMAS = "cluster|forwarder|provisioning"
+SQL_NOISE = re.compile(r"--[^\n]*|/\*.*?\*/|'(?:[^']|'')*'", re.DOTALL)
+SQL_NAME = re.compile(rf"\b(?:{SQL_SCHEMAS})\.\w+")
+SQL_DEFINITION = re.compile(
+    rf"\bCREATE\s+(?:OR\s+REPLACE\s+)?(FUNCTION|VIEW)\s+((?:{SQL_SCHEMAS})\.\w+)", re.IGNORECASE
+)
+SQL_FILE = re.compile(r"\d{2}_([a-z]+)(?:_[a-z0-9_]+)?\.sql")
+
+
+def sql_code(text: str) -> str:
+    """``text`` with its comments and string literals blanked out."""
+    return SQL_NOISE.sub(" ", text)
+
+
+def sql_files(directory: Path = SQL) -> dict[str, str]:
+    """Each definition file's name and text, in the order `migrate` applies them."""
+    return {p.name: p.read_text() for p in sorted(directory.glob("*.sql"))}
+
+
+def sql_domain(filename: str) -> str | None:
+    """The domain a file belongs to, by its name (``22_engine_stages.sql``: engine)."""
+    match = SQL_FILE.fullmatch(filename)
+    return match.group(1) if match and match.group(1) in {"core", *DOMAINS} else None
+
+
+def sql_definitions(files: dict[str, str]) -> dict[tuple[str, str], str]:
+    """(``function`` or ``view``, qualified name) -> the first file that defines it."""
+    found: dict[tuple[str, str], str] = {}
+    for filename, text in files.items():
+        for kind, name in SQL_DEFINITION.findall(sql_code(text)):
+            found.setdefault((kind.lower(), name), filename)
+    return found
+
+
+def sql_calls(files: dict[str, str]) -> set[tuple[str, str, str]]:
+    """(calling file, name, defining file) for every function a file calls and view it reads
+    that another file defines."""
+    defined = sql_definitions(files)
+    found = set()
+    for filename, text in files.items():
+        code = sql_code(text)
+        for match in SQL_NAME.finditer(code):
+            call = code[match.end() :].lstrip().startswith("(")
+            target = defined.get(("function" if call else "view", match.group()))
+            if target is not None and target != filename:
+                found.add((filename, match.group(), target))
+    return found
+
+
+def sql_misnamed(files: dict[str, str]) -> list[str]:
+    """The files whose name does not start with a part of the layers."""
+    return [f for f in files if sql_domain(f) is None]
+
+
+def sql_upward(files: dict[str, str]) -> list[str]:
+    """Calls from one domain's SQL to another's that the layers do not allow."""
+    return sorted(
+        f"{caller} calls {name} of {target}"
+        for caller, name, target in sql_calls(files)
+        if (a := sql_domain(caller)) != (b := sql_domain(target))
+        and b not in ALLOWED.get(a or "", set())
+    )
+
+
+def sql_cycles(files: dict[str, str]) -> list[list[str]]:
+    """The groups of domains whose SQL calls each other, directly or around a loop."""
+    graph: dict[str, set[str]] = {}
+    for caller, _, target in sql_calls(files):
+        a, b = sql_domain(caller) or caller, sql_domain(target) or target
+        if a != b:
+            graph.setdefault(a, set()).add(b)
+    return module_cycles(graph)
+
+
+def sql_forward(files: dict[str, str]) -> list[str]:
+    """Calls of a function or view that a later file defines (it does not exist yet when the
+    caller is made: a SQL body fails then, a PL/pgSQL one only works by luck of run time)."""
+    return sorted(
+        f"{caller} calls {name}, defined later in {target}"
+        for caller, name, target in sql_calls(files)
+        if target > caller
+    )
+
+
+def test_every_sql_file_is_named_for_its_domain() -> None:
+    assert sql_misnamed(sql_files()) == [], "name it NN_<domain>_topic.sql"
+
+
+def test_no_sql_call_runs_back_up_the_layers() -> None:
+    assert sql_upward(sql_files()) == []
+
+
+def test_no_domains_sql_calls_each_other() -> None:
+    assert sql_cycles(sql_files()) == []
+
+
+def test_no_sql_definition_calls_one_of_a_later_file() -> None:
+    assert sql_forward(sql_files()) == []
+
+
+def test_the_sql_checks_see_the_real_calls() -> None:
+    # Not vacuous: the engine's stages price with billing's functions, and the bill reads core.
+    calls = sql_calls(sql_files())
+    assert ("22_engine_stages.sql", "cluster.pricing", "18_billing_pricing.sql") in calls
+    assert ("95_billing_bills.sql", "cluster.channel_totals", "90_core_views.sql") in calls
+
+
+# The circle and the forward calls of c38987e, written as they were: billing's setters queued
+# the engine's work while the engine's stages priced with billing's functions, and the setters
+# and the engine's parked feeds called functions and read views of later files.
+PRICING = """
+CREATE OR REPLACE FUNCTION cluster.pricing(p_feed_id bigint) RETURNS float8
+LANGUAGE sql AS $$ SELECT 0.25 $$;
+"""
+ENGINE = """
+CREATE OR REPLACE FUNCTION cluster.engine_invalidate_feed(p_feed_id bigint) RETURNS void
+LANGUAGE sql AS $$ SELECT $$;
+CREATE OR REPLACE FUNCTION cluster.engine_results(p_feed_id bigint) RETURNS float8
+LANGUAGE sql AS $$ SELECT cluster.pricing(p_feed_id) $$;
+"""
+SETTER = """
+-- Queues the repricing (cluster.engine_invalidate_feed(feed)), as a comment says.
+CREATE OR REPLACE FUNCTION cluster.set_tariff(p_feed_id bigint) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM cluster.engine_invalidate_feed(p_feed_id);
+END $$;
+COMMENT ON FUNCTION cluster.set_tariff(bigint) IS 'Calls cluster.engine_results(feed) too.';
+"""
+PARKING = """
+CREATE OR REPLACE FUNCTION cluster.parked_notify(p_feed_id bigint) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO cluster.notifications (user_id, feed_id)
+    SELECT f.owner_id, f.id FROM cluster.visible_feeds f WHERE f.id = p_feed_id;
+END $$;
+"""
+VIEWS = """
+CREATE VIEW cluster.visible_feeds AS SELECT id, owner_id FROM cluster.feeds;
+"""
+
+
+def test_a_circle_between_domains_sql_is_caught() -> None:
+    files = {
+        "18_billing_pricing.sql": PRICING,
+        "20_engine.sql": ENGINE,
+        "25_billing_tariffs.sql": SETTER,
+    }
+    assert sql_forward(files) == []
+    assert sql_cycles(files) == [["billing", "engine"]]
+    assert sql_upward(files) == [
+        "25_billing_tariffs.sql calls cluster.engine_invalidate_feed of 20_engine.sql"
+    ]
+
+
+def test_a_circle_around_three_domains_sql_is_caught() -> None:
+    files = {
+        "10_users_a.sql": "CREATE FUNCTION cluster.a() RETURNS int LANGUAGE sql AS $$ SELECT 1 $$;",
+        "20_billing_b.sql": "CREATE FUNCTION cluster.b() RETURNS int AS $$ SELECT cluster.a() $$;",
+        "30_api_c.sql": "CREATE FUNCTION cluster.c() RETURNS int AS $$ SELECT cluster.b() $$;",
+        "40_users_d.sql": "CREATE FUNCTION cluster.d() RETURNS int AS $$ SELECT cluster.c() $$;",
+    }
+    assert sql_cycles(files) == [["api", "billing", "users"]]
+
+
+def test_a_call_to_a_later_file_is_caught() -> None:
+    files = {
+        "18_billing_pricing.sql": PRICING,
+        "19_billing_tariffs.sql": SETTER,
+        "20_engine.sql": ENGINE,
+        "21_engine_parking.sql": PARKING,
+        "90_core_views.sql": VIEWS,
+    }
+    assert sql_forward(files) == [
+        "19_billing_tariffs.sql calls cluster.engine_invalidate_feed, defined later in"
+        " 20_engine.sql",
+        "21_engine_parking.sql calls cluster.visible_feeds, defined later in 90_core_views.sql",
+    ]
+    assert sql_cycles(files) == [["billing", "engine"]]
+
+
+def test_a_name_in_a_comment_or_a_string_is_no_call() -> None:
+    # SETTER's comment and COMMENT ON text name cluster.engine_results: neither counts.
+    files = {"20_engine.sql": ENGINE, "25_billing_tariffs.sql": SETTER}
+    assert {(c, n) for c, n, _ in sql_calls(files)} == {
+        ("25_billing_tariffs.sql", "cluster.engine_invalidate_feed")
+    }
+    code = sql_code("SELECT 'it''s cluster.x()' /* cluster.y() */, cluster.z() -- cluster.w()")
+    assert code.split() == ["SELECT", ",", "cluster.z()"]
+
+
+def test_a_function_and_a_view_of_one_name_are_told_apart() -> None:
+    files = {
+        "85_core_ranges.sql": "CREATE OR REPLACE FUNCTION cluster.readings(a int) RETURNS int"
+        " LANGUAGE sql AS $$ SELECT a $$;",
+        "90_core_views.sql": "CREATE VIEW cluster.readings AS SELECT * FROM cluster.readings(1);",
+        "95_billing_bills.sql": "CREATE FUNCTION cluster.bill() RETURNS int AS"
+        " $$ SELECT count(*) FROM cluster.readings $$;",
+    }
+    assert sql_calls(files) == {
+        ("90_core_views.sql", "cluster.readings", "85_core_ranges.sql"),
+        ("95_billing_bills.sql", "cluster.readings", "90_core_views.sql"),
+    }
+
+
+def test_a_file_not_named_for_a_domain_is_caught() -> None:
+    files = {"10_core_text.sql": "", "21_parking.sql": "", "30_forwarder.sql": "", "5_x.sql": ""}
+    assert sql_misnamed(files) == ["21_parking.sql", "5_x.sql"]

@@ -100,6 +100,26 @@ def test_a_renamed_variable_still_sets_its_setting_and_is_reported() -> None:
             "3",
             lambda s: s.history.corrections_days,
         ),
+        # Issue 60: money's currency is billing's, this cluster at provisioning pairing's.
+        ("EP_ENGINE_CURRENCY", "EP_BILLING_CURRENCY", "CZK", lambda s: s.billing.currency),
+        (
+            "EP_CLUSTER_PROVISIONING_URL",
+            "EP_PAIRING_PROVISIONING_URL",
+            "http://provisioning.example:8001",
+            lambda s: s.pairing.provisioning_url,
+        ),
+        (
+            "EP_CLUSTER_SECRET",
+            "EP_PAIRING_CLUSTER_SECRET",
+            "s3",
+            lambda s: s.pairing.cluster_secret,
+        ),
+        (
+            "EP_CLUSTER_ACCOUNTS_SYNC_INTERVAL",
+            "EP_PAIRING_ACCOUNTS_SYNC_INTERVAL",
+            "60.0",
+            lambda s: s.pairing.accounts_sync_interval,
+        ),
     ],
 )
 def test_a_section_named_for_its_domain_still_takes_its_former_variables(

@@ -118,7 +118,10 @@ def feeds() -> None:
 @click.option(
     "--pair/--no-pair",
     default=True,
-    help="Pair the homebase with this cluster via provisioning (when EP_CLUSTER_SECRET is set).",
+    help=(
+        "Pair the homebase with this cluster via provisioning"
+        " (when EP_PAIRING_CLUSTER_SECRET is set)."
+    ),
 )
 @click.pass_obj
 def add_feed(
@@ -142,7 +145,7 @@ def add_feed(
     owner_id, zone = parse_id(owner, "user"), _time_zone(tz)
     title = checked_text(title, "--title")
     # Checked before anything changes, here or at provisioning.
-    pairings = Pairings(settings.cluster, settings.mqtt, enabled=pair)
+    pairings = Pairings(settings.pairing, settings.mqtt, enabled=pair)
 
     async def work(conn: asyncpg.Connection) -> Any:
         try:
@@ -245,15 +248,15 @@ def set_subscription(
     "--unpair/--no-unpair",
     default=True,
     help=(
-        "Unpair the homebase from this cluster via provisioning (when EP_CLUSTER_SECRET is set)"
-        " unless a forwarder registration still holds it."
+        "Unpair the homebase from this cluster via provisioning"
+        " (when EP_PAIRING_CLUSTER_SECRET is set) unless a forwarder registration still holds it."
     ),
 )
 @click.pass_obj
 def delete_feed(settings: Settings, feed_id: str, unpair: bool) -> None:
     """Delete a feed with its streams, configurations, points and notifications."""
     fid = parse_id(feed_id, "feed")
-    pairings = Pairings(settings.cluster, settings.mqtt, enabled=unpair)
+    pairings = Pairings(settings.pairing, settings.mqtt, enabled=unpair)
 
     async def work(conn: asyncpg.Connection) -> dict[str, Any]:
         sn = await conn.fetchval(DELETE_FEED, fid)

@@ -6,16 +6,18 @@ period's days, ``cluster.feed_bill``), buckets per local hour, day or month from
 Every number comes from the bill's functions or the rollups, in three read-only transactions at
 once (the period's bill and buckets share one snapshot); a year reads a few hundred rows per
 stream, never a point. Within a share (docs/api.md#shares-of-costly-reads): a user computes
-at most EP_API_OVERVIEWS_PER_USER overviews at once (429 beyond), each read waits for a
-connection of the costly reads' half of the pool (core/http/shares.py), and a feed of more
-than EP_API_OVERVIEW_MAX_CHANNELS channels is refused (413).
+at most EP_API_OVERVIEWS_PER_USER overviews at once (one more waits its turn a while, then
+429), its reads hold at most EP_API_OVERVIEW_CONNECTIONS_PER_USER connections at once, each of
+the costly reads' half of the pool (core/http/shares.py), and a feed of more than
+EP_API_OVERVIEW_MAX_CHANNELS channels is refused (413).
 """
 
 from __future__ import annotations
 
 import asyncio
 import calendar
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import date, datetime, timedelta
 from typing import Annotated, Literal
 
@@ -43,14 +45,17 @@ from energy_platform.billing.dates import parse_local_date
 from energy_platform.billing.schemas import Bill
 from energy_platform.core import bounds
 from energy_platform.core.db.pool import Connection
-from energy_platform.core.errors import PayloadTooLarge
+from energy_platform.core.errors import NotFound, PayloadTooLarge
 from energy_platform.core.http.database import Reads
 from energy_platform.core.http.openapi import problems
-from energy_platform.core.http.shares import PoolShare, UserSlots
+from energy_platform.core.http.shares import PoolShare, UserLanes, UserSlots
+from energy_platform.core.inputs import parse_id
 from energy_platform.core.settings import ApiSettings
-from energy_platform.users.auth import Caller, authenticate, visible_feed
+from energy_platform.users.auth import Caller, authenticate
 
 Compare = Literal["previous", "last_year", "none"]
+Turn = Callable[[], AbstractAsyncContextManager[None]]
+"""A connection's turn for one of the overview's reads (OverviewLimits.connection)."""
 # The rollups' grain of each period's buckets.
 GRAIN: dict[str, str] = {"day": "hour", "week": "day", "month": "day", "year": "month"}
 DATE_DOC = (
@@ -150,16 +155,25 @@ async def _bill(
 
 class OverviewLimits(msgspec.Struct, frozen=True):
     """The overview's share of the process: the connections of the costly reads' half of the
-    pool, each user's slots, and the channels one overview reads at most."""
+    pool, each user's slots and lane of connections, and the channels one overview reads at
+    most."""
 
     share: PoolShare
     users: UserSlots
+    lanes: UserLanes
     max_channels: int
+
+    @asynccontextmanager
+    async def connection(self, user: int) -> AsyncIterator[None]:
+        """A turn of ``user``'s lane, then a connection of the costly reads' share: a user
+        waiting for their own turn holds nothing of the share meanwhile."""
+        async with self.lanes.held(user), self.share.held():
+            yield
 
 
 async def _period(
     reads: asyncpg.Pool,
-    share: PoolShare,
+    turn: Turn,
     feed: int,
     first: date,
     last: date,
@@ -169,7 +183,7 @@ async def _period(
     """The period's days, bill, bucket rows and meters, in one snapshot: a day ending
     between two statements would otherwise count as open in one and over in the other."""
     async with (
-        share.held(),
+        turn(),
         reads.acquire() as conn,
         conn.transaction(isolation="repeatable_read", readonly=True),
     ):
@@ -180,10 +194,10 @@ async def _period(
 
 
 async def _figures(
-    reads: asyncpg.Pool, share: PoolShare, feed: int, first: date, last: date, today: date
+    reads: asyncpg.Pool, turn: Turn, feed: int, first: date, last: date, today: date
 ) -> asyncpg.Record:
     """The period's baseload, mean price and the feed's now."""
-    async with share.held():
+    async with turn():
         figures = await reads.fetchrow(queries.OVERVIEW_FIGURES, feed, first, last, today)
     assert figures is not None  # noqa: S101 - one row of scalars
     return figures
@@ -191,7 +205,7 @@ async def _figures(
 
 async def _compared(
     reads: asyncpg.Pool,
-    share: PoolShare,
+    turn: Turn,
     feed: int,
     dates: tuple[date, date] | None,
     grain: str,
@@ -201,7 +215,7 @@ async def _compared(
     if dates is None:
         return None
     async with (
-        share.held(),
+        turn(),
         reads.acquire() as conn,
         conn.transaction(isolation="repeatable_read", readonly=True),
     ):
@@ -260,7 +274,7 @@ class OverviewController(Controller):
         # In the calendar's range, the period and the compared one stay inside the calendar.
         asked = None if on is None else parse_local_date(on, "date")
         # First: a user past their slots costs nothing more than their token's check.
-        give_back = limits.users.take(caller.user_id)
+        give_back = await limits.users.wait(caller.user_id)
         try:
             return await self._computed(
                 reads, limits, caller, feed_id, currency, period, asked, compare
@@ -279,25 +293,32 @@ class OverviewController(Controller):
         asked: date | None,
         compare: Compare,
     ) -> Overview:
-        feed = (await visible_feed(reads, feed_id, caller))["id"]
-        channels: int = await reads.fetchval(queries.OVERVIEW_CHANNELS, feed)
+        found = await reads.fetchrow(
+            queries.OVERVIEW_FEED, parse_id(feed_id, "feed"), caller.user_id, caller.is_admin
+        )
+        if found is None:
+            raise NotFound(f"no feed {feed_id!r}")
+        feed, channels, today = found["id"], found["channels"], found["today"]
         if channels > limits.max_channels:
             raise PayloadTooLarge(
                 f"the feed has {channels:,} channels; the overview reads at most"
                 f" {limits.max_channels:,} (EP_API_OVERVIEW_MAX_CHANNELS): read its streams"
                 " with the data endpoint"
             )
-        today: date = await reads.fetchval(queries.OVERVIEW_TODAY, feed)
         first, last = period_dates(period, asked or today)
         other = compared_dates(period, first, compare)
-        # Three independent reads at once, each on a connection of its own from the costly
-        # reads' share of the pool: the period (its days, bill, buckets and meters in one
-        # snapshot), its figures, the compared period.
-        share = limits.share
+
+        # Three independent reads, each on a connection of its own from the caller's lane
+        # and the costly reads' share of the pool (at once where the lane is wider than one):
+        # the period (its days, bill, buckets and meters in one snapshot), its figures, the
+        # compared period.
+        def turn() -> AbstractAsyncContextManager[None]:
+            return limits.connection(caller.user_id)
+
         (days, bill, rows, meters), figures, compared = await asyncio.gather(
-            _period(reads, share, feed, first, last, GRAIN[period], currency),
-            _figures(reads, share, feed, first, last, today),
-            _compared(reads, share, feed, other, GRAIN[period], currency),
+            _period(reads, turn, feed, first, last, GRAIN[period], currency),
+            _figures(reads, turn, feed, first, last, today),
+            _compared(reads, turn, feed, other, GRAIN[period], currency),
         )
         lines, standing = overview_lines(bill)
         power = next((line for line in lines if line.medium == "power"), None)
@@ -347,7 +368,10 @@ def overview_routes(currency: str, share: PoolShare, api: ApiSettings) -> Router
     """The overview's route for the data API's app; ``currency`` names what its money is in,
     ``share`` the connections of the pool it may hold with the exports."""
     limits = OverviewLimits(
-        share, UserSlots(api.overviews_per_user, "overviews"), api.overview_max_channels
+        share,
+        UserSlots(api.overviews_per_user, "overviews"),
+        UserLanes(api.overview_connections_per_user),
+        api.overview_max_channels,
     )
     return Router(
         path="/",

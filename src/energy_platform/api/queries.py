@@ -1,7 +1,7 @@
 """Named SQL of the data API.
 
 Visibility: every query reads feeds through ``cluster.user_feeds(user, is_admin)``
-(sql/functions/90_views.sql), the one definition of which feeds a user sees.
+(sql/functions/14_core_feeds.sql), the one definition of which feeds a user sees.
 """
 
 FEEDS_OF_OWNER = """
@@ -97,7 +97,7 @@ SELECT EXISTS (SELECT FROM caller) AS caller_known,
 # The same answer per local hour ($7 = 'hour') or per local day or month ($7 = 'day' |
 # 'month'), from the hourly or the daily rollups, real time: while the engine has work queued
 # for the stream, its hours and days come from cluster.realtime_hours and realtime_days
-# (sql/functions/61_realtime_rollups.sql), else straight from the rollups. The newest $6
+# (sql/functions/61_core_realtime_rollups.sql), else straight from the rollups. The newest $6
 # buckets whose start is in [$4, $5], as the ready body (CSV when $9 is true). Rows up to $8
 # after $5 are read, so that the last month is whole. A bucket's value is the sum of its rows
 # (additive streams, by the configuration valid at its start) or the mean of its points. Hours
@@ -166,17 +166,21 @@ SELECT EXISTS (SELECT FROM caller) AS caller_known,
                                   CASE WHEN $9::boolean THEN '' ELSE ',' END ORDER BY ts) AS text
                   FROM newest) b) AS body"""
 
-# The overview (api/overview.py; sql/functions/96_overview.sql). Every statement runs in one
+# The overview (api/overview.py; sql/functions/96_api_overview.sql). Every statement runs in one
 # read-only snapshot, so a day ending meanwhile is over in all or in none.
-# The channels an overview of feed $1 would read (EP_API_OVERVIEW_MAX_CHANNELS bounds them):
-# its streams' (feed_id, channel, ...) indexes answer it without a stream row.
-OVERVIEW_CHANNELS = """
-SELECT count(DISTINCT channel) FROM cluster.streams WHERE feed_id = $1"""
-# The feed's local date now, in its current zone.
-OVERVIEW_TODAY = """
-SELECT (now() AT TIME ZONE coalesce(
+# Feed $1 if user $2 (admin: $3) sees it (else no row), in one round trip with the channels
+# an overview of it would read (EP_API_OVERVIEW_MAX_CHANNELS bounds them; the streams'
+# (feed_id, channel, ...) index answers without a stream row) and its local date now, in its
+# current zone.
+OVERVIEW_FEED = """
+SELECT f.id,
+       (SELECT count(DISTINCT s.channel) FROM cluster.streams s WHERE s.feed_id = f.id)
+           AS channels,
+       (now() AT TIME ZONE coalesce(
            (SELECT c.timezone FROM cluster.feed_configs c
-             WHERE c.feed_id = $1 AND c.validity @> now()), 'UTC'))::date AS today"""
+             WHERE c.feed_id = f.id AND c.validity @> now()), 'UTC'))::date AS today
+  FROM cluster.user_feeds($2, $3) f
+ WHERE f.id = $1"""
 
 # A period's local dates: its zone, how many days and how many are over (the bill's
 # projection reads these: billing/queries.py::BILL_DAYS), and the instants it starts and ends.
@@ -184,7 +188,7 @@ OVERVIEW_DAYS = """
 SELECT (array_agg(timezone ORDER BY day))[1] AS timezone, count(*) AS days,
        count(*) FILTER (WHERE finish <= now()) AS over,
        min(start) AS start, max(finish) AS finish, now() AS now
-  FROM cluster.bill_days($1, $2, $3)"""
+  FROM cluster.feed_local_days($1, $2, $3)"""
 
 OVERVIEW_BUCKETS = """
 SELECT start, stream_id, line, counted, quantity, points, money, covered
@@ -192,7 +196,7 @@ SELECT start, stream_id, line, counted, quantity, points, money, covered
 
 OVERVIEW_METERS = """
 SELECT m.stream_id, m.quantity, c.title, c.medium, c.submeter
-  FROM cluster.bill_meters($1) m
+  FROM cluster.feed_metered_streams($1) m
   CROSS JOIN LATERAL (
         SELECT title, medium, submeter FROM cluster.stream_configs s
          WHERE s.stream_id = m.stream_id ORDER BY lower(s.validity) DESC LIMIT 1) c
@@ -204,10 +208,10 @@ SELECT m.stream_id, m.quantity, c.title, c.medium, c.submeter
 # the price of the curve at now ($4 is the feed's local today).
 OVERVIEW_FIGURES = """
 WITH span AS (
-    SELECT min(start) AS lo, max(finish) AS hi FROM cluster.bill_days($1, $2, $3)
+    SELECT min(start) AS lo, max(finish) AS hi FROM cluster.feed_local_days($1, $2, $3)
 ), newest AS (
     SELECT m.quantity, p.ts, p.value
-      FROM cluster.bill_meters($1) m
+      FROM cluster.feed_metered_streams($1) m
       JOIN cluster.stream_configs c
         ON c.stream_id = m.stream_id AND c.validity @> now()
        AND c.medium = 'power' AND NOT c.submeter

@@ -247,7 +247,7 @@ def import_prices(
         kind=kind,
         per=per,
         slot_minutes=slot_minutes,
-        currency=settings.engine.currency,
+        currency=settings.billing.currency,
         sequence=sequence,
     )
 

@@ -10,8 +10,10 @@ from a wall clock. A quarter without a known price (None) is never used.
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple, cast
 
 QUARTER = 900
 """Seconds of one quarter hour, the planner's slot."""
@@ -25,9 +27,10 @@ MAX_SPLIT_WORK = 3_000_000
 (about a second of CPU); a bigger one is refused as too large (docs/api.md#plan)."""
 
 
-@dataclass(frozen=True)
-class Choice:
-    """A plan: the window's quarter indexes used, the kWh in each, and what it costs."""
+class Choice(NamedTuple):
+    """A plan: the window's quarter indexes used, the kWh in each, and what it costs. A tuple,
+    not a frozen dataclass: a window of two days makes 190 of them a request, and a frozen
+    dataclass's construction cost more than the load's sums."""
 
     quarters: tuple[int, ...]
     kwh: tuple[float, ...]
@@ -68,38 +71,71 @@ def profile_of(power_kw: float, quarters: int | None, energy_kwh: float | None) 
     return [per_quarter] * whole + ([rest] if rest > 1e-9 else [])
 
 
+@dataclass(frozen=True)
+class Starts:
+    """Every start of a load run in one block whose quarters all have a price (at most a
+    limit), in start order, with what the load costs from each: ``(cost, start)``. A
+    ``Choice`` is made only for the starts an answer shows (a two-day window has 190 starts)."""
+
+    load: tuple[float, ...]
+    costs: list[tuple[float, int]]
+
+    def choice(self, cost: float, start: int) -> Choice:
+        return Choice(tuple(range(start, start + len(self.load))), self.load, cost)
+
+    def first(self) -> Choice | None:
+        """The earliest start."""
+        return self.choice(*self.costs[0]) if self.costs else None
+
+    def dearest(self) -> Choice | None:
+        """The dearest start (the earliest of equals)."""
+        return self.choice(*max(self.costs, key=lambda c: c[0])) if self.costs else None
+
+
 def contiguous_starts(
     prices: Sequence[float | None], kwh: Sequence[float], max_price: float | None
-) -> list[Choice]:
+) -> Starts:
     """Every start whose quarters all have a price (at most ``max_price``), with the cost of
     the load run from it, in start order."""
     n = len(kwh)
-    usable = [p is not None and (max_price is None or p <= max_price) for p in prices]
-    choices: list[Choice] = []
+    load = tuple(kwh)
+    if n == 0:
+        return Starts(load, [])
+    first, last = load[0], load[-1]
+    # A load of equal quarters (perhaps a smaller last one) costs, from each start, the sum of
+    # its full quarters' products, made once, plus its last: cost_of's terms in cost_of's
+    # order, so the same figure to the last bit. A profile's costs are summed start by start.
+    even = all(k == first for k in load[:-1])
+    scaled = [first * p if p is not None else 0.0 for p in prices] if even else []
+    costs: list[tuple[float, int]] = []
     run = 0  # usable quarters ending at q
-    for q in range(len(prices)):
-        run = run + 1 if usable[q] else 0
+    for q, price in enumerate(prices):
+        run = run + 1 if price is not None and (max_price is None or price <= max_price) else 0
         if run >= n:
             start = q - n + 1
-            quarters = tuple(range(start, start + n))
-            choices.append(Choice(quarters, tuple(kwh), cost_of(prices, quarters, kwh)))
-    return choices
+            if even:
+                cost = sum(scaled[start:q]) + last * known(price)
+            else:
+                cost = sum(map(operator.mul, load, cast("Sequence[float]", prices[start : q + 1])))
+            costs.append((cost, start))
+    return Starts(load, costs)
 
 
-def best_contiguous(choices: Sequence[Choice]) -> tuple[Choice, list[Choice]] | None:
+def best_contiguous(starts: Starts) -> tuple[Choice, list[Choice]] | None:
     """The cheapest start (the earliest of equals) and up to three next-best starts, each
     overlapping neither it nor each other (a quarter later is no alternative worth naming)."""
-    if not choices:
+    if not starts.costs:
         return None
-    ranked = sorted(choices, key=lambda c: (c.cost, c.quarters[0]))
-    best, taken = ranked[0], [set(ranked[0].quarters)]
-    others: list[Choice] = []
-    for choice in ranked[1:]:
-        if len(others) == MAX_ALTERNATIVES:
+    ranked = sorted(starts.costs)
+    n = len(starts.load)
+    taken = [ranked[0]]
+    for cost, start in ranked[1:]:
+        if len(taken) > MAX_ALTERNATIVES:
             break
-        if all(taken_set.isdisjoint(choice.quarters) for taken_set in taken):
-            others.append(choice)
-            taken.append(set(choice.quarters))
+        # Runs of n quarters are apart when their starts are n or more apart.
+        if all(abs(start - other) >= n for _, other in taken):
+            taken.append((cost, start))
+    best, *others = (starts.choice(cost, start) for cost, start in taken)
     return best, others
 
 

@@ -14,7 +14,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Annotated
 from zoneinfo import ZoneInfo
 
-import asyncpg
 import msgspec
 from litestar import Controller, get
 from litestar.di import NamedDependency, Provide
@@ -32,10 +31,10 @@ from energy_platform.billing.schemas import (
     PlanStatus,
     PlanWindow,
 )
-from energy_platform.core.errors import InvalidInput
+from energy_platform.core.errors import InvalidInput, NotFound
 from energy_platform.core.http.database import Reads
-from energy_platform.core.inputs import parse_instant
-from energy_platform.users.auth import Caller, authenticate, visible_feed
+from energy_platform.core.inputs import parse_id, parse_instant
+from energy_platform.users.auth import Caller, authenticate
 
 MAX_WINDOW = timedelta(days=7)
 """The longest window a plan looks at."""
@@ -130,25 +129,6 @@ def parse_load(
     return Load(planning.profile_of(power_kw, None, energy_kwh), shaped=False)
 
 
-def quarter_prices(
-    stretches: Sequence[asyncpg.Record], first: int, count: int
-) -> list[float | None]:
-    """Each quarter's price from the curve's stretches (start, finish, price), weighted by time
-    where a band or slot changes inside it; None where some of it has no price."""
-    priced = [0.0] * count
-    covered = [0] * count
-    for row in stretches:
-        start, end = int(row["start"].timestamp()), int(row["finish"].timestamp())
-        q = max((start - first) // QUARTER, 0)
-        while q < count and first + q * QUARTER < end:
-            lo, hi = max(start, first + q * QUARTER), min(end, first + (q + 1) * QUARTER)
-            if hi > lo:
-                priced[q] += row["price"] * (hi - lo)
-                covered[q] += hi - lo
-            q += 1
-    return [p / QUARTER if c == QUARTER else None for p, c in zip(priced, covered, strict=True)]
-
-
 class PlanController(Controller):
     dependencies = {"caller": Provide(authenticate)}  # noqa: RUF012 - Litestar's own convention
     tags = ["bills"]  # noqa: RUF012
@@ -227,9 +207,18 @@ class PlanController(Controller):
                 raise InvalidInput("deadline: at most 7 days after earliest", field="deadline")
         # Prices are read up to the deadline, or the default horizon: no further than needed.
         end = asked or first + int(DEFAULT_HORIZON.total_seconds())
-        feed = await visible_feed(reads, feed_id, caller)
-        zone, stretches = await _curve(reads, feed["id"], basis, first, end)
-        prices = quarter_prices(stretches, first, (end - first) // QUARTER)
+        found = await reads.fetchrow(
+            queries.PLAN_QUARTERS,
+            parse_id(feed_id, "feed"),
+            caller.user_id,
+            caller.is_admin,
+            basis,
+            datetime.fromtimestamp(first, UTC),
+            datetime.fromtimestamp(end, UTC),
+        )
+        if found is None:
+            raise NotFound(f"no feed {feed_id!r}")
+        zone, prices = found["timezone"], found["prices"]
         known = _known_quarters(prices)
         known_until = None if known == len(prices) else first + known * QUARTER
         last = asked or (end if known_until is None else max(known_until, first))
@@ -240,7 +229,7 @@ class PlanController(Controller):
             status = "partial_prices"
         shown = _Shown(ZoneInfo(zone), first)
         return Plan(
-            feed=str(feed["id"]),
+            feed=str(found["id"]),
             timezone=zone,
             currency=currency,
             basis=basis,
@@ -300,20 +289,18 @@ def _planned(
         best = planning.split(window, load.kwh, max_price, max_blocks)
         worst = planning.split(window, load.kwh, max_price, max_blocks, sign=-1)
         return _Answer("ok" if best else "infeasible", best, _at_once(window, load), worst, [])
-    choices = planning.contiguous_starts(window, load.kwh, max_price)
-    found = planning.best_contiguous(choices)
+    starts = planning.contiguous_starts(window, load.kwh, max_price)
+    found = planning.best_contiguous(starts)
     if found is None:
         return _Answer("infeasible", None, _at_once(window, load), None, [])
     best, alternatives = found
-    worst = max(choices, key=lambda c: c.cost)
-    return _Answer("ok", best, _at_once(window, load), worst, alternatives)
+    return _Answer("ok", best, _at_once(window, load), starts.dearest(), alternatives)
 
 
 def _at_once(window: list[float | None], load: Load) -> Choice | None:
     """The load run from the window's first quarter on, whatever its prices; None where one
     of its quarters has no price."""
-    starts = planning.contiguous_starts(window[: len(load.kwh)], load.kwh, None)
-    return starts[0] if starts else None
+    return planning.contiguous_starts(window[: len(load.kwh)], load.kwh, None).first()
 
 
 def _known_quarters(prices: Sequence[float | None]) -> int:
@@ -322,21 +309,6 @@ def _known_quarters(prices: Sequence[float | None]) -> int:
         if price is None:
             return q
     return len(prices)
-
-
-async def _curve(
-    reads: asyncpg.Pool, feed: int, basis: str, first: int, last: int
-) -> tuple[str, list[asyncpg.Record]]:
-    """The feed's time zone and its price curve over [first, last): the all-in curve of
-    ``cluster.feed_prices`` (its local dates, a day of margin either side), or its power
-    tariffs' area prices; one statement."""
-    start = datetime.fromtimestamp(first, UTC)
-    end = datetime.fromtimestamp(last, UTC)
-    if basis == "market":
-        rows = await reads.fetch(queries.PLAN_AREA_PRICES, feed, start.date(), start, end)
-    else:
-        rows = await reads.fetch(queries.PLAN_PRICES, feed, start.date(), end.date())
-    return rows[0]["timezone"], [row for row in rows if row["start"] is not None]
 
 
 class _Shown:

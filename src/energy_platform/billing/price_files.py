@@ -291,7 +291,7 @@ def _series(series: ET.Element, where: str, currency: str | None, room: int) -> 
         raise _fault(
             f"{where} > currency_Unit.name",
             f"{_shown(money)} is not the cost streams' currency {currency!r} "
-            "(EP_ENGINE_CURRENCY): convert the prices and import them as CSV",
+            "(EP_BILLING_CURRENCY): convert the prices and import them as CSV",
         )
     curve = _optional(series, "curveType", where) or "A01"
     if curve not in CURVE_FILLS:

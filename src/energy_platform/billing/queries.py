@@ -35,7 +35,7 @@ SELECT lower(slot) AS start, upper(slot) AS "end", price
 BILL_DAYS = """
 SELECT (array_agg(timezone ORDER BY day))[1] AS timezone, count(*) AS days,
        count(*) FILTER (WHERE finish <= now()) AS over
-  FROM cluster.bill_days($1, $2, $3)"""
+  FROM cluster.feed_local_days($1, $2, $3)"""
 
 FEED_BILL = """
 SELECT medium, stream_id, title, quantity, unit, amount, standing, settled, unpriced,
@@ -45,25 +45,16 @@ SELECT medium, stream_id, title, quantity, unit, amount, standing, settled, unpr
 FEED_PRICES = """
 SELECT start, finish, price FROM cluster.feed_prices($1, $4, $2, $3)"""
 
-# The plan (plans.py): the feed's time zone at its first date ($2) and its price curve over
-# the local dates $2 - 1 to $3 + 1, in one statement (one snapshot, one round trip): all in
-# (cluster.feed_prices), or its power tariffs' market prices over [$3, $4). No curve: one row
-# with the zone alone.
-PLAN_PRICES = """
-SELECT z.timezone, c.start, c.finish, c.price
-  FROM cluster.local_midnight($1, $2::date) z
-  LEFT JOIN cluster.feed_prices($1, 'power', $2::date - 1, $3::date + 1) c ON true
- ORDER BY c.start"""
-PLAN_AREA_PRICES = """
-SELECT z.timezone, p.start, p.finish, p.price
-  FROM cluster.local_midnight($1, $2::date) z
-  LEFT JOIN (
-       SELECT lower(s.slot * t.validity) AS start, upper(s.slot * t.validity) AS finish, s.price
-         FROM cluster.tariffs t
-         JOIN cluster.prices s ON s.area = t.area AND s.slot && t.validity
-        WHERE t.feed_id = $1 AND t.medium = 'power' AND t.area IS NOT NULL
-          AND s.slot && tstzrange($3, $4)) p ON true
- ORDER BY p.start"""
+# The plan (plans.py), in one round trip: feed $1 if user $2 (admin: $3) sees it, else no row;
+# its time zone at the window's first UTC date; the price of each quarter hour of [$5, $6) on
+# basis $4 ('all_in' or 'market', cluster.quarter_prices), null where not all of it is priced.
+PLAN_QUARTERS = """
+SELECT f.id, z.timezone,
+       ARRAY(SELECT q.price FROM cluster.quarter_prices(f.id, $4, $5, $6) q ORDER BY q.start)
+           AS prices
+  FROM cluster.user_feeds($2, $3) f
+ CROSS JOIN cluster.local_midnight(f.id, ($5 AT TIME ZONE 'UTC')::date) z
+ WHERE f.id = $1"""
 
 # The catalogue of contracts (contracts.py, admin.py, http.py).
 ADD_CONTRACT = """

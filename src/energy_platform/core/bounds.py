@@ -112,7 +112,7 @@ MAX_RATE: Final = Bound("a meter's fastest rise", "W, m³/h or kW", 1e10)
 """A stream's own limit on its meter counters' rise (``admin streams configure --max-rate``):
 as much as the largest power a grid connection carries, in the counter's unit per hour."""
 
-# Money: in the cost streams' currency (EP_ENGINE_CURRENCY).
+# Money: in the cost streams' currency (EP_BILLING_CURRENCY).
 PRICE: Final = Bound("a price", "per kWh or m³", 1e8)
 """The exchanges' caps are 4 (day-ahead) and 10 (intraday) EUR/kWh; 1e8 holds them in a
 currency of a million units a euro, ten times over. Price files and tariff bands alike."""

@@ -54,6 +54,12 @@ RENAMED: dict[str, str] = {
         )
     },
     "EP_CORRECTIONS_DAYS": "EP_HISTORY_CORRECTIONS_DAYS",
+    # Issue 60 gave money and pairing their sections: the currency is billing's (the engine
+    # only gives it to new cost streams), and this cluster's place at provisioning is pairing's.
+    "EP_ENGINE_CURRENCY": "EP_BILLING_CURRENCY",
+    "EP_CLUSTER_PROVISIONING_URL": "EP_PAIRING_PROVISIONING_URL",
+    "EP_CLUSTER_SECRET": "EP_PAIRING_CLUSTER_SECRET",
+    "EP_CLUSTER_ACCOUNTS_SYNC_INTERVAL": "EP_PAIRING_ACCOUNTS_SYNC_INTERVAL",
 }
 
 
@@ -147,7 +153,7 @@ class MqttSettings(Section, frozen=True, kw_only=True):
     the MQTT plugin, ``/`` by default)."""
     accounts_url: str = ""
     """The account that manages homebase accounts, required wherever this cluster pairs
-    homebases (with ``EP_CLUSTER_SECRET``): Mosquitto's dynamic security admin,
+    homebases (with ``EP_PAIRING_CLUSTER_SECRET``): Mosquitto's dynamic security admin,
     ``mqtt://user:password@host:port``; on RabbitMQ an administrator of its management API,
     ``http://user:password@host:15672``."""
     client_id: str = "energy-platform-ingest"
@@ -224,6 +230,10 @@ class ApiSettings(Section, frozen=True, kw_only=True):
     overviews_per_user: int = 2
     """Overviews one user may compute at once in one API process; more get 429 with
     Retry-After (exports and overviews hold at most half the pool's connections)."""
+    overview_connections_per_user: int = 1
+    """Connections one user's overviews hold at once in one API process: their reads beyond
+    wait their turn, so that one user's loop of overviews keeps at most this many database
+    backends busy (docs/api.md#shares-of-costly-reads)."""
     overview_max_channels: int = 1000
     """Channels of a feed the overview reads at most: a feed with more gets 413 naming this
     bound (the data endpoint answers its streams one at a time)."""
@@ -244,14 +254,16 @@ class ApiSettings(Section, frozen=True, kw_only=True):
         if (
             self.exports_per_user < 1
             or self.overviews_per_user < 1
+            or self.overview_connections_per_user < 1
             or self.overview_max_channels < 1
             or self.export_stall_s <= 0
             or self.statement_timeout_s < 0
             or self.idle_in_transaction_s < 0
         ):
             raise ValueError(
-                "EP_API_EXPORTS_PER_USER, EP_API_OVERVIEWS_PER_USER and"
-                " EP_API_OVERVIEW_MAX_CHANNELS must be >= 1, EP_API_EXPORT_STALL_S > 0, and"
+                "EP_API_EXPORTS_PER_USER, EP_API_OVERVIEWS_PER_USER,"
+                " EP_API_OVERVIEW_CONNECTIONS_PER_USER and EP_API_OVERVIEW_MAX_CHANNELS"
+                " must be >= 1, EP_API_EXPORT_STALL_S > 0, and"
                 " EP_API_STATEMENT_TIMEOUT_S and EP_API_IDLE_IN_TRANSACTION_S >= 0"
             )
 
@@ -313,12 +325,14 @@ class ProvisioningSettings(Section, frozen=True, kw_only=True):
     ``EP_DEVICES_TFTP_PORT``, its name before, still works)."""
 
 
-class ClusterSettings(Section, frozen=True, kw_only=True):
-    SECRETS = frozenset({"secret"})
+class PairingSettings(Section, frozen=True, kw_only=True):
+    """This cluster at provisioning, and the broker accounts its pairings keep (pairing/)."""
+
+    SECRETS = frozenset({"cluster_secret"})
 
     provisioning_url: str = "http://127.0.0.1:8001"
     """Base URL of the provisioning service this cluster is registered with."""
-    secret: str = ""
+    cluster_secret: str = ""
     """This cluster's authorisation secret (``X-SvcClusterAuth``), from ``admin clusters add``."""
     accounts_sync_interval: float = 600.0
     """Seconds between the engine's reconciliations of the broker's homebase accounts with this
@@ -326,7 +340,13 @@ class ClusterSettings(Section, frozen=True, kw_only=True):
 
     def __post_init__(self) -> None:
         if self.accounts_sync_interval < 0:
-            raise ValueError("EP_CLUSTER_ACCOUNTS_SYNC_INTERVAL must be >= 0")
+            raise ValueError("EP_PAIRING_ACCOUNTS_SYNC_INTERVAL must be >= 0")
+
+
+class BillingSettings(Section, frozen=True, kw_only=True):
+    currency: str = "EUR"
+    """What money is in: the unit the engine gives new cost and credit streams, the bill's,
+    the overview's and the plans' currency, and the one a price file must be in."""
 
 
 class EngineSettings(Section, frozen=True, kw_only=True):
@@ -342,8 +362,6 @@ class EngineSettings(Section, frozen=True, kw_only=True):
     """Seconds of one channel recomputed per transaction at most (a multiple of 90)."""
     work_mem: str = "256MB"
     """PostgreSQL work_mem for the processing statements: hash aggregates instead of sorts."""
-    currency: str = "EUR"
-    """Unit given to new cost streams."""
     rollup_delay: float = 600.0
     """Seconds queued rollup work waits before it is taken, so that a live stream's points of
     ten minutes cost one recomputation of their hour, not one per batch (readers answer the
@@ -572,10 +590,11 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     api: ApiSettings = msgspec.field(default_factory=ApiSettings)
     devices: DeviceSettings = msgspec.field(default_factory=DeviceSettings)
     provisioning: ProvisioningSettings = msgspec.field(default_factory=ProvisioningSettings)
-    cluster: ClusterSettings = msgspec.field(default_factory=ClusterSettings)
+    pairing: PairingSettings = msgspec.field(default_factory=PairingSettings)
     notifications: NotificationsSettings = msgspec.field(default_factory=NotificationsSettings)
     log: LogSettings = msgspec.field(default_factory=LogSettings)
     engine: EngineSettings = msgspec.field(default_factory=EngineSettings)
+    billing: BillingSettings = msgspec.field(default_factory=BillingSettings)
     forwarder: ForwarderSettings = msgspec.field(default_factory=ForwarderSettings)
     retention: RetentionSettings = msgspec.field(default_factory=RetentionSettings)
     compaction: CompactionSettings = msgspec.field(default_factory=CompactionSettings)

@@ -4,10 +4,10 @@ A batch of the engine's processing or rollups computes the work of many feeds in
 statement. When that statement fails on data (``core/faults.py::blames_the_data``: a value out
 of range, say), :func:`narrowed` runs it again on halves of the batch's feeds, each in a
 savepoint of the batch's transaction, down to the feeds that fail alone; the others' results
-commit with the batch. The failing feeds' work is then parked (``sql/functions/21_parking.sql``):
-recorded in ``cluster.parked_work``, queued again, its owner notified, and skipped by the claims
-until ``admin engine retry`` releases it. When nothing fails, a batch costs one savepoint more
-than before: its statement runs once.
+commit with the batch. The failing feeds' work is then parked
+(``sql/functions/21_engine_parking.sql``): recorded in ``cluster.parked_work``, queued again,
+its owner notified, and skipped by the claims until ``admin engine retry`` releases it. When
+nothing fails, a batch costs one savepoint more than before: its statement runs once.
 
 A statement that fails on its own work (``core/faults.py::blames_the_work``: 54001, 53200, a
 statement timeout) is narrowed down the same way, but a feed that fails so is parked only once

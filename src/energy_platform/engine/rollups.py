@@ -7,7 +7,7 @@ A batch takes every queued period of the streams whose oldest period waited ``ro
 seconds, locks those streams (two workers never write one stream's hours at once, and the
 recomputation, a later statement, sees everything committed before the lock), and recomputes
 their hours and then their local days with ``cluster.rollup_streams``
-(sql/functions/60_rollups.sql).
+(sql/functions/60_core_rollups.sql).
 """
 
 from __future__ import annotations

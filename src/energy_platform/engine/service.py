@@ -24,7 +24,7 @@ from prometheus_client import Counter
 from energy_platform.core.background import sleep_unless_stopped
 from energy_platform.core.db.pool import Connection, create_pool
 from energy_platform.core.faults import world_faults_logged
-from energy_platform.core.settings import DatabaseSettings, EngineSettings
+from energy_platform.core.settings import BillingSettings, DatabaseSettings, EngineSettings
 from energy_platform.engine.processing import BUCKET, MeterLimits, intake, process_batch
 from energy_platform.engine.rollups import rollup_batch
 from energy_platform.engine.wakeup import Wakeups
@@ -63,10 +63,12 @@ class EngineService:
         settings: DatabaseSettings,
         engine: EngineSettings | None = None,
         *,
+        currency: str = BillingSettings().currency,
         clock: Clock = system_clock,
     ) -> None:
         self._settings = settings
         self._engine = engine or EngineSettings()
+        self._currency = currency
         self._clock = clock
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -95,7 +97,13 @@ class EngineService:
                     # One intake batch a round: with a backlog of ranges, the closed buckets of
                     # those taken in are published before the next batch is taken.
                     done = await drain(
-                        conn, self._engine, self._clock, stop, rollup_batches=0, intake_batches=1
+                        conn,
+                        self._engine,
+                        self._clock,
+                        stop,
+                        currency=self._currency,
+                        rollup_batches=0,
+                        intake_batches=1,
                     )
                 ROUNDS.inc()
                 if done.intake_left:
@@ -169,12 +177,13 @@ async def drain(
     clock: Clock = system_clock,
     stop: asyncio.Event | None = None,
     *,
+    currency: str = BillingSettings().currency,
     rollup_batches: int | None = None,
     intake_batches: int | None = None,
 ) -> Drained:
     """Take up to ``intake_batches`` batches (default: all) of dirty ranges in, process closed
     work until none is left, then up to ``rollup_batches`` batches (default: all) of the rollups
-    that waited long enough."""
+    that waited long enough. New cost and credit streams are in ``currency`` (billing's)."""
     started = time.time()
     intake_s = 0.0
     batches, intake_left = 0, False
@@ -183,7 +192,7 @@ async def drain(
         taken = await intake(
             conn,
             batch=settings.intake_batch,
-            currency=settings.currency,
+            currency=currency,
             work_mem=settings.work_mem,
         )
         intake_s += time.perf_counter() - began

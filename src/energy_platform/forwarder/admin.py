@@ -211,7 +211,7 @@ def revoke(settings: Settings, customer: str, serials: tuple[str, ...]) -> None:
     """Take homebases SN... from CUSTOMER (id or name); ends their registrations to it (a
     homebase only a registration held is unpaired from this cluster)."""
     wanted = _serials(serials)
-    pairings = Pairings(settings.cluster, settings.mqtt)
+    pairings = Pairings(settings.pairing, settings.mqtt)
 
     async def work(conn: asyncpg.Connection) -> Revoked:
         customer_id = await _customer(conn, customer)
@@ -252,7 +252,7 @@ def delete_customer(settings: Settings, customer: str) -> None:
     their owners again; a homebase only a registration held is unpaired from this cluster), its
     grants, configuration and delivery log go; the forwarder points of its homebases stay until
     retention removes them."""
-    pairings = Pairings(settings.cluster, settings.mqtt)
+    pairings = Pairings(settings.pairing, settings.mqtt)
 
     async def work(conn: asyncpg.Connection) -> DeletedCustomer:
         customer_id = await _customer(conn, customer)

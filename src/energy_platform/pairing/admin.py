@@ -22,12 +22,13 @@ def broker_accounts() -> None:
 def sync(settings: Settings, renew: bool) -> None:
     """Give an account to every homebase paired with this cluster that lacks one and remove
     the accounts of homebases paired elsewhere or not at all; prints what changed. The engine
-    does the same every EP_CLUSTER_ACCOUNTS_SYNC_INTERVAL seconds."""
-    if not settings.cluster.secret:
+    does the same every EP_PAIRING_ACCOUNTS_SYNC_INTERVAL seconds."""
+    if not settings.pairing.cluster_secret:
         raise ConfigurationError(
-            "EP_CLUSTER_SECRET is not set: this cluster's pairings are known only to provisioning"
+            "EP_PAIRING_CLUSTER_SECRET is not set:"
+            " this cluster's pairings are known only to provisioning"
         )
-    pairings = Pairings(settings.cluster, settings.mqtt)
+    pairings = Pairings(settings.pairing, settings.mqtt)
 
     async def work(conn: asyncpg.Connection) -> Reconciled:
         async with pairings:

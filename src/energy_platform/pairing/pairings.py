@@ -22,7 +22,7 @@ from energy_platform.core.background import Periodic
 from energy_platform.core.db.pool import Connection
 from energy_platform.core.errors import NotFound
 from energy_platform.core.http.clients import http_client
-from energy_platform.core.settings import ClusterSettings, MqttSettings, Settings
+from energy_platform.core.settings import MqttSettings, PairingSettings, Settings
 from energy_platform.pairing.broker_accounts import BrokerAccounts, broker_accounts
 from energy_platform.pairing.provisioning_client import ProvisioningClient
 
@@ -49,9 +49,9 @@ class Pairings:
     pairs nothing) and ``enabled``; then the broker accounts setting is required at once."""
 
     def __init__(
-        self, cluster: ClusterSettings, mqtt: MqttSettings, *, enabled: bool = True
+        self, cluster: PairingSettings, mqtt: MqttSettings, *, enabled: bool = True
     ) -> None:
-        self.enabled = enabled and bool(cluster.secret)
+        self.enabled = enabled and bool(cluster.cluster_secret)
         # A pairing without an account could never connect: the setting is required at once.
         self._accounts: BrokerAccounts | None = broker_accounts(mqtt) if self.enabled else None
         self._cluster = cluster
@@ -141,10 +141,10 @@ class Pairings:
 def account_reconciliation(settings: Settings) -> list[Periodic]:
     """The engine's scheduled ``admin broker-accounts sync``: none without this cluster's
     secret or with the interval 0."""
-    interval = settings.cluster.accounts_sync_interval
-    if not settings.cluster.secret or not interval:
+    interval = settings.pairing.accounts_sync_interval
+    if not settings.pairing.cluster_secret or not interval:
         return []
-    pairings = Pairings(settings.cluster, settings.mqtt)
+    pairings = Pairings(settings.pairing, settings.mqtt)
 
     async def work(pool: asyncpg.Pool, _: asyncio.Event) -> dict[str, int]:
         async with pairings, pool.acquire() as conn:

@@ -8,7 +8,7 @@ import httpx
 import msgspec
 
 from energy_platform.core.errors import Conflict, InvalidInput, NotFound, Unavailable
-from energy_platform.core.settings import ClusterSettings
+from energy_platform.core.settings import PairingSettings
 
 
 class SecretBody(msgspec.Struct):
@@ -32,9 +32,9 @@ class AssignmentBody(msgspec.Struct):
 
 
 class ProvisioningClient:
-    def __init__(self, settings: ClusterSettings, http: httpx.AsyncClient) -> None:
+    def __init__(self, settings: PairingSettings, http: httpx.AsyncClient) -> None:
         self._api = settings.provisioning_url.rstrip("/") + "/api"
-        self._auth = {"X-SvcClusterAuth": settings.secret}
+        self._auth = {"X-SvcClusterAuth": settings.cluster_secret}
         self._http = http
 
     async def secret(self, sn: str) -> bytes:
@@ -115,7 +115,7 @@ class ProvisioningClient:
         if response.status_code in (401, 403):
             raise InvalidInput(
                 f"provisioning refused this cluster ({response.status_code}):"
-                " check EP_CLUSTER_SECRET"
+                " check EP_PAIRING_CLUSTER_SECRET"
             )
         if response.status_code != 200:
             raise Unavailable(f"provisioning answered {response.status_code}")

@@ -186,7 +186,7 @@ def disable_cluster(settings: Settings, cluster_id: int) -> None:
 @click.pass_obj
 def rotate_cluster_secret(settings: Settings, cluster_id: int) -> None:
     """Give the cluster a new secret, printed now and never again; the old one is refused
-    (401) at once. Set it as the cluster's EP_CLUSTER_SECRET and restart its services."""
+    (401) at once. Set it as the cluster's EP_PAIRING_CLUSTER_SECRET and restart its services."""
     secret = new_cluster_secret()
 
     async def work(conn: asyncpg.Connection) -> None:

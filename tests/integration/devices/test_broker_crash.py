@@ -62,7 +62,7 @@ async def crashable(settings: Settings, mqtt_url: str) -> AsyncIterator[Crashabl
         )
         s = msgspec.structs.replace(s, mqtt=mqtt)
         user = await run_admin(s, "users", "add", f"crash-{secrets.token_hex(3)}")
-        provisioning = s.cluster.provisioning_url
+        provisioning = s.pairing.provisioning_url
         async with running(
             *build_services("provisioning", s), ready_urls=(provisioning + "/healthz",)
         ):

@@ -50,7 +50,7 @@ async def serve_all(settings: Settings, mqtt_url: str) -> AsyncIterator[ServeAll
             Platform(
                 s,
                 f"http://127.0.0.1:{s.http.api_port}",
-                s.cluster.provisioning_url,
+                s.pairing.provisioning_url,
                 user["token"],
                 user["id"],
             ),

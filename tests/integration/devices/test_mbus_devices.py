@@ -106,7 +106,7 @@ async def test_a_homebase_re_paired_to_another_owner_routes_m_bus_readings_witho
     other = await run_admin(platform.settings, "users", "add", f"m-bus-{secrets.token_hex(3)}")
     added = await add_feed(platform.settings, other["id"], sn)
     new_feed = int(added["id"])
-    auth = {"X-SvcClusterAuth": platform.settings.cluster.secret}
+    auth = {"X-SvcClusterAuth": platform.settings.pairing.cluster_secret}
     async with http_client(base_url=platform.provisioning + "/api", headers=auth) as http:
         new_secret = bytes.fromhex((await http.get(f"/device/{sn}/secret/")).json()["secret"])
     assert (

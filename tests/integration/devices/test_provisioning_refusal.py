@@ -10,7 +10,7 @@ import msgspec
 import pytest
 from prometheus_client import REGISTRY
 
-from energy_platform.core.settings import ClusterSettings, Settings
+from energy_platform.core.settings import PairingSettings, Settings
 from energy_platform.devices.simulator.homebase import SimulatedHomebase
 from energy_platform.services import build_services
 from tests.support.admin import run_admin
@@ -45,12 +45,13 @@ async def platform_and_cluster(
     cluster = await add_cluster(s, f"refusal-{secrets.token_hex(3)}")
     s = msgspec.structs.replace(
         s,
-        cluster=ClusterSettings(
-            provisioning_url=f"http://127.0.0.1:{s.http.provisioning_port}", secret=cluster.secret
+        pairing=PairingSettings(
+            provisioning_url=f"http://127.0.0.1:{s.http.provisioning_port}",
+            cluster_secret=cluster.secret,
         ),
     )
     user = await run_admin(s, "users", "add", f"refusal-{secrets.token_hex(3)}")
-    api, base = f"http://127.0.0.1:{s.http.api_port}", s.cluster.provisioning_url
+    api, base = f"http://127.0.0.1:{s.http.api_port}", s.pairing.provisioning_url
     services = build_services(["api", "provisioning", "ingest"], s)
     async with running(*services, ready_urls=(api + "/healthz", base + "/healthz")):
         yield Platform(s, api, base, user["token"], user["id"]), cluster.id

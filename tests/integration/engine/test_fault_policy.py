@@ -64,7 +64,7 @@ async def test_a_data_error_in_one_feed_parks_it_and_the_engine_goes_on(
     # Fails the way bad data would (SQLSTATE 22003).
     await fail_processing(poisoned.db, poisoned.id, "22003", "value out of range")
     before = REGISTRY.get_sample_value("ep_service_restarts_total", {"service": "engine"}) or 0
-    engine = EngineService(settings.database, EngineSettings(poll_interval=0.1, currency="CZK"))
+    engine = EngineService(settings.database, EngineSettings(poll_interval=0.1), currency="CZK")
     lifecycle = asyncio.create_task(run_services([engine], shutdown_timeout=2))
     try:
         await eventually(lambda: healthy.points("Electricity, channel 1"), within=60)

@@ -4,6 +4,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from energy_platform.engine.processing import intake
 from tests.support.data import T0
 from tests.support.engine import NewFeed, process
 
@@ -130,3 +131,40 @@ async def test_a_channel_gaining_a_second_index_gets_a_combined_stream_with_hist
         T0: pytest.approx(25.0),
         T0 + 90: pytest.approx(75.0),
     }
+
+
+async def test_a_backlog_of_days_is_taken_in_as_one_stretch_and_processed_whole(
+    new_feed: NewFeed,
+) -> None:
+    # A homebase back after ten days offline sends them at once, a reading every 5 minutes
+    # (bridged): ingest records a range per UTC day, 300 s apart from day to day.
+    feed = await new_feed()
+    clamp = await feed.raw_stream(channel=1, medium=1)
+    days = 10
+    await feed.ingest(clamp, [(T0 + s, 1200.0) for s in range(0, days * 86_400, 300)])
+    assert (
+        await feed.db.fetchval(
+            "SELECT count(*) FROM cluster.dirty_ranges WHERE stream_id = $1", clamp
+        )
+        == days
+    )
+
+    await intake(feed.db, batch=1000, currency="EUR", work_mem="64MB")
+
+    # One stretch of the channel's buckets, from the first reading's to the last one's: the
+    # days, 300 s apart, are taken in as one written period (the channel is new, so its whole
+    # history is queued once more: the same stretch).
+    queued = await feed.db.fetch(
+        "SELECT DISTINCT lower(buckets) AS lo, upper(buckets) AS hi FROM cluster.engine_work"
+        " WHERE feed_id = $1",
+        feed.id,
+    )
+    last = T0 + days * 86_400 - 300
+    assert [(int(q["lo"].timestamp()), int(q["hi"].timestamp())) for q in queued] == [
+        (T0, last // 90 * 90 + 90)
+    ]
+    await process(feed.db)
+    # 1200 W bridged throughout: 30 Wh in every bucket but the last reading's own.
+    points = await feed.points("Electricity, channel 1")
+    assert len(points) == (last - T0) // 90 + 1
+    assert all(v == pytest.approx(30.0) for t, v in points.items() if t + 90 <= last)

@@ -20,6 +20,7 @@ from energy_platform.engine.watch import engine_queues
 from tests.support.admin import admin_refusal, run_admin
 from tests.support.data import T0
 from tests.support.engine import (
+    CURRENCY,
     ENGINE,
     Feed,
     NewFeed,
@@ -264,7 +265,9 @@ async def test_a_feed_whose_work_fails_alone_the_same_way_again_and_again_is_par
     await fail_processing(poisoned.db, poisoned.id, "54001", "statement too complex")
     try:
         # Below the limit it is retried, not parked: its work stays queued, nobody is told.
-        await drain(poisoned.db, msgspec.structs.replace(ENGINE, park_after=1_000_000))
+        await drain(
+            poisoned.db, msgspec.structs.replace(ENGINE, park_after=1_000_000), currency=CURRENCY
+        )
         assert await healthy.points(ENERGY) == {T0: 25.0, T0 + 90: 25.0}
         assert await poisoned.points(ENERGY) == {}
         assert not await parked_rows(poisoned)
@@ -316,7 +319,7 @@ async def test_a_feed_whose_work_runs_past_the_statement_timeout_is_parked_alone
         # EP_ENGINE_STATEMENT_TIMEOUT of 2 s, parked at the first such failure: the healthy
         # feed's work takes a fraction of it even on a loaded machine, the slow one's 3 s a point.
         hurried = msgspec.structs.replace(ENGINE, statement_timeout=2.0, park_after=1)
-        await drain(slow.db, hurried)
+        await drain(slow.db, hurried, currency=CURRENCY)
         assert await healthy.points(ENERGY) == {T0: 25.0, T0 + 90: 25.0}
         assert await slow.points(ENERGY) == {}
         (listed,) = [

@@ -15,7 +15,7 @@ import pytest
 
 from energy_platform.engine.compaction import COMPACT_DAY
 from energy_platform.engine.service import drain
-from tests.support.engine import ENGINE, Feed, NewFeed, process
+from tests.support.engine import CURRENCY, ENGINE, Feed, NewFeed, process
 
 
 def unix(text: str) -> int:
@@ -63,7 +63,7 @@ async def everything(api: httpx.AsyncClient, feed: Feed, streams: list[int]) -> 
 
 async def points_only(db: asyncpg.Connection) -> None:
     """The engine's 90 s processing, without taking any rollup work."""
-    await drain(db, ENGINE, rollup_batches=0)
+    await drain(db, ENGINE, currency=CURRENCY, rollup_batches=0)
 
 
 async def rollups_of(db: asyncpg.Connection, streams: list[int]) -> int:

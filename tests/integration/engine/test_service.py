@@ -47,7 +47,7 @@ async def test_a_closed_bucket_is_published_promptly_and_an_open_one_only_after_
     clock = FakeClock(T0 + 150)  # bucket T0 is closed, bucket T0 + 90 is open
     await feed.ingest(clamp, [(T0 + s, 1000.0) for s in range(0, 151, 5)])
     engine = EngineService(
-        settings.database, EngineSettings(poll_interval=0.2, currency="CZK"), clock=clock
+        settings.database, EngineSettings(poll_interval=0.2), currency="CZK", clock=clock
     )
 
     async def has(bucket: int) -> bool:
@@ -80,15 +80,17 @@ async def test_two_engine_workers_share_the_work_without_conflicts(
     # after T0, that work is either closed and taken now, or open for as long as the test
     # runs: the workers' count is this test's own.
     clock = FakeClock(T0 + 30 * 86_400)
-    await drain(feeds[0].db, EngineSettings(currency="CZK"), clock)
+    await drain(feeds[0].db, EngineSettings(), clock, currency="CZK")
     for n, feed in enumerate(feeds):
         clamp = await feed.raw_stream(channel=1, medium=1)
         await feed.ingest(clamp, [(T0 + s, 100.0 * (n + 1)) for s in range(0, 271, 5)])
-    one_feed_per_batch = EngineSettings(batch_feeds=1, intake_batch=2, currency="CZK")
+    one_feed_per_batch = EngineSettings(batch_feeds=1, intake_batch=2)
 
     workers = [await asyncpg.connect(database_url) for _ in range(2)]
     try:
-        drained = await asyncio.gather(*(drain(w, one_feed_per_batch, clock) for w in workers))
+        drained = await asyncio.gather(
+            *(drain(w, one_feed_per_batch, clock, currency="CZK") for w in workers)
+        )
     finally:
         for w in workers:
             await w.close()
@@ -127,7 +129,7 @@ async def test_a_round_takes_one_rollup_batch_and_says_whether_more_wait(
         " VALUES ($1, tstzrange(to_timestamp($2), to_timestamp($2 + 3600)), '2000-01-01')",
         [(s, T0) for s in streams],  # older than any other work: taken first
     )
-    one_period = EngineSettings(currency="CZK", rollup_delay=0, rollup_batch=1)
+    one_period = EngineSettings(rollup_delay=0, rollup_batch=1)
 
     async def queued() -> int:
         count = await feed.db.fetchval(
@@ -135,10 +137,12 @@ async def test_a_round_takes_one_rollup_batch_and_says_whether_more_wait(
         )
         return int(count)
 
-    first = await drain(feed.db, one_period, rollup_batches=1)
+    first = await drain(feed.db, one_period, currency="CZK", rollup_batches=1)
     assert first.rollups_left
     assert await queued() == 2
-    rest = await drain(feed.db, one_period)  # every batch, as tests and benchmarks drain
+    rest = await drain(
+        feed.db, one_period, currency="CZK"
+    )  # every batch, as tests and benchmarks drain
     assert not rest.rollups_left
     assert await queued() == 0
 
@@ -178,7 +182,7 @@ async def test_committed_points_wake_the_engine_long_before_its_next_poll(
     # polls only every 60 s. Only ingest's notification can start a round in time.
     clock = FakeClock(T0 + 90 * 1000 + 1)
     engine = EngineService(
-        settings.database, EngineSettings(poll_interval=60.0, currency="CZK"), clock=clock
+        settings.database, EngineSettings(poll_interval=60.0), currency="CZK", clock=clock
     )
 
     async def has(bucket: int) -> bool:
@@ -215,7 +219,8 @@ async def test_the_service_rolls_up_in_a_loop_of_its_own(
     clock = FakeClock(T0 + 90 * 1000 + 1)
     engine = EngineService(
         settings.database,
-        EngineSettings(poll_interval=0.2, currency="CZK", rollup_delay=0),
+        EngineSettings(poll_interval=0.2, rollup_delay=0),
+        currency="CZK",
         clock=clock,
     )
 

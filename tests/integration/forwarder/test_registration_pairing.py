@@ -40,14 +40,14 @@ async def cluster_api(platform: Platform) -> AsyncIterator[str]:
 
 async def pairing(platform: Platform, sn: str, secret: str | None = None) -> tuple[bool, bool]:
     """(paired, paired to this cluster) as provisioning answers the cluster."""
-    auth = {"X-SvcClusterAuth": secret or platform.settings.cluster.secret}
+    auth = {"X-SvcClusterAuth": secret or platform.settings.pairing.cluster_secret}
     async with http_client(base_url=platform.provisioning + "/api", headers=auth) as http:
         status = (await http.get(f"/device/{sn}/pair/")).json()
     return status["paired"], status["your_device"]
 
 
 async def secret_of(platform: Platform, sn: str) -> bytes:
-    auth = {"X-SvcClusterAuth": platform.settings.cluster.secret}
+    auth = {"X-SvcClusterAuth": platform.settings.pairing.cluster_secret}
     async with http_client(base_url=platform.provisioning + "/api", headers=auth) as http:
         answer = await http.get(f"/device/{sn}/secret/")
     assert answer.status_code == 200, answer.text

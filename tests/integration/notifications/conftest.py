@@ -30,6 +30,6 @@ async def platform(settings: Settings, mqtt_url: str) -> AsyncIterator[Platform]
     user = await run_admin(s, "users", "add", f"notified-{secrets.token_hex(3)}")
     api = f"http://127.0.0.1:{s.http.api_port}"
     services = build_services(["api", "provisioning", "ingest", "engine"], s)
-    ready = (api + "/healthz", s.cluster.provisioning_url + "/healthz")
+    ready = (api + "/healthz", s.pairing.provisioning_url + "/healthz")
     async with running(*services, ready_urls=ready):
-        yield Platform(s, api, s.cluster.provisioning_url, user["token"], user["id"])
+        yield Platform(s, api, s.pairing.provisioning_url, user["token"], user["id"])

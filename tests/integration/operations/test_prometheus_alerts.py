@@ -115,7 +115,7 @@ async def test_ingest_silent_goes_pending_when_ingest_stops_consuming(
 ) -> None:
     s = await with_cluster(platform_settings(settings, mqtt_url))
     api = f"http://127.0.0.1:{s.http.api_port}"
-    provisioning = s.cluster.provisioning_url
+    provisioning = s.pairing.provisioning_url
     user = await run_admin(s, "users", "add", f"alerts-{secrets.token_hex(3)}")
     ingest = start_ingest(s)
     prometheus = None

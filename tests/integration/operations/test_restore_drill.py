@@ -21,9 +21,9 @@ import pytest
 
 from energy_platform.core.lifecycle import Service
 from energy_platform.core.settings import (
-    ClusterSettings,
     DatabaseSettings,
     DeviceSettings,
+    PairingSettings,
     Settings,
 )
 from energy_platform.devices.simulator.homebase import (
@@ -108,7 +108,7 @@ async def test_restore_to_a_noted_time_keeps_what_was_committed_before_it(
         base,
         database=DatabaseSettings(url=cluster_db),
         devices=DeviceSettings(coap_port=free_port(socket.SOCK_DGRAM)),
-        cluster=ClusterSettings(provisioning_url=provisioning, secret=cluster.secret),
+        pairing=PairingSettings(provisioning_url=provisioning, cluster_secret=cluster.secret),
     )
     api = f"http://127.0.0.1:{c.http.api_port}"
 

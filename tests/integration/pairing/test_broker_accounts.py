@@ -129,7 +129,7 @@ async def test_unpairing_removes_the_homebase_account(either_broker: Platform) -
 async def pair_directly(platform: Platform, sn: str) -> bytes:
     """Pair ``sn`` the way no command of this cluster does (an operator at provisioning, an
     older release): no broker account comes with it. Its secret."""
-    auth = {"X-SvcClusterAuth": platform.settings.cluster.secret}
+    auth = {"X-SvcClusterAuth": platform.settings.pairing.cluster_secret}
     async with http_client(base_url=platform.provisioning + "/api", headers=auth) as http:
         assert (await http.post(f"/device/{sn}/pair/")).status_code == 200
         return bytes.fromhex((await http.get(f"/device/{sn}/secret/")).json()["secret"])
@@ -172,8 +172,8 @@ async def test_sync_puts_accounts_in_step_with_this_clusters_pairings_both_ways(
 
 
 async def test_the_engine_reconciles_accounts_on_its_own(platform: Platform) -> None:
-    cluster = msgspec.structs.replace(platform.settings.cluster, accounts_sync_interval=0.2)
-    s = msgspec.structs.replace(platform.settings, cluster=cluster)
+    cluster = msgspec.structs.replace(platform.settings.pairing, accounts_sync_interval=0.2)
+    s = msgspec.structs.replace(platform.settings, pairing=cluster)
     sn = await add_homebase(s)
     async with running(*account_reconciliation(s)):
         secret = await pair_directly(platform, sn)
@@ -183,9 +183,9 @@ async def test_the_engine_reconciles_accounts_on_its_own(platform: Platform) -> 
 async def test_sync_without_the_cluster_secret_says_what_to_set(
     platform: Platform, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    cluster = msgspec.structs.replace(platform.settings.cluster, secret="")
+    cluster = msgspec.structs.replace(platform.settings.pairing, cluster_secret="")
     with pytest.raises(SystemExit):
         await run_admin(
-            msgspec.structs.replace(platform.settings, cluster=cluster), "broker-accounts", "sync"
+            msgspec.structs.replace(platform.settings, pairing=cluster), "broker-accounts", "sync"
         )
-    assert "EP_CLUSTER_SECRET is not set" in capsys.readouterr().err
+    assert "EP_PAIRING_CLUSTER_SECRET is not set" in capsys.readouterr().err

@@ -17,7 +17,7 @@ from tests.support.provisioning import add_cluster, add_homebase
 async def test_adding_a_feed_pairs_the_homebase_with_this_cluster(platform: Platform) -> None:
     sn = await add_homebase(platform.settings)
     await add_feed(platform.settings, platform.user_id, sn, title="Pairing", timezone="UTC")
-    auth = {"X-SvcClusterAuth": platform.settings.cluster.secret}
+    auth = {"X-SvcClusterAuth": platform.settings.pairing.cluster_secret}
     async with http_client(base_url=platform.provisioning + "/api", headers=auth) as http:
         status = (await http.get(f"/device/{sn}/pair/")).json()
     assert (status["paired"], status["your_device"]) == (True, True)
@@ -52,7 +52,7 @@ async def test_deleting_a_feed_removes_its_data_and_unpairs_the_homebase(
 
     deleted = await run_admin(platform.settings, "feeds", "delete", feed["id"])
 
-    auth = {"X-SvcClusterAuth": platform.settings.cluster.secret}
+    auth = {"X-SvcClusterAuth": platform.settings.pairing.cluster_secret}
     async with http_client(base_url=platform.provisioning + "/api", headers=auth) as http:
         status = (await http.get(f"/device/{sn}/pair/")).json()
     with psycopg.connect(database_url) as conn:
@@ -83,7 +83,7 @@ async def test_pairing_without_the_accounts_setting_says_what_to_set_and_changes
             "SELECT count(*) FROM cluster.feeds WHERE homebase_sn = %s", (sn,)
         ).fetchone()
     assert feeds == (0,)
-    auth = {"X-SvcClusterAuth": platform.settings.cluster.secret}
+    auth = {"X-SvcClusterAuth": platform.settings.pairing.cluster_secret}
     async with http_client(base_url=platform.provisioning + "/api", headers=auth) as http:
         status = (await http.get(f"/device/{sn}/pair/")).json()
     assert status["paired"] is False

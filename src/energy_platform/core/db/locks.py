@@ -1,7 +1,7 @@
 """The keys of the platform's advisory locks, by name.
 
 Every advisory lock the platform takes is named here; SQL takes them by the same names through
-``cluster.lock_key(name)`` (sql/functions/11_locks.sql), whose list a test holds equal to this
+``cluster.lock_key(name)`` (sql/functions/11_core_locks.sql), whose list a test holds equal to this
 one. The numbers never change: processes of two releases running against one database during an
 upgrade must still exclude each other.
 

@@ -80,7 +80,7 @@ class DataServer:
     def __init__(self, settings: Settings) -> None:
         self.database = PoolHolder(settings.database)
         ingest = settings.devices
-        self._cluster = settings.cluster
+        self._cluster = settings.pairing
         self._provisioning: ProvisioningClient | None = None
         # Unknown devices are cached too: a flood of made-up serial numbers costs provisioning
         # one request per number and cache lifetime, not one per datagram.

@@ -73,7 +73,7 @@ class IngestService:
         ingest = self._settings.devices
         try:
             async with http_client(timeout=5.0) as http, asyncio.TaskGroup() as group:
-                keys = KeyStore(ProvisioningClient(self._settings.cluster, http), ingest.cache_size)
+                keys = KeyStore(ProvisioningClient(self._settings.pairing, http), ingest.cache_size)
                 routes = RouteTable(pool, ingest.route_cache_seconds, ingest.cache_size)
                 pipeline = Pipeline(self._settings, pool, keys, routes, self._drops)
                 group.create_task(expire_dead_letters(pool, ingest.dead_letter_days, stop))

@@ -15,7 +15,7 @@ import msgspec
 from energy_platform.core.background import sleep_unless_stopped
 from energy_platform.core.console import CommandGroup, emit
 from energy_platform.core.http.clients import http_client
-from energy_platform.core.settings import ClusterSettings, Settings
+from energy_platform.core.settings import PairingSettings, Settings
 
 
 @click.group("simulate", cls=CommandGroup)
@@ -42,7 +42,7 @@ def simulate_homebase(
     async def main() -> int:
         homebases = [
             SimulatedHomebase(
-                sn, bytes.fromhex(secret) if secret else await fetch_secret(settings.cluster, sn)
+                sn, bytes.fromhex(secret) if secret else await fetch_secret(settings.pairing, sn)
             )
             for sn in sns
         ]
@@ -110,7 +110,7 @@ def simulate_coap_device(
     emit(asyncio.run(main()))
 
 
-async def fetch_secret(cluster: ClusterSettings, sn: str) -> bytes:
+async def fetch_secret(cluster: PairingSettings, sn: str) -> bytes:
     """A homebase secret as this cluster gets it from provisioning."""
 
     from energy_platform.pairing.provisioning_client import ProvisioningClient

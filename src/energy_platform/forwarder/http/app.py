@@ -18,7 +18,7 @@ from energy_platform.pairing.pairings import Pairings
 def create_app(settings: Settings) -> Litestar:
     """The forwarder app: a customer's delivery configuration and registered homebases."""
     allowed = AllowedNetworks(settings.forwarder.networks())
-    pairings = Pairings(settings.cluster, settings.mqtt)  # refuses missing settings at once
+    pairings = Pairings(settings.pairing, settings.mqtt)  # refuses missing settings at once
 
     def allowed_networks() -> AllowedNetworks:
         return allowed

@@ -1,34 +1,10 @@
 -- The views, dropped and created again in one go: CREATE OR REPLACE VIEW cannot drop or
--- change a column, and every view is rebuilt from its one definition here.
+-- change a column, and every view is rebuilt from its one definition here (but
+-- cluster.visible_feeds and cluster.current_feed_titles, which 14_core_feeds.sql makes for the
+-- definitions before this file).
 -- Re-applied by every `migrate`, after the numbered migrations: the one current definition.
 
-DROP VIEW IF EXISTS cluster.channel_totals, cluster.daily_readings, cluster.hourly_readings, cluster.dead_letter_causes, cluster.current_feed_titles, cluster.homebase_activity, cluster.tariff_prices, cluster.readings, cluster.system_readings, cluster.processed_readings, cluster.raw_readings, cluster.compacted_points, cluster.visible_feeds;
-
--- Who sees a feed, written once: the data API, the notification rules and the views below that
--- serve a feed's owner read feeds through these two, never cluster.feeds itself (a second copy
--- that drifts is a tenant leak; tests/unit/test_feed_visibility.py fails on such a query).
--- While its homebase is registered with the forwarder a feed is hidden from everyone, admins
--- included: its data goes to the forwarder's customer then (docs/forwarder.md).
--- Both are plain SQL that PostgreSQL inlines (the function is STABLE and not STRICT), so a
--- query through them is planned as the anti-join written into it would be: the data
--- endpoint's statement kept its scans and estimated cost (docs/api.md#queries). The
--- function is in this file, after the view its body reads: a body is checked when it is
--- created, and the view only exists once this file has made it again.
-CREATE VIEW cluster.visible_feeds AS
-SELECT f.id, f.owner_id, f.homebase_sn, f.subscription_from, f.subscription_to, f.created_at
-  FROM cluster.feeds f
- WHERE NOT EXISTS (SELECT FROM forwarder.registrations r WHERE r.homebase_sn = f.homebase_sn);
-COMMENT ON VIEW cluster.visible_feeds IS 'The feeds their owners see: every feed but those whose homebase is registered with the forwarder (hidden from owners and admins alike meanwhile). The data API and the notification rules read feeds only through it; join it on feed_id to keep what users see. One user''s: cluster.user_feeds(user_id, is_admin).';
-
-CREATE OR REPLACE FUNCTION cluster.user_feeds(user_id bigint, is_admin boolean)
-RETURNS TABLE (id bigint, owner_id bigint, homebase_sn text, subscription_from timestamptz,
-               subscription_to timestamptz, created_at timestamptz)
-LANGUAGE sql STABLE AS $$
-    SELECT v.id, v.owner_id, v.homebase_sn, v.subscription_from, v.subscription_to, v.created_at
-      FROM cluster.visible_feeds v
-     WHERE v.owner_id = user_feeds.user_id OR user_feeds.is_admin
-$$;
-COMMENT ON FUNCTION cluster.user_feeds(bigint, boolean) IS 'The feeds a user sees through the data API: their own visible feeds (cluster.visible_feeds), or every visible feed when is_admin.';
+DROP VIEW IF EXISTS cluster.channel_totals, cluster.daily_readings, cluster.hourly_readings, cluster.dead_letter_causes, cluster.homebase_activity, cluster.tariff_prices, cluster.readings, cluster.system_readings, cluster.processed_readings, cluster.raw_readings, cluster.compacted_points;
 
 -- The compact tier one point per row, for the views below (docs/schema.md#tiers). A filter on
 -- stream_id and day reads only those rows; one on ts alone unpacks every day.
@@ -40,7 +16,7 @@ SELECT d.stream_id, d.day, x.ts, x.value
 COMMENT ON VIEW cluster.compacted_points IS 'The points of the compact tier (cluster.point_days), one per row, with their UTC day.';
 
 -- Views for analysts: each point with its feed, stream and the configuration valid at its time,
--- from both tiers: the functions of the same name (85_reading_ranges.sql) over all time. A filter
+-- from both tiers: the functions of the same name (85_core_reading_ranges.sql) over all time. A filter
 -- on stream_id (or feed_id) reaches both tiers' keys; one on ts alone cannot skip a compacted
 -- day, so a time range is asked of the functions: cluster.raw_readings($from, $to)
 -- (docs/schema.md#time-ranges). They and the rollup views below show every feed, forwarded
@@ -93,10 +69,6 @@ SELECT s.id AS stream_id, s.feed_id, s.channel, s.quantity
               AND c.quantity = s.quantity AND c.combined));
 COMMENT ON VIEW cluster.channel_totals IS 'Per feed, channel and quantity the one processed stream that is the channel''s total: the combined stream if there is one, else the stream without index or tariff. Sum these, never every processed stream.';
 
-CREATE VIEW cluster.current_feed_titles AS
-SELECT feed_id, title, timezone FROM cluster.feed_configs WHERE upper_inf(validity);
-COMMENT ON VIEW cluster.current_feed_titles IS 'Each feed''s current title and time zone.';
-
 CREATE VIEW cluster.dead_letter_causes AS
 SELECT sn, cause, count(*) AS messages, min(received_at) AS first_at, max(received_at) AS last_at
   FROM cluster.dead_letters
@@ -106,7 +78,7 @@ COMMENT ON VIEW cluster.dead_letter_causes IS 'Dead letters per homebase or devi
 -- Rollups for analysts: an hour or a local day per row, the value as the data API's
 -- `resolution` gives it (summed for processed energy, volume and cost; else the mean). Real
 -- time: hours and days not yet recomputed by the engine are made from the points at read time
--- (61_realtime_rollups.sql), so a filter on stream_id or feed_id reads only those streams.
+-- (61_core_realtime_rollups.sql), so a filter on stream_id or feed_id reads only those streams.
 -- quantity and tariff say what a processed stream is: a sum over a feed takes its channels'
 -- totals (cluster.channel_totals), not every stream.
 CREATE VIEW cluster.hourly_readings AS

@@ -4,8 +4,7 @@
 -- failing batch down to that feed (engine/parking.py) and sets its work aside here, so that
 -- every other feed goes on (docs/engine.md#parked-feeds).
 -- Re-applied by every `migrate`, after the numbered migrations: the one current definition.
--- PL/pgSQL: their bodies read cluster.visible_feeds, which 90_views.sql makes again after this
--- file (a SQL function's body is checked when it is created).
+-- They read cluster.visible_feeds and cluster.current_feed_titles (14_core_feeds.sql).
 
 -- Tells the feed's owner, once while it is parked: at most one open notification per rule,
 -- subject (the feed) and user. A feed hidden from its owner (its homebase is registered with

@@ -3,12 +3,12 @@
 -- (docs/schema.md#time-ranges). A filter on ts cannot reach inside the compact tier's arrays (that
 -- needs the Community edition's custom scan), so the views unpack every compacted day whatever
 -- the filter; these read only the row-tier chunks and the compacted days of the range.
--- The views of 90_views.sql are these functions over all time: one definition of each join.
+-- The views of 90_core_views.sql are these functions over all time: one definition of each join.
 -- The functions are plain SQL, STABLE and not STRICT, so PostgreSQL inlines them into the
 -- query that calls them, and its filters (feed_id = ..., stream_id = ...) reach the tables.
 -- Columns are spelled out rather than taken from the views, which are dropped and made again
 -- on every migrate; a change of columns needs DROP FUNCTION ... CASCADE in a new numbered
--- migration, which runs before this file (as 0017 did; 90_views.sql then makes the views again).
+-- migration, which runs before this file (as 0017 did; 90_core_views.sql then makes the views again).
 -- Re-applied by every `migrate`, after the numbered migrations: the one current definition.
 
 -- Each function goes stream by stream: the streams the caller's filters leave (feed_id = ...,

@@ -1,6 +1,6 @@
 -- Hourly rollups (cluster.hourly_rollups): where a point's local hour starts, and the
 -- recomputation the engine runs from cluster.rollup_work (points read through
--- cluster.stream_points, 15_points.sql). docs/engine.md#rollups.
+-- cluster.stream_points, 15_core_points.sql). docs/engine.md#rollups.
 -- Re-applied by every `migrate`, after the numbered migrations: the one current definition.
 
 -- The start of the local hour holding ts in zone tz: ts minus the minutes and seconds the local
@@ -175,7 +175,7 @@ WITH asked AS (
     SELECT stream_id, day, day::timestamp AT TIME ZONE tz AS start, tz AS timezone, total, points
       FROM (SELECT stream_id, (hour AT TIME ZONE tz)::date AS day,
                    -- Summed in the order of the hours, as real-time readers sum them
-                   -- (61_realtime_rollups.sql): the same day total to the last bit.
+                   -- (61_core_realtime_rollups.sql): the same day total to the last bit.
                    (array_agg(tz ORDER BY hour))[1] AS tz, sum(total ORDER BY hour) AS total,
                    sum(points) AS points
               FROM hours
@@ -206,7 +206,7 @@ COMMENT ON FUNCTION cluster.rollup_days(bigint[], timestamptz[], timestamptz[]) 
 -- Both, in order: the hours of the periods, then their days, which a separate statement must make
 -- from the new hours. What the engine runs, and what an operator runs to rebuild a stream's
 -- rollups by hand (null bounds: its whole history). JIT is off, as for the engine's statement
--- (engine/processing.py) and the real-time readers (61_realtime_rollups.sql): the planner's
+-- (engine/processing.py) and the real-time readers (61_core_realtime_rollups.sql): the planner's
 -- guess for a year of chunks made it compile for seconds a call; the year of the benchmarks'
 -- household (10 streams x 350,400 points) took 41.3 s to roll up with JIT against 6.0 s without.
 CREATE OR REPLACE FUNCTION cluster.rollup_streams(

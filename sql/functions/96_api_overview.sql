@@ -24,11 +24,11 @@ CREATE OR REPLACE FUNCTION cluster.feed_overview(
                  covered double precision)
 LANGUAGE sql STABLE AS $$
 WITH days AS MATERIALIZED (
-    SELECT * FROM cluster.bill_days(p_feed_id, p_from, p_to)
+    SELECT * FROM cluster.feed_local_days(p_feed_id, p_from, p_to)
 ), span AS MATERIALIZED (
     SELECT min(start) AS lo, max(finish) AS hi FROM days
 ), metered AS MATERIALIZED (
-    SELECT * FROM cluster.bill_meters(p_feed_id)
+    SELECT * FROM cluster.feed_metered_streams(p_feed_id)
 ), sources AS MATERIALIZED (
     -- Each metered stream and its money stream, and whether the engine has work queued for it
     -- (then its rollups are read in real time, as the data API and the bill read them).
@@ -143,7 +143,7 @@ CREATE OR REPLACE FUNCTION cluster.feed_baseload(p_feed_id bigint, p_from date, 
 RETURNS double precision LANGUAGE sql STABLE AS $$
 WITH nights AS MATERIALIZED (
     SELECT h.hour
-      FROM cluster.bill_days(p_feed_id, p_from, p_to) d
+      FROM cluster.feed_local_days(p_feed_id, p_from, p_to) d
      CROSS JOIN LATERAL generate_series(0, 7) k
      CROSS JOIN LATERAL (SELECT d.start + k * interval '1 hour' AS hour) h
      WHERE h.hour < (d.day + time '05:00') AT TIME ZONE d.timezone
@@ -151,7 +151,7 @@ WITH nights AS MATERIALIZED (
     SELECT m.stream_id,
            EXISTS (SELECT FROM cluster.rollup_work w WHERE w.stream_id = m.stream_id)
            OR EXISTS (SELECT FROM cluster.dirty_ranges d WHERE d.stream_id = m.stream_id) AS stale
-      FROM cluster.bill_meters(p_feed_id) m
+      FROM cluster.feed_metered_streams(p_feed_id) m
      WHERE m.is_total AND m.quantity = 'consumption'
        AND EXISTS (SELECT FROM cluster.stream_configs c
                     WHERE c.stream_id = m.stream_id AND c.medium = 'power' AND NOT c.submeter)
@@ -223,7 +223,7 @@ WITH asked AS (
            p.span * tstzrange(d.start, d.finish)
                * cluster.holiday_span(p.holiday_years, d.timezone) AS piece
       FROM periods p
-     CROSS JOIN LATERAL cluster.bill_days(p_feed_id, (lower(p.span) AT TIME ZONE 'UTC')::date - 1,
+     CROSS JOIN LATERAL cluster.feed_local_days(p_feed_id, (lower(p.span) AT TIME ZONE 'UTC')::date - 1,
                                           (upper(p.span) AT TIME ZONE 'UTC')::date + 1) d
      WHERE p.area_price IS NOT NULL
 ), days AS (

@@ -1,5 +1,5 @@
 -- Text the cluster's messages share (the notification rules' and the parked feeds' HTML):
--- escaped HTML, local times. Before 21_parking.sql and every other file that calls them.
+-- escaped HTML, local times. Before 21_engine_parking.sql and every other file that calls them.
 -- Re-applied by every `migrate`, after the numbered migrations: the one current definition.
 
 CREATE OR REPLACE FUNCTION cluster.html_escape(value text) RETURNS text
