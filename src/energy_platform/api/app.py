@@ -27,7 +27,8 @@ def create_app(settings: Settings, watches: Sequence[Watch] = ()) -> Litestar:
     ``watches``: the cluster's gauges its ``/metrics`` adds (services.py passes the engine's
     and ingest's: the data API is the cluster's always-running HTTP service)."""
     hub = LiveHub(settings.database, settings.live)
-    # Exports and overviews hold at most half the pool: the other half is left for the rest.
+    # Exports, overviews and what-ifs hold at most half the pool: the other half is left for
+    # the rest.
     costly = PoolShare(max(1, settings.database.pool_max // 2))
     return build_app(
         name="api",
@@ -42,7 +43,7 @@ def create_app(settings: Settings, watches: Sequence[Watch] = ()) -> Litestar:
                 dependencies=undo_limits(settings.history),
             ),
             export_routes(costly, settings.api),
-            bill_routes(settings.billing.currency),
+            bill_routes(settings.billing.currency, costly),
             overview_routes(settings.billing.currency, costly, settings.api),
             NotificationsController,
             TokensController,

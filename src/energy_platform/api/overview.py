@@ -41,7 +41,7 @@ from energy_platform.api.schemas import (
 )
 from energy_platform.billing import queries as billing
 from energy_platform.billing.bills import render_bill
-from energy_platform.billing.http import parse_local_date
+from energy_platform.billing.dates import parse_local_date
 from energy_platform.billing.schemas import Bill
 from energy_platform.core import bounds
 from energy_platform.core.db.pool import Connection
