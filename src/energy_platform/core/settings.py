@@ -360,6 +360,10 @@ class EngineSettings(Section, frozen=True, kw_only=True):
     """Feeds whose queued work one transaction recomputes."""
     max_span: int = 21_600
     """Seconds of one channel recomputed per transaction at most (a multiple of 90)."""
+    round_s: float = 5.0
+    """Seconds a processing round recomputes queued work before it takes ingest's new ranges
+    in again: one homebase's backlog (a year sent at once) is worked off over many rounds, and
+    every other feed's new readings are taken in and processed between them."""
     work_mem: str = "256MB"
     """PostgreSQL work_mem for the processing statements: hash aggregates instead of sorts."""
     rollup_delay: float = 600.0
@@ -393,6 +397,8 @@ class EngineSettings(Section, frozen=True, kw_only=True):
     def __post_init__(self) -> None:
         if self.max_spread < 0:
             raise ValueError("EP_ENGINE_MAX_SPREAD must be >= 0 seconds")
+        if self.round_s <= 0:
+            raise ValueError("EP_ENGINE_ROUND_S must be > 0 seconds")
         rates = (self.max_rate_power, self.max_rate_gas, self.max_rate_water, self.max_rate_heat)
         if min(rates) <= 0:
             raise ValueError("EP_ENGINE_MAX_RATE_* must be positive")
