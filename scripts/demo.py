@@ -20,7 +20,7 @@ import os
 import shlex
 import sys
 import time
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -51,8 +51,12 @@ HISTORY_SENT = STATE.parent / "demo-history.sent"
 MAIN_METER_CHANNEL, CLAMP_CHANNEL = 5, 1
 """The simulator's meter reader (the utility's meter: main) and its clamp (behind it: a
 sub-meter, listed apart rather than counted twice)."""
+# The engine has made the month from $2 on (ingest wrote its first day, the engine processed
+# it) and holds no work of the feed but the last minutes' live readings.
 BACKLOG_DONE = """
-SELECT NOT EXISTS (SELECT FROM cluster.engine_work
+SELECT EXISTS (SELECT FROM cluster.processed_points p JOIN cluster.streams s ON s.id = p.stream_id
+                WHERE s.feed_id = $1 AND p.ts >= $2 AND p.ts < $2 + interval '1 day')
+   AND NOT EXISTS (SELECT FROM cluster.engine_work
                     WHERE feed_id = $1 AND lower(buckets) < now() - interval '15 minutes')
    AND NOT EXISTS (SELECT FROM cluster.dirty_ranges d JOIN cluster.streams s ON s.id = d.stream_id
                     WHERE s.feed_id = $1 AND d.ts_from < now() - interval '15 minutes')"""
@@ -209,26 +213,37 @@ async def send_history(
         homebase.batch(range(day, min(day + 86_400, now), HISTORY_STEP))
         for day in range(first, now, 86_400)
     ]
-    months = [days[max(end - 31, 0) : end] for end in range(len(days), 0, -31)]
+    # Each month with the instant its first day starts.
+    months = [
+        (
+            datetime.fromtimestamp(first + max(end - 31, 0) * 86_400, UTC),
+            days[max(end - 31, 0) : end],
+        )
+        for end in range(len(days), 0, -31)
+    ]
     async with homebase_client(settings.mqtt, SN, homebase.secret, will=False) as client:
         topic = data_topic(SN, settings.mqtt.topic_prefix)
-        for number, month in enumerate(months):
+        for number, (start, month) in enumerate(months):
             for message in month:
                 await client.publish(topic, message, qos=1)
             if number == 0:
                 await mark_meters(settings, feed, since)
-            while not await worked_off(settings, feed):
+            # At most 10 minutes a month: a month the engine cannot make (parked) holds up
+            # neither the rest of the year nor the live readings for ever.
+            deadline = time.monotonic() + 600
+            while not await worked_off(settings, feed, start) and time.monotonic() < deadline:
                 await client.publish(topic, homebase.batch([int(time.time())]), qos=1)
                 await asyncio.sleep(5)
-            print(f"demo history: {sum(map(len, months[: number + 1]))} days in", flush=True)
+            print(f"demo history: in from {start.date()} on", flush=True)
     HISTORY_SENT.write_text(f"{since.isoformat()}\n")
 
 
-async def worked_off(settings: Settings, feed: int) -> bool:
-    """Whether the engine holds no work of the feed but the last minutes' live readings."""
+async def worked_off(settings: Settings, feed: int, month: datetime) -> bool:
+    """Whether the engine has made the days from ``month`` on and holds no other work of the
+    feed but the last minutes' live readings."""
     conn = await asyncpg.connect(settings.database.url)
     try:
-        return bool(await conn.fetchval(BACKLOG_DONE, feed))
+        return bool(await conn.fetchval(BACKLOG_DONE, feed, month))
     finally:
         await conn.close()
 
