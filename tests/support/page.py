@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -118,3 +119,11 @@ def local_midnight(zone: str, t: int, days: int = 0) -> int:
     tz = ZoneInfo(zone)
     date = datetime.fromtimestamp(t, tz).date() + timedelta(days=days)
     return int(datetime(date.year, date.month, date.day, tzinfo=tz).timestamp())
+
+
+def shown(value: float, digits: int = 2) -> str:
+    """``value`` as the page writes it (Intl.NumberFormat, 'en'): ICU rounds the number's
+    shortest decimal form (its repr), half away from zero; thousands grouped; no sign on a
+    value that rounds to 0."""
+    rounded = Decimal(repr(value)).quantize(Decimal(1).scaleb(-digits), ROUND_HALF_UP)
+    return f"{abs(rounded) if rounded == 0 else rounded:,.{digits}f}"
