@@ -24,7 +24,6 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import asyncpg
-import httpx
 import psycopg
 import pytest_asyncio
 from selenium.webdriver.common.by import By
@@ -187,7 +186,8 @@ SHOWN = """(() => {
     bars: [...document.querySelectorAll('#contracts-bars .month')].map((m) => [m.dataset.month,
       [...m.querySelectorAll('.bar[data-contract]')].map((b) => b.dataset.contract)]),
     market: [...document.querySelectorAll('#contracts-market p')].map((p) => p.dataset.contract),
-    summary: text('#contracts-summary'), note: text('#contracts-note'), status: text('#contracts-status'),
+    summary: text('#contracts-summary'), note: text('#contracts-note'),
+    status: text('#contracts-status'),
     table_hidden: document.querySelector('#contracts-table').hidden,
     asked: asked.asked, from: asked.answer.from, to: asked.answer.to,
   };
@@ -292,3 +292,52 @@ async def test_which_contract_ranks_the_current_contract_against_the_catalogue(
         for c in contracts
         for m in [c["months"][k]]
     ]
+
+
+# Before the page's own scripts: the first what-if is refused as a busy server refuses it.
+REFUSE_ONCE = """(() => {
+  const real = window.fetch;
+  let refused = false;
+  window.fetch = (input, init) => {
+    const url = String(input instanceof Request ? input.url : input);
+    if (!refused && url.includes('/what-if')) {
+      refused = true;
+      return Promise.resolve(new Response(
+        JSON.stringify({ status: 429, title: 'Too Many Requests', detail: 'busy' }),
+        { status: 429,
+          headers: { 'Content-Type': 'application/problem+json', 'Retry-After': '7' } }));
+    }
+    return real(input, init);
+  };
+})();"""
+
+FAILED = """(() => {
+  const panel = document.querySelector('#contracts-panel');
+  const retry = document.querySelector('#contracts-retry');
+  if (panel.dataset.state !== 'failed' || !retry.getClientRects().length) return null;
+  return { status: document.querySelector('#contracts-status').textContent, hidden: panel.hidden };
+})()"""
+
+
+def refused_then_asked_again(world: ContractsWorld) -> tuple[dict[str, Any], dict[str, Any]]:
+    with chromium() as driver:
+        driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": REFUSE_ONCE})
+        sign_in(driver, world.url, world.user, world.token, world.feed)
+        open_feed(driver, world.feed)
+        failed = wait_until(driver, FAILED, "the refusal said in the panel")
+        driver.find_element(By.ID, "contracts-retry").click()
+        seen = wait_until(
+            driver, SHOWN.replace("arguments[0]", f"'{world.feed}'"), "Which contract?"
+        )
+    return failed, seen
+
+
+async def test_a_busy_server_is_said_in_the_panel_and_try_again_asks_again(
+    contracts_world: ContractsWorld,
+) -> None:
+    failed, seen = await asyncio.to_thread(refused_then_asked_again, contracts_world)
+
+    assert not failed["hidden"]
+    assert failed["status"] == "The server is busy with other comparisons: try again in 7 s."
+    assert [row[0] for row in seen["rows"]].count("current") == 1
+    assert seen["status"] == ""
