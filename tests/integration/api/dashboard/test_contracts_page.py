@@ -34,7 +34,7 @@ from tests.support.browser import chromium
 from tests.support.contracts import DAY_NIGHT
 from tests.support.data import data_api
 from tests.support.http import http_client
-from tests.support.page import ZONE, open_feed, shown, sign_in, wait_until
+from tests.support.page import ZONE, open_feed, seeded, shown, sign_in, wait_until
 
 # Where the panel's screenshot goes (not committed), as test_page.py's.
 SCREENSHOTS = Path(
@@ -155,12 +155,7 @@ async def contracts_world(database_url: str, settings: Settings) -> AsyncIterato
     # The price table and the catalogue are the database's, shared by every test of the session:
     # an area and contract names of this test's own.
     area = f"PAGE-{secrets.token_hex(3).upper()}"
-    conn = await asyncpg.connect(database_url)
-    try:
-        async with conn.transaction():
-            world = await _seed(conn, area)
-    finally:
-        await conn.close()
+    world = await seeded(database_url, lambda conn: _seed(conn, area))
     async with data_api(settings) as url:
         world.url = url
         yield world
