@@ -197,7 +197,8 @@ TABLE = """(() => {
 
 
 def browse(world: ContractsWorld) -> tuple[dict[str, Any], list[list[str]]]:
-    """Opens the feed, waits for Which contract?, then opens its table; what each showed."""
+    """Opens the feed, waits for Which contract?, then opens its table, then narrows the window
+    to a phone's; what each showed."""
     with chromium() as driver:
         sign_in(driver, world.url, world.user, world.token, world.feed)
         open_feed(driver, world.feed)
@@ -209,6 +210,10 @@ def browse(world: ContractsWorld) -> tuple[dict[str, Any], list[list[str]]]:
         driver.execute_script("document.querySelector('#contracts-panel').scrollIntoView()")
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         driver.save_screenshot(str(SCREENSHOTS / "contracts.png"))
+        # A phone: the bars and the table scroll within the panel, the page only downwards.
+        driver.set_window_size(360, 800)
+        wait_until(driver, "document.documentElement.clientWidth <= 360", "a phone's width")
+        seen["phone_width"] = driver.execute_script("return document.documentElement.scrollWidth")
     return seen, table
 
 
@@ -243,6 +248,7 @@ async def test_which_contract_ranks_the_current_contract_against_the_catalogue(
     assert months[-2:] == world.months
     assert seen["table_hidden"]  # read before the click
     assert seen["status"] == ""
+    assert seen["phone_width"] <= 360
 
     # The current contract and each asked, ranked, with the endpoint's totals and differences.
     contracts = answer["contracts"]
