@@ -10,7 +10,7 @@ from energy_platform.billing.http import bill_routes
 from energy_platform.core.gauges import Watch
 from energy_platform.core.http.application import build_app
 from energy_platform.core.http.openapi import bearer
-from energy_platform.core.http.shares import PoolShare
+from energy_platform.core.http.shares import CostlyReads, PoolShare, UserLanes
 from energy_platform.core.settings import Settings
 from energy_platform.history.http import undo_limits
 from energy_platform.live.http import live_routes
@@ -29,7 +29,10 @@ def create_app(settings: Settings, watches: Sequence[Watch] = ()) -> Litestar:
     hub = LiveHub(settings.database, settings.live)
     # Exports, overviews and what-ifs hold at most half the pool: the other half is left for
     # the rest.
-    costly = PoolShare(max(1, settings.database.pool_max // 2))
+    costly = CostlyReads(
+        PoolShare(max(1, settings.database.pool_max // 2)),
+        UserLanes(settings.api.costly_connections_per_user),
+    )
     return build_app(
         name="api",
         title="Energy platform data API",
@@ -42,7 +45,7 @@ def create_app(settings: Settings, watches: Sequence[Watch] = ()) -> Litestar:
                 route_handlers=[FeedsController],
                 dependencies=undo_limits(settings.history),
             ),
-            export_routes(costly, settings.api),
+            export_routes(costly.share, settings.api),
             bill_routes(settings.billing.currency, costly),
             overview_routes(settings.billing.currency, costly, settings.api),
             NotificationsController,

@@ -31,7 +31,7 @@ from energy_platform.billing.what_if import MAX_CONTRACTS
 from energy_platform.core import bounds
 from energy_platform.core.http.database import Reads
 from energy_platform.core.http.openapi import request_body
-from energy_platform.core.http.shares import PoolShare
+from energy_platform.core.http.shares import CostlyReads
 from energy_platform.users.auth import Caller, authenticate, visible_feed
 
 MAX_PRICE_DAYS = 31
@@ -140,14 +140,15 @@ class WhatIfController(Controller):
         caller: NamedDependency[Caller],
         reads: Reads,
         currency: NamedDependency[str],
-        costly: NamedDependency[PoolShare],
+        costly: NamedDependency[CostlyReads],
     ) -> WhatIf:
         # A read: a read token may ask it (nothing is written).
         ask = what_if.decode_ask(await request.body())
         feed = await visible_feed(reads, feed_id, caller)
-        # A year of quarter hours per contract: a costly read, within their half of the pool.
+        # A year of quarter hours per contract: a costly read, on the caller's lane of their
+        # half of the pool (one user's loop of them keeps one backend busy).
         async with (
-            costly.held(),
+            costly.connection(caller.user_id),
             reads.acquire() as conn,
             conn.transaction(isolation="repeatable_read", readonly=True),
         ):
@@ -190,7 +191,7 @@ async def _days_and(
     return days, rows
 
 
-def bill_routes(currency: str, costly: PoolShare) -> Router:
+def bill_routes(currency: str, costly: CostlyReads) -> Router:
     """The bill's routes for the data API's app; ``currency`` names what its money is in,
     ``costly`` the costly reads' half of the pool (what-if reads within it)."""
     return Router(
