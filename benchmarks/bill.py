@@ -34,7 +34,7 @@ import msgspec
 
 from benchmarks.data_api import TOKEN, start_servers, stop_servers, timed_requests
 from benchmarks.household import BUCKETS, STANDING, VAT, YEAR_FROM, Seeded, household, year_paths
-from benchmarks.support import figure, household_arguments, report
+from benchmarks.support import household_arguments, report_against
 from energy_platform.core.settings import HttpSettings
 from tests.support.services import free_port
 
@@ -160,18 +160,8 @@ def main(runs: int, requests: int, neighbours: int) -> None:
 def against_the_year_view(row: str, p99s: list[float], years: list[float], goal: float) -> None:
     """Reports ``row``'s p99 of each run beside the year view's of the same runs (goal: at most
     ``goal`` times it)."""
-    report(
-        [
-            figure(
-                row,
-                "ms",
-                p99s,
-                "year view p99 ms (10 streams x 365 days)",
-                years,
-                goal=f"<= {goal:g}x the year view",
-                goal_met=statistics.median(p99s) <= goal * statistics.median(years),
-            )
-        ]
+    report_against(
+        row, p99s, "year view p99 ms (10 streams x 365 days)", years, goal, "the year view"
     )
 
 

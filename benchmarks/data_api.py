@@ -19,7 +19,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 import asyncpg
 import httpx
@@ -169,17 +170,19 @@ async def asyncpg_rate(url: str, digest: bytes, feed: int, streams: range, secon
 
 
 async def timed_requests(
-    base: str, paths: list[str], rounds: int, *, body: bytes = b"[["
+    base: str, paths: list[str], rounds: int, *, body: bytes = b"[[", data: bytes | None = None
 ) -> list[float]:
-    """Wall time (ms) of fetching ``paths`` in parallel, each round; every body is checked to
-    start with ``body`` (points, unless told)."""
+    """Wall time (ms) of fetching ``paths`` in parallel, each round (POSTing ``data`` when
+    given); every body is checked to start with ``body`` (points, unless told)."""
     headers = {"Authorization": f"Bearer {TOKEN}"}
     limits = httpx.Limits(max_connections=len(paths))
     times = []
     async with http_client(base_url=base, headers=headers, limits=limits, timeout=60) as http:
         for _ in range(rounds + 1):  # the first round opens the connections: not counted
             started = time.perf_counter()
-            responses = await asyncio.gather(*(http.get(p) for p in paths))
+            responses = await asyncio.gather(
+                *(http.get(p) if data is None else http.post(p, content=data) for p in paths)
+            )
             times.append((time.perf_counter() - started) * 1000)
             for r in responses:
                 assert r.status_code == 200, r.text[:200]
@@ -248,6 +251,17 @@ def start_servers(
             stop_servers(servers)
             raise RuntimeError("the bench servers did not start")
     return servers
+
+
+@contextmanager
+def served(url: str) -> Iterator[str]:
+    """One bench server on a free port for the block; its base URL."""
+    port = free_port()
+    servers = start_servers(url, port, HttpSettings().server)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        stop_servers(servers)
 
 
 def stop_servers(servers: list[subprocess.Popen[bytes]]) -> None:

@@ -37,7 +37,7 @@ import psycopg
 from benchmarks.support import cpu_s, figure, report
 from energy_platform import seeding
 from energy_platform.core.settings import BillingSettings, EngineSettings, Settings
-from energy_platform.engine.processing import intake
+from energy_platform.engine.processing import MeterLimits, intake
 from energy_platform.engine.service import drain
 from tests.support.databases import create_session_database
 
@@ -148,6 +148,7 @@ async def make_processed_streams(url: str) -> None:
                 batch=engine.intake_batch,
                 currency=BillingSettings().currency,
                 work_mem=engine.work_mem,
+                limits=MeterLimits.of(engine),
             )
             if taken.claimed < engine.intake_batch:
                 break

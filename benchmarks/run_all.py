@@ -94,6 +94,10 @@ BENCHMARKS = [
     # Issue 50: a year's overview (GET /feeds/{id}/overview?period=year) beside its year view, on
     # the same household: one run of 300 of each, 38.8 s (and the seeding, run alone).
     Benchmark("benchmarks.overview", "data API", 150, quick=("--runs", "1", "--requests", "300")),
+    # Issue 61: a year's what-if of 4 contracts beside the year's bill on the same household
+    # (two runs of 50 of each), and one contract over 1,000 feeds' year (a point an hour each)
+    # in one statement beside the floor statement (seeding them: most of its time).
+    Benchmark("benchmarks.what_if", "data API", 600, quick=("--runs", "2", "--requests", "50")),
     # Issue 62: a 2-hour load planned over two days of quarter hours beside the data endpoint's
     # p99 at 10 connections, one server: wrk runs of 3 s after 1 s, as the data API's.
     Benchmark("benchmarks.plan", "data API", 60, quick=("--runs", "1")),

@@ -106,6 +106,31 @@ def report(figures: Sequence[Figure]) -> None:
         )
 
 
+def report_against(
+    row: str,
+    runs: Sequence[float],
+    limit_name: str,
+    limits: Sequence[float],
+    goal: float,
+    what: str,
+) -> None:
+    """Reports ``row``'s times (ms) of each run beside ``limits`` of the same runs (goal: at
+    most ``goal`` times ``what``)."""
+    report(
+        [
+            figure(
+                row,
+                "ms",
+                runs,
+                limit_name,
+                limits,
+                goal=f"<= {goal:g}x {what}",
+                goal_met=statistics.median(runs) <= goal * statistics.median(limits),
+            )
+        ]
+    )
+
+
 SHARED = "EP_BENCH_SHARED"
 """A tag of this `make bench` run (set by run_all): data a benchmark seeds through
 :func:`shared_database` is kept for the run's other benchmarks as the database

@@ -20,7 +20,7 @@ import os
 import shlex
 import sys
 import time
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -51,6 +51,15 @@ HISTORY_SENT = STATE.parent / "demo-history.sent"
 MAIN_METER_CHANNEL, CLAMP_CHANNEL = 5, 1
 """The simulator's meter reader (the utility's meter: main) and its clamp (behind it: a
 sub-meter, listed apart rather than counted twice)."""
+# The engine has made the month from $2 on (ingest wrote its first day, the engine processed
+# it) and holds no work of the feed but the last minutes' live readings.
+BACKLOG_DONE = """
+SELECT EXISTS (SELECT FROM cluster.processed_points p JOIN cluster.streams s ON s.id = p.stream_id
+                WHERE s.feed_id = $1 AND p.ts >= $2 AND p.ts < $2 + interval '1 day')
+   AND NOT EXISTS (SELECT FROM cluster.engine_work
+                    WHERE feed_id = $1 AND lower(buckets) < now() - interval '15 minutes')
+   AND NOT EXISTS (SELECT FROM cluster.dirty_ranges d JOIN cluster.streams s ON s.id = d.stream_id
+                    WHERE s.feed_id = $1 AND d.ts_from < now() - interval '15 minutes')"""
 CHANNEL_TOTAL = """
 SELECT t.stream_id FROM cluster.channel_totals t JOIN cluster.streams s ON s.id = t.stream_id
  WHERE s.feed_id = $1 AND s.channel = $2 AND s.quantity = 'consumption'"""
@@ -192,24 +201,51 @@ async def send_history(
     settings: Settings, homebase: SimulatedHomebase, feed: int, since: datetime
 ) -> None:
     """The homebase's year up to now, sent as the backlog of a homebase that was offline (a
-    message a day), its state left at now for the live readings that follow. Its first day
-    goes first: once the engine has made the feed's streams from it, the meter reader's total
-    is marked the main meter and the clamp's a sub-meter from the history's start, so that no
-    bill of the year counts the house twice."""
+    message a day), a month at a time, newest first, each once the engine has worked off the
+    one before, with a live reading every 5 s meanwhile: this month's figures come first, and
+    the year fills in behind them. Once the engine has made the feed's streams, the meter
+    reader's total is marked the main meter and the clamp's a sub-meter from the history's
+    start, so that no bill of the year counts the house twice."""
     first = int(since.timestamp())
     now = int(time.time()) // HISTORY_STEP * HISTORY_STEP
+    # Made oldest first (the meters count up), sent newest first.
     days = [
         homebase.batch(range(day, min(day + 86_400, now), HISTORY_STEP))
         for day in range(first, now, 86_400)
     ]
+    # Each month with the instant its first day starts.
+    months = [
+        (
+            datetime.fromtimestamp(first + max(end - 31, 0) * 86_400, UTC),
+            days[max(end - 31, 0) : end],
+        )
+        for end in range(len(days), 0, -31)
+    ]
     async with homebase_client(settings.mqtt, SN, homebase.secret, will=False) as client:
         topic = data_topic(SN, settings.mqtt.topic_prefix)
-        await client.publish(topic, days[0], qos=1)
-        await mark_meters(settings, feed, since)
-        for message in days[1:]:
-            await client.publish(topic, message, qos=1)
+        for number, (start, month) in enumerate(months):
+            for message in month:
+                await client.publish(topic, message, qos=1)
+            if number == 0:
+                await mark_meters(settings, feed, since)
+            # At most 10 minutes a month: a month the engine cannot make (parked) holds up
+            # neither the rest of the year nor the live readings for ever.
+            deadline = time.monotonic() + 600
+            while not await worked_off(settings, feed, start) and time.monotonic() < deadline:
+                await client.publish(topic, homebase.batch([int(time.time())]), qos=1)
+                await asyncio.sleep(5)
+            print(f"demo history: in from {start.date()} on", flush=True)
     HISTORY_SENT.write_text(f"{since.isoformat()}\n")
-    print(f"demo history: {len(days)} days sent from {since.isoformat()}", flush=True)
+
+
+async def worked_off(settings: Settings, feed: int, month: datetime) -> bool:
+    """Whether the engine has made the days from ``month`` on and holds no other work of the
+    feed but the last minutes' live readings."""
+    conn = await asyncpg.connect(settings.database.url)
+    try:
+        return bool(await conn.fetchval(BACKLOG_DONE, feed, month))
+    finally:
+        await conn.close()
 
 
 async def mark_meters(settings: Settings, feed: int, since: datetime) -> None:

@@ -80,8 +80,21 @@ $$;
 COMMENT ON FUNCTION cluster.unpack(timestamptz, bigint, bigint[], double precision[], smallint, bigint, "char"[], integer[], integer[]) IS
     'The points (position, time, value) of one compact row of cluster.point_days: unpack(first_ts, step_us, offsets_us, vals, scale, base, deltas, wide_at, wide).';
 
+-- No point at or after this instant is in the compact tier: the compaction takes only whole
+-- UTC days that ended at least EP_COMPACTION_AFTER_DAYS (>= 2) days ago, and a write into a day
+-- that ended at least a day ago moves it back to the row tier first (cluster.thaw_days, which
+-- judges by the same bound). The compact tier's readers below skip it for a window from here
+-- on: a condition on their parameters alone, tested once per call before any chunk is opened.
+-- Without it, every live read and neighbour probe of every stream paid for each chunk of
+-- cluster.point_days, whose first chunk one homebase with its clock in 2000 made (issue 59).
+CREATE OR REPLACE FUNCTION cluster.compact_horizon() RETURNS timestamptz
+LANGUAGE sql STABLE PARALLEL SAFE AS $$ SELECT now() - interval '1 day' $$;
+COMMENT ON FUNCTION cluster.compact_horizon() IS
+    'No point at or after this instant (now() - 1 day) is in the compact tier: the compaction takes days that ended at least 2 days ago, and writes into a day that ended over a day ago thaw it first.';
+
 -- The points of one stream in the compact tier within [p_from, p_to). Only the days that
--- overlap the range are read (primary key), and only their arrays are decompressed.
+-- overlap the range are read (primary key), and only their arrays are decompressed; a range
+-- from the compact horizon on reads nothing (cluster.compact_horizon).
 CREATE OR REPLACE FUNCTION cluster.compact_points(p_stream_id bigint, p_from timestamptz, p_to timestamptz)
 RETURNS TABLE (ts timestamptz, value double precision) LANGUAGE sql STABLE AS $$
     SELECT x.ts, x.value
@@ -92,6 +105,7 @@ RETURNS TABLE (ts timestamptz, value double precision) LANGUAGE sql STABLE AS $$
        AND d.day >= (p_from AT TIME ZONE 'UTC')::date AND d.day <= (p_to AT TIME ZONE 'UTC')::date
        AND d.last_ts >= p_from AND d.first_ts < p_to
        AND x.ts >= p_from AND x.ts < p_to
+       AND p_from < cluster.compact_horizon()
 $$;
 COMMENT ON FUNCTION cluster.compact_points(bigint, timestamptz, timestamptz) IS
     'The points of a stream in the compact tier (cluster.point_days) in [p_from, p_to), unordered.';
@@ -136,7 +150,8 @@ COMMENT ON FUNCTION cluster.stream_point_edge(bigint, boolean) IS
 
 -- A stream's neighbours of a period, in either tier: the time of its last point before p_from
 -- and of its first point at or after p_to (null: none). In the compact tier the latest day
--- starting before p_from holds the one, the first day ending at or after p_to the other. A
+-- starting before p_from holds the one, the first day ending at or after p_to the other (none
+-- from the compact horizon on: cluster.compact_horizon). A
 -- table function of one SELECT, so that the planner inlines it into the statement that uses it
 -- (LATERAL): called per row as a function, the same probes took three times as long.
 CREATE OR REPLACE FUNCTION cluster.point_neighbours(p_stream_id bigint, p_from timestamptz, p_to timestamptz)
@@ -160,7 +175,7 @@ RETURNS TABLE (before timestamptz, after timestamptz) LANGUAGE sql STABLE AS $$
                                p_stream_id, p_to, d.last_ts + interval '1 microsecond') c) END
            FROM cluster.point_days d
           WHERE d.stream_id = p_stream_id AND d.day >= (p_to AT TIME ZONE 'UTC')::date
-            AND d.last_ts >= p_to
+            AND d.last_ts >= p_to AND p_to < cluster.compact_horizon()
           ORDER BY d.day LIMIT 1))
 $$;
 COMMENT ON FUNCTION cluster.point_neighbours(bigint, timestamptz, timestamptz) IS

@@ -137,3 +137,37 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
 $$;
 COMMENT ON FUNCTION cluster.pricing(bigint, integer, integer, integer, boolean, text, text, tstzmultirange) IS
     'A value stream''s money stream, and per stretch of one money configuration, tariff, time zone and market slot that overlaps p_window, per band: money = value x scale x price for a bucket whose start lies in valid and, in local time, in [starts, ends) on a date of kind days (cluster.band_holds with holidays).';
+
+-- A tariff's bands as stored (cluster.tariff_bands): p_starts[i] (local time of day) with
+-- p_prices[i] on the days p_days[i] ('weekday', 'weekend', or 'all' or null: every day), each
+-- band ending where the next of its kind starts; before a kind's first start its last band's
+-- price applies (bands wrap around midnight). A band of every day counts on weekdays and on
+-- weekends: with any band of a day kind, the rows are the weekday and the weekend ones, each
+-- kind covering 00:00 to 24:00. cluster.set_tariff stores them; what-if prices a contract's
+-- bands by them (98_billing_what_if.sql).
+CREATE OR REPLACE FUNCTION cluster.band_rows(p_starts time[], p_prices double precision[],
+                                             p_days text[])
+RETURNS TABLE (days text, starts time, ends time, price double precision)
+LANGUAGE sql IMMUTABLE AS $$
+    WITH given AS (
+        SELECT u.s, u.p, coalesce(u.d, 'all') AS d
+          FROM unnest(p_starts, p_prices, p_days) AS u (s, p, d)
+    ), kinds AS (
+        SELECT k.kind
+          FROM unnest(CASE WHEN (SELECT bool_and(d = 'all') FROM given) THEN ARRAY['all']
+                           ELSE ARRAY['weekday', 'weekend'] END) AS k (kind)
+    ), b AS (
+        SELECT k.kind, g.s AS starts, g.p AS price,
+               lead(g.s, 1, '24:00'::time) OVER w AS ends,
+               last_value(g.p) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING
+                                       AND UNBOUNDED FOLLOWING) AS last_price
+          FROM kinds k JOIN given g ON g.d IN ('all', k.kind)
+        WINDOW w AS (PARTITION BY k.kind ORDER BY g.s)
+    )
+    SELECT kind, starts, ends, price FROM b
+    UNION ALL
+    SELECT kind, '00:00', min(starts), min(last_price) FROM b
+     GROUP BY kind HAVING min(starts) > '00:00'
+$$;
+COMMENT ON FUNCTION cluster.band_rows(time[], double precision[], text[]) IS
+    'Bands as given (local starts, prices, day kinds) as stored: per day kind (all, or weekday and weekend) [starts, ends) with its price, wrapping around midnight.';

@@ -57,25 +57,8 @@ BEGIN
                 p_cap, p_standing_per, p_kwh_per_m3, p_holidays, p_holiday_years)
         RETURNING id INTO v_tariff_id;
         INSERT INTO cluster.tariff_bands (tariff_id, days, starts, ends, price)
-        WITH given AS (
-            SELECT u.s, u.p, coalesce(u.d, 'all') AS d
-              FROM unnest(p_starts, p_prices, p_days) AS u (s, p, d)
-        ), kinds AS (
-            SELECT k.kind
-              FROM unnest(CASE WHEN (SELECT bool_and(d = 'all') FROM given) THEN ARRAY['all']
-                               ELSE ARRAY['weekday', 'weekend'] END) AS k (kind)
-        ), b AS (
-            SELECT k.kind, g.s AS starts, g.p AS price,
-                   lead(g.s, 1, '24:00'::time) OVER w AS ends,
-                   last_value(g.p) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING
-                                           AND UNBOUNDED FOLLOWING) AS last_price
-              FROM kinds k JOIN given g ON g.d IN ('all', k.kind)
-            WINDOW w AS (PARTITION BY k.kind ORDER BY g.s)
-        )
-        SELECT v_tariff_id, kind, starts, ends, price FROM b
-        UNION ALL
-        SELECT v_tariff_id, kind, '00:00', min(starts), min(last_price) FROM b
-         GROUP BY kind HAVING min(starts) > '00:00';
+        SELECT v_tariff_id, b.days, b.starts, b.ends, b.price
+          FROM cluster.band_rows(p_starts, p_prices, p_days) b;
         -- Weekday bands without weekend ones, or the other way round (two bands of one kind
         -- of day starting at once break the primary key).
         IF (SELECT count(DISTINCT days) FROM cluster.tariff_bands

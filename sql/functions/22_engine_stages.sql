@@ -16,14 +16,20 @@
 -- Intake: the buckets whose results a written period [lower, upper] of a raw stream can change
 -- (docs/engine.md#work-late-data-and-configuration-changes). Widened to the bucket of the
 -- previous point when the segment from it is bridged (cluster.bridge_limit()), and across
--- bridged gaps. A meter counter's (p_counter: a register or a reading) across every gap, to its
--- second neighbour on each side: a point changes whether its neighbours are glitches, which
--- changes the segments from the one before them to the one after them
--- (docs/engine.md#registers-wh), a meter reading's consumption is counted at the later reading,
--- and a register's span decides between it and the channel's power in every bucket between
--- them. Power and means across a gap change nothing beyond it: a point from 2000 does not queue
--- the bucket of the channel's next point, years later (issue 59; before, every written period
--- also queued its next point's bucket, which the counters' widening holds anyway).
+-- bridged gaps. A meter counter's (p_counter: a register or a reading) to its second neighbour
+-- on each side: a point changes whether its neighbours are glitches, which changes the segments
+-- from the one before them to the one after them (docs/engine.md#registers-wh), and a meter
+-- reading's consumption is counted at the later reading. Power and means across a gap change
+-- nothing beyond it: a point from 2000 does not queue the bucket of the channel's next point,
+-- years later (issue 59; before, every written period also queued its next point's bucket,
+-- which the counters' widening holds anyway).
+-- Nor does a counter's reading change the inside of a gap longer than EP_ENGINE_MAX_SPREAD
+-- (cluster.max_spread_seconds()) next to it: nothing is spread over such a gap, its step goes
+-- whole to the bucket of its later reading, which is queued (issue 59: a register reading
+-- stamped 2000 beside a history of today queued the 26 years between, and the engine walked
+-- them in 6-hour pieces). Unless the channel also has raw streams of another method (the
+-- register's span decides between it and the power or readings beside it in every bucket
+-- between its first and its last reading, docs/engine.md#each-wh-once): then the whole range.
 -- Plan: called per written period (LATERAL), its
 -- neighbours are two index probes per tier (cluster.point_neighbours, inlined), a counter's
 -- second neighbours two more. OFFSET 0 keeps each one subquery: pulled up, each use of before
@@ -33,7 +39,7 @@ CREATE OR REPLACE FUNCTION cluster.affected_buckets(
     p_raw_id bigint, p_counter boolean, p_written tstzrange
 ) RETURNS TABLE (buckets tstzrange)
 LANGUAGE sql STABLE AS $$
-    SELECT tstzrange(
+    SELECT unnest(tstzmultirange(tstzrange(
                time_bucket(cluster.bucket_width(),
                            CASE WHEN p_counter AND n.before IS NOT NULL
                                 THEN coalesce(n2.before, n.before)
@@ -44,7 +50,8 @@ LANGUAGE sql STABLE AS $$
                                 THEN coalesce(n2.after, n.after)
                                 WHEN n.after - upper(p_written) <= cluster.bridge_limit()
                                 THEN n.after ELSE upper(p_written) END)
-                   + cluster.bucket_width())
+                   + cluster.bucket_width()))
+           - coalesce(g.gaps, '{}'::tstzmultirange))
       FROM (SELECT * FROM cluster.point_neighbours(p_raw_id, lower(p_written),
                                                   upper(p_written) + interval '1 microsecond')
             OFFSET 0) n
@@ -52,9 +59,26 @@ LANGUAGE sql STABLE AS $$
            SELECT * FROM cluster.point_neighbours(p_raw_id, n.before,
                                                   n.after + interval '1 microsecond')
             WHERE p_counter OFFSET 0) n2 ON true
+      LEFT JOIN LATERAL (
+           -- The insides of the long gaps between the readings read: from the bucket after
+           -- the earlier reading's to the later reading's (exclusive).
+           SELECT range_agg(tstzrange(
+                      time_bucket(cluster.bucket_width(), x.e0) + cluster.bucket_width(),
+                      time_bucket(cluster.bucket_width(), x.e1))) AS gaps
+             FROM (VALUES (n2.before, n.before), (n.before, lower(p_written)),
+                          (upper(p_written), n.after), (n.after, n2.after)) AS x (e0, e1)
+            WHERE p_counter
+              AND date_part('epoch', x.e1 - x.e0) > cluster.max_spread_seconds()
+              AND NOT EXISTS (
+                  SELECT FROM cluster.streams s
+                    JOIN cluster.streams o
+                      ON o.feed_id = s.feed_id AND o.channel = s.channel AND o.type = 'raw'
+                    JOIN cluster.processable_media sm ON sm.medium_id = s.medium
+                    JOIN cluster.processable_media om ON om.medium_id = o.medium
+                   WHERE s.id = p_raw_id AND om.method NOT IN ('mean', sm.method))) g ON true
 $$;
 COMMENT ON FUNCTION cluster.affected_buckets(bigint, boolean, tstzrange) IS
-    'The buckets a raw stream''s points written in p_written can change (p_counter: a meter counter, widened across every gap to its second neighbours).';
+    'The buckets a raw stream''s points written in p_written can change (p_counter: a meter counter, widened to its second neighbours, but not into a gap longer than EP_ENGINE_MAX_SPREAD unless the channel mixes methods).';
 
 -- Intake: the processed streams the raw media of the given channels (p_feeds[i],
 -- p_channels[i]) call for, with their first configuration's title, medium and unit (money in

@@ -51,6 +51,15 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT ARRAY['power', 'gas', 'water',
 COMMENT ON FUNCTION cluster.billed_media() IS
     'The media a bill has lines for, besides export: power, gas, water, heat.';
 
+-- What a line's stored quantity is divided by for its unit: Wh to kWh for
+-- power and export; gas and water stay m³, heat kWh.
+CREATE OR REPLACE FUNCTION cluster.bill_divisor(p_line text) RETURNS double precision
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT CASE WHEN p_line IN ('power', 'export') THEN 1000 ELSE 1 END::float8
+$$;
+COMMENT ON FUNCTION cluster.bill_divisor(text) IS
+    'What a bill line''s stored quantity is divided by for its unit: 1000 (Wh to kWh) for power and export, else 1.';
+
 -- The streams a bill counts (cluster.feed_bill) and the overview draws (96_api_overview.sql): each
 -- channel total of consumption or export (is_total), and each stream ever configured as a
 -- sub-meter, with the money stream beside it (cost of consumption, credit of export). Which of them counts on a day
@@ -94,39 +103,20 @@ END $$;
 COMMENT ON FUNCTION cluster.first_unpriced_bucket(bigint, bigint, timestamptz, timestamptz) IS
     'The first point time of a stream in [p_start, p_finish) that its money stream has no point at (null: none).';
 
--- The bill's lines (stream_id null: one per medium of consumption, and `export`) and its
--- sub-meters (stream_id set), over the local dates [p_from, p_to] as of p_now:
--- * quantity: the days' consumption (export) of the feed's channel totals, in kWh for power and
---   export, m³ for gas and water; a stream counts under the medium configured at a day's start,
---   and not at all on a day it is configured as a sub-meter (then it is listed apart); on a day
---   a medium has a main meter, only main meters count and its other totals are listed apart;
--- * amount: their cost streams' (credit streams') days, as the data API's days give them;
--- * standing: each day that has begun is charged the standing charge of the tariff period of
---   the line's medium that holds the day's start, with its VAT: a charge per day once, a
---   charge per month by 1 / the days of the day's month (a whole month: once; a part of one:
---   its days covered / its days);
--- * vat: the VAT included in the line's total: each day's amount and charge times vat / (100 +
---   vat) at the VAT rate of the tariff period holding the day's start (prices after VAT,
---   cluster.tariff_price; export's credit counts against its charge, as in the total);
--- * kwh (gas): each day's m³ times the kWh per m³ of the tariff period holding its start; null
---   where no day of the range had one;
--- * settled: what the days already over come to (amount, negative for export, plus standing):
---   the base of the projection;
--- * unpriced: some day had a tariff of the line's medium in force and a bucket of the line's
---   consumption (export) without its cost (credit) point: a slot whose price has not arrived,
---   a year whose holidays are not known, a part of the day before the tariff began, or
---   anything else that left money out; unpriced_from: the first such bucket (the bill's
---   warning names it);
--- * shared_streams, shared_channels: the totals a line adds together on days its medium has no
---   main meter, when it adds more than one (one supply metered twice counts twice: the bill
---   warns), by channel; null when it adds one at most.
--- A medium with a tariff in the range but nothing measured has its line, with its charges.
-CREATE OR REPLACE FUNCTION cluster.feed_bill(
-    p_feed_id bigint, p_from date, p_to date, p_now timestamptz
-) RETURNS TABLE (medium text, stream_id bigint, title text, quantity double precision, unit text,
-                 amount double precision, standing double precision, settled double precision,
-                 unpriced boolean, unpriced_from timestamptz, vat double precision,
-                 kwh double precision, shared_streams bigint[], shared_channels integer[])
+-- Billing's one reading of a period (issue 60, docs/billing.md#the-bill): per metered stream
+-- and local date of [p_from, p_to], the line it belongs to that day (its medium at the day's
+-- start, or `export`), its quantity (Wh, m³, kWh as stored) and its money stream's amount from
+-- the daily rollups (real time), whether some bucket lacks its money (short), and how the bill
+-- counts it that day: billed (added to its line: the main-meter rule) or listed apart (a
+-- sub-meter, or a total beside its medium's main meter). The bill (cluster.feed_bill) and
+-- what-if (98_billing_what_if.sql) add these rows up; neither restates the rules. Each CTE's
+-- planner notes are the bill's, which it was tuned for.
+CREATE OR REPLACE FUNCTION cluster.period_rows(p_feed_id bigint, p_from date, p_to date)
+RETURNS TABLE (line text, day date, start timestamptz, finish timestamptz, stream_id bigint,
+               money_id bigint, channel integer, is_total boolean, submeter boolean,
+               main boolean, quantity double precision, amount double precision,
+               points bigint, short boolean, billed boolean, listed boolean, has_main boolean,
+               timezone text)
 LANGUAGE sql STABLE AS $$
 WITH days AS MATERIALIZED (
     SELECT * FROM cluster.feed_local_days(p_feed_id, p_from, p_to)
@@ -181,9 +171,9 @@ WITH days AS MATERIALIZED (
      WHERE c.medium = ANY (cluster.billed_media())
 ), daily AS MATERIALIZED (
     SELECT x.id, x.money_id, x.channel, x.is_total, c.submeter, c.main, d.day, d.start,
-           d.finish,
+           d.finish, d.timezone,
            CASE x.quantity WHEN 'export' THEN 'export' ELSE c.medium END AS line,
-           q.total AS quantity, coalesce(q.money_total, 0) AS amount,
+           q.total AS quantity, coalesce(q.money_total, 0) AS amount, q.points,
            coalesce(q.money_points, 0) < q.points AS short
       FROM metered x
       JOIN rolled q ON q.stream_id = x.id
@@ -210,6 +200,91 @@ WITH days AS MATERIALIZED (
            m.day IS NOT NULL AS has_main
       FROM daily g
       LEFT JOIN mains m ON m.line = g.line AND m.day = g.day
+)
+SELECT j.line, j.day, j.start, j.finish, j.id, j.money_id, j.channel, j.is_total, j.submeter,
+       j.main, j.quantity, j.amount, j.points, j.short, j.billed, j.listed, j.has_main,
+       j.timezone
+  FROM judged j
+$$;
+COMMENT ON FUNCTION cluster.period_rows(bigint, date, date) IS
+    'Billing''s one reading of a period: per metered stream (channel total or sub-meter) and local date of [p_from, p_to], its line, quantity, money and points of the daily rollups (real time), whether a bucket lacks money, and whether the bill adds it (billed: the main-meter rule) or lists it apart.';
+
+-- A tariff period's standing charge for one local date, after VAT: a charge per day once, a
+-- charge per month by 1 / the days of the date's month. The bill's charges and what-if's
+-- contracts both price a day by it.
+CREATE OR REPLACE FUNCTION cluster.standing_share(
+    p_standing double precision, p_vat double precision, p_per text, p_day date
+) RETURNS double precision
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT p_standing * (1 + p_vat / 100)
+           / CASE p_per WHEN 'month' THEN extract(day FROM date_trunc('month', p_day)
+                                                           + interval '1 month - 1 day')
+                        ELSE 1 END
+$$;
+COMMENT ON FUNCTION cluster.standing_share(double precision, double precision, text, date) IS
+    'A standing charge''s part for one local date after VAT: the whole per day, 1 / the month''s days per month.';
+
+-- Per medium and local date of [p_from, p_to], the feed's tariff period holding the day's
+-- start: its charge once the day has begun at p_now (cluster.standing_share), its VAT rate and
+-- gas's kWh per m³, for the day's amount and quantity. What the bill charges, and what-if's
+-- current contract.
+CREATE OR REPLACE FUNCTION cluster.period_charges(
+    p_feed_id bigint, p_from date, p_to date, p_now timestamptz
+) RETURNS TABLE (line text, day date, finish timestamptz, vat double precision,
+                 kwh_per_m3 double precision, standing double precision)
+LANGUAGE sql STABLE AS $$
+    SELECT t.medium, d.day, d.finish, t.vat, t.kwh_per_m3,
+           CASE WHEN d.start <= p_now
+                THEN cluster.standing_share(t.standing, t.vat, t.standing_per, d.day)
+                ELSE 0 END
+      FROM cluster.feed_local_days(p_feed_id, p_from, p_to) d
+      JOIN cluster.tariffs t ON t.feed_id = p_feed_id AND t.validity @> d.start
+$$;
+COMMENT ON FUNCTION cluster.period_charges(bigint, date, date, timestamptz) IS
+    'Per tariff medium and local date of [p_from, p_to]: the standing charge after VAT once the day has begun at p_now, the VAT rate and kWh per m³ of the tariff period holding the day''s start.';
+
+-- The bill's lines (stream_id null: one per medium of consumption, and `export`) and its
+-- sub-meters (stream_id set), over the local dates [p_from, p_to] as of p_now:
+-- * quantity: the days' consumption (export) of the feed's channel totals, in kWh for power and
+--   export, m³ for gas and water; a stream counts under the medium configured at a day's start,
+--   and not at all on a day it is configured as a sub-meter (then it is listed apart); on a day
+--   a medium has a main meter, only main meters count and its other totals are listed apart;
+-- * amount: their cost streams' (credit streams') days, as the data API's days give them;
+-- * standing: each day that has begun is charged the standing charge of the tariff period of
+--   the line's medium that holds the day's start, with its VAT: a charge per day once, a
+--   charge per month by 1 / the days of the day's month (a whole month: once; a part of one:
+--   its days covered / its days);
+-- * vat: the VAT included in the line's total: each day's amount and charge times vat / (100 +
+--   vat) at the VAT rate of the tariff period holding the day's start (prices after VAT,
+--   cluster.tariff_price; export's credit counts against its charge, as in the total);
+-- * kwh (gas): each day's m³ times the kWh per m³ of the tariff period holding its start; null
+--   where no day of the range had one;
+-- * settled: what the days already over come to (amount, negative for export, plus standing):
+--   the base of the projection;
+-- * unpriced: some day had a tariff of the line's medium in force and a bucket of the line's
+--   consumption (export) without its cost (credit) point: a slot whose price has not arrived,
+--   a year whose holidays are not known, a part of the day before the tariff began, or
+--   anything else that left money out; unpriced_from: the first such bucket (the bill's
+--   warning names it);
+-- * shared_streams, shared_channels: the totals a line adds together on days its medium has no
+--   main meter, when it adds more than one (one supply metered twice counts twice: the bill
+--   warns), by channel; null when it adds one at most.
+-- A medium with a tariff in the range but nothing measured has its line, with its charges.
+CREATE OR REPLACE FUNCTION cluster.feed_bill(
+    p_feed_id bigint, p_from date, p_to date, p_now timestamptz
+) RETURNS TABLE (medium text, stream_id bigint, title text, quantity double precision, unit text,
+                 amount double precision, standing double precision, settled double precision,
+                 unpriced boolean, unpriced_from timestamptz, vat double precision,
+                 kwh double precision, shared_streams bigint[], shared_channels integer[])
+LANGUAGE sql STABLE AS $$
+WITH days AS MATERIALIZED (
+    SELECT * FROM cluster.feed_local_days(p_feed_id, p_from, p_to)
+), judged AS MATERIALIZED (
+    -- Per stream and day: added to its line (billed) or listed apart (listed), by billing's
+    -- one reading of the period.
+    SELECT p.line, p.day, p.start, p.finish, p.stream_id AS id, p.money_id, p.channel,
+           p.quantity, p.amount, p.short, p.billed, p.listed, p.has_main
+      FROM cluster.period_rows(p_feed_id, p_from, p_to) p
 ), first_unpriced AS (
     -- Per line, the first bucket without its money of its first short stream-day (fewer money
     -- points than points) on a day a tariff of the line was in force: read from that one
@@ -253,19 +328,8 @@ WITH days AS MATERIALIZED (
              WHERE m.shared_ids IS NOT NULL) x
      GROUP BY x.line
 ), charged AS (
-    -- Per medium and day, the tariff period holding the day's start: its charge once the day
-    -- has begun (a monthly one by the day's share of its month), after VAT; its VAT rate and
-    -- kWh per m³ for the day's amount and quantity.
-    SELECT t.medium AS line, d.day, t.vat, t.kwh_per_m3,
-           CASE WHEN d.start <= p_now
-                THEN t.standing * (1 + t.vat / 100)
-                     / CASE t.standing_per
-                            WHEN 'month' THEN extract(day FROM date_trunc('month', d.day)
-                                                              + interval '1 month - 1 day')
-                            ELSE 1 END
-                ELSE 0 END AS standing
-      FROM days d
-      JOIN cluster.tariffs t ON t.feed_id = p_feed_id AND t.validity @> d.start
+    SELECT c.line, c.day, c.vat, c.kwh_per_m3, c.standing
+      FROM cluster.period_charges(p_feed_id, p_from, p_to, p_now) c
 ), tariffed AS (
     SELECT DISTINCT t.medium AS line
       FROM cluster.tariffs t
@@ -282,7 +346,7 @@ WITH days AS MATERIALIZED (
     SELECT t.line, NULL, 0, 0, 0, false, 0, NULL FROM tariffed t
 )
 SELECT p.line, NULL::bigint, NULL::text,
-       sum(p.quantity) / CASE WHEN p.line IN ('power', 'export') THEN 1000 ELSE 1 END,
+       sum(p.quantity) / cluster.bill_divisor(p.line),
        CASE WHEN p.line IN ('power', 'export', 'heat') THEN 'kWh' ELSE 'm³' END,
        sum(p.amount), sum(p.standing),
        coalesce(sum(p.standing + CASE p.line WHEN 'export' THEN -p.amount ELSE p.amount END)
@@ -301,7 +365,7 @@ SELECT p.line, NULL::bigint, NULL::text,
 UNION ALL
 SELECT g.line, g.id, (SELECT c.title FROM cluster.stream_configs c
                        WHERE c.stream_id = g.id AND c.validity @> max(g.start)),
-       sum(g.quantity) / CASE WHEN g.line IN ('power', 'export') THEN 1000 ELSE 1 END,
+       sum(g.quantity) / cluster.bill_divisor(g.line),
        CASE WHEN g.line IN ('power', 'export', 'heat') THEN 'kWh' ELSE 'm³' END,
        sum(g.amount), 0, NULL, false, NULL, NULL, NULL, NULL, NULL
   FROM judged g

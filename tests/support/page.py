@@ -4,11 +4,14 @@ page in the browser."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from decimal import ROUND_HALF_UP, Decimal
+from typing import Any, TypeVar
 from zoneinfo import ZoneInfo
 
+import asyncpg
 import httpx
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
@@ -25,6 +28,9 @@ WAIT = 30  # seconds; a week of points over a shared 2-core machine
 MONEY_ZONE = "Pacific/Kiritimati"
 STANDING = 0.45  # a day, in the engine's currency
 PRICE_PER_KWH = 0.30  # what the seeded cost points charge, and the fixed tariff's price
+
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -118,3 +124,22 @@ def local_midnight(zone: str, t: int, days: int = 0) -> int:
     tz = ZoneInfo(zone)
     date = datetime.fromtimestamp(t, tz).date() + timedelta(days=days)
     return int(datetime(date.year, date.month, date.day, tzinfo=tz).timestamp())
+
+
+def shown(value: float, digits: int = 2) -> str:
+    """``value`` as the page writes it (Intl.NumberFormat, 'en'): ICU rounds the number's
+    shortest decimal form (its repr), half away from zero; thousands grouped; no sign on a
+    value that rounds to 0."""
+    rounded = Decimal(repr(value)).quantize(Decimal(1).scaleb(-digits), ROUND_HALF_UP)
+    return f"{abs(rounded) if rounded == 0 else rounded:,.{digits}f}"
+
+
+async def seeded(database_url: str, seed: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
+    """What ``seed`` returns, run in one transaction on a connection of its own: a page test's
+    world is whole or not there."""
+    conn = await asyncpg.connect(database_url)
+    try:
+        async with conn.transaction():
+            return await seed(conn)
+    finally:
+        await conn.close()

@@ -10,7 +10,7 @@ from energy_platform.billing.http import bill_routes
 from energy_platform.core.gauges import Watch
 from energy_platform.core.http.application import build_app
 from energy_platform.core.http.openapi import bearer
-from energy_platform.core.http.shares import PoolShare
+from energy_platform.core.http.shares import CostlyReads, PoolShare, UserLanes
 from energy_platform.core.settings import Settings
 from energy_platform.history.http import undo_limits
 from energy_platform.live.http import live_routes
@@ -27,8 +27,12 @@ def create_app(settings: Settings, watches: Sequence[Watch] = ()) -> Litestar:
     ``watches``: the cluster's gauges its ``/metrics`` adds (services.py passes the engine's
     and ingest's: the data API is the cluster's always-running HTTP service)."""
     hub = LiveHub(settings.database, settings.live)
-    # Exports and overviews hold at most half the pool: the other half is left for the rest.
-    costly = PoolShare(max(1, settings.database.pool_max // 2))
+    # Exports, overviews and what-ifs hold at most half the pool: the other half is left for
+    # the rest.
+    costly = CostlyReads(
+        PoolShare(max(1, settings.database.pool_max // 2)),
+        UserLanes(settings.api.costly_connections_per_user),
+    )
     return build_app(
         name="api",
         title="Energy platform data API",
@@ -41,8 +45,8 @@ def create_app(settings: Settings, watches: Sequence[Watch] = ()) -> Litestar:
                 route_handlers=[FeedsController],
                 dependencies=undo_limits(settings.history),
             ),
-            export_routes(costly, settings.api),
-            bill_routes(settings.billing.currency),
+            export_routes(costly.share, settings.api),
+            bill_routes(settings.billing.currency, costly),
             overview_routes(settings.billing.currency, costly, settings.api),
             NotificationsController,
             TokensController,

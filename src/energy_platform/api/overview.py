@@ -7,7 +7,7 @@ Every number comes from the bill's functions or the rollups, in three read-only 
 once (the period's bill and buckets share one snapshot); a year reads a few hundred rows per
 stream, never a point. Within a share (docs/api.md#shares-of-costly-reads): a user computes
 at most EP_API_OVERVIEWS_PER_USER overviews at once (one more waits its turn a while, then
-429), its reads hold at most EP_API_OVERVIEW_CONNECTIONS_PER_USER connections at once, each of
+429), its reads hold at most EP_API_COSTLY_CONNECTIONS_PER_USER connections at once, each of
 the costly reads' half of the pool (core/http/shares.py), and a feed of more than
 EP_API_OVERVIEW_MAX_CHANNELS channels is refused (413).
 """
@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import calendar
-from collections.abc import AsyncIterator, Callable, Iterable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import Callable, Iterable
+from contextlib import AbstractAsyncContextManager
 from datetime import date, datetime, timedelta
 from typing import Annotated, Literal
 
@@ -41,14 +41,14 @@ from energy_platform.api.schemas import (
 )
 from energy_platform.billing import queries as billing
 from energy_platform.billing.bills import render_bill
-from energy_platform.billing.http import parse_local_date
+from energy_platform.billing.dates import parse_local_date
 from energy_platform.billing.schemas import Bill
 from energy_platform.core import bounds
 from energy_platform.core.db.pool import Connection
 from energy_platform.core.errors import NotFound, PayloadTooLarge
 from energy_platform.core.http.database import Reads
 from energy_platform.core.http.openapi import problems
-from energy_platform.core.http.shares import PoolShare, UserLanes, UserSlots
+from energy_platform.core.http.shares import CostlyReads, UserSlots
 from energy_platform.core.inputs import parse_id
 from energy_platform.core.settings import ApiSettings
 from energy_platform.users.auth import Caller, authenticate
@@ -158,17 +158,9 @@ class OverviewLimits(msgspec.Struct, frozen=True):
     pool, each user's slots and lane of connections, and the channels one overview reads at
     most."""
 
-    share: PoolShare
+    costly: CostlyReads
     users: UserSlots
-    lanes: UserLanes
     max_channels: int
-
-    @asynccontextmanager
-    async def connection(self, user: int) -> AsyncIterator[None]:
-        """A turn of ``user``'s lane, then a connection of the costly reads' share: a user
-        waiting for their own turn holds nothing of the share meanwhile."""
-        async with self.lanes.held(user), self.share.held():
-            yield
 
 
 async def _period(
@@ -313,7 +305,7 @@ class OverviewController(Controller):
         # the period (its days, bill, buckets and meters in one snapshot), its figures, the
         # compared period.
         def turn() -> AbstractAsyncContextManager[None]:
-            return limits.connection(caller.user_id)
+            return limits.costly.connection(caller.user_id)
 
         (days, bill, rows, meters), figures, compared = await asyncio.gather(
             _period(reads, turn, feed, first, last, GRAIN[period], currency),
@@ -364,14 +356,11 @@ class OverviewController(Controller):
         )
 
 
-def overview_routes(currency: str, share: PoolShare, api: ApiSettings) -> Router:
+def overview_routes(currency: str, costly: CostlyReads, api: ApiSettings) -> Router:
     """The overview's route for the data API's app; ``currency`` names what its money is in,
     ``share`` the connections of the pool it may hold with the exports."""
     limits = OverviewLimits(
-        share,
-        UserSlots(api.overviews_per_user, "overviews"),
-        UserLanes(api.overview_connections_per_user),
-        api.overview_max_channels,
+        costly, UserSlots(api.overviews_per_user, "overviews"), api.overview_max_channels
     )
     return Router(
         path="/",

@@ -11,55 +11,36 @@ the charges, and a year's bill reads a few hundred rows per stream.
 
 from __future__ import annotations
 
-import re
-from datetime import date
+from datetime import UTC, date, datetime
 from typing import Annotated
 
 import asyncpg
-from litestar import Controller, Router, get
+from litestar import Controller, Request, Router, get, post
+from litestar.datastructures import State
 from litestar.di import NamedDependency, Provide
+from litestar.openapi.spec import OpenAPIType, Schema
 from litestar.params import FromPath, QueryParameter
 
-from energy_platform.billing import queries
+from energy_platform.billing import queries, what_if
 from energy_platform.billing.bills import render_bill
 from energy_platform.billing.contracts import CatalogueEntry, catalogue
+from energy_platform.billing.dates import date_range
 from energy_platform.billing.plans import PlanController
-from energy_platform.billing.schemas import Bill, BillMedium, FeedPrices, PriceStretch
+from energy_platform.billing.schemas import Bill, BillMedium, FeedPrices, PriceStretch, WhatIf
+from energy_platform.billing.what_if import MAX_CONTRACTS
 from energy_platform.core import bounds
-from energy_platform.core.errors import InvalidInput
 from energy_platform.core.http.database import Reads
+from energy_platform.core.http.openapi import request_body
+from energy_platform.core.http.shares import CostlyReads
 from energy_platform.users.auth import Caller, authenticate, visible_feed
 
-MAX_DAYS = 366
 MAX_PRICE_DAYS = 31
-LOCAL_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 DATE_DOC = (
     f"A local date in the feed's time zone, YYYY-MM-DD, from {bounds.CALENDAR}; from and to"
     " are both inclusive."
 )
 FromDate = Annotated[str, QueryParameter(name="from", description=DATE_DOC, max_length=10)]
 ToDate = Annotated[str, QueryParameter(name="to", description=DATE_DOC, max_length=10)]
-
-
-def parse_local_date(value: str, name: str) -> date:
-    """A ``YYYY-MM-DD`` calendar date within the calendar's range (core/bounds.py), else 400
-    naming the parameter."""
-    try:
-        if LOCAL_DATE.match(value):
-            return bounds.check_day(date.fromisoformat(value), name)
-    except ValueError:
-        pass
-    raise InvalidInput(f"{name}: {value[:40]!r} is not a date (YYYY-MM-DD)", field=name)
-
-
-def date_range(start: str, end: str, most: int = MAX_DAYS) -> tuple[date, date]:
-    """The inclusive range [start, end]: in order and at most ``most`` days, else 400."""
-    first, last = parse_local_date(start, "from"), parse_local_date(end, "to")
-    if first > last:
-        raise InvalidInput(f"from ({first}) is after to ({last})", field="from")
-    if (last - first).days + 1 > most:
-        raise InvalidInput(f"at most {most} days: from {first} to {last} is more", field="to")
-    return first, last
 
 
 class BillController(Controller):
@@ -118,6 +99,70 @@ class BillController(Controller):
         )
 
 
+WHAT_IF_BODY = request_body(
+    "Local dates (both inclusive, YYYY-MM-DD; both or neither: the last 12 whole local months)"
+    f" and at most {MAX_CONTRACTS} contracts, each a catalogue name or a contract as"
+    " GET /contracts lists them (docs/billing.md#contracts).",
+    {
+        "application/json": Schema(
+            type=OpenAPIType.OBJECT,
+            properties={
+                "from": Schema(type=OpenAPIType.STRING, description=DATE_DOC),
+                "to": Schema(type=OpenAPIType.STRING, description=DATE_DOC),
+                "contracts": Schema(
+                    type=OpenAPIType.ARRAY,
+                    max_items=MAX_CONTRACTS,
+                    items=Schema(
+                        type=OpenAPIType.OBJECT,
+                        description='{"name": a catalogue contract} or {"contract": {...}}',
+                    ),
+                ),
+            },
+        )
+    },
+)
+
+
+class WhatIfController(Controller):
+    dependencies = {"caller": Provide(authenticate)}  # noqa: RUF012 - Litestar's own convention
+    tags = ["bills"]  # noqa: RUF012
+
+    @post(
+        "/feeds/{feed_id:str}/what-if",
+        status_code=200,
+        summary="The household's own months replayed through other contracts, to the cent",
+        opt=WHAT_IF_BODY,
+    )
+    async def what_if(
+        self,
+        feed_id: FromPath[str],
+        request: Request[object, object, State],
+        caller: NamedDependency[Caller],
+        reads: Reads,
+        currency: NamedDependency[str],
+        costly: NamedDependency[CostlyReads],
+    ) -> WhatIf:
+        # A read: a read token may ask it (nothing is written).
+        ask = what_if.decode_ask(await request.body())
+        feed = await visible_feed(reads, feed_id, caller)
+        # A year of quarter hours per contract: a costly read, on the caller's lane of their
+        # half of the pool (one user's loop of them keeps one backend busy).
+        async with (
+            costly.connection(caller.user_id),
+            reads.acquire() as conn,
+            conn.transaction(isolation="repeatable_read", readonly=True),
+        ):
+            zone = await conn.fetchval(queries.FEED_ZONE_TODAY, feed["id"])
+            first, last = what_if.asked_range(ask, zone, datetime.now(UTC))
+            asked = await what_if.replay(conn, ask, first, last)
+            days = await conn.fetchrow(queries.BILL_DAYS, feed["id"], first, last)
+            rows = await conn.fetch(
+                queries.WHAT_IFS, feed["id"], first, last, asked.medium, asked.contracts
+            )
+        assert days is not None  # noqa: S101 - aggregates answer one row
+        return what_if.answer(str(feed["id"]), first, last, days["timezone"], currency, asked, rows)
+
+
 class ContractsController(Controller):
     dependencies = {"caller": Provide(authenticate)}  # noqa: RUF012 - Litestar's own convention
     tags = ["contracts"]  # noqa: RUF012
@@ -146,10 +191,14 @@ async def _days_and(
     return days, rows
 
 
-def bill_routes(currency: str) -> Router:
-    """The bill's routes for the data API's app; ``currency`` names what its money is in."""
+def bill_routes(currency: str, costly: CostlyReads) -> Router:
+    """The bill's routes for the data API's app; ``currency`` names what its money is in,
+    ``costly`` the costly reads' half of the pool (what-if reads within it)."""
     return Router(
         path="/",
-        route_handlers=[BillController, PlanController, ContractsController],
-        dependencies={"currency": Provide(lambda: currency, sync_to_thread=False)},
+        route_handlers=[BillController, PlanController, ContractsController, WhatIfController],
+        dependencies={
+            "currency": Provide(lambda: currency, sync_to_thread=False),
+            "costly": Provide(lambda: costly, sync_to_thread=False),
+        },
     )

@@ -62,3 +62,16 @@ INSERT INTO cluster.contracts (name, contract) VALUES ($1, $2::jsonb)
 ON CONFLICT (name) DO UPDATE SET contract = EXCLUDED.contract, added_at = now()"""
 REMOVE_CONTRACT = "DELETE FROM cluster.contracts WHERE name = $1 RETURNING name"
 CONTRACTS = "SELECT name, contract::text AS contract, added_at FROM cluster.contracts ORDER BY name"
+KNOWN_AREAS = "SELECT area FROM cluster.price_areas WHERE area = ANY ($1::text[])"
+CONTRACTS_NAMED = """
+SELECT name, contract::text AS contract FROM cluster.contracts WHERE name = ANY ($1::text[])"""
+
+# What-if (what_if.py, sql/functions/98_billing_what_if.sql): the feed's zone today (for the
+# default months), and the current contract and each asked ($3) month by month as of now().
+FEED_ZONE_TODAY = (
+    "SELECT timezone FROM cluster.local_midnight($1, (now() AT TIME ZONE 'UTC')::date)"
+)
+WHAT_IFS = """
+SELECT contract, month, quantity, export, energy, standing, credit, vat, total, average_price,
+       coverage, complete, market_average_price, load_shape_factor
+  FROM cluster.what_ifs($1, $4, $5::jsonb[], $2, $3, now())"""

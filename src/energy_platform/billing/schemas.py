@@ -172,3 +172,72 @@ class Plan(msgspec.Struct):
         "The load is planned on the prices of each quarter hour; what else the household "
         "runs meanwhile is not modelled."
     )
+
+
+class WhatIfMonth(msgspec.Struct):
+    """A local month (of the range) of a contract's replay."""
+
+    month: str
+    """YYYY-MM."""
+    quantity: float
+    """What the bill adds for the medium: kWh (power, heat) or m³ (gas, water)."""
+    export: float
+    """kWh fed in."""
+    energy: float
+    """What the quantity costs, VAT included."""
+    standing: float
+    """Standing charges of the days begun, VAT included (the export part's too)."""
+    credit: float
+    """What the export earns."""
+    vat: float
+    """The VAT included in total."""
+    total: float
+    """energy + standing - credit."""
+    average_price: float | None
+    """energy / quantity; null without consumption."""
+    coverage: float
+    """The share of the month's time (of the range) with measured buckets: a month with gaps
+    is never scaled up."""
+    complete: bool
+    """False while a day is not over, or where a bucket with energy had no price."""
+    market_average_price: float | None = None
+    """A contract on an area: the area's price over the month, weighted by time."""
+    load_shape_factor: float | None = None
+    """The area's price weighted by the household's consumption / market_average_price."""
+
+
+class WhatIfContract(msgspec.Struct, omit_defaults=True):
+    """One contract replayed over the household's own buckets."""
+
+    name: str
+    """``current`` (the feed's own tariffs), a catalogue name, or ``contracts[i]``."""
+    months: list[WhatIfMonth]
+    total: float
+    difference: float
+    """total - the current contract's total."""
+    rank: int
+    """1: the cheapest."""
+    complete: bool
+    market_average_price: float | None = None
+    """A contract on an area: over the range, weighted by time."""
+    load_shape_factor: float | None = None
+    break_even: float | None = None
+    """The cheapest contract, when cheaper than the current one: the extra markup per kWh (or
+    m³), before VAT, at which it would cost as much as the current one."""
+
+
+class WhatIf(msgspec.Struct):
+    """The household's own buckets replayed through contracts (docs/billing.md#what-if)."""
+
+    feed: str
+    from_: str = msgspec.field(name="from")
+    to: str
+    timezone: str
+    currency: str
+    medium: BillMedium
+    contracts: list[WhatIfContract]
+    """The current contract first, then each asked, in the order asked."""
+    note: str = (
+        "The household's load is replayed as it was measured: no shifting of load to cheaper "
+        "hours is modelled."
+    )

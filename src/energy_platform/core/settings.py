@@ -230,10 +230,10 @@ class ApiSettings(Section, frozen=True, kw_only=True):
     overviews_per_user: int = 2
     """Overviews one user may compute at once in one API process; more get 429 with
     Retry-After (exports and overviews hold at most half the pool's connections)."""
-    overview_connections_per_user: int = 1
-    """Connections one user's overviews hold at once in one API process: their reads beyond
-    wait their turn, so that one user's loop of overviews keeps at most this many database
-    backends busy (docs/api.md#shares-of-costly-reads)."""
+    costly_connections_per_user: int = 1
+    """Connections one user's costly reads (overviews, what-ifs) hold at once in one API
+    process: their reads beyond wait their turn, so that one user's loop of them keeps at most
+    this many database backends busy (docs/api.md#shares-of-costly-reads)."""
     overview_max_channels: int = 1000
     """Channels of a feed the overview reads at most: a feed with more gets 413 naming this
     bound (the data endpoint answers its streams one at a time)."""
@@ -254,7 +254,7 @@ class ApiSettings(Section, frozen=True, kw_only=True):
         if (
             self.exports_per_user < 1
             or self.overviews_per_user < 1
-            or self.overview_connections_per_user < 1
+            or self.costly_connections_per_user < 1
             or self.overview_max_channels < 1
             or self.export_stall_s <= 0
             or self.statement_timeout_s < 0
@@ -262,7 +262,7 @@ class ApiSettings(Section, frozen=True, kw_only=True):
         ):
             raise ValueError(
                 "EP_API_EXPORTS_PER_USER, EP_API_OVERVIEWS_PER_USER,"
-                " EP_API_OVERVIEW_CONNECTIONS_PER_USER and EP_API_OVERVIEW_MAX_CHANNELS"
+                " EP_API_COSTLY_CONNECTIONS_PER_USER and EP_API_OVERVIEW_MAX_CHANNELS"
                 " must be >= 1, EP_API_EXPORT_STALL_S > 0, and"
                 " EP_API_STATEMENT_TIMEOUT_S and EP_API_IDLE_IN_TRANSACTION_S >= 0"
             )
@@ -360,6 +360,10 @@ class EngineSettings(Section, frozen=True, kw_only=True):
     """Feeds whose queued work one transaction recomputes."""
     max_span: int = 21_600
     """Seconds of one channel recomputed per transaction at most (a multiple of 90)."""
+    round_s: float = 5.0
+    """Seconds a processing round recomputes queued work before it takes ingest's new ranges
+    in again: one homebase's backlog (a year sent at once) is worked off over many rounds, and
+    every other feed's new readings are taken in and processed between them."""
     work_mem: str = "256MB"
     """PostgreSQL work_mem for the processing statements: hash aggregates instead of sorts."""
     rollup_delay: float = 600.0
@@ -393,6 +397,8 @@ class EngineSettings(Section, frozen=True, kw_only=True):
     def __post_init__(self) -> None:
         if self.max_spread < 0:
             raise ValueError("EP_ENGINE_MAX_SPREAD must be >= 0 seconds")
+        if self.round_s <= 0:
+            raise ValueError("EP_ENGINE_ROUND_S must be > 0 seconds")
         rates = (self.max_rate_power, self.max_rate_gas, self.max_rate_water, self.max_rate_heat)
         if min(rates) <= 0:
             raise ValueError("EP_ENGINE_MAX_RATE_* must be positive")

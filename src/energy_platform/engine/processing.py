@@ -108,7 +108,10 @@ SELECT (SELECT count(*) FROM claimed) AS claimed,
 # every feed computes. Each period starts where raw data is: buckets more than
 # cluster.bridge_limit() before the channel's next point can hold no value (a long period
 # queued by a configuration change is mostly empty), unless a register read before the period
-# too (its rise is spread over the gap, docs/engine.md#registers-wh). The part from the open
+# too and its next reading is at most EP_ENGINE_MAX_SPREAD after that one (its rise is spread
+# over the gap, docs/engine.md#registers-wh; over a longer gap it is not, and the period is
+# skipped up to the next reading: a register reading from 2000 beside today's would otherwise
+# be walked for 26 years in pieces of EP_ENGINE_MAX_SPAN). The part from the open
 # bucket on ($1 is its start) and beyond $3 of the start is queued again; the rest is returned,
 # with whether its feed was parked and retried (its parked rows go once it computes).
 CLAIM = """
@@ -137,6 +140,8 @@ WITH feeds AS (
            CASE WHEN upper(m.buckets) - lower(m.buckets) <= interval '1 hour' THEN lower(m.buckets)
            ELSE greatest(lower(m.buckets), coalesce(time_bucket(cluster.bucket_width(), (
                SELECT min(CASE WHEN pm.method = 'register' AND n.before IS NOT NULL
+                                    AND date_part('epoch', n.after - n.before)
+                                        <= cluster.max_spread_seconds()
                                THEN lower(m.buckets) + cluster.bridge_limit() ELSE n.after END)
                  FROM cluster.streams s
                  JOIN cluster.processable_media pm ON pm.medium_id = s.medium
@@ -146,7 +151,8 @@ WITH feeds AS (
                 WHERE s.feed_id = m.feed_id AND s.channel = m.channel AND s.type = 'raw'
                   AND (n.after < upper(m.buckets) + cluster.bridge_limit()
                        OR (pm.method = 'register' AND n.before IS NOT NULL
-                           AND n.after IS NOT NULL))
+                           AND date_part('epoch', n.after - n.before)
+                               <= cluster.max_spread_seconds()))
            ) - cluster.bridge_limit()), upper(m.buckets))) END AS wfrom
       FROM merged m
 ), parts AS (
@@ -364,12 +370,17 @@ class BatchResult(msgspec.Struct, frozen=True):
     """Meter faults found and told, per kind (glitch, reset, replacement)."""
 
 
-async def intake(conn: Connection, *, batch: int, currency: str, work_mem: str) -> IntakeResult:
+async def intake(
+    conn: Connection, *, batch: int, currency: str, work_mem: str, limits: MeterLimits
+) -> IntakeResult:
     """Move up to ``batch`` dirty ranges into the engine's queue, in one transaction. It runs
     without the statement timeout: intake cannot be narrowed down to a feed, so a timeout
-    would only fail it again and again; on a loaded machine it did (the parking test)."""
+    would only fail it again and again; on a loaded machine it did (the parking test). The
+    meter counters' ``limits`` say which gaps a counter's reading does not reach into
+    (cluster.affected_buckets)."""
     async with conn.transaction():
         await conn.execute(TUNE, work_mem, CUSTOM_OR_GENERIC, NO_TIMEOUT)
+        await limits.apply(conn)
         (row,) = await conn.fetch(INTAKE, batch, currency)
     return IntakeResult(claimed=row["claimed"], created=row["created"])
 

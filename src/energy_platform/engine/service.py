@@ -94,8 +94,10 @@ class EngineService:
             # (engine/parking.py); any other error fails the engine (core/faults.py).
             with world_faults_logged("processing failed; retrying"):
                 async with pool.acquire() as conn:
-                    # One intake batch a round: with a backlog of ranges, the closed buckets of
-                    # those taken in are published before the next batch is taken.
+                    # One intake batch a round, and at most round_s of recomputing: with a
+                    # backlog of ranges, the closed buckets of those taken in are published
+                    # before the next batch is taken; with one homebase's year of work, the
+                    # other feeds' new readings are taken in every round_s all the same.
                     done = await drain(
                         conn,
                         self._engine,
@@ -104,9 +106,10 @@ class EngineService:
                         currency=self._currency,
                         rollup_batches=0,
                         intake_batches=1,
+                        round_s=self._engine.round_s,
                     )
                 ROUNDS.inc()
-                if done.intake_left:
+                if done.intake_left or done.work_left:
                     wake.set()
                 if done.periods:
                     # Where a round's seconds go (benchmarks/engine_freshness.py reads these).
@@ -155,6 +158,8 @@ class Drained(msgspec.Struct, frozen=True):
     """The last rollup batch was full: more queued periods may be due."""
     intake_left: bool = False
     """The last intake batch was full: more dirty ranges may wait."""
+    work_left: bool = False
+    """The round's time (``round_s``) ran out with closed work still queued."""
     periods: int = 0
     """Channel periods recomputed."""
     started: float = 0.0
@@ -180,12 +185,15 @@ async def drain(
     currency: str = BillingSettings().currency,
     rollup_batches: int | None = None,
     intake_batches: int | None = None,
+    round_s: float | None = None,
 ) -> Drained:
     """Take up to ``intake_batches`` batches (default: all) of dirty ranges in, process closed
-    work until none is left, then up to ``rollup_batches`` batches (default: all) of the rollups
-    that waited long enough. New cost and credit streams are in ``currency`` (billing's)."""
+    work until none is left (or, with ``round_s``, until that many seconds have passed), then
+    up to ``rollup_batches`` batches (default: all) of the rollups that waited long enough. New
+    cost and credit streams are in ``currency`` (billing's)."""
     started = time.time()
     intake_s = 0.0
+    limits = MeterLimits.of(settings)
     batches, intake_left = 0, False
     while not (stop and stop.is_set()) and (intake_batches is None or batches < intake_batches):
         began = time.perf_counter()
@@ -194,6 +202,7 @@ async def drain(
             batch=settings.intake_batch,
             currency=currency,
             work_mem=settings.work_mem,
+            limits=limits,
         )
         intake_s += time.perf_counter() - began
         STREAMS_CREATED.inc(taken.created)
@@ -203,8 +212,13 @@ async def drain(
             break
     written = periods = 0
     claim_s = compute_s = commit_s = 0.0
-    limits = MeterLimits.of(settings)
+    work_left = False
+    processing = time.perf_counter()
     while not (stop and stop.is_set()):
+        if round_s is not None and periods and time.perf_counter() - processing >= round_s:
+            # A batch at least, then the rest waits for the next round, after its intake.
+            work_left = True
+            break
         result = await process_batch(
             conn,
             now=clock(),
@@ -246,6 +260,7 @@ async def drain(
         written,
         full,
         intake_left=intake_left,
+        work_left=work_left,
         periods=periods,
         started=started,
         intake_s=intake_s,

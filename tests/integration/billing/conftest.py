@@ -22,7 +22,15 @@ import pytest_asyncio
 from energy_platform import seeding
 from energy_platform.core.settings import Settings
 from tests.support.data import data_api
-from tests.support.page import MONEY_ZONE, PRICE_PER_KWH, STANDING, ZONE, MoneyWorld, local_midnight
+from tests.support.page import (
+    MONEY_ZONE,
+    PRICE_PER_KWH,
+    STANDING,
+    ZONE,
+    MoneyWorld,
+    local_midnight,
+    seeded,
+)
 
 
 def month_bucket(zone: str, now: int) -> int:
@@ -141,12 +149,7 @@ async def _seed_money(conn: asyncpg.Connection, area: str) -> MoneyWorld:
 async def money_world(database_url: str, settings: Settings) -> AsyncIterator[MoneyWorld]:
     # The price table is the database's, shared by every test of this session: an area of its own.
     area = f"PAGE-{secrets.token_hex(3).upper()}"
-    conn = await asyncpg.connect(database_url)
-    try:
-        async with conn.transaction():
-            world = await _seed_money(conn, area)
-    finally:
-        await conn.close()
+    world = await seeded(database_url, lambda conn: _seed_money(conn, area))
     async with data_api(settings) as url:
         world.url = url
         yield world

@@ -14,15 +14,7 @@ import pytest
 
 from energy_platform.core.settings import Settings
 from tests.support.admin import admin_refusal, run_admin
-
-DAY_NIGHT = {
-    "bands": ["weekday/07:00=0.30", "weekday/23:00=0.20", "weekend/00:00=0.20"],
-    "vat": 21,
-    "standing": 4.5,
-    "standing_per": "month",
-    "holidays": "NL",
-    "export": {"price": 0.08},
-}
+from tests.support.contracts import DAY_NIGHT
 
 
 def contract_file(tmp_path: Path, contract: Any) -> str:

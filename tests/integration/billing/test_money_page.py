@@ -15,7 +15,6 @@ import asyncio
 import calendar
 import time
 from datetime import datetime, timedelta
-from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -31,6 +30,7 @@ from tests.support.page import (
     ask_plan,
     local_midnight,
     open_feed,
+    shown,
     sign_in,
     wait_until,
 )
@@ -57,14 +57,6 @@ SHOWN = """(() => {
     money: window.dashboard.money,
   };
 })()"""
-
-
-def shown(value: float, digits: int = 2) -> str:
-    """``value`` as the page writes it (Intl.NumberFormat, 'en'): ICU rounds the number's
-    shortest decimal form (its repr), half away from zero; thousands grouped; no sign on a
-    value that rounds to 0."""
-    rounded = Decimal(repr(value)).quantize(Decimal(1).scaleb(-digits), ROUND_HALF_UP)
-    return f"{abs(rounded) if rounded == 0 else rounded:,.{digits}f}"
 
 
 def month_of(zone: str, t: int) -> tuple[str, str]:

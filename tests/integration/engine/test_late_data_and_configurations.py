@@ -4,7 +4,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from energy_platform.engine.processing import intake
+from energy_platform.core.settings import EngineSettings
+from energy_platform.engine.processing import MeterLimits, intake
 from tests.support.data import T0
 from tests.support.engine import NewFeed, process
 
@@ -149,7 +150,13 @@ async def test_a_backlog_of_days_is_taken_in_as_one_stretch_and_processed_whole(
         == days
     )
 
-    await intake(feed.db, batch=1000, currency="EUR", work_mem="64MB")
+    await intake(
+        feed.db,
+        batch=1000,
+        currency="EUR",
+        work_mem="64MB",
+        limits=MeterLimits.of(EngineSettings()),
+    )
 
     # One stretch of the channel's buckets, from the first reading's to the last one's: the
     # days, 300 s apart, are taken in as one written period (the channel is new, so its whole

@@ -147,6 +147,41 @@ async def test_a_round_takes_one_rollup_batch_and_says_whether_more_wait(
     assert await queued() == 0
 
 
+async def test_a_backlog_is_worked_off_over_rounds_and_another_feeds_reading_is_taken_between(
+    new_feed: NewFeed,
+) -> None:
+    # One homebase sends two days at once: processing them takes many transactions (max_span
+    # of an hour each here). A round stops recomputing after round_s and says work is left;
+    # the next round takes the other feed's new reading in and processes it, backlog or not.
+    backlog, other = await new_feed(), await new_feed()
+    await process(backlog.db)  # what earlier tests of this worker left queued
+    clamp = await backlog.raw_stream(channel=1, medium=1)
+    await backlog.ingest(clamp, [(T0 + s, 1000.0) for s in range(0, 2 * 86_400, 60)])
+    hourly = EngineSettings(max_span=3600, batch_feeds=1)
+    first = await drain(
+        backlog.db, hourly, currency="CZK", rollup_batches=0, intake_batches=1, round_s=1e-6
+    )
+    assert first.work_left
+    assert first.periods >= 1
+    left = "SELECT count(*) FROM cluster.engine_work WHERE feed_id = $1"
+    assert await backlog.db.fetchval(left, backlog.id) > 0
+
+    reading = await other.raw_stream(channel=1, medium=1)
+    await other.ingest(reading, [(T0 + s, 500.0) for s in range(0, 91, 5)])
+    # The next rounds each take ingest's new ranges in first: the other feed's bucket is
+    # processed while the backlog is still queued.
+    while not await other.points("Electricity, channel 1"):
+        done = await drain(
+            other.db, hourly, currency="CZK", rollup_batches=0, intake_batches=1, round_s=1e-6
+        )
+        assert done.work_left
+    assert await other.points("Electricity, channel 1") == {T0: pytest.approx(12.5)}
+    assert await backlog.db.fetchval(left, backlog.id) > 0
+    # Without a round's bound, a drain works everything off.
+    assert not (await drain(backlog.db, hourly, currency="CZK", rollup_batches=0)).work_left
+    assert await backlog.db.fetchval(left, backlog.id) == 0
+
+
 async def test_a_rollup_batch_takes_every_queued_period_of_its_streams_at_once(
     new_feed: NewFeed,
 ) -> None:

@@ -206,3 +206,19 @@ class UserLanes:
     def users(self) -> int:
         """Users with a lane now (held or waited for)."""
         return len(self._lanes)
+
+
+class CostlyReads:
+    """The costly reads' half of the pool and each user's lane of it: a read of an overview
+    or a what-if takes its user's turn first, then a connection of the share."""
+
+    def __init__(self, share: PoolShare, lanes: UserLanes) -> None:
+        self.share = share
+        self.lanes = lanes
+
+    @asynccontextmanager
+    async def connection(self, user: int) -> AsyncIterator[None]:
+        """A turn of ``user``'s lane, then a connection of the share: a user waiting for their
+        own turn holds nothing of the share meanwhile."""
+        async with self.lanes.held(user), self.share.held():
+            yield

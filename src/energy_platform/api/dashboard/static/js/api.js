@@ -2,10 +2,12 @@
 // JSON (RFC 9457) turned into errors. Nothing here is private to this page.
 
 export class ApiError extends Error {
-  constructor(status, problem) {
+  constructor(status, problem, retryAfter = null) {
     super(problem?.detail || problem?.title || `HTTP ${status}`);
     this.status = status;
     this.field = problem?.field ?? null;
+    // Seconds to wait before asking again (a 429's or 503's Retry-After), else null.
+    this.retryAfter = retryAfter;
   }
 }
 
@@ -81,6 +83,15 @@ export class Api {
     return this.request('GET', `/feeds/${enc(feedId)}/plan`, { params });
   }
 
+  /** The cluster's catalogue of contracts by name: [{name, contract, added_at}]. */
+  contracts() { return this.request('GET', '/contracts'); }
+
+  /**
+   * The household's own months replayed through contracts (docs/api.md#what-if): `body` is
+   * {from?, to?, contracts: [{name} | {contract}]}; without dates the last 12 whole local months.
+   */
+  whatIf(feedId, body) { return this.request('POST', `/feeds/${enc(feedId)}/what-if`, { body }); }
+
   /** PATCH one notification with {read?, archived?}; the updated notification. */
   setNotification(userId, id, flags) {
     return this.request('PATCH', `/users/${enc(userId)}/notifications/${enc(id)}`, { body: flags });
@@ -135,5 +146,6 @@ const enc = encodeURIComponent;
 /** The error of an answer that is not 2xx, from its problem JSON when it has one. */
 async function failure(response) {
   const problem = await response.json().catch(() => null);
-  return new ApiError(response.status, problem);
+  const seconds = Number.parseInt(response.headers.get('Retry-After') ?? '', 10);
+  return new ApiError(response.status, problem, Number.isFinite(seconds) ? seconds : null);
 }

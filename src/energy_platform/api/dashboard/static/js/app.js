@@ -6,6 +6,7 @@
 
 import { Api, ApiError } from './api.js';
 import { clearMoney, number, resizeMoney, showMoney } from './bill.js';
+import { clearContracts, retryContracts, showContracts } from './contracts.js';
 import { clearPlan, replan, showPlan } from './plan.js';
 import { drawChart } from './chart.js';
 import { LiveFeed } from './live.js';
@@ -45,7 +46,8 @@ const OVERVIEW_REREAD_MS = 2000;
 // What the last chart took, for people and for the page's tests (read with execute_script);
 // `money`: the bill and prices the money panels show; `live`: the LiveFeed of the open feed.
 // `overview`: the overview's answer as drawn, with how long reading and drawing it took.
-window.dashboard = { last: null, money: null, live: null, overview: null };
+// `whatIf`: Which contract?'s names asked, its answer as drawn and how long it took.
+window.dashboard = { last: null, money: null, live: null, overview: null, whatIf: null };
 
 // --- credentials: in this browser only (sessionStorage, or localStorage when remembered) ------
 
@@ -81,6 +83,7 @@ function signOut(message = '') {
   state.plot?.destroy();
   clearMoney();
   clearPlan();
+  clearContracts();
   clearOverview();
   Object.assign(state, {
     api: null, userId: null, feeds: [], feed: null, plot: null, opening: null, charted: null, backlog: null,
@@ -158,7 +161,13 @@ async function openFeed(feed) {
   setRange('day');
   state.ov = { ...state.ov, date: null, answer: null, live: new Map() };
   startLive(feed);
-  await Promise.all([overview(), chart(), money()]);
+  await Promise.all([overview(), chart(), money(), contracts()]);
+}
+
+/** Which contract? the open feed's last 12 months on the catalogue's contracts (contracts.js). */
+async function contracts() {
+  const shown = await showContracts(state.api, state.feed);
+  if (shown) window.dashboard.whatIf = shown;
 }
 
 /** Reads and draws the overview of the open feed, as state.ov says. */
@@ -723,6 +732,7 @@ $('#all-read').addEventListener('click', () => guarded(async () => {
   await loadNotifications();
 }));
 $('#show-archived').addEventListener('change', () => guarded(loadNotifications));
+$('#contracts-retry').addEventListener('click', () => guarded(retryContracts));
 window.addEventListener('resize', () => {
   state.plot?.setSize({ width: $('#chart').clientWidth, height: 360 });
   resizeMoney();

@@ -1,0 +1,276 @@
+-- What-if (docs/billing.md#what-if): a household's own buckets replayed through other contracts,
+-- month by month, beside what its current tariffs billed. Nothing here restates the bill: the
+-- quantities are billing's one reading of the period (cluster.period_rows: the streams the bill
+-- adds, by the main-meter rule), the current contract's money is those rows' money and the
+-- charges of cluster.period_charges, and a contract prices by the tariff formula
+-- (cluster.tariff_price), the kind of a day (cluster.band_holds), the bands as stored
+-- (cluster.band_rows) and a standing charge's daily share (cluster.standing_share).
+-- Re-applied by every `migrate`, after the bill's functions it reads.
+
+-- A contract's public holidays, as the caller computed them (billing/holidays.py: SQL cannot
+-- call the holidays package): `holiday_days`, a list of dates, beside `holidays`. A part that
+-- names a calendar without its dates is refused rather than priced as if it had none.
+CREATE OR REPLACE FUNCTION cluster.contract_holidays(p_part jsonb) RETURNS date[]
+LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+    IF p_part ? 'holidays' AND NOT p_part ? 'holiday_days' THEN
+        RAISE EXCEPTION 'a contract with holidays % needs their dates as holiday_days (billing/holidays.py computes them)',
+            p_part ->> 'holidays' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN ARRAY(SELECT jsonb_array_elements_text(coalesce(p_part -> 'holiday_days', '[]'))::date);
+END $$;
+COMMENT ON FUNCTION cluster.contract_holidays(jsonb) IS
+    'A contract part''s public holidays (its holiday_days); refuses a part with holidays but no holiday_days.';
+
+-- A contract part's bands as stored (cluster.band_rows): its `bands` as `admin tariffs set`
+-- writes them ([weekday/|weekend/]HH:MM=PRICE), else one band of its `price`, else (an area's
+-- prices alone) one band of 0. The contract was checked when it came in (billing/contracts.py).
+CREATE OR REPLACE FUNCTION cluster.contract_bands(p_part jsonb)
+RETURNS TABLE (days text, starts time, ends time, price double precision)
+LANGUAGE sql IMMUTABLE AS $$
+    WITH given AS (
+        SELECT coalesce(m[1], 'all') AS d, m[2]::time AS s, m[3]::float8 AS p
+          FROM jsonb_array_elements_text(coalesce(p_part -> 'bands', '[]')) AS e (band)
+         CROSS JOIN regexp_match(e.band, '^(?:(weekday|weekend)/)?(\d\d:\d\d)=(.+)$') AS m
+        UNION ALL
+        SELECT 'all', '00:00', coalesce((p_part ->> 'price')::float8, 0)
+         WHERE coalesce(jsonb_array_length(p_part -> 'bands'), 0) = 0
+    )
+    SELECT b.days, b.starts, b.ends, b.price
+      FROM (SELECT array_agg(s) AS s, array_agg(p) AS p, array_agg(d) AS d FROM given) g
+     CROSS JOIN LATERAL cluster.band_rows(g.s, g.p, g.d) b
+$$;
+COMMENT ON FUNCTION cluster.contract_bands(jsonb) IS
+    'A contract part''s bands (its bands, or its flat price, or 0 on an area) as cluster.band_rows stores them.';
+
+-- Per contract (0: the feed's current tariffs, when p_current; 1..n: p_contracts[i]) and local
+-- month of [p_from, p_to] as of p_now, the household's own buckets priced:
+-- * quantity, export: what the bill adds (cluster.period_rows, billed), in the line's unit;
+-- * the current contract: energy and credit are its cost and credit streams' days, standing
+--   and VAT the bill's (cluster.period_charges), so that its months add up to the bill;
+-- * a contract: the billed streams' points summed per quarter hour (read once for all
+--   contracts), each quarter priced by the contract's band holding its local start on its
+--   kind of day and, on an area, the area's slot holding its start (15-minute slots where
+--   the area has them, hourly before); a quarter with energy and no price leaves its month
+--   incomplete and its money out; standing charges per local day that has begun; VAT included
+--   at the contract's rate; no export part: no credit;
+-- * coverage: the share of the month's time with points of the billed consumption (never
+--   scaled up to a whole month); complete: every day over and every bucket priced;
+-- * market_average_price: the area's price over the month weighted by time, and
+--   load_shape_factor: the area's price weighted by the household's consumption over it.
+CREATE OR REPLACE FUNCTION cluster.what_ifs(
+    p_feed_id bigint, p_medium text, p_contracts jsonb[], p_from date, p_to date,
+    p_now timestamptz, p_current boolean DEFAULT true
+) RETURNS TABLE (contract integer, month date, quantity double precision,
+                 export double precision, energy double precision, standing double precision,
+                 credit double precision, vat double precision, total double precision,
+                 average_price double precision, coverage double precision, complete boolean,
+                 market_average_price double precision, load_shape_factor double precision)
+LANGUAGE sql STABLE AS $$
+WITH period AS MATERIALIZED (
+    SELECT p.* FROM cluster.period_rows(p_feed_id, p_from, p_to) p
+     WHERE p.billed AND p.line IN (p_medium, 'export')
+), days AS MATERIALIZED (
+    SELECT d.day, date_trunc('month', d.day)::date AS month, d.start, d.finish,
+           extract(epoch FROM d.finish - d.start) AS seconds
+      FROM cluster.feed_local_days(p_feed_id, p_from, p_to) d
+), months AS MATERIALIZED (
+    -- Per month: its days' time and the part of it the billed consumption has points for (on
+    -- a day two totals are added, the one with more; a point is a 90 s bucket, as the
+    -- overview's coverage counts them), its quantities, and whether it is over.
+    SELECT d.month, min(d.start) AS start, max(d.finish) AS finish, bool_and(d.finish <= p_now) AS over,
+           least(1, sum(coalesce(c.points, 0)) * 90 / sum(d.seconds)) AS coverage,
+           sum(c.quantity) / cluster.bill_divisor(p_medium) AS quantity,
+           sum(c.export) / 1000 AS export
+      FROM days d
+      LEFT JOIN (SELECT p.day, max(p.points) FILTER (WHERE p.line = p_medium) AS points,
+                        sum(p.quantity) FILTER (WHERE p.line = p_medium) AS quantity,
+                        sum(p.quantity) FILTER (WHERE p.line = 'export') AS export
+                   FROM period p GROUP BY p.day) c ON c.day = d.day
+     GROUP BY d.month
+), current_days AS (
+    -- The current contract per line and day: the bill's money and charges, each day's VAT
+    -- share at the rate of the tariff holding its start, as cluster.feed_bill counts them.
+    SELECT coalesce(m.line, c.line) AS line, date_trunc('month', coalesce(m.day, c.day))::date AS month,
+           coalesce(m.amount, 0) AS amount, coalesce(c.standing, 0) AS standing,
+           coalesce(c.vat / (100 + c.vat), 0) AS vat_share, coalesce(m.unpriced, false) AS unpriced
+      FROM (SELECT p.line, p.day, sum(p.amount) AS amount,
+                   bool_or(p.short AND EXISTS (
+                       SELECT FROM cluster.tariffs t
+                        WHERE t.feed_id = p_feed_id AND t.medium = p.line
+                          AND t.validity && tstzrange(p.start, p.finish))) AS unpriced
+              FROM period p WHERE p_current GROUP BY p.line, p.day) m
+      FULL JOIN (SELECT c.* FROM cluster.period_charges(p_feed_id, p_from, p_to, p_now) c
+                  WHERE p_current AND c.line IN (p_medium, 'export')) c
+        ON c.line = m.line AND c.day = m.day
+), current_months AS (
+    SELECT 0 AS contract, m.month,
+           sum(x.amount) FILTER (WHERE x.line <> 'export') AS energy,
+           sum(x.amount) FILTER (WHERE x.line = 'export') AS credit,
+           sum(x.standing) AS standing,
+           sum((x.standing + CASE x.line WHEN 'export' THEN -x.amount ELSE x.amount END)
+               * x.vat_share) AS vat,
+           coalesce(bool_or(x.unpriced), false) AS unpriced,
+           NULL::float8 AS area_money, NULL::float8 AS area_units, NULL::text AS area
+      FROM months m
+      LEFT JOIN current_days x ON x.month = m.month
+     WHERE p_current
+     GROUP BY m.month
+), parts AS MATERIALIZED (
+    -- Each contract's parts: its medium's terms (the contract itself) and its export part.
+    SELECT c.n::integer AS contract, k.kind, k.part, k.part ->> 'area' AS area,
+           coalesce((k.part ->> 'factor')::float8, 1) AS factor,
+           coalesce((k.part ->> 'vat')::float8, 0) AS vat,
+           (k.part ->> 'floor')::float8 AS floor, (k.part ->> 'cap')::float8 AS cap,
+           coalesce((k.part ->> 'standing')::float8, 0) AS standing,
+           coalesce(k.part ->> 'standing_per', 'day') AS standing_per,
+           -- The unit a price is per: kWh of Wh (power and export), kWh of m³ (gas per kWh).
+           CASE WHEN k.kind = 'export' OR p_medium = 'power' THEN 0.001::float8
+                ELSE coalesce((k.part ->> 'kwh_per_m3')::float8, 1) END AS scale,
+           cluster.contract_holidays(k.part) AS holidays
+      FROM unnest(p_contracts) WITH ORDINALITY AS c (terms, n)
+     CROSS JOIN LATERAL (VALUES ('consumption', c.terms), ('export', c.terms -> 'export')) AS k (kind, part)
+     WHERE jsonb_typeof(k.part) = 'object'
+), bands AS MATERIALIZED (
+    SELECT p.contract, p.kind, b.days, b.starts, b.ends, b.price
+      FROM parts p CROSS JOIN LATERAL cluster.contract_bands(p.part) b
+), streams AS (
+    -- The billed streams to read for the contracts (none when only the current one is asked;
+    -- export only for a contract with an export part), each over its days.
+    SELECT r.stream_id, min(r.start) AS lo, max(r.finish) AS hi
+      FROM period r
+     WHERE cardinality(p_contracts) > 0
+       AND (r.line <> 'export' OR EXISTS (SELECT FROM parts WHERE kind = 'export'))
+     GROUP BY r.stream_id
+), sums AS MATERIALIZED (
+    -- Each stream's points summed per quarter hour, one read of its range: read a day at a
+    -- time (a call per stream-day), the calls cost more than the points.
+    SELECT s.stream_id, x.start, x.value
+      FROM streams s
+     CROSS JOIN LATERAL (
+           SELECT time_bucket('15 minutes', p.ts) AS start, sum(p.value) AS value
+             FROM cluster.stream_points(s.stream_id, s.lo, s.hi) p
+            GROUP BY 1) x
+), day_quarters AS MATERIALIZED (
+    -- The quarter hours of each day a stream is billed on, by their starts (a DST day has 92
+    -- or 100).
+    SELECT r.stream_id, r.line, r.day, r.timezone, g.start
+      FROM period r
+     CROSS JOIN LATERAL generate_series(r.start, r.finish - interval '1 microsecond',
+                                        interval '15 minutes') AS g (start)
+     WHERE r.stream_id IN (SELECT stream_id FROM streams)
+), quarters AS MATERIALIZED (
+    -- Each billed day's quarters with their sums, read once for every contract: joined on
+    -- both keys at once (joined to the sums by stream alone first, a year's days met every
+    -- quarter of their stream: 12 million rows).
+    SELECT CASE q.line WHEN 'export' THEN 'export' ELSE 'consumption' END AS kind, q.day,
+           date_trunc('month', q.day)::date AS month, x.start,
+           (x.start AT TIME ZONE q.timezone)::time AS local, x.value
+      FROM day_quarters q
+      JOIN sums x ON x.stream_id = q.stream_id AND x.start = q.start
+), slots AS MATERIALIZED (
+    -- The slots of the contracts' areas as quarter hours (an hourly slot: four), so that a
+    -- quarter finds its price by equality: the slot holding its start.
+    SELECT s.area, q.start, s.price
+      FROM cluster.prices s
+     CROSS JOIN LATERAL generate_series(
+           time_bucket('15 minutes', lower(s.slot) - interval '1 microsecond')
+               + interval '15 minutes',
+           upper(s.slot) - interval '1 microsecond', interval '15 minutes') AS q (start)
+     WHERE s.area IN (SELECT area FROM parts)
+       AND s.slot && tstzrange((SELECT min(start) FROM months), (SELECT max(finish) FROM months))
+), priced AS (
+    SELECT p.contract, q.kind, q.month, q.value * p.scale AS units, s.price AS area_price,
+           CASE WHEN p.area IS NULL OR s.price IS NOT NULL
+                THEN cluster.tariff_price(p.factor, coalesce(s.price, 0), b.price, p.vat, p.floor,
+                                          p.cap) END AS price
+      FROM quarters q
+      JOIN parts p ON p.kind = q.kind
+      JOIN bands b
+        ON b.contract = p.contract AND b.kind = p.kind
+       AND cluster.band_holds(b.days, q.day, p.holidays)
+       AND q.local >= b.starts AND q.local < b.ends
+      LEFT JOIN slots s ON s.area = p.area AND s.start = q.start
+), contract_months AS (
+    SELECT p.contract, p.month,
+           coalesce(sum(p.units * p.price) FILTER (WHERE p.kind = 'consumption'), 0) AS energy,
+           coalesce(sum(p.units * p.price) FILTER (WHERE p.kind = 'export'), 0) AS credit,
+           bool_or(p.price IS NULL AND p.units <> 0) AS unpriced,
+           sum(p.units * p.area_price) FILTER (WHERE p.kind = 'consumption') AS area_money,
+           sum(p.units) FILTER (WHERE p.kind = 'consumption' AND p.area_price IS NOT NULL)
+               AS area_units
+      FROM priced p
+     GROUP BY p.contract, p.month
+), charges AS (
+    -- Each contract's standing charges and VAT rates per month: every day that has begun.
+    SELECT p.contract, d.month,
+           sum(CASE WHEN d.start <= p_now
+                    THEN cluster.standing_share(p.standing, p.vat, p.standing_per, d.day)
+                    ELSE 0 END) FILTER (WHERE p.kind = 'consumption') AS standing,
+           coalesce(sum(CASE WHEN d.start <= p_now
+                        THEN cluster.standing_share(p.standing, p.vat, p.standing_per, d.day)
+                        ELSE 0 END) FILTER (WHERE p.kind = 'export'), 0) AS export_standing,
+           max(p.vat / (100 + p.vat)) FILTER (WHERE p.kind = 'consumption') AS vat_share,
+           coalesce(max(p.vat / (100 + p.vat)) FILTER (WHERE p.kind = 'export'), 0) AS export_share,
+           max(p.area) FILTER (WHERE p.kind = 'consumption') AS area
+      FROM parts p CROSS JOIN days d
+     GROUP BY p.contract, d.month
+), answered AS (
+    SELECT c.contract, c.month, coalesce(m.energy, 0) AS energy, coalesce(m.credit, 0) AS credit,
+           c.standing + c.export_standing AS standing,
+           (coalesce(m.energy, 0) + c.standing) * c.vat_share
+           + (c.export_standing - coalesce(m.credit, 0)) * c.export_share AS vat,
+           coalesce(m.unpriced, false) AS unpriced, m.area_money, m.area_units, c.area
+      FROM charges c
+      LEFT JOIN contract_months m ON m.contract = c.contract AND m.month = c.month
+    UNION ALL
+    SELECT x.contract, x.month, coalesce(x.energy, 0), coalesce(x.credit, 0),
+           coalesce(x.standing, 0), coalesce(x.vat, 0), x.unpriced, x.area_money, x.area_units,
+           x.area
+      FROM current_months x
+), markets AS (
+    -- Each area's price over each month weighted by time: its slots' parts inside the month.
+    SELECT a.area, m.month,
+           sum(s.price * extract(epoch FROM upper(s.slot * tstzrange(m.start, m.finish))
+                                            - lower(s.slot * tstzrange(m.start, m.finish))))
+           / nullif(sum(extract(epoch FROM upper(s.slot * tstzrange(m.start, m.finish))
+                                         - lower(s.slot * tstzrange(m.start, m.finish)))), 0)
+               AS price
+      FROM (SELECT DISTINCT area FROM parts WHERE area IS NOT NULL) a
+     CROSS JOIN months m
+      JOIN cluster.prices s ON s.area = a.area AND s.slot && tstzrange(m.start, m.finish)
+     GROUP BY a.area, m.month
+)
+SELECT a.contract, m.month, coalesce(m.quantity, 0), coalesce(m.export, 0), a.energy,
+       a.standing, a.credit, a.vat, a.energy + a.standing - a.credit,
+       a.energy / nullif(m.quantity, 0), m.coverage, m.over AND NOT a.unpriced, k.price,
+       a.area_money / nullif(a.area_units, 0) / nullif(k.price, 0)
+  FROM answered a
+  JOIN months m ON m.month = a.month
+  LEFT JOIN markets k ON k.area = a.area AND k.month = a.month
+ ORDER BY a.contract, m.month
+$$;
+COMMENT ON FUNCTION cluster.what_ifs(bigint, text, jsonb[], date, date, timestamptz, boolean) IS
+    'What-if: per contract (0: the current tariffs, when p_current; i: p_contracts[i]) and local month of [p_from, p_to] as of p_now, the household''s billed buckets priced: quantity, export, energy, standing, credit, VAT, total, average price, coverage, complete, and for an area the market''s time-weighted average price and the load shape factor.';
+
+-- One contract over one feed's local dates [p_from, p_to], month by month: what an analyst
+-- runs over every feed of a market in one statement,
+--     SELECT f.id, w.* FROM cluster.feeds f,
+--            LATERAL cluster.what_if(f.id, (SELECT contract FROM cluster.contracts
+--                                            WHERE name = 'dynamic'), '2025-01-01', '2025-12-31') w;
+-- A contract with public holidays needs their dates (holiday_days, cluster.contract_holidays).
+CREATE OR REPLACE FUNCTION cluster.what_if(
+    p_feed_id bigint, p_contract jsonb, p_from date, p_to date
+) RETURNS TABLE (month date, quantity double precision, export double precision,
+                 energy double precision, standing double precision, credit double precision,
+                 vat double precision, total double precision, average_price double precision,
+                 coverage double precision, complete boolean,
+                 market_average_price double precision, load_shape_factor double precision)
+LANGUAGE sql STABLE AS $$
+    SELECT w.month, w.quantity, w.export, w.energy, w.standing, w.credit, w.vat, w.total,
+           w.average_price, w.coverage, w.complete, w.market_average_price, w.load_shape_factor
+      FROM cluster.what_ifs(p_feed_id, coalesce(p_contract ->> 'medium', 'power'),
+                            ARRAY[p_contract], p_from, p_to, now(), false) w
+$$;
+COMMENT ON FUNCTION cluster.what_if(bigint, jsonb, date, date) IS
+    'A contract (JSON as the catalogue holds it; holiday_days beside holidays) over a feed''s local dates [p_from, p_to]: its monthly rows as POST /feeds/{id}/what-if answers them.';
