@@ -32,9 +32,11 @@ within one `make bench` the first seeds them and the second starts from a copy
 from __future__ import annotations
 
 import asyncio
+import random
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
 
 import asyncpg
 import msgspec
@@ -55,6 +57,17 @@ STANDING = POWER.standing  # per local month before VAT, power
 VAT = POWER.vat
 SENSORS = 4  # temperature streams: ten streams in the year view with the bill's six
 SIZE = seeding.Size(days=365, sensors=SENSORS)
+SLOT = 900  # the day-ahead market's quarter hours
+# The bill's streams as the engine makes them for a meter with import and export on channel 1
+# and a clamp on channel 2: (channel, title, quantity, unit).
+BILL_STREAMS = [
+    (1, "Electricity, channel 1", "consumption", "Wh"),
+    (1, "Electricity cost, channel 1", "cost", "EUR"),
+    (1, "Electricity export, channel 1", "export", "Wh"),
+    (1, "Electricity export credit, channel 1", "credit", "EUR"),
+    (2, "Electricity, channel 2", "consumption", "Wh"),
+    (2, "Electricity cost, channel 2", "cost", "EUR"),
+]
 # The year view's streams: the bill's six first.
 TITLES = seeding.household_titles(SIZE)
 
@@ -117,6 +130,33 @@ async def seed(url: str, neighbours: int, *, fast: bool = True) -> Seeded:
         await conn.close()
     streams = [home.streams[title] for title in TITLES]
     return Seeded(home.feed, streams[0], streams[1], streams)
+
+
+# For the what-if benchmark's thousand feeds (benchmarks/what_if.py), which are not households:
+# a year of the area's prices, and bill streams whose points and rollups it writes itself.
+
+
+def prices() -> tuple[list[asyncpg.Range[datetime]], list[float]]:
+    """The area's quarter hours over the year and a price for each, per kWh."""
+    rng = random.Random(2025)
+    start = datetime.fromtimestamp(YEAR_FROM, UTC)
+    slots = [
+        asyncpg.Range(
+            start + timedelta(seconds=SLOT * q), start + timedelta(seconds=SLOT * (q + 1))
+        )
+        for q in range((YEAR_TO - YEAR_FROM) // SLOT)
+    ]
+    return slots, [round(rng.uniform(-0.05, 0.40), 5) for _ in slots]
+
+
+async def household_streams(conn: asyncpg.Connection, feed: int) -> list[int]:
+    """The bill's processed streams of ``feed`` (BILL_STREAMS), without readings."""
+    return [
+        await seeding.processed_stream(
+            conn, feed, channel, title=title, quantity=quantity, unit=unit
+        )
+        for channel, title, quantity, unit in BILL_STREAMS
+    ]
 
 
 @contextmanager
