@@ -4,8 +4,9 @@ beside the p99 of the same feed's year view on the same server in the same run.
 The household of benchmarks/household.py (seeded once per `make bench`, shared with the year
 view): ten processed streams with a year of 90 s points each on a dynamic tariff with VAT,
 bands by kind of day, public holidays and a monthly standing charge, export credit and a
-sub-meter, beside a few hundred other households' feeds with the same bill streams and tariffs
-but no points (the bill looks its streams, configurations and tariffs up among theirs); every
+sub-meter, beside a few hundred other households' feeds with the same meters, bill streams and
+tariffs, each meter having sent one reading (the bill looks its streams, configurations and
+tariffs up among theirs); every
 rollup built before anything is asked.
 
 "The year view" is benchmarks/year_view.py's figure, for this feed: its 10 streams' 365 local

@@ -1,16 +1,28 @@
 """A household's year of points, seeded once per `make bench` for the benchmarks that read it.
 
-The household's feed (Europe/Prague) has ten processed streams, each with a year of 90 s points:
-channel 1's consumption total and its cost stream, its export and their credit stream, a heat
-pump on channel 2 configured as a sub-meter with its cost, and four temperature sensors. Power is
-on a dynamic tariff as contracts write it (a year of quarter-hour area prices plus bands by
-kind of day, 21 % VAT on both, Czech public holidays as weekend days) with a monthly standing
-charge, export on a fixed price; the cost and credit points are those prices applied to
-every bucket. Beside it are a few hundred other households' feeds with the same bill streams and
-tariffs but no points. The engine builds every rollup from nothing once the points are in and
-analysed (on tables never analysed its plans took 90.1 s for the ten streams here, against
-6.0 s analysed, 2026-11-27 at a load of about 3). How long the household takes to seed is not
-what the benchmarks reading it measure.
+The household is ``seeding.household``'s, the tests' one factory, at the size of a year: its
+feed (Europe/Prague) has ten processed streams, each with a year of 90 s points: channel 1's
+consumption total and its cost stream, its export and their credit stream, a heat pump on
+channel 2 configured as a sub-meter with its cost, and four temperature sensors. Power is on a
+dynamic tariff (a year of quarter-hour area prices plus bands by kind of day, 21 % VAT on
+both, Czech public holidays as weekend days) with a monthly standing charge, export on a fixed
+price, set as ``admin tariffs set`` sets them (``seeding.household_tariffs``). Beside it are a
+few hundred other households' feeds with the same meters, sub-meter and tariffs, each meter
+having sent one reading. How long the household takes to seed is not what the benchmarks
+reading it measure.
+
+Its year is seeded with the factory's ``fast`` option: the processed points written at once and
+priced by billing's pricing, rather than a year of readings through the store and the engine's
+drain. Measured 2026-11-29 on 2 cores at a load of 5 to 7 (other sessions' tests): through the
+drain, a month of the ten streams took 44 s (the drain 35 s of it), and the year did not end in
+25 minutes (2.45 M readings stored in about 2.5 min, then 3.04 M of the 3.5 M processed points
+made); with ``fast``, the household with its 200 neighbours took 66 s and 109 s in two runs
+(the year's points 13 s, their money 33 s, the neighbours' tariffs 8 to 17 s), where the
+hand-written seeding this replaced (processed points and their money by SQL of its own, bands
+picked by hand, neighbours' streams without a reading) took 39.5 s and 41.8 s beside them.
+The engine builds every rollup from nothing once the points are in and analysed (on tables
+never analysed its plans took 90.1 s for the ten streams here, against 6.0 s analysed,
+2026-11-27 at a load of about 3).
 
 The year view (benchmarks/year_view.py) and the bill (benchmarks/bill.py) read the same rows:
 within one `make bench` the first seeds them and the second starts from a copy
@@ -25,7 +37,6 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
-from datetime import time as clock
 
 import asyncpg
 import msgspec
@@ -34,7 +45,6 @@ import psycopg
 from benchmarks.data_api import TOKEN
 from benchmarks.support import roll_up_queued, shared_database
 from energy_platform import seeding
-from energy_platform.billing.holidays import Holidays, public_holidays
 from energy_platform.core.settings import Settings
 
 # A year of local days in Europe/Prague: 2025-01-01T00:00+01:00 to 2026-01-01T00:00+01:00.
@@ -42,20 +52,14 @@ YEAR_FROM = 1_735_686_000
 YEAR_TO = 1_767_222_000
 BUCKETS = (YEAR_TO - YEAR_FROM) // 90  # 350,400 points per stream
 AREA = "BENCH-1"
-SLOT = 900  # the day-ahead market's quarter hours
-STANDING = 13.5  # per local month before VAT, power
-EVENING = clock(17)
-LOW, HIGH = 0.12, 0.21  # per kWh before VAT, plus the area's price: high on weekday evenings
-BANDS = (
-    [clock(0), EVENING, clock(0)],
-    [LOW, HIGH, LOW],
-    ["weekday", "weekday", "weekend"],
-)
-FACTOR = 1.0
-VAT = 21.0
-HOLIDAYS = "CZ"
-EXPORT_PRICE = 0.08
+POWER = seeding.household_tariffs(AREA)["power"]
+STANDING = POWER.standing  # per local month before VAT, power
+VAT = POWER.vat
 SENSORS = 4  # temperature streams: ten streams in the year view with the bill's six
+SIZE = seeding.Size(days=365, sensors=SENSORS)
+SLOT = 900  # the day-ahead market's quarter hours
+# The bill's streams as the engine makes them for a meter with import and export on channel 1
+# and a clamp on channel 2: (channel, title, quantity, unit).
 BILL_STREAMS = [
     (1, "Electricity, channel 1", "consumption", "Wh"),
     (1, "Electricity cost, channel 1", "cost", "EUR"),
@@ -64,63 +68,14 @@ BILL_STREAMS = [
     (2, "Electricity, channel 2", "consumption", "Wh"),
     (2, "Electricity cost, channel 2", "cost", "EUR"),
 ]
-SET_PRICES = "SELECT cluster.set_prices($1, $2::tstzrange[], $3::float8[])"
-POWER_TARIFF = """
-SELECT cluster.set_tariff($1, 'power', NULL, $2::time[], $3::float8[], $4, $5, $6, $7::text[],
-                          $8, NULL, NULL, 'month', NULL, $9, $10::date[], $11::text[],
-                          $12::int4range)"""
-EXPORT_TARIFF = """
-SELECT cluster.set_tariff($1, 'export', NULL, ARRAY['00:00'::time], ARRAY[$2::float8])"""
-SUBMETER = "SELECT cluster.set_stream_config($1, NULL, 'Heat pump', 'power', 'Wh', true)"
-# Each consumption bucket's cost as the power tariff prices it: the band of its local start time
-# on its kind of local day (a weekday's evening is high; weekends and $9's holidays are low all
-# day) plus the factor times its quarter hour's price ($4: the year's prices from YEAR_FROM on),
-# with VAT, per kWh of its Wh.
-COST_POINTS = """
-INSERT INTO cluster.processed_points (stream_id, ts, value)
-SELECT $1, p.ts,
-       p.value / 1000 * cluster.tariff_price(
-           $8::float8, ($4::float8[])[(extract(epoch FROM p.ts)::bigint - $3) / 900 + 1],
-           CASE WHEN l.local::time >= $5::time AND extract(isodow FROM l.local) < 6
-                     AND NOT l.local::date = ANY ($9::date[])
-                THEN $7::float8 ELSE $6::float8 END,
-           $10::float8, NULL, NULL)
-  FROM cluster.processed_points p
- CROSS JOIN LATERAL (SELECT p.ts AT TIME ZONE 'Europe/Prague' AS local) l
- WHERE p.stream_id = $2"""
-CREDIT_POINTS = """
-INSERT INTO cluster.processed_points (stream_id, ts, value)
-SELECT $1, p.ts, p.value / 1000 * $3::float8 FROM cluster.processed_points p
- WHERE p.stream_id = $2"""
+# The year view's streams: the bill's six first.
+TITLES = seeding.household_titles(SIZE)
 
 
 def year_paths(feed: int, streams: list[int]) -> list[str]:
     """The year view's requests: each stream's 365 local days, ``resolution=day``."""
     year = f"resolution=day&time_from={YEAR_FROM}&time_to={YEAR_TO - 1}&limit=366"
     return [f"/feeds/{feed}/streams/{s}/data?{year}" for s in streams]
-
-
-async def year_of_points(conn: asyncpg.Connection, streams: list[int]) -> None:
-    """A year of 90 s points (0 to 50 Wh each) on each of ``streams``, their whole span queued
-    for the engine's rollups (:func:`build_rollups` builds them)."""
-    await conn.execute(
-        "INSERT INTO cluster.processed_points (stream_id, ts, value)"
-        " SELECT s, to_timestamp($1::bigint + 90 * i), round((random() * 50)::numeric, 3)"
-        "   FROM unnest($2::bigint[]) s, generate_series(0, $3) i",
-        YEAR_FROM,
-        streams,
-        BUCKETS - 1,
-    )
-    await queue_rollups(conn, streams)
-
-
-async def queue_rollups(conn: asyncpg.Connection, streams: list[int]) -> None:
-    """All of ``streams``' hours and days queued for the engine, as new points queue theirs."""
-    await conn.execute(
-        "INSERT INTO cluster.rollup_work (stream_id, span)"
-        " SELECT s, tstzrange(NULL, NULL) FROM unnest($1::bigint[]) s",
-        streams,
-    )
 
 
 async def build_rollups(url: str) -> float:
@@ -155,6 +110,32 @@ class Seeded(msgspec.Struct, frozen=True):
         )
 
 
+async def seed(url: str, neighbours: int, *, fast: bool = True) -> Seeded:
+    """The household with ``neighbours`` other feeds, its rollups queued (``fast``: the
+    factory's fast option, else through the store and the engine's drain)."""
+    conn = await asyncpg.connect(url)
+    try:
+        owner = await seeding.add_user(conn, "bench", token=TOKEN)
+        home = await seeding.household(
+            conn,
+            YEAR_FROM,
+            msgspec.structs.replace(SIZE, neighbours=neighbours),
+            sn="BE00000000000003",
+            owner=owner,
+            area=AREA,
+            rollups=False,
+            fast=fast,
+        )
+    finally:
+        await conn.close()
+    streams = [home.streams[title] for title in TITLES]
+    return Seeded(home.feed, streams[0], streams[1], streams)
+
+
+# For the what-if benchmark's thousand feeds (benchmarks/what_if.py), which are not households:
+# a year of the area's prices, and bill streams whose points and rollups it writes itself.
+
+
 def prices() -> tuple[list[asyncpg.Range[datetime]], list[float]]:
     """The area's quarter hours over the year and a price for each, per kWh."""
     rng = random.Random(2025)
@@ -169,102 +150,13 @@ def prices() -> tuple[list[asyncpg.Range[datetime]], list[float]]:
 
 
 async def household_streams(conn: asyncpg.Connection, feed: int) -> list[int]:
-    """A household's processed streams, as the engine makes them for a meter with import and
-    export on channel 1 and a clamp on channel 2: consumption, cost, export, credit; the
-    clamp's consumption and cost."""
+    """The bill's processed streams of ``feed`` (BILL_STREAMS), without readings."""
     return [
         await seeding.processed_stream(
             conn, feed, channel, title=title, quantity=quantity, unit=unit
         )
         for channel, title, quantity, unit in BILL_STREAMS
     ]
-
-
-def holidays() -> Holidays:
-    """The public holidays the power tariff counts as weekend days."""
-    return public_holidays(HOLIDAYS, None, datetime.fromtimestamp(YEAR_FROM, UTC).date())
-
-
-async def tariffs(conn: asyncpg.Connection, feed: int, days: Holidays) -> None:
-    starts, band_prices, kinds = BANDS
-    years = asyncpg.Range(days.first, days.last + 1)
-    await conn.execute(
-        POWER_TARIFF, feed, starts, band_prices, AREA, FACTOR, STANDING, kinds, VAT,
-        HOLIDAYS, days.days, days.names, years,
-    )  # fmt: skip
-    await conn.execute(EXPORT_TARIFF, feed, EXPORT_PRICE)
-
-
-async def neighbour_feeds(
-    conn: asyncpg.Connection, owner: int, numbers: range, days: Holidays
-) -> None:
-    """Other households' feeds, numbered ``numbers``: bill streams and tariffs, no points."""
-    for n in numbers:
-        feed = await seeding.add_feed(conn, owner, f"BF{n:014X}")
-        await household_streams(conn, feed)
-        await tariffs(conn, feed, days)
-
-
-async def cost_points(
-    conn: asyncpg.Connection, source: int, money: int, values: list[float], days: Holidays
-) -> None:
-    """``source``'s consumption priced by the power tariff, as stream ``money``'s points."""
-    await conn.execute(
-        COST_POINTS, money, source, YEAR_FROM, values, EVENING, LOW, HIGH, FACTOR, days.days, VAT
-    )
-
-
-async def seed(url: str, neighbours: int) -> Seeded:
-    """The other households' feeds, then the household's with its tariffs, its sub-meter and a
-    year of points on its ten streams."""
-    # Two connections, one a core: each keeps the database busy while the other waits.
-    conns = [await asyncpg.connect(url) for _ in range(2)]
-    conn = conns[0]
-    try:
-        slots, values = prices()
-        await conn.execute(SET_PRICES, AREA, slots, values)
-        days = holidays()
-        others = await seeding.add_user(conn, "neighbours")
-        await asyncio.gather(
-            *(
-                neighbour_feeds(c, others.id, range(k, neighbours, len(conns)), days)
-                for k, c in enumerate(conns)
-            )
-        )
-        owner = await seeding.add_user(conn, "bench", token=TOKEN)
-        feed = await seeding.add_feed(conn, owner.id, "BE00000000000003")
-        streams = await household_streams(conn, feed)
-        used, cost, fed_in, credit, heat_pump, heat_pump_cost = streams
-        sensors = [
-            await seeding.processed_stream(
-                conn,
-                feed,
-                channel,
-                title=f"Temperature, channel {channel}",
-                medium="temperature",
-                unit="°C",
-                quantity="mean",
-            )
-            for channel in range(3, 3 + SENSORS)
-        ]
-        await conn.execute(SUBMETER, heat_pump)
-        await tariffs(conn, feed, days)
-        measured = [used, fed_in, heat_pump, *sensors]
-        await asyncio.gather(
-            *(year_of_points(c, measured[k :: len(conns)]) for k, c in enumerate(conns))
-        )
-        await asyncio.gather(
-            cost_points(conns[0], used, cost, values, days),
-            cost_points(conns[1], heat_pump, heat_pump_cost, values, days),
-        )
-        await conn.execute(CREDIT_POINTS, credit, fed_in, EXPORT_PRICE)
-        await queue_rollups(conn, [cost, credit, heat_pump_cost])
-        # Nothing else queued: the tariffs and the sub-meter found no raw data to recompute.
-        assert await conn.fetchval("SELECT count(*) FROM cluster.engine_work") == 0
-    finally:
-        for c in conns:
-            await c.close()
-    return Seeded(feed, used, cost, [*streams, *sensors])
 
 
 @contextmanager

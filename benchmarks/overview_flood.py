@@ -35,6 +35,7 @@ async def seed_flooder(url: str, channels: int, until: int) -> int:
             await seeding.processed_stream(conn, feed, c, title=f"Flood {c}")
             for c in range(1, channels + 1)
         ]
+        # In bulk on purpose: a flooder's streams of the benchmark's own, read, never processed.
         await conn.execute(
             "INSERT INTO cluster.processed_points (stream_id, ts, value)"
             " SELECT s, to_timestamp($1::bigint - 90 * i), round((random() * 50)::numeric, 3)"

@@ -56,6 +56,8 @@ async def load(url: str, points: int) -> dt.datetime:
                 )  # fmt: skip
         noted: dt.datetime = await conn.fetchval("SELECT clock_timestamp()")
         await asyncio.sleep(0.01)
+        # One row straight in after the noted instant, on purpose: the restore to that instant
+        # must not have it (the bulk above is COPY for speed, as the restore is what is timed).
         await conn.execute(
             "INSERT INTO cluster.raw_points (stream_id, ts, value) VALUES ($1, $2, 0)",
             streams[0],

@@ -236,7 +236,9 @@ def household_arguments(description: str) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--requests", type=int, default=400, help="of each kind, per run")
-    parser.add_argument("--neighbours", type=int, default=200, help="other feeds, no points")
+    parser.add_argument(
+        "--neighbours", type=int, default=200, help="other feeds, a reading a meter"
+    )
     parser.add_argument("--full", action="store_true", help="1,000 other feeds")
     args = parser.parse_args()
     if args.full:

@@ -8,6 +8,11 @@ change to those statements reaches every fixture at once. Processed streams are 
 make; here they get the engine's shape and a configuration set by ``cluster.set_stream_config``,
 as ``admin streams configure`` sets it.
 
+A household (:func:`household`) is made as a cluster comes to hold one: its homebase's first
+batch, the operator's sub-meter and tariffs (billing's ``set_tariff``, as ``admin tariffs set``
+sets them), then its readings through the store, made into processed points, money and rollups
+by the engine's own ``drain``; its size (days, sensors, neighbours) is the caller's.
+
 Nothing in the package imports this module: it stands above the domains whose statements it
 reuses, like ``services`` (tests/unit/test_layers.py). Every function takes the caller's
 connection and leaves committing to it; each row with its configuration is written whole.
@@ -16,9 +21,11 @@ connection and leaves committing to it; each row with its configuration is writt
 from __future__ import annotations
 
 import hashlib
+import itertools
 import math
+import random
 import secrets
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from typing import cast
@@ -31,12 +38,16 @@ import psycopg
 from psycopg import sql
 
 from energy_platform.api.feeds_admin import INSERT_FEED, INSERT_FIRST_FEED_CONFIG, SET_STREAM_CONFIG
+from energy_platform.billing.holidays import public_holidays
 from energy_platform.billing.queries import SET_PRICES
+from energy_platform.billing.tariffs import Terms, set_tariff, tariff_terms
 from energy_platform.core.codec.format_v4 import Series
 from energy_platform.core.db.pool import Connection
+from energy_platform.core.settings import BillingSettings, EngineSettings
 from energy_platform.core.tokens import new_token, token_digest
 from energy_platform.devices.ingest.routes import Route
 from energy_platform.devices.ingest.store import Accepted, PointStore, cluster_key, cluster_streams
+from energy_platform.engine.service import drain
 from energy_platform.users.admin import INSERT_USER
 
 # The engine makes a channel's processed streams in its intake statement, many at once; this
@@ -328,3 +339,348 @@ async def publish_market(
     it set."""
     last = await conn.fetchval(LAST_PRICE, area) or int(since.timestamp())
     return await set_market_prices(conn, area, last, published_until(now), zone)
+
+
+# ---- A household -----------------------------------------------------------------------------
+
+
+class Meter(msgspec.Struct, frozen=True):
+    """A raw stream of a household's homebase (medium IDs: docs/devices.md), and the quantity
+    of the processed stream it counts in (docs/engine.md)."""
+
+    channel: int
+    medium: int
+    device: int
+    quantity: str = "consumption"
+
+
+METERS = {
+    # A meter reader on channel 1: power taken from the grid and fed into it (W).
+    "import": Meter(1, 12, 7),
+    "export": Meter(1, 13, 7, "export"),
+    # A heat pump's clamp on channel 2 (W), behind the meter: a sub-meter.
+    "clamp": Meter(2, 1, 1),
+    # A gas meter's readings on channel 3 (m³), with Size.gas.
+    "gas": Meter(3, 7, 5),
+}
+"""A household's meters by name; its temperature sensors (medium 5) are ``sensor 1``, ``sensor
+2``... on channels 4, 5..."""
+SENSOR_CHANNEL = 4
+SUBMETER = "Heat pump"
+"""The clamp's processed consumption, named by the operator and marked a sub-meter."""
+BUCKET = 90
+"""The engine's bucket, in seconds."""
+DRAIN = EngineSettings(rollup_delay=0)
+"""The engine as a household's drain runs it: rollups at once, not after live data's delay."""
+# The engine's plans on raw points never analysed since they came: a month of a household's
+# readings (ten streams) was not processed after 3 minutes; analysed, in 35 s (2026-11-29, 2
+# cores at a load of about 7). Autovacuum analyses a cluster's tables as they grow; a seeded
+# household's readings come at once.
+ANALYZE_RAW = "ANALYZE cluster.raw_points"
+ANALYZE_AFTER = 100_000
+"""Readings written at once from which a household analyses them before the engine runs."""
+FEED_STREAMS = """
+SELECT s.id, c.title FROM cluster.streams s JOIN cluster.stream_configs c ON c.stream_id = s.id
+ WHERE s.feed_id = $1 AND s.type = 'processed' AND upper_inf(c.validity)"""
+
+
+class Size(msgspec.Struct, frozen=True):
+    """How much of a household there is."""
+
+    days: int = 1
+    """Days of readings from the household's start."""
+    step: int = 90
+    """Seconds between two readings of a meter (at most 300: a gap the engine bridges)."""
+    sensors: int = 0
+    """Temperature sensors beside the meters."""
+    gas: bool = False
+    """A gas meter beside the power meters."""
+    neighbours: int = 0
+    """Other households' feeds of one owner, with the same meters and tariffs, each meter
+    having sent one reading (its streams made, no energy)."""
+
+
+class Household(msgspec.Struct, frozen=True):
+    """A household as :func:`household` made it."""
+
+    owner: User
+    feed: int
+    sn: str
+    meters: dict[str, int]
+    """Raw streams by meter name (METERS, ``sensor N``)."""
+    streams: dict[str, int]
+    """Processed streams by title, as the engine and the operator named them ("Electricity,
+    channel 1", "Electricity cost, channel 1", "Heat pump", "Temperature, channel 4"...)."""
+    start: int
+    end: int
+    """The span of the readings, Unix seconds (end exclusive)."""
+
+
+def household_titles(size: Size) -> list[str]:
+    """A household's processed streams as the engine and the operator name them: the bill's
+    six (channel 1's consumption and cost, its export and credit, the heat pump and its cost),
+    gas and its cost with ``size.gas``, then each sensor's temperature."""
+    gas = ["Gas, channel 3", "Gas cost, channel 3"] if size.gas else []
+    return [
+        "Electricity, channel 1",
+        "Electricity cost, channel 1",
+        "Electricity export, channel 1",
+        "Electricity export credit, channel 1",
+        SUBMETER,
+        "Electricity cost, channel 2",
+        *gas,
+        *(f"Temperature, channel {SENSOR_CHANNEL + k}" for k in range(size.sensors)),
+    ]
+
+
+def household_tariffs(area: str | None, *, gas: bool = False) -> dict[str, Terms]:
+    """A household's tariffs, checked as ``admin tariffs set`` checks them: power by kind of
+    day (0.12, 0.21 on weekday evenings from 17:00; Czech public holidays as weekend days)
+    plus ``area``'s market price when given, 21 % VAT and 13.50 a month; export at 0.08; with
+    ``gas``, gas at 1.20 per m³ (a tariff is a line of the bill: none without the meter)."""
+    bands = ["weekday/00:00=0.12", "weekday/17:00=0.21", "weekend/00:00=0.12"]
+    power = tariff_terms(
+        "power", bands=bands, area=area, vat=21, standing=13.5, standing_per="month",
+        calendar="CZ",
+    )  # fmt: skip
+    return {
+        "power": power,
+        "export": tariff_terms("export", price=0.08),
+        **({"gas": tariff_terms("gas", price=1.20)} if gas else {}),
+    }
+
+
+def household_readings(
+    meters: Iterable[str], start: int, size: Size
+) -> dict[str, list[tuple[int, float]]]:
+    """Each meter's readings every ``size.step`` s for ``size.days`` from ``start``: a load of
+    200 to 1,000 W and a PV plant of up to 2.5 kW from 06:00 to 20:00 UTC at the meter (taken
+    or fed in), a heat pump of 300 to 900 W, most at night, a gas counter rising 0.1 m³ an hour
+    from 100 m³, and temperatures of 18 to 24 °C. The same arguments give the same readings."""
+    rng = random.Random(start)  # noqa: S311 - a fixed sample, not a secret
+    times = range(start, start + size.days * 86_400, size.step)
+    hours = [t % 86_400 / 3600 for t in times]
+    net = [
+        rng.uniform(200.0, 1000.0) - 2500.0 * max(0.0, math.sin(math.pi * (h - 6) / 14))
+        for h in hours
+    ]
+    curves: dict[str, list[float]] = {
+        "import": [max(w, 0.0) for w in net],
+        "export": [max(-w, 0.0) for w in net],
+        "clamp": [600.0 + 300.0 * math.cos(math.pi * h / 12) for h in hours],
+        "gas": [100.0 + (t - start) / 36_000 for t in times],
+    }
+    out = {}
+    for meter in meters:
+        if meter.startswith("sensor"):
+            phase = int(meter.split()[1])
+            values = [21.0 + 3.0 * math.sin(math.pi * (h - 4 - phase) / 12) for h in hours]
+        else:
+            values = curves[meter]
+        out[meter] = [(t, round(v, 3)) for t, v in zip(times, values, strict=True)]
+    return out
+
+
+async def household(
+    conn: Connection,
+    start: int,
+    size: Size | None = None,
+    *,
+    sn: str | None = None,
+    owner: User | None = None,
+    token: str | None = None,
+    timezone: str = "Europe/Prague",
+    subscription: tuple[datetime, datetime] | None = None,
+    readings: Mapping[str, Iterable[tuple[int, float]]] | None = None,
+    tariffs: Mapping[str, Terms] | None = None,
+    area: str | None = None,
+    engine: EngineSettings = DRAIN,
+    currency: str = BillingSettings().currency,
+    rollups: bool = True,
+    fast: bool = False,
+) -> Household:
+    """A household from Unix second ``start`` on, processed by the engine, committed.
+
+    Its homebase ``sn`` (a new one if None) of ``owner`` (a new user with ``token`` if None)
+    sends a first reading from each of its meters (METERS; gas and sensors by ``size``); the
+    engine makes their processed streams; the operator names the clamp's consumption "Heat
+    pump" and marks it a sub-meter from the beginning of time, and sets ``tariffs`` (by
+    medium; if None, :func:`household_tariffs` of ``area`` and ``size.gas``) as ``admin
+    tariffs set`` does, the area priced by :func:`market_price` over the readings' days.
+    Then the rest of the ``readings`` by meter name (if None, :func:`household_readings` of
+    ``size``, one day by default) go through ingest's store and the engine drains everything
+    (``engine``: its settings; ``currency``: its new cost streams'). ``size.neighbours``
+    other feeds of one owner get the same meters, sub-meter and tariffs and one reading each.
+
+    Without ``rollups`` the engine's rollups are left queued (a benchmark builds them itself,
+    on analysed tables). ``fast`` is for a benchmark's year that times what reads it, not how
+    it was made: the readings after the first batch are not stored; their processed points
+    are written at once (:func:`_fast_points`), their money priced by billing's own pricing,
+    and their rollups queued. A year of ten streams at 90 s takes the engine's drain over
+    twenty times as long (figures in benchmarks/household.py).
+
+    Commits as it goes (the engine's drain commits its batches): call it outside a
+    transaction, on a connection of its own."""
+    size = size or Size()
+    names = [*(m for m in METERS if m != "gas" or size.gas), *_sensors(size)]
+    given = (
+        {k: sorted(v) for k, v in readings.items()}
+        if readings is not None
+        else household_readings(names, start, size)
+    )
+    end = max((t for points in given.values() for t, _ in points), default=start) + 1
+    end = max(end, start + size.days * 86_400)
+    terms = tariffs if tariffs is not None else household_tariffs(area, gas=size.gas)
+    if area is not None:
+        first = start // MARKET_SLOT * MARKET_SLOT
+        await set_market_prices(conn, area, first, end, timezone)
+    if owner is None:
+        owner = await add_user(conn, f"household-{sn or secrets.token_hex(4)}", token=token)
+    sn = sn or secrets.token_hex(8).upper()
+    began = datetime.fromtimestamp(start, UTC)
+    span = subscription or (began, max(began + SUBSCRIPTION, datetime.fromtimestamp(end, UTC)))
+    firsts = {m: (given[m][0] if given.get(m) else (start, _FIRST[m[:6]])) for m in names}
+    feed, meters = await _first_batch(conn, owner.id, sn, firsts, timezone, span)
+    feeds = [feed]
+    if size.neighbours:
+        others = await add_user(conn, f"neighbours-of-{sn}")
+        for n in range(size.neighbours):
+            # Never the household's own: the first half of its serial number inverted.
+            other = f"{int(sn[:8], 16) ^ 0xFFFFFFFF:08X}{n:08X}"
+            feeds.append((await _first_batch(conn, others.id, other, firsts, timezone, span))[0])
+    await drain(conn, engine, currency=currency)
+    today = datetime.now(UTC).date()
+    holidays = {
+        medium: None if tariff.calendar is None else public_holidays(tariff.calendar, None, today)
+        for medium, tariff in terms.items()
+    }
+    for f in feeds:
+        streams = await _streams(conn, f)
+        await conn.execute(
+            SET_STREAM_CONFIG, streams[CLAMP], None, SUBMETER, "power", "Wh", True, None, False,
+            None,
+        )  # fmt: skip
+        for medium, tariff in terms.items():
+            await set_tariff(conn, f, medium, None, tariff, holidays[medium])
+    rolled = None if rollups else 0
+    if fast:
+        # The tariffs queued the first batch's recomputation: settled first.
+        await drain(conn, engine, currency=currency, rollup_batches=0)
+        await _fast_points(conn, feed, {m: p[1:] for m, p in given.items()}, size.step)
+    else:
+        written = 0
+        for meter, points in given.items():
+            written += await write_points(conn, meters[meter], points[1:])
+        if written >= ANALYZE_AFTER:
+            await conn.execute(ANALYZE_RAW)
+        await drain(conn, engine, currency=currency, rollup_batches=rolled)
+    if fast and rollups:
+        await drain(conn, engine, currency=currency)
+    return Household(owner, feed, sn, meters, await _streams(conn, feed), start, end)
+
+
+# Fast: a value stream's points priced into its money stream by billing's pricing and band
+# rule (cluster.pricing, cluster.band_holds), as the engine's COMPUTE prices a bucket
+# (sql/functions/22_engine_stages.sql, engine_periods and engine_results): value x scale x the
+# price of the band holding the bucket's local start on a local date of the band's kind. Each
+# priced stretch is cut into its buckets (cluster.validity_buckets) and hash-joined to the
+# points by bucket: a join on the stretch's range took minutes for a year of quarter hours.
+FAST_MONEY = """
+INSERT INTO cluster.processed_points (stream_id, ts, value)
+SELECT p.money_id, x.ts, x.value * p.scale * p.price
+  FROM cluster.streams s
+  JOIN cluster.stream_configs c ON c.stream_id = s.id AND upper_inf(c.validity)
+ CROSS JOIN LATERAL cluster.pricing(s.feed_id, s.channel, s.idx, s.tariff, s.combined,
+                                    s.quantity, c.medium, tstzmultirange($2::tstzrange)) p
+ CROSS JOIN LATERAL cluster.validity_buckets(p.valid * $2::tstzrange) k
+ CROSS JOIN LATERAL generate_series(k.kfrom, k.kto - 1) b
+ CROSS JOIN LATERAL (SELECT to_timestamp(cluster.bucket_seconds() * b) AS ts) t
+ CROSS JOIN LATERAL (SELECT t.ts AT TIME ZONE p.timezone AS local) l
+  JOIN cluster.processed_points x ON x.stream_id = s.id AND x.ts = t.ts
+ WHERE s.id = $1 AND p.starts <= l.local::time AND l.local::time < p.ends
+   AND cluster.band_holds(p.days, l.local::date, p.holidays)"""
+# Fast: every span the points were written in queued for the engine's rollups, as the engine
+# queues what it writes.
+FAST_ROLLUPS = """
+INSERT INTO cluster.rollup_work (stream_id, span)
+SELECT s.id, $2::tstzrange FROM cluster.streams s WHERE s.feed_id = $1 AND s.type = 'processed'"""
+PROCESSED_STREAM_OF = """
+SELECT id FROM cluster.streams
+ WHERE feed_id = $1 AND type = 'processed' AND channel = $2 AND quantity = $3 AND idx IS NULL
+   AND NOT combined"""
+
+
+async def _fast_points(
+    conn: Connection, feed: int, readings: dict[str, list[tuple[int, float]]], step: int
+) -> None:
+    """The processed points of ``readings`` (every bucket's reading, 90 s apart) as the engine
+    would make them from readings held for their bucket, not interpolated: power's W x 90 s
+    in Wh, a gas counter's rise since the reading before, a temperature's value; their money
+    priced by billing (FAST_MONEY), and their rollups queued. A bypass of the store and of
+    the engine, for ``household(fast=True)`` alone."""
+    if step != BUCKET:
+        raise ValueError(f"fast points need a reading every {BUCKET} s, not {step} s")
+    span = asyncpg.Range(
+        datetime.fromtimestamp(min(p[0][0] for p in readings.values() if p), UTC),
+        datetime.fromtimestamp(max(p[-1][0] for p in readings.values() if p) + BUCKET, UTC),
+    )
+    values = []
+    for name, points in readings.items():
+        meter = _meter(name)
+        stream = await conn.fetchval(PROCESSED_STREAM_OF, feed, meter.channel, meter.quantity)
+        if meter.medium == 7:  # a counter: its rise (the first reading's is the engine's)
+            rows = [(t, b - a) for (_, a), (t, b) in itertools.pairwise(points)]
+        elif meter.quantity == "mean":
+            rows = points
+        else:
+            rows = [(t, w * BUCKET / 3600) for t, w in points]
+        values.append(stream)
+        await conn.copy_records_to_table(
+            "processed_points",
+            schema_name="cluster",
+            columns=["stream_id", "ts", "value"],
+            records=[(stream, datetime.fromtimestamp(t, UTC), v) for t, v in rows],
+        )
+    for stream in values:
+        await conn.execute(FAST_MONEY, stream, span)
+    await conn.execute(FAST_ROLLUPS, feed, span)
+
+
+# A meter's first reading when the caller gives it none: W, m³ or °C.
+_FIRST = {"import": 0.0, "export": 0.0, "clamp": 0.0, "gas": 100.0, "sensor": 20.0}
+CLAMP = "Electricity, channel 2"
+"""The clamp's processed consumption as the engine names it."""
+
+
+async def _streams(conn: Connection, feed: int) -> dict[str, int]:
+    return {r["title"]: r["id"] for r in await conn.fetch(FEED_STREAMS, feed)}
+
+
+def _meter(name: str) -> Meter:
+    return METERS.get(name) or Meter(SENSOR_CHANNEL + int(name.split()[1]) - 1, 5, 1, "mean")
+
+
+def _sensors(size: Size) -> list[str]:
+    return [f"sensor {k}" for k in range(1, size.sensors + 1)]
+
+
+async def _first_batch(
+    conn: Connection,
+    owner: int,
+    sn: str,
+    firsts: dict[str, tuple[int, float]],
+    timezone: str,
+    span: tuple[datetime, datetime],
+) -> tuple[int, dict[str, int]]:
+    """A feed and its homebase's first batch, one message through ingest's store, which makes
+    the meters' raw streams: the reading ``firsts`` gives each meter."""
+    feed = await add_feed(conn, owner, sn, timezone=timezone, start=span[0], end=span[1])
+    series = {
+        name: Series(meter.channel, meter.device, meter.medium, None, None, None, [t], [v])
+        for name, (t, v) in firsts.items()
+        for meter in [_meter(name)]
+    }
+    batch = Accepted(Route(sn, feed), list(series.values()))
+    await PointStore(cast(asyncpg.Pool, _Lent(conn))).write([batch])
+    streams = await _device_streams(conn, feed, list(series.values()))
+    return feed, dict(zip(series, streams, strict=True))

@@ -25,6 +25,7 @@ from energy_platform.billing.contracts import (
 from energy_platform.billing.holidays import public_holidays
 from energy_platform.billing.price_files import FORMATS, MAX_FILE_BYTES, PER, parse_prices
 from energy_platform.billing.tariffs import MEDIA, Tariff, tariff_terms, tariffs_of_feed
+from energy_platform.billing.tariffs import set_tariff as store_tariff
 from energy_platform.core.console import CommandGroup, emit, parse_instant, run_in_transaction
 from energy_platform.core.errors import InvalidInput, NotFound
 from energy_platform.core.inputs import checked_slug, checked_text, parse_id
@@ -142,32 +143,7 @@ def set_tariff(
 
     async def work(conn: asyncpg.Connection) -> list[Tariff]:
         await _require_feed(conn, fid, feed_id)
-        try:
-            await conn.execute(
-                queries.SET_TARIFF,
-                fid,
-                medium,
-                instant,
-                [start for _, start, _ in terms.bands] if terms.bands else None,
-                [value for _, _, value in terms.bands] if terms.bands else None,
-                terms.area,
-                terms.factor,
-                terms.standing,
-                [kind for kind, _, _ in terms.bands] if terms.bands else None,
-                terms.vat,
-                terms.floor,
-                terms.cap,
-                terms.standing_per,
-                terms.kwh_per_m3,
-                terms.calendar,
-                None if days is None else days.days,
-                None if days is None else days.names,
-                None if days is None else asyncpg.Range(days.first, days.last + 1),
-            )
-        except asyncpg.NoDataFoundError:  # the feed was checked above: it is the area
-            raise NotFound(
-                f"price area {area!r} has no prices: import them first (admin prices import)"
-            ) from None
+        await store_tariff(conn, fid, medium, instant, terms, days)
         return await tariffs_of_feed(conn, fid)
 
     emit(run_in_transaction(settings.database, work))

@@ -3,9 +3,10 @@ time of day and kind of day, optionally following a price area's market prices, 
 floor and a cap (price = clamp((factor x area price + band price) x (1 + vat/100), floor,
 cap)), and a standing charge per local day or month (docs/billing.md#tariffs).
 
-Here: the bands as an operator writes them, checked against their bounds (core/bounds.py), and
-a feed's tariffs as stored (``cluster.tariffs``, ``cluster.tariff_bands``). Setting one is
-``cluster.set_tariff`` (sql/functions/19_billing_tariffs_and_prices.sql)."""
+Here: the bands as an operator writes them, checked against their bounds (core/bounds.py), a
+feed's tariffs as stored (``cluster.tariffs``, ``cluster.tariff_bands``), and setting one
+(:func:`set_tariff`: ``cluster.set_tariff``, sql/functions/19_billing_tariffs_and_prices.sql),
+which ``admin tariffs set`` and the seeded households (``seeding.household``) both call."""
 
 from __future__ import annotations
 
@@ -18,8 +19,10 @@ import asyncpg
 import msgspec
 
 from energy_platform.billing import queries
+from energy_platform.billing.holidays import Holidays
 from energy_platform.core import bounds
-from energy_platform.core.errors import InvalidInput
+from energy_platform.core.db.pool import Connection
+from energy_platform.core.errors import InvalidInput, NotFound
 
 T = TypeVar("T")
 
@@ -245,6 +248,46 @@ def tariff_terms(
     return Terms(
         parsed, area, multiplier, charge, standing_per, rate, lowest, highest, calendar, per_kwh
     )
+
+
+async def set_tariff(
+    conn: Connection,
+    feed_id: int,
+    medium: str,
+    since: datetime | None,
+    terms: Terms,
+    days: Holidays | None,
+) -> None:
+    """Set the feed's tariff for ``medium`` from ``since`` (None: from the beginning of time)
+    to ``terms``, with ``days``, their calendar's public holidays (``public_holidays``); 404
+    when the tariff's area has no prices. The feed is the caller's to check."""
+    bands = terms.bands or None
+    try:
+        await conn.execute(
+            queries.SET_TARIFF,
+            feed_id,
+            medium,
+            since,
+            None if bands is None else [start for _, start, _ in bands],
+            None if bands is None else [value for _, _, value in bands],
+            terms.area,
+            terms.factor,
+            terms.standing,
+            None if bands is None else [kind for kind, _, _ in bands],
+            terms.vat,
+            terms.floor,
+            terms.cap,
+            terms.standing_per,
+            terms.kwh_per_m3,
+            terms.calendar,
+            None if days is None else days.days,
+            None if days is None else days.names,
+            None if days is None else asyncpg.Range(days.first, days.last + 1),
+        )
+    except asyncpg.NoDataFoundError:  # a feed checked by the caller: it is the area
+        raise NotFound(
+            f"price area {terms.area!r} has no prices: import them first (admin prices import)"
+        ) from None
 
 
 async def tariffs_of_feed(conn: asyncpg.Connection, feed_id: int) -> list[Tariff]:

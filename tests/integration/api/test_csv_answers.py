@@ -111,6 +111,8 @@ async def titled(world: World, db: asyncpg.Connection) -> AsyncIterator[dict[str
             db, home, 8, title='=HYPERLINK("http://example.invalid")', unit="Wh"
         ),
     }
+    # A point straight into the processed tier, on purpose: the streams are the test's own
+    # titles (CSV quoting), not an engine's result.
     await db.execute(
         "INSERT INTO cluster.processed_points VALUES ($1, to_timestamp($2), 12.5)",
         streams["quoted"],

@@ -4,9 +4,9 @@ DST days have 23 and 25 hours; last year's 29 February compares with the 28th; a
 buckets and less coverage; the baseload is the night's; other users and bad parameters are
 refused.
 
-One household, seeded once for the module and processed by the engine: a meter on channel 1
-(import and export), a heat pump's clamp on channel 2 marked as a sub-meter, a gas meter on
-channel 3, on a few days of 2023, 2024 and January 2026 in Europe/Prague.
+One household (``seeding.household``), seeded once for the module and processed by the engine: a
+meter on channel 1 (import and export), a heat pump's clamp on channel 2 marked as a sub-meter,
+a gas meter on channel 3, on a few days of 2023, 2024 and January 2026 in Europe/Prague.
 """
 
 from __future__ import annotations
@@ -26,9 +26,10 @@ import pytest
 import pytest_asyncio
 
 from energy_platform import seeding
+from energy_platform.billing.tariffs import tariff_terms
 from energy_platform.core.settings import Settings
 from tests.support.data import data_api
-from tests.support.engine import Feed, api_buckets, process
+from tests.support.engine import CURRENCY, ENGINE, Feed, api_buckets
 from tests.support.http import http_client
 
 ZONE = ZoneInfo("Europe/Prague")
@@ -47,7 +48,9 @@ def samples(start: int, end: int, watts: float) -> list[tuple[int, float]]:
 
 
 @dataclass
-class Household:
+class Served:
+    """The module's household (``seeding.household``) as the data API serves it."""
+
     feed: Feed
     api: httpx.AsyncClient
     streams: dict[str, int]
@@ -55,67 +58,51 @@ class Household:
 
 
 async def _seed(db: asyncpg.Connection, sn: str) -> tuple[Feed, str]:
-    owner = await seeding.add_user(db, f"overview-owner-{sn}")
     stranger = await seeding.add_user(db, f"overview-stranger-{sn}")
-    feed_id = await seeding.add_feed(
-        db,
-        owner.id,
-        sn,
-        timezone="Europe/Prague",
-        start=datetime(2023, 1, 1, tzinfo=ZONE),
-        end=datetime(2027, 1, 1, tzinfo=ZONE),
-    )
-    feed = Feed(db, feed_id, sn, owner.token)
-    meter_in = await feed.raw_stream(channel=1, medium=12, device=7)
-    meter_out = await feed.raw_stream(channel=1, medium=13, device=7)
-    clamp = await feed.raw_stream(channel=2, medium=1)
-    gas = await feed.raw_stream(channel=3, medium=7, device=5)
     # Whole days at 1 kW: a day of 2023, 29 February, both DST days of 2024. 5 January 2026:
     # a night at 150 W with one hour at 2 kW, then 1 kW; 6 January: 1 kW with nothing from
     # 10:00 to 16:00; 7 January: 1 kW, and 2 kW fed in from 11:00 to 13:00. The heat pump
     # behind the meter: 500 W for two hours.
-    for stream, start, end, watts in (
-        (meter_in, "2023-02-28T00:00", "2023-03-01T00:00", 1000.0),
-        (meter_in, "2024-02-29T00:00", "2024-03-01T00:00", 1000.0),
-        (meter_in, "2024-03-31T00:00", "2024-04-01T00:00", 1000.0),
-        (meter_in, "2024-10-27T00:00", "2024-10-28T00:00", 1000.0),
-        (meter_in, "2026-01-05T00:00", "2026-01-05T02:00", 150.0),
-        (meter_in, "2026-01-05T02:00", "2026-01-05T03:00", 2000.0),
-        (meter_in, "2026-01-05T03:00", "2026-01-05T05:00", 150.0),
-        (meter_in, "2026-01-05T05:00", "2026-01-06T10:00", 1000.0),
-        (meter_in, "2026-01-06T16:00", "2026-01-08T00:00", 1000.0),
-        (meter_out, "2026-01-07T11:00", "2026-01-07T13:00", 2000.0),
-        (clamp, "2026-01-05T08:00", "2026-01-05T10:02", 500.0),
+    readings: dict[str, list[tuple[int, float]]] = {"import": [], "export": [], "clamp": []}
+    for meter, start, end, watts in (
+        ("import", "2023-02-28T00:00", "2023-03-01T00:00", 1000.0),
+        ("import", "2024-02-29T00:00", "2024-03-01T00:00", 1000.0),
+        ("import", "2024-03-31T00:00", "2024-04-01T00:00", 1000.0),
+        ("import", "2024-10-27T00:00", "2024-10-28T00:00", 1000.0),
+        ("import", "2026-01-05T00:00", "2026-01-05T02:00", 150.0),
+        ("import", "2026-01-05T02:00", "2026-01-05T03:00", 2000.0),
+        ("import", "2026-01-05T03:00", "2026-01-05T05:00", 150.0),
+        ("import", "2026-01-05T05:00", "2026-01-06T10:00", 1000.0),
+        ("import", "2026-01-06T16:00", "2026-01-08T00:00", 1000.0),
+        ("export", "2026-01-07T11:00", "2026-01-07T13:00", 2000.0),
+        ("clamp", "2026-01-05T08:00", "2026-01-05T10:02", 500.0),
     ):
-        await feed.ingest(stream, samples(local(start), local(end), watts))
+        readings[meter] += samples(local(start), local(end), watts)
     # Gas: a reading every 5 minutes, 0.01 m³ apart, from 06:00 to 08:00.
     gas_start = local("2026-01-05T06:00:00")
-    await feed.ingest(gas, [(gas_start + 300 * k, 100.0 + 0.01 * k) for k in range(25)])
-    for medium, price, standing in (
-        ("power", PRICE, STANDING),
-        ("export", CREDIT, 0.0),
-        ("gas", GAS, 0.0),
-    ):
-        await db.execute(
-            "SELECT cluster.set_tariff($1, $2, '-infinity', ARRAY['00:00'::time],"
-            " ARRAY[$3::float8], NULL, 1, $4)",
-            feed_id,
-            medium,
-            price,
-            standing,
-        )
-    await process(db)
-    heat_pump = await feed.stream_id("Electricity, channel 2")
-    await db.execute(
-        "SELECT cluster.set_stream_config($1, '-infinity', 'Heat pump', 'power', 'Wh', true)",
-        heat_pump,
+    readings["gas"] = [(gas_start + 300 * k, 100.0 + 0.01 * k) for k in range(25)]
+    # Flat prices from the beginning of time, the power's with a daily standing charge.
+    tariffs = {
+        "power": tariff_terms("power", price=PRICE, standing=STANDING),
+        "export": tariff_terms("export", price=CREDIT),
+        "gas": tariff_terms("gas", price=GAS),
+    }
+    home = await seeding.household(
+        db,
+        local("2023-02-28T00:00"),
+        seeding.Size(days=0, gas=True),
+        sn=sn,
+        subscription=(datetime(2023, 1, 1, tzinfo=ZONE), datetime(2027, 1, 1, tzinfo=ZONE)),
+        readings=readings,
+        tariffs=tariffs,
+        engine=ENGINE,
+        currency=CURRENCY,
     )
-    await process(db)
-    return feed, stranger.token
+    return Feed(db, home.feed, sn, home.owner.token), stranger.token
 
 
 @pytest_asyncio.fixture(scope="module")
-async def household(database_url: str, settings: Settings) -> AsyncIterator[Household]:
+async def household(database_url: str, settings: Settings) -> AsyncIterator[Served]:
     sn = secrets.token_hex(8).upper()
     db = await asyncpg.connect(database_url)
     try:
@@ -133,7 +120,7 @@ async def household(database_url: str, settings: Settings) -> AsyncIterator[Hous
             )
         }
         async with data_api(settings) as url, http_client(base_url=url) as api:
-            yield Household(feed, api, streams, stranger)
+            yield Served(feed, api, streams, stranger)
     finally:
         await db.close()
         with psycopg.connect(database_url) as conn:
@@ -141,7 +128,7 @@ async def household(database_url: str, settings: Settings) -> AsyncIterator[Hous
             conn.execute("DELETE FROM cluster.users WHERE name LIKE %s", (f"overview-%-{sn}",))
 
 
-async def owner_get(home: Household, what: str, params: dict[str, str]) -> dict[str, Any]:
+async def owner_get(home: Served, what: str, params: dict[str, str]) -> dict[str, Any]:
     """``GET /feeds/{id}/{what}`` as the feed's owner: the 200 answer's JSON."""
     answer = await home.api.get(
         f"/feeds/{home.feed.id}/{what}",
@@ -153,11 +140,11 @@ async def owner_get(home: Household, what: str, params: dict[str, str]) -> dict[
     return result
 
 
-async def overview(home: Household, **params: str) -> dict[str, Any]:
+async def overview(home: Served, **params: str) -> dict[str, Any]:
     return await owner_get(home, "overview", params)
 
 
-async def bill(home: Household, start: str, end: str) -> dict[str, Any]:
+async def bill(home: Served, start: str, end: str) -> dict[str, Any]:
     return await owner_get(home, "bill", {"from": start, "to": end})
 
 
@@ -175,7 +162,7 @@ def as_overview_lines(answer: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 async def rollups(
-    home: Household, key: str, resolution: str, start: int, end: int
+    home: Served, key: str, resolution: str, start: int, end: int
 ) -> dict[int, float]:
     buckets = await api_buckets(
         home.api, home.feed, home.streams[key], resolution, time_from=start, time_to=end
@@ -183,7 +170,7 @@ async def rollups(
     return {int(t): v for t, v in buckets}
 
 
-async def assert_agrees(home: Household, period: str, date: str, first: str, last: str) -> None:
+async def assert_agrees(home: Served, period: str, date: str, first: str, last: str) -> None:
     """The overview of a period that is over is its bill, and its buckets are the rollups."""
     answer = await overview(home, period=period, date=date, compare="none")
     billed = await bill(home, first, last)
@@ -229,7 +216,7 @@ async def assert_agrees(home: Household, period: str, date: str, first: str, las
     ] == pytest.approx(billed["total"])
 
 
-async def test_a_closed_day_is_its_bill_and_its_hourly_rollups(household: Household) -> None:
+async def test_a_closed_day_is_its_bill_and_its_hourly_rollups(household: Served) -> None:
     await assert_agrees(household, "day", "2026-01-05", "2026-01-05", "2026-01-05")
     answer = await overview(household, period="day", date="2026-01-05", compare="none")
     # The bill's lines (export's too: it has a tariff); the heat pump listed as a sub-meter.
@@ -249,12 +236,12 @@ async def test_a_closed_day_is_its_bill_and_its_hourly_rollups(household: Househ
     ]
 
 
-async def test_a_closed_week_and_month_are_their_bills_and_their_days(household: Household) -> None:
+async def test_a_closed_week_and_month_are_their_bills_and_their_days(household: Served) -> None:
     await assert_agrees(household, "week", "2026-01-07", "2026-01-05", "2026-01-11")
     await assert_agrees(household, "month", "2026-01-20", "2026-01-01", "2026-01-31")
 
 
-async def test_a_closed_year_is_its_bill_and_its_months(household: Household) -> None:
+async def test_a_closed_year_is_its_bill_and_its_months(household: Served) -> None:
     await assert_agrees(household, "year", "2024-06-01", "2024-01-01", "2024-12-31")
     answer = await overview(household, period="year", date="2024-06-01", compare="none")
     # Only February, March and October hold data: the other months are absent, not 0.
@@ -263,7 +250,7 @@ async def test_a_closed_year_is_its_bill_and_its_months(household: Household) ->
     assert answer["so_far"]["standing"] == pytest.approx(366 * STANDING)
 
 
-async def test_dst_days_have_23_and_25_hours(household: Household) -> None:
+async def test_dst_days_have_23_and_25_hours(household: Served) -> None:
     spring = await overview(household, period="day", date="2024-03-31", compare="none")
     autumn = await overview(household, period="day", date="2024-10-27", compare="none")
     for answer, hours in ((spring, 23), (autumn, 25)):
@@ -276,7 +263,7 @@ async def test_dst_days_have_23_and_25_hours(household: Household) -> None:
     await assert_agrees(household, "day", "2024-10-27", "2024-10-27", "2024-10-27")
 
 
-async def test_last_year_of_29_february_is_the_28th(household: Household) -> None:
+async def test_last_year_of_29_february_is_the_28th(household: Served) -> None:
     leap = await overview(household, period="day", date="2024-02-29", compare="last_year")
     assert (leap["compare"]["from"], leap["compare"]["to"]) == ("2023-02-28", "2023-02-28")
     before = await bill(household, "2023-02-28", "2023-02-28")
@@ -297,7 +284,7 @@ async def test_last_year_of_29_february_is_the_28th(household: Household) -> Non
     assert day["compare"]["total"] == pytest.approx(leap["so_far"]["total"])
 
 
-async def test_a_gap_is_missing_hours_and_less_coverage(household: Household) -> None:
+async def test_a_gap_is_missing_hours_and_less_coverage(household: Served) -> None:
     answer = await overview(household, period="day", date="2026-01-06", compare="none")
     hours = {datetime.fromtimestamp(b["start"], ZONE).hour for b in answer["buckets"]}
     # Nothing from 10:00 to 16:00: those six hours are absent, never 0.
@@ -307,7 +294,7 @@ async def test_a_gap_is_missing_hours_and_less_coverage(household: Household) ->
     assert full["coverage"] == pytest.approx(1.0, abs=0.005)
 
 
-async def test_the_baseload_is_the_nights_low(household: Household) -> None:
+async def test_the_baseload_is_the_nights_low(household: Served) -> None:
     answer = await overview(household, period="day", date="2026-01-05", compare="none")
     # Night hours 150, 150, 2000, 150, 150 W: the 5th percentile is 150 W, the 2 kW hour and
     # the 1 kW day are not the always-on load.
@@ -322,7 +309,7 @@ async def test_the_baseload_is_the_nights_low(household: Household) -> None:
     assert empty["coverage"] == 0.0
 
 
-async def test_nothing_measured_lately_leaves_now_unknown(household: Household) -> None:
+async def test_nothing_measured_lately_leaves_now_unknown(household: Served) -> None:
     answer = await overview(household)
     assert answer["period"] == "day"
     assert answer["now"] == {"power_w": None, "export_w": None, "price": PRICE, "at": None}
@@ -339,7 +326,7 @@ async def test_nothing_measured_lately_leaves_now_unknown(household: Household) 
         {"compare": "tomorrow"},
     ],
 )
-async def test_bad_parameters_are_400(household: Household, params: dict[str, str]) -> None:
+async def test_bad_parameters_are_400(household: Served, params: dict[str, str]) -> None:
     answer = await household.api.get(
         f"/feeds/{household.feed.id}/overview",
         params=params,
@@ -349,7 +336,7 @@ async def test_bad_parameters_are_400(household: Household, params: dict[str, st
     assert answer.headers["content-type"].startswith("application/problem+json")
 
 
-async def test_another_users_feed_is_404_and_no_token_401(household: Household) -> None:
+async def test_another_users_feed_is_404_and_no_token_401(household: Served) -> None:
     path = f"/feeds/{household.feed.id}/overview"
     stranger = await household.api.get(
         path, headers={"Authorization": f"Bearer {household.stranger}"}

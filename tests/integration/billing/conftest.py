@@ -76,6 +76,9 @@ async def _seed_money(conn: asyncpg.Connection, area: str) -> MoneyWorld:
     )
     # 1 kW from the local month's first bucket to now: 25 Wh per 90 s bucket, each with its
     # cost point (0.025 kWh x 0.30 = 0.0075), so that no bucket waits for a price.
+    # Straight into processed points, on purpose: the month's money is the seeded 0.30 a kWh
+    # whatever the area's prices (published for today and tomorrow only, which the engine
+    # would price the month's first weeks by: none, and those buckets would wait).
     first, last = month_bucket(MONEY_ZONE, now), now // 90 * 90 - 90
     for stream, value in ((energy, 25.0), (cost, 25 / 1000 * PRICE_PER_KWH)):
         await conn.execute(
@@ -99,6 +102,7 @@ async def _seed_money(conn: asyncpg.Connection, area: str) -> MoneyWorld:
         )
         for channel, title in ((1, "Clamp"), (5, "Meter reader"))
     ]
+    # Straight in too: one bucket of each at a known value, its money beside it.
     await conn.execute(
         "INSERT INTO cluster.processed_points SELECT m, to_timestamp($2), v"
         " FROM unnest($1::bigint[], $3::float8[]) AS x (m, v)",

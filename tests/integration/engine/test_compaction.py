@@ -89,6 +89,8 @@ async def test_old_days_move_losslessly_and_every_reader_gets_the_same_points(
     await pool.executemany(
         "INSERT INTO cluster.raw_points VALUES ($1, $2, $3)", [(raw, t, v) for t, v in raw_points]
     )
+    # The processed and system tiers beside them, as exact values of the test's own: the
+    # compaction round is under test, not the engine nor an entry.
     await pool.executemany(
         "INSERT INTO cluster.processed_points VALUES ($1, $2, $3)",
         [(processed, old + timedelta(seconds=90 * i), i / 7) for i in range(960)],
@@ -411,6 +413,7 @@ async def test_a_stream_that_fails_to_compact_or_to_expire_is_skipped_and_parked
     bad, good = await new_streams(pool, "raw", "raw")
     for stream in (bad, good):
         for days_ago in (40, 9):
+            # Straight into the row tier, as above: compaction and expiry are under test.
             await pool.execute(
                 "INSERT INTO cluster.raw_points VALUES ($1, $2, 1)",
                 stream,

@@ -101,7 +101,7 @@ def months(days: dict[int, float]) -> dict[int, float]:
 
 
 @dataclass
-class Household:
+class MeterReadings:
     """What a meter sees at each of ``times``: the power taken from and fed into the grid (W),
     and the energy of each step to the next reading as its registers count it (Wh)."""
 
@@ -112,9 +112,9 @@ class Household:
     fed_steps: list[float]
 
 
-def household(
+def meter_readings(
     start: int, end: int, seed: int, *, pv_peak: float = 0.0, step: int = STEP
-) -> Household:
+) -> MeterReadings:
     """A load of 200 to 1000 W and, with ``pv_peak``, a PV plant producing from 06:00 to 20:00
     local time, most at 13:00; read every ``step`` s from ``start`` to ``end`` (both included).
     The registers count the true energy, which the power samples miss: they read 0 to 4 % low,
@@ -135,7 +135,7 @@ def household(
             (a + b) / 2 * step / 3600 * rng.uniform(1.0, 1.04) for a, b in itertools.pairwise(watts)
         ]
 
-    return Household(times, taken, fed, steps(taken), steps(fed))
+    return MeterReadings(times, taken, fed, steps(taken), steps(fed))
 
 
 def count(first: float, steps: Sequence[float]) -> list[float]:
@@ -294,7 +294,7 @@ async def test_a_german_meter_over_coap_reads_back_as_its_register_differences(
     feed: int = await db.fetchval("SELECT id FROM cluster.feeds WHERE homebase_sn = $1", sn)
     midnight, _ = midnights(3)
     first, last = at(midnight, 10, 30), at(midnight, 11, 30)
-    home = household(first, last, seed=1)
+    home = meter_readings(first, last, seed=1)
     meter = dict(zip(home.times, count(8_123_456.7, home.taken_steps), strict=True))
     # One record a POST (1-0:1.8.0 only), as the meter sends them; 30 in flight at a time.
     sent = list(meter.items())
@@ -339,7 +339,7 @@ async def test_a_dsmr_meter_keeps_tariffs_phases_import_and_export_apart(
     sn, secret, feed_id = await paired_homebase(platform)
     feed = int(str(feed_id))
     start, end = midnights(3)
-    home = household(start, end, seed=2, pv_peak=3000.0)
+    home = meter_readings(start, end, seed=2, pv_peak=3000.0)
     # Tariff 2 (normal) from 07:00 to 21:00, tariff 1 (low) at night: each register counts the
     # steps that start in its tariff's hours.
     day_tariff = range(at(start, 7), at(start, 21))
@@ -447,7 +447,7 @@ async def test_a_pv_household_counts_import_and_export_by_their_registers_each_w
     sn, secret, feed_id = await paired_homebase(platform)
     feed = int(str(feed_id))
     start, end = midnights(3)
-    home = household(start, end, seed=3, pv_peak=5000.0)
+    home = meter_readings(start, end, seed=3, pv_peak=5000.0)
     codes = {
         "1.7.0": home.taken,
         "2.7.0": home.fed,
@@ -489,7 +489,7 @@ async def test_a_replaced_meter_and_a_silent_register_count_each_wh_once_never_n
     sn, secret, feed_id = await paired_homebase(platform)
     feed = int(str(feed_id))
     start, end = midnights(3)
-    home = household(start, end, seed=4)
+    home = meter_readings(start, end, seed=4)
     # The meter is replaced at 09:00:40: the new one's count starts at 3.2 Wh. From 15:00:10
     # to 15:20:40 (20.5 minutes) the reader gets no register reading, though the meter counts
     # on; the power (1-0:1.7.0) comes every 10 s all day.
@@ -568,7 +568,7 @@ async def test_a_total_register_beside_tariff_registers_agrees_with_the_combined
     sn, secret, feed_id = await paired_homebase(platform)
     feed = int(str(feed_id))
     start, end = midnights(3)
-    home = household(start, end, seed=5)
+    home = meter_readings(start, end, seed=5)
     day_tariff = range(at(start, 7), at(start, 21))
     low = count(
         1_111_111.1,
@@ -617,7 +617,7 @@ async def test_a_late_reading_into_a_compacted_day_changes_only_its_own_buckets(
     sn, secret, feed_id = await paired_homebase(platform)
     feed = int(str(feed_id))
     start, end = midnights(10)  # old enough for the compact tier (EP_COMPACTION_AFTER_DAYS: 7)
-    home = household(start, end, seed=6, step=60)  # a reading a minute
+    home = meter_readings(start, end, seed=6, step=60)  # a reading a minute
     meter = dict(zip(home.times, count(7_654_321.0, home.taken_steps), strict=True))
     # The readings of 11:58 to 12:02 are missing: 11:57 to 12:03 is a gap of 6 minutes.
     gap_from, late, gap_to = at(start, 11, 57), at(start, 12), at(start, 12, 3)
@@ -687,7 +687,7 @@ async def test_a_backfilled_register_takes_its_day_over_from_the_power(
     sn, secret, feed_id = await paired_homebase(platform)
     feed = int(str(feed_id))
     start, middle, end = midnights(5, days=2)
-    home = household(start, end, seed=7)
+    home = meter_readings(start, end, seed=7)
     watts = dict(zip(home.times, home.taken, strict=True))
     # Two days of power (1-0:1.7.0), processed.
     await publish(platform, sn, secret, [reading(t, {"1.7.0": w}) for t, w in watts.items()])

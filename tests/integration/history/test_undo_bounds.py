@@ -42,6 +42,8 @@ async def test_an_undo_of_more_points_than_an_import_writes_is_413_and_the_opera
     # One point a second over 28 hours: one more than an import may write, removed at once
     # (a removal may take 1,000,000).
     count = MAX_POINTS + 1
+    # Straight into the row tier, on purpose: the points are what an undo finds, not an
+    # entry's; the store would queue the engine for them, and no engine runs here.
     await feed.db.execute(
         "INSERT INTO cluster.raw_points (stream_id, ts, value)"
         " SELECT $1, to_timestamp($2::int8 + k), 100.0 FROM generate_series(0, $3 - 1) k",

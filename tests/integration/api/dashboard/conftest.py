@@ -100,6 +100,7 @@ async def _seed(conn: asyncpg.Connection, user: int, token: str) -> PageWorld:
         s["export"],
         s["energy"],
     )
+    # The signal straight into its tier too, by the minute for a day, as the curves above.
     await conn.execute(
         "INSERT INTO cluster.system_points SELECT $1, to_timestamp(t), -60 - 20 * random()"
         " FROM generate_series($2::bigint, $3::bigint, 60) t",
