@@ -230,10 +230,12 @@ class ApiSettings(Section, frozen=True, kw_only=True):
     overviews_per_user: int = 2
     """Overviews one user may compute at once in one API process; more get 429 with
     Retry-After (exports and overviews hold at most half the pool's connections)."""
-    costly_connections_per_user: int = 1
+    costly_connections_per_user: int = 3
     """Connections one user's costly reads (overviews, what-ifs) hold at once in one API
     process: their reads beyond wait their turn, so that one user's loop of them keeps at most
-    this many database backends busy (docs/api.md#shares-of-costly-reads)."""
+    this many database backends busy (docs/api.md#shares-of-costly-reads). 3: an overview's
+    three reads at once; 1 halved what a flood of one user cost the data endpoint and nearly
+    doubled a year overview's p99 (docs/api.md#overview)."""
     overview_max_channels: int = 1000
     """Channels of a feed the overview reads at most: a feed with more gets 413 naming this
     bound (the data endpoint answers its streams one at a time)."""
