@@ -3,9 +3,9 @@ and the overview each let one user run a few at once in an API process (``UserSl
 ``Retry-After`` beyond; an overview first waits a while for its turn), and together they hold at
 most half of the process's pool (``PoolShare``), so that the other half is always left for every
 other request: one user looping year overviews, or a few slow downloads, never queue the data
-endpoint behind them. A user's overview reads also hold one connection at a time
-(``UserLanes``): the database time one user's loop of overviews takes is one backend's, so the
-other tenants keep the rest of the machine.
+endpoint behind them. A user's overview and what-if reads also hold at most a few connections
+at once (``UserLanes``, EP_API_COSTLY_CONNECTIONS_PER_USER): the database time one user's loop
+of them takes is that many backends', whatever the number of requests it sends.
 """
 
 from __future__ import annotations
