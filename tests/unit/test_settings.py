@@ -49,6 +49,20 @@ def test_an_invalid_value_names_its_variable(name: str, value: str) -> None:
     assert error.value.detail.startswith(f"{name}: ")
 
 
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("EP_ENGINE_ROUND_S", "0"),
+        ("EP_API_COSTLY_CONNECTIONS_PER_USER", "0"),
+        ("EP_API_OVERVIEWS_PER_USER", "0"),
+    ],
+)
+def test_a_bound_out_of_range_is_refused_naming_it(name: str, value: str) -> None:
+    with pytest.raises(ConfigurationError) as error:
+        Settings.from_env({name: value})
+    assert name in error.value.detail
+
+
 def test_reuse_port_is_refused_with_granian_and_taken_with_uvicorn() -> None:
     with pytest.raises(ConfigurationError, match="EP_HTTP_REUSE_PORT needs EP_HTTP_SERVER=uvicorn"):
         Settings.from_env({"EP_HTTP_REUSE_PORT": "true", "EP_HTTP_SERVER": "granian"})
