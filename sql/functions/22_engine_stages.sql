@@ -90,32 +90,32 @@ COMMENT ON FUNCTION cluster.affected_buckets(bigint, boolean, tstzrange) IS
 -- passes its channels as two arrays of one row, so that this is inlined once, not per channel.
 CREATE OR REPLACE FUNCTION cluster.channel_streams(
     p_feeds bigint[], p_channels integer[], p_currency text
-) RETURNS TABLE (feed_id bigint, channel integer, idx integer, tariff integer, combined boolean,
+) RETURNS TABLE (feed_id bigint, channel integer, idx integer, register integer, combined boolean,
                  quantity text, title text, medium text, unit text)
 LANGUAGE sql STABLE AS $$
 WITH media AS (
-    SELECT DISTINCT ON (s.feed_id, s.channel, m.quantity, t.idx, t.tariff)
-           s.feed_id, s.channel, m.quantity, t.idx, t.tariff, m.medium, m.title, m.unit,
+    SELECT DISTINCT ON (s.feed_id, s.channel, m.quantity, t.idx, t.register)
+           s.feed_id, s.channel, m.quantity, t.idx, t.register, m.medium, m.title, m.unit,
            m.index_label
       FROM unnest(p_feeds, p_channels) AS c (feed_id, channel)
       JOIN cluster.streams s ON s.feed_id = c.feed_id AND s.channel = c.channel AND s.type = 'raw'
       JOIN cluster.processable_media m ON m.medium_id = s.medium
      CROSS JOIN LATERAL cluster.processed_target(m.method, s.idx) t
-     ORDER BY s.feed_id, s.channel, m.quantity, t.idx, t.tariff, m.medium_id
+     ORDER BY s.feed_id, s.channel, m.quantity, t.idx, t.register, m.medium_id
 ), wanted AS (
-    SELECT feed_id, channel, quantity, idx, tariff, false AS combined, medium, title, unit,
+    SELECT feed_id, channel, quantity, idx, register, false AS combined, medium, title, unit,
            index_label
       FROM media
     UNION ALL
     SELECT feed_id, channel, quantity, NULL, NULL, true, min(medium), min(title), min(unit), ''
-      FROM media WHERE idx IS NOT NULL OR tariff IS NOT NULL
+      FROM media WHERE idx IS NOT NULL OR register IS NOT NULL
      GROUP BY feed_id, channel, quantity HAVING count(*) >= 2
 )
-SELECT w.feed_id, w.channel, w.idx, w.tariff, w.combined, q.quantity,
+SELECT w.feed_id, w.channel, w.idx, w.register, w.combined, q.quantity,
        w.title || CASE WHEN k.money THEN ' ' || q.quantity ELSE '' END || ', channel '
            || w.channel
            || CASE WHEN w.combined THEN ', total'
-                   WHEN w.tariff IS NOT NULL THEN ', tariff ' || w.tariff
+                   WHEN w.register IS NOT NULL THEN ', tariff ' || w.register
                    WHEN w.idx IS NULL THEN ''
                    ELSE w.index_label || w.idx END,
        w.medium, CASE WHEN k.money THEN p_currency ELSE w.unit END
@@ -196,7 +196,7 @@ LANGUAGE sql STABLE AS $$
              JOIN cluster.streams ps
                ON ps.feed_id = s.feed_id AND ps.channel = s.channel AND ps.type = 'processed'
               AND ps.quantity = m.quantity AND NOT ps.combined
-              AND ps.idx IS NOT DISTINCT FROM t.idx AND ps.tariff IS NOT DISTINCT FROM t.tariff
+              AND ps.idx IS NOT DISTINCT FROM t.idx AND ps.register IS NOT DISTINCT FROM t.register
              JOIN cluster.stream_configs c
                ON c.stream_id = ps.id AND c.validity && tstzrange(x.lo, x.hi, '[]')
             WHERE m.method IN ('register', 'reading')) r ON true
@@ -389,7 +389,7 @@ COMMENT ON FUNCTION cluster.source_heads(bigint, boolean, boolean, double precis
     'One raw stream''s segments added up per bucket k they start in (by the rules, or on the fast path: p_judge), with the one that crosses the bucket''s end, and whether the fast path is exact there (sound).';
 
 -- Compute, energy per bucket: per processed stream identity of the work's channels (quantity,
--- idx, tariff, combined) and bucket k, the register's value (its rise along its line, Wh), the
+-- idx, register, combined) and bucket k, the register's value (its rise along its line, Wh), the
 -- measured value (power's trapezoid in Wh, a meter reading's step), a mean's integral and
 -- covered seconds, and the counter faults (glitches, resets, replacements) judged at a reading
 -- in the bucket; which of register and measured a stream takes is decided per bucket by its
@@ -409,8 +409,8 @@ COMMENT ON FUNCTION cluster.source_heads(bigint, boolean, boolean, double precis
 -- aggregates no second row per bucket.
 CREATE OR REPLACE FUNCTION cluster.bucket_energy(
     p_feeds bigint[], p_channels integer[], p_from timestamptz[], p_to timestamptz[]
-) RETURNS TABLE (feed_id bigint, channel integer, quantity text, idx integer, tariff integer,
-                 combined boolean, k bigint, register double precision,
+) RETURNS TABLE (feed_id bigint, channel integer, quantity text, idx integer, register integer,
+                 combined boolean, k bigint, register_energy double precision,
                  measured double precision, integral double precision,
                  covered double precision, faults bigint)
 LANGUAGE sql STABLE AS $$
@@ -470,10 +470,10 @@ WITH sources AS MATERIALIZED (
      GROUP BY raw_id, k
 ), per_index AS (
     -- Registers apart from the rest: which of the two a bucket takes is decided per stream.
-    SELECT s.feed_id, s.channel, m.quantity, t.idx, t.tariff, r.k,
+    SELECT s.feed_id, s.channel, m.quantity, t.idx, t.register, r.k,
            sum(CASE WHEN r.covered > 0 OR r.delta IS NOT NULL
                     THEN r.integral + coalesce(r.delta, 0) END)
-               FILTER (WHERE m.method = 'register') AS register,
+               FILTER (WHERE m.method = 'register') AS register_energy,
            sum(CASE m.method WHEN 'integral' THEN CASE WHEN r.covered > 0
                                                        THEN r.integral / 3600 END
                              WHEN 'reading' THEN CASE WHEN r.covered > 0 OR r.delta IS NOT NULL
@@ -487,9 +487,10 @@ WITH sources AS MATERIALIZED (
       JOIN cluster.streams s ON s.id = r.raw_id
       JOIN cluster.processable_media m ON m.medium_id = s.medium
      CROSS JOIN LATERAL cluster.processed_target(m.method, s.idx) t
-     GROUP BY s.feed_id, s.channel, m.quantity, t.idx, t.tariff, r.k
+     GROUP BY s.feed_id, s.channel, m.quantity, t.idx, t.register, r.k
 )
-SELECT feed_id, channel, quantity, coalesce(idx, 0), coalesce(tariff, 0), false, k, register,
+SELECT feed_id, channel, quantity, coalesce(idx, 0), coalesce(register, 0), false, k,
+       register_energy,
        measured, integral, covered, faults
   FROM per_index
 UNION ALL
@@ -501,19 +502,19 @@ UNION ALL
 -- power is bridged still has its register's rise spread over the gap. Rows of a channel
 -- without a combined stream find no period in cluster.engine_results and are dropped there.
 SELECT feed_id, channel, quantity, 0, 0, true, k,
-       coalesce(sum(register) FILTER (WHERE tariff IS NOT NULL),
-                sum(register) FILTER (WHERE idx IS NULL AND tariff IS NULL)),
-       sum(measured) FILTER (WHERE idx IS NOT NULL OR tariff IS NOT NULL),
-       sum(integral) FILTER (WHERE idx IS NOT NULL OR tariff IS NOT NULL),
-       sum(covered) FILTER (WHERE idx IS NOT NULL OR tariff IS NOT NULL),
-       sum(faults) FILTER (WHERE idx IS NOT NULL OR tariff IS NOT NULL)
+       coalesce(sum(register_energy) FILTER (WHERE register IS NOT NULL),
+                sum(register_energy) FILTER (WHERE idx IS NULL AND register IS NULL)),
+       sum(measured) FILTER (WHERE idx IS NOT NULL OR register IS NOT NULL),
+       sum(integral) FILTER (WHERE idx IS NOT NULL OR register IS NOT NULL),
+       sum(covered) FILTER (WHERE idx IS NOT NULL OR register IS NOT NULL),
+       sum(faults) FILTER (WHERE idx IS NOT NULL OR register IS NOT NULL)
   FROM per_index
- WHERE idx IS NOT NULL OR tariff IS NOT NULL
-    OR (register IS NOT NULL AND (feed_id, channel) IN (SELECT feed_id, channel FROM indexed))
+ WHERE idx IS NOT NULL OR register IS NOT NULL
+    OR (register_energy IS NOT NULL AND (feed_id, channel) IN (SELECT feed_id, channel FROM indexed))
  GROUP BY feed_id, channel, quantity, k
 $$;
 COMMENT ON FUNCTION cluster.bucket_energy(bigint[], integer[], timestamptz[], timestamptz[]) IS
-    'Per processed stream identity and bucket k of the work''s periods: register (Wh along its line), measured (power''s trapezoid in Wh, a reading''s step), a mean''s integral and covered seconds, and the counter faults judged there.';
+    'Per processed stream identity and bucket k of the work''s periods: register_energy (Wh along its line), measured (power''s trapezoid in Wh, a reading''s step), a mean''s integral and covered seconds, and the counter faults judged there.';
 
 -- Compute, meter faults: the faults judged in the work's periods (COMPUTE names the buckets
 -- where cluster.bucket_energy counted one, so that this reads only those): per raw counter,
@@ -548,7 +549,7 @@ COMMENT ON FUNCTION cluster.meter_faults_in(bigint[], integer[], timestamptz[], 
 -- for both of its uses.
 CREATE OR REPLACE FUNCTION cluster.register_spans(
     p_feeds bigint[], p_channels integer[], p_from timestamptz[], p_to timestamptz[]
-) RETURNS TABLE (feed_id bigint, channel integer, quantity text, idx integer, tariff integer,
+) RETURNS TABLE (feed_id bigint, channel integer, quantity text, idx integer, register integer,
                  combined boolean, kfirst bigint, klast bigint)
 LANGUAGE sql STABLE AS $$
 WITH registers AS MATERIALIZED (
@@ -582,15 +583,15 @@ COMMENT ON FUNCTION cluster.register_spans(bigint[], integer[], timestamptz[], t
 CREATE OR REPLACE FUNCTION cluster.engine_targets(
     p_feeds bigint[], p_channels integer[], p_from timestamptz[], p_to timestamptz[]
 ) RETURNS TABLE (stream_id bigint, feed_id bigint, channel integer, stream_idx integer,
-                 stream_tariff integer, idx integer, tariff integer, combined boolean,
+                 stream_register integer, idx integer, register integer, combined boolean,
                  quantity text, medium text, kfrom bigint, kto bigint, kfirst bigint,
                  klast bigint, "window" tstzmultirange)
 LANGUAGE sql STABLE AS $$
 WITH spans AS MATERIALIZED (
     SELECT * FROM cluster.register_spans(p_feeds, p_channels, p_from, p_to)
 )
-SELECT ps.id, ps.feed_id, ps.channel, ps.idx, ps.tariff, coalesce(ps.idx, 0),
-       coalesce(ps.tariff, 0), ps.combined, ps.quantity, c.medium, k.kfrom, k.kto, sp.kfirst,
+SELECT ps.id, ps.feed_id, ps.channel, ps.idx, ps.register, coalesce(ps.idx, 0),
+       coalesce(ps.register, 0), ps.combined, ps.quantity, c.medium, k.kfrom, k.kto, sp.kfirst,
        sp.klast, w.window
   FROM (SELECT w.feed_id, w.channel, range_agg(tstzrange(w.wfrom, w.wto)) AS window
           FROM unnest(p_feeds, p_channels, p_from, p_to) AS w (feed_id, channel, wfrom, wto)
@@ -601,7 +602,7 @@ SELECT ps.id, ps.feed_id, ps.channel, ps.idx, ps.tariff, coalesce(ps.idx, 0),
  CROSS JOIN LATERAL cluster.validity_buckets(c.validity) k
   LEFT JOIN spans sp
     ON sp.feed_id = ps.feed_id AND sp.channel = ps.channel AND sp.quantity = ps.quantity
-   AND sp.idx = coalesce(ps.idx, 0) AND sp.tariff = coalesce(ps.tariff, 0)
+   AND sp.idx = coalesce(ps.idx, 0) AND sp.register = coalesce(ps.register, 0)
    AND sp.combined = ps.combined
  WHERE c.medium IS NOT NULL
 $$;
@@ -616,7 +617,7 @@ COMMENT ON FUNCTION cluster.engine_targets(bigint[], integer[], timestamptz[], t
 -- through its index from the target's keys.
 CREATE OR REPLACE FUNCTION cluster.engine_periods(
     p_feeds bigint[], p_channels integer[], p_from timestamptz[], p_to timestamptz[]
-) RETURNS TABLE (feed_id bigint, channel integer, quantity text, idx integer, tariff integer,
+) RETURNS TABLE (feed_id bigint, channel integer, quantity text, idx integer, register integer,
                  combined boolean, stream_id bigint, kfrom bigint, kto bigint, kfirst bigint,
                  klast bigint, timezone text, starts time, ends time, days text,
                  holidays date[], scale double precision, price double precision)
@@ -624,16 +625,16 @@ LANGUAGE sql STABLE AS $$
 WITH targets AS MATERIALIZED (
     SELECT * FROM cluster.engine_targets(p_feeds, p_channels, p_from, p_to)
 )
-SELECT c.feed_id, c.channel, c.quantity, c.idx, c.tariff, c.combined, c.stream_id, c.kfrom,
+SELECT c.feed_id, c.channel, c.quantity, c.idx, c.register, c.combined, c.stream_id, c.kfrom,
        c.kto, c.kfirst, c.klast, NULL::text, NULL::time, NULL::time, NULL::text,
        NULL::date[], NULL::float8, NULL::float8
   FROM targets c WHERE c.quantity IN ('consumption', 'export', 'mean')
 UNION ALL
-SELECT c.feed_id, c.channel, c.quantity, c.idx, c.tariff, c.combined, p.money_id,
+SELECT c.feed_id, c.channel, c.quantity, c.idx, c.register, c.combined, p.money_id,
        greatest(c.kfrom, k.kfrom), least(c.kto, k.kto), c.kfirst, c.klast, p.timezone,
        p.starts, p.ends, p.days, p.holidays, p.scale, p.price
   FROM targets c
- CROSS JOIN LATERAL cluster.pricing(c.feed_id, c.channel, c.stream_idx, c.stream_tariff,
+ CROSS JOIN LATERAL cluster.pricing(c.feed_id, c.channel, c.stream_idx, c.stream_register,
                                     c.combined, c.quantity, c.medium, c.window) p
  CROSS JOIN LATERAL cluster.validity_buckets(p.valid) k
  WHERE greatest(c.kfrom, k.kfrom) < least(c.kto, k.kto)
@@ -662,7 +663,7 @@ SELECT pd.stream_id, to_timestamp(cluster.bucket_seconds() * t.k), v.value, t.fa
   FROM cluster.bucket_energy(p_feeds, p_channels, p_from, p_to) t
   JOIN periods pd
     ON pd.feed_id = t.feed_id AND pd.channel = t.channel AND pd.quantity = t.quantity
-   AND pd.idx = t.idx AND pd.tariff = t.tariff AND pd.combined = t.combined
+   AND pd.idx = t.idx AND pd.register = t.register AND pd.combined = t.combined
    AND t.k >= pd.kfrom AND t.k < pd.kto
  CROSS JOIN LATERAL (
        SELECT to_timestamp(cluster.bucket_seconds() * t.k) AT TIME ZONE pd.timezone
@@ -670,7 +671,7 @@ SELECT pd.stream_id, to_timestamp(cluster.bucket_seconds() * t.k), v.value, t.fa
  CROSS JOIN LATERAL (
        SELECT CASE WHEN pd.quantity = 'mean'
                    THEN CASE WHEN t.covered > 0 THEN t.integral / t.covered END
-                   WHEN t.k BETWEEN pd.kfirst AND pd.klast THEN t.register
+                   WHEN t.k BETWEEN pd.kfirst AND pd.klast THEN t.register_energy
                    ELSE t.measured END
               * coalesce(pd.scale, 1) * coalesce(pd.price, 1) AS value) v
  WHERE (pd.timezone IS NULL

@@ -75,20 +75,20 @@ WITH claimed AS (
      WHERE NOT EXISTS (
            SELECT 1 FROM cluster.streams s
             WHERE s.type = 'processed' AND s.feed_id = w.feed_id AND s.channel = w.channel
-              AND s.idx IS NOT DISTINCT FROM w.idx AND s.tariff IS NOT DISTINCT FROM w.tariff
+              AND s.idx IS NOT DISTINCT FROM w.idx AND s.register IS NOT DISTINCT FROM w.register
               AND s.combined = w.combined AND s.quantity = w.quantity)
 ), created AS (
-    INSERT INTO cluster.streams (feed_id, type, channel, idx, tariff, combined, quantity)
-    SELECT feed_id, 'processed', channel, idx, tariff, combined, quantity FROM missing
+    INSERT INTO cluster.streams (feed_id, type, channel, idx, register, combined, quantity)
+    SELECT feed_id, 'processed', channel, idx, register, combined, quantity FROM missing
     ON CONFLICT DO NOTHING
-    RETURNING id, feed_id, channel, idx, tariff, combined, quantity
+    RETURNING id, feed_id, channel, idx, register, combined, quantity
 ), configured AS (
     INSERT INTO cluster.stream_configs (stream_id, title, medium, unit, validity)
     SELECT c.id, m.title, m.medium, m.unit, tstzrange(NULL, NULL)
       FROM created c
       JOIN missing m ON m.feed_id = c.feed_id AND m.channel = c.channel
                     AND m.idx IS NOT DISTINCT FROM c.idx
-                    AND m.tariff IS NOT DISTINCT FROM c.tariff AND m.combined = c.combined
+                    AND m.register IS NOT DISTINCT FROM c.register AND m.combined = c.combined
                     AND m.quantity = c.quantity
     RETURNING stream_id
 ), history AS (
