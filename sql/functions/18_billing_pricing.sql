@@ -1,6 +1,6 @@
 -- Pricing: which stream a processed value's money goes to, and what a bucket of it costs.
 -- Re-applied by every `migrate`, after the numbered migrations: the one current definition.
--- The engine calls these in its compute statement (sql/functions/22_engine_stages.sql), the
+-- The engine calls these in its compute statement (sql/functions/25_engine_results.sql), the
 -- engine's intake when it creates a channel's streams, and the bill when it reads them.
 -- Both are LANGUAGE sql without STRICT or SET, which the planner inlines into the calling
 -- statement: the plan is the one the expressions written out at each call gave.

@@ -581,7 +581,7 @@ async def household(
 
 # Fast: a value stream's points priced into its money stream by billing's pricing and band
 # rule (cluster.pricing, cluster.band_holds), as the engine's COMPUTE prices a bucket
-# (sql/functions/22_engine_stages.sql, engine_periods and engine_results): value x scale x the
+# (sql/functions/25_engine_results.sql, engine_periods and engine_results): value x scale x the
 # price of the band holding the bucket's local start on a local date of the band's kind. Each
 # priced stretch is cut into its buckets (cluster.validity_buckets) and hash-joined to the
 # points by bucket: a join on the stretch's range took minutes for a year of quarter hours.
