@@ -116,8 +116,7 @@ media AS MATERIALIZED (
     SELECT sc.medium, sc.validity FROM cluster.stream_configs sc WHERE sc.stream_id = $3),
 queued AS MATERIALIZED (
     -- Work the engine has not done for this stream: then its rollups are read in real time.
-    SELECT EXISTS (SELECT FROM cluster.rollup_work w WHERE w.stream_id = $3)
-           OR EXISTS (SELECT FROM cluster.dirty_ranges d WHERE d.stream_id = $3) AS stale),
+    SELECT EXISTS (SELECT FROM cluster.stale_rollups s WHERE s.stream_id = $3) AS stale),
 hours AS (
     SELECT r.hour, r.total, r.points
       FROM cluster.hourly_rollups r
