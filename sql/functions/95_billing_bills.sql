@@ -60,10 +60,11 @@ $$;
 COMMENT ON FUNCTION cluster.bill_divisor(text) IS
     'What a bill line''s stored quantity is divided by for its unit: 1000 (Wh to kWh) for power and export, else 1.';
 
--- The streams a bill counts (cluster.feed_bill) and the overview draws (96_api_overview.sql): each
--- channel total of consumption or export (is_total), and each stream ever configured as a
--- sub-meter, with the money stream beside it (cost of consumption, credit of export). Which of them counts on a day
--- (its medium, whether it is a sub-meter then) is its configuration's at that day's start.
+-- The streams a bill counts (cluster.feed_bill) and the overview draws
+-- (96_billing_overview.sql): each channel total of consumption or export (is_total), and each
+-- stream ever configured as a sub-meter, with the money stream beside it (cost of consumption,
+-- credit of export). Which of them counts on a day (its medium, whether it is a sub-meter then)
+-- is its configuration's at that day's start (cluster.period_meters).
 -- Named for what it is (cluster.bill_meters before 0054): the overview and the baseload read
 -- it too.
 CREATE OR REPLACE FUNCTION cluster.feed_metered_streams(p_feed_id bigint)
