@@ -55,6 +55,9 @@ def test_an_invalid_value_names_its_variable(name: str, value: str) -> None:
         ("EP_ENGINE_ROUND_S", "0"),
         ("EP_API_COSTLY_CONNECTIONS_PER_USER", "0"),
         ("EP_API_OVERVIEWS_PER_USER", "0"),
+        ("EP_API_COSTLY_SHARE_PER_USER", "0"),
+        ("EP_API_COSTLY_SHARE_PER_USER", "3.5"),  # more than the lane's 3 backends
+        ("EP_API_COSTLY_BURST_S", "-1"),
     ],
 )
 def test_a_bound_out_of_range_is_refused_naming_it(name: str, value: str) -> None:

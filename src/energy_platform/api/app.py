@@ -10,7 +10,7 @@ from energy_platform.billing.overview import overview_routes
 from energy_platform.core.gauges import Watch
 from energy_platform.core.http.application import build_app
 from energy_platform.core.http.openapi import bearer
-from energy_platform.core.http.shares import CostlyReads, PoolShare, UserLanes
+from energy_platform.core.http.shares import CostlyReads, PoolShare, Presence, Ration, UserLanes
 from energy_platform.core.settings import Settings
 from energy_platform.history.http import undo_limits
 from energy_platform.live.http import live_routes
@@ -28,10 +28,13 @@ def create_app(settings: Settings, watches: Sequence[Watch] = ()) -> Litestar:
     and ingest's: the data API is the cluster's always-running HTTP service)."""
     hub = LiveHub(settings.database, settings.live)
     # Exports, overviews and what-ifs hold at most half the pool: the other half is left for
-    # the rest.
+    # the rest; while others are served, each user's overviews and what-ifs are rationed.
+    presence = Presence()
     costly = CostlyReads(
         PoolShare(max(1, settings.database.pool_max // 2)),
         UserLanes(settings.api.costly_connections_per_user),
+        Ration(settings.api.costly_share_per_user, settings.api.costly_burst_s),
+        presence,
     )
     return build_app(
         name="api",
@@ -54,7 +57,7 @@ def create_app(settings: Settings, watches: Sequence[Watch] = ()) -> Litestar:
             *dashboard_routes(),
         ],
         authenticating={"caller": bearer("A user token (`admin users add`).")},
-        lifespan=[recording_token_uses, lambda _: hub.following()],
+        lifespan=[recording_token_uses(presence), lambda _: hub.following()],
         # Every query here is one self-contained statement (or transaction) by key: one plan
         # fits all calls, and a connection needs no reset between requests.
         stateless_queries=True,

@@ -148,7 +148,7 @@ class WhatIfController(Controller):
         # A year of quarter hours per contract: a costly read, on the caller's lane of their
         # half of the pool (one user's loop of them keeps one backend busy).
         async with (
-            costly.connection(caller.user_id),
+            costly.connection(caller.user_id, caller.digest),
             reads.acquire() as conn,
             conn.transaction(isolation="repeatable_read", readonly=True),
         ):

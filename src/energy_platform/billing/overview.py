@@ -306,7 +306,7 @@ class OverviewController(Controller):
         # the period (its days, bill, buckets and meters in one snapshot), its figures, the
         # compared period.
         def turn() -> AbstractAsyncContextManager[None]:
-            return limits.costly.connection(caller.user_id)
+            return limits.costly.connection(caller.user_id, caller.digest)
 
         (days, bill, rows, meters), figures, compared = await asyncio.gather(
             _period(reads, turn, feed, first, last, GRAIN[period], currency),

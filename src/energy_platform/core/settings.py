@@ -236,6 +236,14 @@ class ApiSettings(Section, frozen=True, kw_only=True):
     this many database backends busy (docs/api.md#shares-of-costly-reads). 3: an overview's
     three reads at once; 1 halved what a flood of one user cost the data endpoint and nearly
     doubled a year overview's p99 (docs/api.md#overview)."""
+    costly_share_per_user: float = 0.25
+    """While anyone else is being served, the share of one database backend's time that one
+    user's costly reads (overviews, what-ifs) hold over time in one API process, past a burst
+    of EP_API_COSTLY_BURST_S: their next read waits until they are back within it. Served
+    alone, they are not rationed (docs/api.md#shares-of-costly-reads)."""
+    costly_burst_s: float = 1.0
+    """Seconds of connection time one user's costly reads may hold at once before their
+    ration (EP_API_COSTLY_SHARE_PER_USER) applies: a page's few overviews pass unrationed."""
     overview_max_channels: int = 1000
     """Channels of a feed the overview reads at most: a feed with more gets 413 naming this
     bound (the data endpoint answers its streams one at a time)."""
@@ -258,6 +266,8 @@ class ApiSettings(Section, frozen=True, kw_only=True):
             or self.overviews_per_user < 1
             or self.costly_connections_per_user < 1
             or self.overview_max_channels < 1
+            or not 0 < self.costly_share_per_user <= self.costly_connections_per_user
+            or self.costly_burst_s < 0
             or self.export_stall_s <= 0
             or self.statement_timeout_s < 0
             or self.idle_in_transaction_s < 0
@@ -265,7 +275,9 @@ class ApiSettings(Section, frozen=True, kw_only=True):
             raise ValueError(
                 "EP_API_EXPORTS_PER_USER, EP_API_OVERVIEWS_PER_USER,"
                 " EP_API_COSTLY_CONNECTIONS_PER_USER and EP_API_OVERVIEW_MAX_CHANNELS"
-                " must be >= 1, EP_API_EXPORT_STALL_S > 0, and"
+                " must be >= 1, EP_API_COSTLY_SHARE_PER_USER > 0 and at most"
+                " EP_API_COSTLY_CONNECTIONS_PER_USER, EP_API_COSTLY_BURST_S >= 0,"
+                " EP_API_EXPORT_STALL_S > 0, and"
                 " EP_API_STATEMENT_TIMEOUT_S and EP_API_IDLE_IN_TRANSACTION_S >= 0"
             )
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import timedelta
 
 import asyncpg
@@ -24,6 +24,7 @@ from litestar import Litestar, Request
 from litestar.datastructures import State
 
 from energy_platform.core.faults import is_outside_fault
+from energy_platform.core.http.shares import Presence
 
 log = structlog.get_logger()
 
@@ -42,17 +43,26 @@ CLOSE_WITHIN = 5.0
 
 
 class TokenUses:
-    """The tokens one API process has noted, and the writes of their last use in flight."""
+    """The tokens one API process has noted, and the writes of their last use in flight;
+    ``presence``: who is being served, which the costly reads' ration asks
+    (core/http/shares.py)."""
 
-    def __init__(self, every: timedelta = EVERY, clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        every: timedelta = EVERY,
+        clock: Callable[[], float] = time.monotonic,
+        presence: Presence | None = None,
+    ):
         self._every = every
         self._clock = clock
+        self._presence = presence or Presence(clock=clock)
         self._noted: dict[bytes, float] = {}
         self._writing: set[asyncio.Task[None]] = set()
 
     def note(self, pool: asyncpg.Pool, digest: bytes) -> None:
         """Token ``digest`` was used now: its last use is written unless this process wrote
         it less than a minute ago."""
+        self._presence.seen(digest)
         now = self._clock()
         last = self._noted.get(digest)
         if last is not None and now - last < self._every.total_seconds():
@@ -90,16 +100,22 @@ class TokenUses:
                 log.exception("token use not recorded")
 
 
-@asynccontextmanager
-async def recording_token_uses(app: Litestar) -> AsyncIterator[None]:
-    """The app's :class:`TokenUses`, for its lifetime (a ``lifespan`` of ``build_app``: it
-    opens after the pool and closes before it)."""
-    uses = TokenUses()
-    app.state.token_uses = uses
-    try:
-        yield
-    finally:
-        await uses.close()
+def recording_token_uses(
+    presence: Presence,
+) -> Callable[[Litestar], AbstractAsyncContextManager[None]]:
+    """The app's :class:`TokenUses`, noting its requests in ``presence`` too, for its
+    lifetime (a ``lifespan`` of ``build_app``: it opens after the pool and closes before it)."""
+
+    @asynccontextmanager
+    async def recording(app: Litestar) -> AsyncIterator[None]:
+        uses = TokenUses(presence=presence)
+        app.state.token_uses = uses
+        try:
+            yield
+        finally:
+            await uses.close()
+
+    return recording
 
 
 def token_used(request: Request[object, object, State], pool: asyncpg.Pool, digest: bytes) -> None:

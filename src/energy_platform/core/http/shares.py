@@ -5,15 +5,21 @@ most half of the process's pool (``PoolShare``), so that the other half is alway
 other request: one user looping year overviews, or a few slow downloads, never queue the data
 endpoint behind them. A user's overview and what-if reads also hold at most a few connections
 at once (``UserLanes``, EP_API_COSTLY_CONNECTIONS_PER_USER): the database time one user's loop
-of them takes is that many backends', whatever the number of requests it sends.
+of them takes is that many backends', whatever the number of requests it sends. While anyone
+else is being served, a user's costly reads are rationed besides (``Ration``,
+EP_API_COSTLY_SHARE_PER_USER): past a burst, they hold connections for at most that share of
+one backend's time, so that a loop of them cannot crowd the others out of the database's
+cores; served alone, they run at the lane's width (``Presence``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
+import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from types import MappingProxyType
 
@@ -208,17 +214,96 @@ class UserLanes:
         return len(self._lanes)
 
 
-class CostlyReads:
-    """The costly reads' half of the pool and each user's lane of it: a read of an overview
-    or a what-if takes its user's turn first, then a connection of the share."""
+class Presence:
+    """Who was served lately in this process, by token: whether anyone but a given token was
+    served in the last ``window_s`` seconds. Every authenticated request notes its token
+    (users/usage.py ``token_used``); two entries suffice, the latest token and the latest
+    other one."""
 
-    def __init__(self, share: PoolShare, lanes: UserLanes) -> None:
+    def __init__(self, window_s: float = 1.0, clock: Callable[[], float] = time.monotonic):
+        self.window_s = window_s
+        self._clock = clock
+        self._latest: tuple[bytes, float] = (b"", -math.inf)
+        self._other: tuple[bytes, float] = (b"", -math.inf)
+
+    def seen(self, token: bytes) -> None:
+        """A request by ``token`` (its digest) is being served now."""
+        now = self._clock()
+        if token != self._latest[0]:
+            self._other = self._latest
+        self._latest = (token, now)
+
+    def others(self, token: bytes) -> bool:
+        """Whether a token other than ``token`` was served in the last ``window_s`` s."""
+        _, at = self._latest if self._latest[0] != token else self._other
+        return self._clock() - at < self.window_s
+
+
+RECHECK_S = 0.25
+"""How often a rationed read looks again whether anyone else is still being served."""
+REMEMBERED_USERS = 10_000
+"""Users whose debts a ration keeps before it forgets those paid off."""
+
+
+class Ration:
+    """Each user's connection time as a debt: every second a connection is held adds a
+    second; it is paid off at ``share`` seconds a second. Past ``burst_s`` of debt, a user's
+    next read waits until the debt is back at the burst: over time their reads hold at most
+    ``share`` of one backend."""
+
+    def __init__(
+        self, share: float, burst_s: float, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.share = share
+        self.burst_s = burst_s
+        self.clock = clock
+        self._debts: dict[int, tuple[float, float]] = {}
+
+    def owed(self, user: int) -> float:
+        """``user``'s debt now, in connection seconds."""
+        debt, at = self._debts.get(user, (0.0, 0.0))
+        return max(0.0, debt - (self.clock() - at) * self.share)
+
+    def wait_s(self, user: int) -> float:
+        """How long ``user``'s next read waits before it may hold a connection."""
+        return max(0.0, (self.owed(user) - self.burst_s) / self.share)
+
+    def charge(self, user: int, held_s: float) -> None:
+        """``user`` held a connection for ``held_s`` seconds."""
+        if len(self._debts) >= REMEMBERED_USERS:
+            self._debts = {u: d for u, d in self._debts.items() if self.owed(u) > 0}
+        self._debts[user] = (self.owed(user) + held_s, self.clock())
+
+
+class CostlyReads:
+    """The costly reads' half of the pool, each user's lane of it and, while anyone else is
+    being served, each user's ration of time: a read of an overview or a what-if waits out
+    its user's ration first, then takes its user's turn, then a connection of the share."""
+
+    def __init__(
+        self,
+        share: PoolShare,
+        lanes: UserLanes,
+        ration: Ration,
+        presence: Presence,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
         self.share = share
         self.lanes = lanes
+        self.ration = ration
+        self.presence = presence
+        self._sleep = sleep
 
     @asynccontextmanager
-    async def connection(self, user: int) -> AsyncIterator[None]:
-        """A turn of ``user``'s lane, then a connection of the share: a user waiting for their
-        own turn holds nothing of the share meanwhile."""
+    async def connection(self, user: int, token: bytes) -> AsyncIterator[None]:
+        """A connection for a costly read of ``user`` (asking with ``token``): rationed while
+        another token is served; a user waiting for their own turn holds nothing of the share
+        meanwhile."""
+        while (wait := self.ration.wait_s(user)) > 0 and self.presence.others(token):
+            await self._sleep(min(wait, RECHECK_S))
         async with self.lanes.held(user), self.share.held():
-            yield
+            started = self.ration.clock()
+            try:
+                yield
+            finally:
+                self.ration.charge(user, self.ration.clock() - started)
