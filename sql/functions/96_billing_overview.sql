@@ -23,7 +23,7 @@ CREATE OR REPLACE FUNCTION cluster.feed_overview(
                  quantity double precision, points bigint, money double precision,
                  covered double precision)
 LANGUAGE sql STABLE AS $$
-WITH rows AS MATERIALIZED (
+WITH rows AS (
     -- Billing's reading per stream and local day, or per hour for 'hour' (the branch not asked
     -- is never run: its condition is the call's constant).
     SELECT p.line, p.day, p.start, p.stream_id, p.billed, p.quantity, p.amount, p.points
@@ -70,9 +70,9 @@ COMMENT ON FUNCTION cluster.feed_overview(bigint, date, date, text) IS
 -- use in the night (local 00:00 to 05:00, docs/decisions.md), in W. Each night hour's power is
 -- the mean over the 90 s buckets it holds data for (total Wh x 40 / buckets), summed over the
 -- electricity totals the bill adds that day (cluster.period_meters: beside a main meter, the
--- main meters alone). The night hours are made from those stream-days (4 or 6 on a DST night) and
--- looked up in the hourly rollups by key (real time while the stream's rollups are stale), so a
--- year reads its 1,825 night hours a stream: scanning its 8,760 hours with a zone and a
+-- main meters alone). The night hours are made from those stream-days (4 or 6 on a DST night)
+-- and looked up in the hourly rollups by key (real time while the stream's rollups are stale),
+-- so a year reads its 1,825 night hours a stream: scanning its 8,760 hours with a zone and a
 -- configuration looked up for each took 125 ms on the benchmarks' household, the probes a
 -- tenth of that. Null without a night hour of data.
 -- The night hours are a day's first eight hours cut at 05:00 (a night lasts 7 hours at most,
@@ -80,8 +80,13 @@ COMMENT ON FUNCTION cluster.feed_overview(bigint, date, date, text) IS
 -- between two instants is estimated at 1,000 rows, a year's nights at 67,000 hours, and the
 -- plan's cost passed JIT's threshold: 1.5 s a call on the benchmarks' household, nearly all of
 -- it compiling.
+-- PL/pgSQL, so that its plan is kept for the session: as a SQL function its statement, which
+-- holds cluster.period_meters', was planned at every call (a year's baseload took 11.0 ms at
+-- best on the benchmarks' household, 8.2 ms with the plan kept, at a load of 4).
 CREATE OR REPLACE FUNCTION cluster.feed_baseload(p_feed_id bigint, p_from date, p_to date)
-RETURNS double precision LANGUAGE sql STABLE AS $$
+RETURNS double precision LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN (
 WITH counted AS MATERIALIZED (
     SELECT p.stream_id, p.day, p.start, p.timezone
       FROM cluster.period_meters(p_feed_id, p_from, p_to) p
@@ -114,8 +119,8 @@ WITH counted AS MATERIALIZED (
 ), night AS (
     SELECT h.hour, sum(h.total * 40 / h.points) AS watts FROM hours h GROUP BY h.hour
 )
-SELECT percentile_cont(0.05) WITHIN GROUP (ORDER BY watts) FROM night
-$$;
+SELECT percentile_cont(0.05) WITHIN GROUP (ORDER BY watts) FROM night);
+END $$;
 COMMENT ON FUNCTION cluster.feed_baseload(bigint, date, date) IS
     'A feed''s always-on electricity use over its local dates [p_from, p_to]: the 5th percentile of its night hours'' mean power (local 00:00-05:00) of the electricity totals the bill adds, in W; null without data. docs/decisions.md.';
 
