@@ -33,7 +33,7 @@ from tests.support.services import free_port
 
 ROW = "overview: a year, p99"
 GOAL = 1.5  # x the year view's p99, same run
-# The overview's statements of rollups (sql/functions/96_api_overview.sql) in one transaction.
+# The overview's statements of rollups (sql/functions/96_billing_overview.sql) in one transaction.
 ROLLUP_READS = """
 SELECT (SELECT count(*) FROM cluster.feed_overview($1, $2, $3, 'month')),
        cluster.feed_baseload($1, $2, $3),

@@ -49,6 +49,22 @@ END $$;
 COMMENT ON FUNCTION cluster.rollup_pending(bigint) IS
     'The local hours of a stream whose rollups are not yet recomputed (queued rollup work, ingest''s ranges not yet taken in); null when none.';
 
+-- "Are this stream's rollups pending?", asked once here: a stream with a row has work the engine
+-- has not done (queued rollup work, or ingest's ranges not yet taken in), so its readers (the
+-- data API's buckets, billing's reading of a period, the baseload) read its hours and days in
+-- real time (cluster.realtime_hours, realtime_days), and every other stream's straight from
+-- the rollups. A view, not a function, so that each reader's
+-- `EXISTS (SELECT FROM cluster.stale_rollups s WHERE s.stream_id = ...)` is planned inline as
+-- the two index probes it was written as before (a SQL function holding EXISTS is never
+-- inlined: it would be planned again at every call). Its rows say nothing of which hours:
+-- cluster.rollup_pending does.
+CREATE OR REPLACE VIEW cluster.stale_rollups AS
+    SELECT w.stream_id FROM cluster.rollup_work w
+    UNION ALL
+    SELECT d.stream_id FROM cluster.dirty_ranges d;
+COMMENT ON VIEW cluster.stale_rollups IS
+    'A row per piece of work the engine has not done for a stream (queued rollup work, ingest''s ranges not yet taken in): a stream with one has stale rollups, read in real time.';
+
 -- The hours (start in [p_from, p_to]) of a stream with the given pending hours: materialised
 -- hours outside them, and the pending ones summed from the points (both tiers,
 -- cluster.stream_points) exactly as cluster.rollup_recompute sums them. An hour is summed

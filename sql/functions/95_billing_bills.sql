@@ -60,10 +60,11 @@ $$;
 COMMENT ON FUNCTION cluster.bill_divisor(text) IS
     'What a bill line''s stored quantity is divided by for its unit: 1000 (Wh to kWh) for power and export, else 1.';
 
--- The streams a bill counts (cluster.feed_bill) and the overview draws (96_api_overview.sql): each
--- channel total of consumption or export (is_total), and each stream ever configured as a
--- sub-meter, with the money stream beside it (cost of consumption, credit of export). Which of them counts on a day
--- (its medium, whether it is a sub-meter then) is its configuration's at that day's start.
+-- The streams a bill counts (cluster.feed_bill) and the overview draws
+-- (96_billing_overview.sql): each channel total of consumption or export (is_total), and each
+-- stream ever configured as a sub-meter, with the money stream beside it (cost of consumption,
+-- credit of export). Which of them counts on a day (its medium, whether it is a sub-meter then)
+-- is its configuration's at that day's start (cluster.period_meters).
 -- Named for what it is (cluster.bill_meters before 0054): the overview and the baseload read
 -- it too.
 CREATE OR REPLACE FUNCTION cluster.feed_metered_streams(p_feed_id bigint)
@@ -103,14 +104,74 @@ END $$;
 COMMENT ON FUNCTION cluster.first_unpriced_bucket(bigint, bigint, timestamptz, timestamptz) IS
     'The first point time of a stream in [p_start, p_finish) that its money stream has no point at (null: none).';
 
+-- Which streams billing counts on which day of a period, and how (docs/billing.md#the-bill): per
+-- metered stream (cluster.feed_metered_streams) and local date of [p_from, p_to] on which it is
+-- configured as one of the billed media at the day's start, the line it belongs to that day (its
+-- medium, or `export`) and how the bill counts it: billed (added to its line) or listed apart (a
+-- sub-meter, or a total beside its medium's main meter). The main-meter rule, written once:
+-- cluster.period_rows adds the days' rollups to these rows, and the baseload reads them without
+-- the rollups. A row says nothing of data: a day without any has one too.
+CREATE OR REPLACE FUNCTION cluster.period_meters(p_feed_id bigint, p_from date, p_to date)
+RETURNS TABLE (line text, day date, start timestamptz, finish timestamptz, timezone text,
+               stream_id bigint, money_id bigint, channel integer, is_total boolean,
+               submeter boolean, main boolean, billed boolean, listed boolean,
+               has_main boolean)
+LANGUAGE sql STABLE AS $$
+WITH days AS MATERIALIZED (
+    SELECT * FROM cluster.feed_local_days(p_feed_id, p_from, p_to)
+), metered AS MATERIALIZED (
+    -- Channel totals and sub-meters, each with the stream of its money beside it.
+    SELECT stream_id AS id, channel, quantity, is_total, money_id
+      FROM cluster.feed_metered_streams(p_feed_id)
+), configs AS MATERIALIZED (
+    -- The metered streams' configurations, found by stream first: joined to the days, the
+    -- planner looked them up by validity alone, and each day read every stream's
+    -- configuration in the cluster (a year's bill among 1,000 feeds: 6.5 s).
+    SELECT c.stream_id, c.medium, c.submeter, c.main, c.validity
+      FROM metered x
+      JOIN cluster.stream_configs c ON c.stream_id = x.id
+     WHERE c.medium = ANY (cluster.billed_media())
+), mains AS MATERIALIZED (
+    -- When each medium has a main meter, by configuration: a main meter that sent nothing on a
+    -- day still makes its medium's other totals sub-meters that day (the bill never switches to
+    -- another meter's figure by itself). Its configurations' periods, mostly none: each day
+    -- looks its own up in these few rows, not in a join of every day (a year without data
+    -- then took 10 to 15 ms for the overview's months, at a load of 5).
+    SELECT c.medium AS line, c.validity
+      FROM configs c
+      JOIN metered x ON x.id = c.stream_id AND x.is_total AND x.quantity = 'consumption'
+     WHERE c.main
+), daily AS MATERIALIZED (
+    SELECT x.id, x.money_id, x.channel, x.is_total, c.submeter, c.main, d.day, d.start,
+           d.finish, d.timezone, l.line,
+           EXISTS (SELECT FROM mains m WHERE m.line = l.line AND m.validity @> d.start)
+               AS has_main
+      FROM metered x
+      JOIN configs c ON c.stream_id = x.id
+      JOIN days d ON c.validity @> d.start
+     CROSS JOIN LATERAL (SELECT CASE x.quantity WHEN 'export' THEN 'export' ELSE c.medium END
+                                AS line) l
+)
+-- Added to its line (billed) or listed apart (listed). Where the line's medium has a main meter
+-- that day only main meters are added and its other totals listed; else every total not marked
+-- as a sub-meter is added (main is only ever set on consumption totals: export has none).
+SELECT g.line, g.day, g.start, g.finish, g.timezone, g.id, g.money_id, g.channel, g.is_total,
+       g.submeter, g.main,
+       CASE WHEN g.has_main THEN g.is_total AND g.main ELSE g.is_total AND NOT g.submeter END,
+       g.submeter OR (g.has_main AND g.is_total AND NOT g.main),
+       g.has_main
+  FROM daily g
+$$;
+COMMENT ON FUNCTION cluster.period_meters(bigint, date, date) IS
+    'Per metered stream and local date of [p_from, p_to] configured as a billed medium at the day''s start: its line and whether the bill adds it (billed: the main-meter rule) or lists it apart; no data read.';
+
 -- Billing's one reading of a period (issue 60, docs/billing.md#the-bill): per metered stream
--- and local date of [p_from, p_to], the line it belongs to that day (its medium at the day's
--- start, or `export`), its quantity (Wh, m³, kWh as stored) and its money stream's amount from
--- the daily rollups (real time), whether some bucket lacks its money (short), and how the bill
--- counts it that day: billed (added to its line: the main-meter rule) or listed apart (a
--- sub-meter, or a total beside its medium's main meter). The bill (cluster.feed_bill) and
--- what-if (98_billing_what_if.sql) add these rows up; neither restates the rules. Each CTE's
--- planner notes are the bill's, which it was tuned for.
+-- and local date of [p_from, p_to] with data, the line it belongs to that day and how the bill
+-- counts it (cluster.period_meters: billed, listed), its quantity (Wh, m³, kWh as stored) and
+-- its money stream's amount from the daily rollups (real time while cluster.stale_rollups has
+-- the stream), and whether some bucket lacks its money (short). The bill (cluster.feed_bill),
+-- what-if (98_billing_what_if.sql) and the overview (96_billing_overview.sql) add these rows
+-- up; none restates the rules. Each CTE's planner notes are the bill's, which it was tuned for.
 CREATE OR REPLACE FUNCTION cluster.period_rows(p_feed_id bigint, p_from date, p_to date)
 RETURNS TABLE (line text, day date, start timestamptz, finish timestamptz, stream_id bigint,
                money_id bigint, channel integer, is_total boolean, submeter boolean,
@@ -118,25 +179,22 @@ RETURNS TABLE (line text, day date, start timestamptz, finish timestamptz, strea
                points bigint, short boolean, billed boolean, listed boolean, has_main boolean,
                timezone text)
 LANGUAGE sql STABLE AS $$
-WITH days AS MATERIALIZED (
-    SELECT * FROM cluster.feed_local_days(p_feed_id, p_from, p_to)
+WITH meters AS MATERIALIZED (
+    SELECT * FROM cluster.period_meters(p_feed_id, p_from, p_to)
 ), span AS MATERIALIZED (
     -- The days' rollups are looked up with a day of margin either side: a day's start is then
     -- matched by its date.
-    SELECT min(start) - interval '1 day' AS lo, max(start) + interval '1 day' AS hi FROM days
+    SELECT min(start) - interval '1 day' AS lo, max(start) + interval '1 day' AS hi FROM meters
 ), metered AS MATERIALIZED (
-    -- Channel totals and sub-meters, each with the stream of its money beside it.
-    SELECT stream_id AS id, channel, quantity, is_total, money_id
-      FROM cluster.feed_metered_streams(p_feed_id)
+    SELECT * FROM cluster.feed_metered_streams(p_feed_id)
 ), sources AS MATERIALIZED (
     -- The streams read: each metered stream and its money stream, and whether the engine has
-    -- work queued for it (the data API's test for real-time rollups, api/queries.py).
+    -- work queued for it (cluster.stale_rollups: then its days are read in real time).
     SELECT x.id, x.source, x.money,
-           EXISTS (SELECT FROM cluster.rollup_work w WHERE w.stream_id = x.source)
-           OR EXISTS (SELECT FROM cluster.dirty_ranges d WHERE d.stream_id = x.source) AS stale
-      FROM (SELECT id, id AS source, false AS money FROM metered
+           EXISTS (SELECT FROM cluster.stale_rollups s WHERE s.stream_id = x.source) AS stale
+      FROM (SELECT stream_id AS id, stream_id AS source, false AS money FROM metered
             UNION ALL
-            SELECT id, money_id, true FROM metered WHERE money_id IS NOT NULL) x
+            SELECT stream_id, money_id, true FROM metered WHERE money_id IS NOT NULL) x
 ), rolled AS MATERIALIZED (
     -- Per metered stream and day, its day and its money stream's day side by side: grouped,
     -- not joined (a join of the two planned as a nested loop over ~5 estimated rows a stream,
@@ -161,53 +219,69 @@ WITH days AS MATERIALIZED (
      WHERE r.day BETWEEN p_from AND p_to
      GROUP BY x.id, r.day
     HAVING bool_or(NOT x.money)
-), configs AS MATERIALIZED (
-    -- The metered streams' configurations, found by stream first: joined to the days, the
-    -- planner looked them up by validity alone, and each day read every stream's
-    -- configuration in the cluster (a year's bill among 1,000 feeds: 6.5 s).
-    SELECT c.stream_id, c.medium, c.submeter, c.main, c.validity
-      FROM metered x
-      JOIN cluster.stream_configs c ON c.stream_id = x.id
-     WHERE c.medium = ANY (cluster.billed_media())
-), daily AS MATERIALIZED (
-    SELECT x.id, x.money_id, x.channel, x.is_total, c.submeter, c.main, d.day, d.start,
-           d.finish, d.timezone,
-           CASE x.quantity WHEN 'export' THEN 'export' ELSE c.medium END AS line,
-           q.total AS quantity, coalesce(q.money_total, 0) AS amount, q.points,
-           coalesce(q.money_points, 0) < q.points AS short
-      FROM metered x
-      JOIN rolled q ON q.stream_id = x.id
-      JOIN days d ON d.day = q.day
-      JOIN configs c ON c.stream_id = x.id AND c.validity @> d.start
-), mains AS (
-    -- The days each medium has a main meter, by configuration: a main meter that sent nothing
-    -- on a day still makes its medium's other totals sub-meters that day (the bill never
-    -- switches to another meter's figure by itself).
-    SELECT DISTINCT c.medium AS line, d.day
-      FROM configs c
-      JOIN metered x ON x.id = c.stream_id AND x.is_total AND x.quantity = 'consumption'
-      JOIN days d ON c.validity @> d.start
-     WHERE c.main
-), judged AS MATERIALIZED (
-    -- Per stream and day: added to its line (billed) or listed apart (listed). Where the line's
-    -- medium has a main meter that day only main meters are added and its other totals listed;
-    -- else every total not marked as a sub-meter is added (main is only ever set on
-    -- consumption totals: export has none).
-    SELECT g.*,
-           CASE WHEN m.day IS NOT NULL THEN g.is_total AND g.main
-                ELSE g.is_total AND NOT g.submeter END AS billed,
-           g.submeter OR (m.day IS NOT NULL AND g.is_total AND NOT g.main) AS listed,
-           m.day IS NOT NULL AS has_main
-      FROM daily g
-      LEFT JOIN mains m ON m.line = g.line AND m.day = g.day
 )
-SELECT j.line, j.day, j.start, j.finish, j.id, j.money_id, j.channel, j.is_total, j.submeter,
-       j.main, j.quantity, j.amount, j.points, j.short, j.billed, j.listed, j.has_main,
-       j.timezone
-  FROM judged j
+SELECT m.line, m.day, m.start, m.finish, m.stream_id, m.money_id, m.channel, m.is_total,
+       m.submeter, m.main, q.total, coalesce(q.money_total, 0), q.points,
+       coalesce(q.money_points, 0) < q.points, m.billed, m.listed, m.has_main, m.timezone
+  FROM meters m
+  JOIN rolled q ON q.stream_id = m.stream_id AND q.day = m.day
 $$;
 COMMENT ON FUNCTION cluster.period_rows(bigint, date, date) IS
     'Billing''s one reading of a period: per metered stream (channel total or sub-meter) and local date of [p_from, p_to], its line, quantity, money and points of the daily rollups (real time), whether a bucket lacks money, and whether the bill adds it (billed: the main-meter rule) or lists it apart.';
+
+-- The same reading per local hour, for what is drawn per hour (the overview's day): per stream
+-- and local day of cluster.period_meters (its line, billed and listed: the configuration at the
+-- day's start and the main-meter rule), that day's hours of the hourly rollups (real time while
+-- cluster.stale_rollups has the stream), its money stream's hours beside them. An hour is judged
+-- as its day is, so that a day's hours add up to its day and to the bill. An hour without data
+-- has no row.
+CREATE OR REPLACE FUNCTION cluster.period_hours(p_feed_id bigint, p_from date, p_to date)
+RETURNS TABLE (line text, day date, hour timestamptz, stream_id bigint, billed boolean,
+               listed boolean, quantity double precision, amount double precision,
+               points bigint)
+LANGUAGE sql STABLE AS $$
+WITH days AS MATERIALIZED (
+    SELECT p.line, p.day, p.start, p.finish, p.stream_id, p.money_id, p.billed, p.listed
+      FROM cluster.period_meters(p_feed_id, p_from, p_to) p
+), span AS MATERIALIZED (
+    SELECT min(start) AS lo, max(finish) AS hi FROM days
+), metered AS MATERIALIZED (
+    SELECT * FROM cluster.feed_metered_streams(p_feed_id)
+), sources AS MATERIALIZED (
+    -- Each stream and its money stream, as cluster.period_rows reads them.
+    SELECT x.id, x.source, x.money,
+           EXISTS (SELECT FROM cluster.stale_rollups s WHERE s.stream_id = x.source) AS stale
+      FROM (SELECT stream_id AS id, stream_id AS source, false AS money FROM metered
+            UNION ALL
+            SELECT stream_id, money_id, true FROM metered WHERE money_id IS NOT NULL) x
+), rolled AS MATERIALIZED (
+    -- Per stream and hour, its value and its money side by side: grouped, one row each, as
+    -- cluster.period_rows groups its days.
+    SELECT x.id AS stream_id, r.hour,
+           max(r.total) FILTER (WHERE NOT x.money) AS total,
+           max(r.points) FILTER (WHERE NOT x.money) AS points,
+           max(r.total) FILTER (WHERE x.money) AS money_total
+      FROM sources x
+     CROSS JOIN LATERAL (
+           SELECT h.hour, h.total, h.points::bigint AS points
+             FROM cluster.hourly_rollups h
+            WHERE NOT x.stale AND h.stream_id = x.source
+              AND h.hour >= (SELECT lo FROM span) AND h.hour < (SELECT hi FROM span)
+           UNION ALL
+           SELECT h.hour, h.total, h.points
+             FROM cluster.realtime_hours(x.source, (SELECT lo FROM span),
+                                         (SELECT hi FROM span) - interval '1 microsecond') h
+            WHERE x.stale) r
+     GROUP BY x.id, r.hour
+    HAVING bool_or(NOT x.money)
+)
+SELECT d.line, d.day, q.hour, d.stream_id, d.billed, d.listed, q.total,
+       coalesce(q.money_total, 0), q.points
+  FROM rolled q
+  JOIN days d ON d.stream_id = q.stream_id AND q.hour >= d.start AND q.hour < d.finish
+$$;
+COMMENT ON FUNCTION cluster.period_hours(bigint, date, date) IS
+    'Billing''s reading of a period per local hour: each stream-day of cluster.period_meters as its hours of the hourly rollups (real time), with its money, judged as its day (line, billed, listed).';
 
 -- A tariff period's standing charge for one local date, after VAT: a charge per day once, a
 -- charge per month by 1 / the days of the date's month. The bill's charges and what-if's

@@ -5,8 +5,8 @@ from litestar import Litestar, Router
 from energy_platform.api.dashboard.routes import dashboard_routes
 from energy_platform.api.export import export_routes
 from energy_platform.api.feeds import FeedsController
-from energy_platform.api.overview import overview_routes
 from energy_platform.billing.http import bill_routes
+from energy_platform.billing.overview import overview_routes
 from energy_platform.core.gauges import Watch
 from energy_platform.core.http.application import build_app
 from energy_platform.core.http.openapi import bearer

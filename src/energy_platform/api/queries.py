@@ -116,8 +116,7 @@ media AS MATERIALIZED (
     SELECT sc.medium, sc.validity FROM cluster.stream_configs sc WHERE sc.stream_id = $3),
 queued AS MATERIALIZED (
     -- Work the engine has not done for this stream: then its rollups are read in real time.
-    SELECT EXISTS (SELECT FROM cluster.rollup_work w WHERE w.stream_id = $3)
-           OR EXISTS (SELECT FROM cluster.dirty_ranges d WHERE d.stream_id = $3) AS stale),
+    SELECT EXISTS (SELECT FROM cluster.stale_rollups s WHERE s.stream_id = $3) AS stale),
 hours AS (
     SELECT r.hour, r.total, r.points
       FROM cluster.hourly_rollups r
@@ -165,66 +164,3 @@ SELECT EXISTS (SELECT FROM caller) AS caller_known,
                                        ELSE cluster.json_point(ts, value) END,
                                   CASE WHEN $9::boolean THEN '' ELSE ',' END ORDER BY ts) AS text
                   FROM newest) b) AS body"""
-
-# The overview (api/overview.py; sql/functions/96_api_overview.sql). Every statement runs in one
-# read-only snapshot, so a day ending meanwhile is over in all or in none.
-# Feed $1 if user $2 (admin: $3) sees it (else no row), in one round trip with the channels
-# an overview of it would read (EP_API_OVERVIEW_MAX_CHANNELS bounds them; the streams'
-# (feed_id, channel, ...) index answers without a stream row) and its local date now, in its
-# current zone.
-OVERVIEW_FEED = """
-SELECT f.id,
-       (SELECT count(DISTINCT s.channel) FROM cluster.streams s WHERE s.feed_id = f.id)
-           AS channels,
-       (now() AT TIME ZONE coalesce(
-           (SELECT c.timezone FROM cluster.feed_configs c
-             WHERE c.feed_id = f.id AND c.validity @> now()), 'UTC'))::date AS today
-  FROM cluster.user_feeds($2, $3) f
- WHERE f.id = $1"""
-
-# A period's local dates: its zone, how many days and how many are over (the bill's
-# projection reads these: billing/queries.py::BILL_DAYS), and the instants it starts and ends.
-OVERVIEW_DAYS = """
-SELECT (array_agg(timezone ORDER BY day))[1] AS timezone, count(*) AS days,
-       count(*) FILTER (WHERE finish <= now()) AS over,
-       min(start) AS start, max(finish) AS finish, now() AS now
-  FROM cluster.feed_local_days($1, $2, $3)"""
-
-OVERVIEW_BUCKETS = """
-SELECT start, stream_id, line, counted, quantity, points, money, covered
-  FROM cluster.feed_overview($1, $2, $3, $4)"""
-
-OVERVIEW_METERS = """
-SELECT m.stream_id, m.quantity, c.title, c.medium, c.submeter
-  FROM cluster.feed_metered_streams($1) m
-  CROSS JOIN LATERAL (
-        SELECT title, medium, submeter FROM cluster.stream_configs s
-         WHERE s.stream_id = m.stream_id ORDER BY lower(s.validity) DESC LIMIT 1) c
- WHERE c.medium = ANY (cluster.billed_media())
- ORDER BY m.stream_id"""
-
-# Baseload and the mean price over the period's dates [$2, $3] (up to now); what holds now: per
-# counted electricity meter its newest 90 s bucket of the last 15 minutes (Wh x 40 = W), and
-# the price of the curve at now ($4 is the feed's local today).
-OVERVIEW_FIGURES = """
-WITH span AS (
-    SELECT min(start) AS lo, max(finish) AS hi FROM cluster.feed_local_days($1, $2, $3)
-), newest AS (
-    SELECT m.quantity, p.ts, p.value
-      FROM cluster.feed_metered_streams($1) m
-      JOIN cluster.stream_configs c
-        ON c.stream_id = m.stream_id AND c.validity @> now()
-       AND c.medium = 'power' AND NOT c.submeter
-     CROSS JOIN LATERAL (
-           SELECT q.ts, q.value FROM cluster.processed_points q
-            WHERE q.stream_id = m.stream_id AND q.ts >= now() - interval '15 minutes'
-            ORDER BY q.ts DESC LIMIT 1) p
-     WHERE m.is_total)
-SELECT cluster.feed_baseload($1, $2, $3) AS baseload,
-       cluster.feed_mean_price($1, (SELECT lo FROM span), least((SELECT hi FROM span), now()))
-           AS mean_price,
-       (SELECT sum(value) * 40 FROM newest WHERE quantity = 'consumption') AS power_w,
-       (SELECT sum(value) * 40 FROM newest WHERE quantity = 'export') AS export_w,
-       (SELECT max(ts) FROM newest) AS at,
-       (SELECT p.price FROM cluster.feed_prices($1, 'power', $4, $4) p
-         WHERE p.start <= now() AND p.finish > now() LIMIT 1) AS price"""

@@ -88,13 +88,33 @@ def render_bill(
         currency=currency,
         complete=over == count and not unpriced,
         total=sum(line.total for line in lines),
-        # Only while the range runs, and only from days already over.
-        projected_total=settled / over * count if 0 < over < count else None,
+        # Only while the range runs, and only from days already over: its clock is its days.
+        projected_total=projected(over, count, by_day=settled, begun=over, days=count),
         lines=lines,
         submeters=submeters,
         vat=sum(line.vat for line in lines),
         warnings=warnings,
     )
+
+
+def projected(
+    elapsed: float,
+    whole: float,
+    *,
+    by_time: float = 0.0,
+    by_day: float = 0.0,
+    begun: int = 1,
+    days: int = 1,
+) -> float | None:
+    """Where a running period's money is heading, the one projection of the bill and the
+    overview (docs/billing.md#the-bill): what accrues with time (``by_time`` over the
+    ``elapsed`` part of its ``whole``) at the same pace for the rest of it, plus what accrues
+    by the day (``by_day`` over its ``begun`` days) for each of its ``days``; None unless it
+    runs (0 < elapsed < whole). The bill's clock is its days over, and all it settled accrues
+    by the day; the overview's runs by the second for the energy, by the day for the charges."""
+    if not 0 < elapsed < whole:
+        return None
+    return by_time * whole / elapsed + by_day / begun * days
 
 
 def shared_warning(medium: str, channels: Sequence[int], streams: Sequence[int], since: str) -> str:

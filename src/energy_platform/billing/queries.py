@@ -1,6 +1,6 @@
 """Named SQL of billing: the tariff and price setters behind the admin commands
-(sql/functions/19_billing_tariffs_and_prices.sql) and the bill and price curve of the data API
-(sql/functions/95_billing_bills.sql)."""
+(sql/functions/19_billing_tariffs_and_prices.sql), the bill and price curve of the data API
+(sql/functions/95_billing_bills.sql) and the overview (sql/functions/96_billing_overview.sql)."""
 
 TARIFF_FEED = "SELECT 1 FROM cluster.feeds WHERE id = $1"
 SET_TARIFF = """
@@ -30,11 +30,13 @@ SELECT lower(slot) AS start, upper(slot) AS "end", price
  WHERE area = $1 AND slot && tstzrange($2, $3, '[)')
  ORDER BY lower(slot)"""
 
-# The bill (http.py): its local dates, and its lines and sub-meters as of now(), read in one
-# snapshot (sql/functions/95_billing_bills.sql).
+# The bill (http.py) and the overview (overview.py): their local dates (the zone, how many days
+# and how many are over, the instants the range starts and ends, now), and the bill's lines and
+# sub-meters as of now(), read in one snapshot (sql/functions/95_billing_bills.sql).
 BILL_DAYS = """
 SELECT (array_agg(timezone ORDER BY day))[1] AS timezone, count(*) AS days,
-       count(*) FILTER (WHERE finish <= now()) AS over
+       count(*) FILTER (WHERE finish <= now()) AS over,
+       min(start) AS start, max(finish) AS finish, now() AS now
   FROM cluster.feed_local_days($1, $2, $3)"""
 
 FEED_BILL = """
@@ -75,3 +77,58 @@ WHAT_IFS = """
 SELECT contract, month, quantity, export, energy, standing, credit, vat, total, average_price,
        coverage, complete, market_average_price, load_shape_factor
   FROM cluster.what_ifs($1, $4, $5::jsonb[], $2, $3, now())"""
+
+# The overview (overview.py; sql/functions/96_billing_overview.sql). Every statement runs in one
+# read-only snapshot, so a day ending meanwhile is over in all or in none.
+# Feed $1 if user $2 (admin: $3) sees it (else no row), in one round trip with the channels
+# an overview of it would read (EP_API_OVERVIEW_MAX_CHANNELS bounds them; the streams'
+# (feed_id, channel, ...) index answers without a stream row) and its local date now, in its
+# current zone.
+OVERVIEW_FEED = """
+SELECT f.id,
+       (SELECT count(DISTINCT s.channel) FROM cluster.streams s WHERE s.feed_id = f.id)
+           AS channels,
+       (now() AT TIME ZONE coalesce(
+           (SELECT c.timezone FROM cluster.feed_configs c
+             WHERE c.feed_id = f.id AND c.validity @> now()), 'UTC'))::date AS today
+  FROM cluster.user_feeds($2, $3) f
+ WHERE f.id = $1"""
+
+OVERVIEW_BUCKETS = """
+SELECT start, stream_id, line, counted, quantity, points, money, covered
+  FROM cluster.feed_overview($1, $2, $3, $4)"""
+
+OVERVIEW_METERS = """
+SELECT m.stream_id, m.quantity, c.title, c.medium, c.submeter
+  FROM cluster.feed_metered_streams($1) m
+  CROSS JOIN LATERAL (
+        SELECT title, medium, submeter FROM cluster.stream_configs s
+         WHERE s.stream_id = m.stream_id ORDER BY lower(s.validity) DESC LIMIT 1) c
+ WHERE c.medium = ANY (cluster.billed_media())
+ ORDER BY m.stream_id"""
+
+# Baseload and the mean price over the period's dates [$2, $3] (up to now); what holds now: per
+# counted electricity meter its newest 90 s bucket of the last 15 minutes (Wh x 40 = W), and
+# the price of the curve at now ($4 is the feed's local today).
+OVERVIEW_FIGURES = """
+WITH span AS (
+    SELECT min(start) AS lo, max(finish) AS hi FROM cluster.feed_local_days($1, $2, $3)
+), newest AS (
+    SELECT m.quantity, p.ts, p.value
+      FROM cluster.feed_metered_streams($1) m
+      JOIN cluster.stream_configs c
+        ON c.stream_id = m.stream_id AND c.validity @> now()
+       AND c.medium = 'power' AND NOT c.submeter
+     CROSS JOIN LATERAL (
+           SELECT q.ts, q.value FROM cluster.processed_points q
+            WHERE q.stream_id = m.stream_id AND q.ts >= now() - interval '15 minutes'
+            ORDER BY q.ts DESC LIMIT 1) p
+     WHERE m.is_total)
+SELECT cluster.feed_baseload($1, $2, $3) AS baseload,
+       cluster.feed_mean_price($1, (SELECT lo FROM span), least((SELECT hi FROM span), now()))
+           AS mean_price,
+       (SELECT sum(value) * 40 FROM newest WHERE quantity = 'consumption') AS power_w,
+       (SELECT sum(value) * 40 FROM newest WHERE quantity = 'export') AS export_w,
+       (SELECT max(ts) FROM newest) AS at,
+       (SELECT p.price FROM cluster.feed_prices($1, 'power', $4, $4) p
+         WHERE p.start <= now() AND p.finish > now() LIMIT 1) AS price"""

@@ -225,6 +225,41 @@ async def test_sub_meters_are_listed_but_not_added_to_the_total(
     assert answer["warnings"] == []
 
 
+async def test_a_meter_marked_a_sub_meter_during_a_day_counts_in_its_hours_as_in_its_bill(
+    new_feed: NewFeed, api: httpx.AsyncClient
+) -> None:
+    feed = await new_feed("Europe/Prague")
+    await flat(feed, "power", 0.25)
+    start = JAN_1 + DAY
+    await power(feed, 1, 2000.0, start, start + 2 * HOUR)  # 4 kWh
+    await power(feed, 2, 500.0, start, start + 4 * HOUR)  # 2 kWh, from 00:00 to 04:00
+    await process(feed.db)
+    clamp = await feed.stream_id("Electricity, channel 2")
+    # Marked a sub-meter from 02:00 on: the bill judges a day by its configuration at its
+    # start, so 2 January still adds the clamp's whole day.
+    await feed.db.execute(
+        "SELECT cluster.set_stream_config($1, $2, 'Heat pump', 'power', 'Wh', true)",
+        clamp,
+        at(start + 2 * HOUR),
+    )
+    await process(feed.db)
+
+    billed = await bill(api, feed, "2026-01-02", "2026-01-02")
+    overview = await api.get(
+        f"/feeds/{feed.id}/overview",
+        params={"period": "day", "date": "2026-01-02", "compare": "none"},
+        headers={"Authorization": f"Bearer {feed.owner_token}"},
+    )
+
+    assert line(billed, "power")["quantity"] == pytest.approx(6.0)
+    assert overview.status_code == 200, overview.text
+    hours = overview.json()["buckets"]
+    # The day's hours add up to its bill: the clamp's hours after 02:00 count as its day does.
+    assert sum(b["consumption"]["power"] for b in hours) == pytest.approx(6.0)
+    assert sum(b["money"] for b in hours) == pytest.approx(billed["total"])
+    assert overview.json()["so_far"]["total"] == pytest.approx(billed["total"])
+
+
 async def test_a_supply_metered_twice_is_warned_of_until_its_main_meter_is_marked(
     new_feed: NewFeed, api: httpx.AsyncClient, settings: Settings
 ) -> None:

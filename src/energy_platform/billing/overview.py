@@ -1,11 +1,13 @@
 """``GET /feeds/{feed_id}/overview``: a feed's day, week, month or year at a glance, the one call
 a dashboard draws from (docs/api.md#overview): now, so far and projected (the bill of the
-period's days, ``cluster.feed_bill``), buckets per local hour, day or month from the rollups
-(``cluster.feed_overview``), a compared period, baseload and coverage.
+period's days, ``cluster.feed_bill``), buckets per local hour, day or month
+(``cluster.feed_overview``), a compared period, baseload and coverage. Billing's: its figures
+add up billing's one reading of the period (``cluster.period_rows``, sql/functions/
+96_billing_overview.sql), and its projection is the bill's (``bills.projected``).
 
-Every number comes from the bill's functions or the rollups, in three read-only transactions at
-once (the period's bill and buckets share one snapshot); a year reads a few hundred rows per
-stream, never a point. Within a share (docs/api.md#shares-of-costly-reads): a user computes
+Every number comes from billing's functions, in three read-only transactions at once (the
+period's bill and buckets share one snapshot); a year reads a few hundred rows per stream, never
+a point. Within a share (docs/api.md#shares-of-costly-reads): a user computes
 at most EP_API_OVERVIEWS_PER_USER overviews at once (one more waits its turn a while, then
 429), its reads hold at most EP_API_COSTLY_CONNECTIONS_PER_USER connections at once, each of
 the costly reads' half of the pool (core/http/shares.py), and a feed of more than
@@ -27,8 +29,11 @@ from litestar import Controller, Router, get
 from litestar.di import NamedDependency, Provide
 from litestar.params import FromPath, QueryParameter
 
-from energy_platform.api import queries
-from energy_platform.api.schemas import (
+from energy_platform.billing import queries
+from energy_platform.billing.bills import projected, render_bill
+from energy_platform.billing.dates import parse_local_date
+from energy_platform.billing.schemas import (
+    Bill,
     Overview,
     OverviewBucket,
     OverviewCompare,
@@ -39,10 +44,6 @@ from energy_platform.api.schemas import (
     OverviewProjection,
     OverviewSoFar,
 )
-from energy_platform.billing import queries as billing
-from energy_platform.billing.bills import render_bill
-from energy_platform.billing.dates import parse_local_date
-from energy_platform.billing.schemas import Bill
 from energy_platform.core import bounds
 from energy_platform.core.db.pool import Connection
 from energy_platform.core.errors import NotFound, PayloadTooLarge
@@ -147,9 +148,9 @@ def buckets_of(rows: Iterable[asyncpg.Record]) -> tuple[list[OverviewBucket], fl
 async def _bill(
     conn: Connection, feed: int, first: date, last: date, currency: str
 ) -> tuple[asyncpg.Record, Bill]:
-    days = await conn.fetchrow(queries.OVERVIEW_DAYS, feed, first, last)
+    days = await conn.fetchrow(queries.BILL_DAYS, feed, first, last)
     assert days is not None  # noqa: S101 - aggregates answer one row
-    rows = await conn.fetch(billing.FEED_BILL, feed, first, last)
+    rows = await conn.fetch(queries.FEED_BILL, feed, first, last)
     return days, render_bill(str(feed), first, last, currency, days, rows)
 
 
@@ -225,18 +226,18 @@ async def _compared(
 
 
 def projection(days: asyncpg.Record, so_far: OverviewSoFar) -> float | None:
-    """Where a running period is heading: its energy money so far at the same pace for the
-    rest of its time, plus the standing charge of every day at the days begun's average."""
-    start, finish, now = days["start"], days["finish"], days["now"]
-    if now < start or now >= finish:
-        return None
-    elapsed = (now - start).total_seconds()
-    if elapsed <= 0:
-        return None
-    energy = so_far.total - so_far.standing
-    begun = days["over"] + 1
-    whole = (finish - start).total_seconds()
-    return float(energy * whole / elapsed + so_far.standing / begun * days["days"])
+    """Where a running period is heading (``bills.projected``): its energy money so far at the
+    same pace for the rest of its time, plus the standing charge of every day at the days
+    begun's average."""
+    start = days["start"]
+    return projected(
+        (days["now"] - start).total_seconds(),
+        (days["finish"] - start).total_seconds(),
+        by_time=so_far.total - so_far.standing,
+        by_day=so_far.standing,
+        begun=days["over"] + 1,
+        days=days["days"],
+    )
 
 
 class OverviewController(Controller):
