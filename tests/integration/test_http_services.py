@@ -83,6 +83,10 @@ async def test_readyz_follows_the_database_without_a_restart(settings: Settings)
         before = await http.get(base + "/readyz")
         await proxy.cut()
         during = await http.get(base + "/readyz", timeout=10)
+        # A request that needs the database meanwhile: told to retry, not an internal error.
+        feeds = await http.get(
+            base + "/users/1/feeds", headers={"Authorization": "Bearer some-token"}, timeout=10
+        )
         still_up = await http.get(base + "/healthz")
         await proxy.start()
         after = await http.get(base + "/readyz", timeout=10)
@@ -94,6 +98,10 @@ async def test_readyz_follows_the_database_without_a_restart(settings: Settings)
     assert during.status_code == 503
     assert during.headers["content-type"] == "application/problem+json"
     assert during.json()["title"] == "Service unavailable"
+    assert (feeds.status_code, feeds.headers["Retry-After"]) == (503, "5")
+    assert feeds.headers["content-type"] == "application/problem+json"
+    assert feeds.json()["type"] == "urn:energy-platform:problem:unavailable"
+    assert "database" in feeds.json()["detail"]
     assert still_up.status_code == 200
     assert after.status_code == 200
 

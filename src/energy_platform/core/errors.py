@@ -106,7 +106,11 @@ class TooManyRequests(PlatformError):
 
 
 class Unavailable(PlatformError):
+    """A fault of the database, the network or a service this one needs: the request may be
+    answered when retried."""
+
     status = 503
     coap_code = (5, 3)
     slug = "unavailable"
     title = "Service unavailable"
+    headers = MappingProxyType({"Retry-After": "5"})

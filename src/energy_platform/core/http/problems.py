@@ -10,7 +10,8 @@ from litestar import Request, Response
 from litestar.exceptions import HTTPException, ValidationException
 from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
 
-from energy_platform.core.errors import PlatformError
+from energy_platform.core.errors import PlatformError, Unavailable
+from energy_platform.core.faults import is_outside_fault
 
 PROBLEM_JSON = "application/problem+json"
 log = structlog.get_logger()
@@ -74,7 +75,17 @@ def _wire_name(request: Request[Any, Any, Any], key: str | None) -> str | None:
     return name or key
 
 
-def unexpected_error_handler(_: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:
+def unexpected_error_handler(request: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:
+    if is_outside_fault(exc):
+        # The database unreachable or out of time (a statement timeout on a loaded server):
+        # the request itself was fine, and may be answered when retried.
+        return platform_error_handler(
+            request,
+            Unavailable(
+                "the database could not be reached or did not answer in time; retry later"
+                f" ({type(exc).__name__})"
+            ),
+        )
     log.error("unexpected error", exc_info=exc)
     status = HTTP_500_INTERNAL_SERVER_ERROR
     return problem_response(
