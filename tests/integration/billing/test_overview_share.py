@@ -85,9 +85,12 @@ async def test_one_users_flood_of_year_overviews_gets_429_while_another_users_da
         (200, [[T, 1000.0], [T + 60, 1000.0], [T + 120, 1000.0]])
     ] * 20
     statuses = Counter(a.status_code for a in answers)
-    assert set(statuses) == {200, 429}, statuses
+    # On a machine loaded past the statement timeout, an overview may also be told to retry.
+    assert {200, 429} <= set(statuses) <= {200, 429, 503}, statuses
     for answer in answers:
-        if answer.status_code == 429:
+        if answer.status_code == 503:
+            assert answer.headers["Retry-After"] == "5"
+        elif answer.status_code == 429:
             assert answer.headers["Retry-After"] == "10"
             assert "this user already runs 2 overviews" in answer.json()["detail"]
         else:
