@@ -1,6 +1,6 @@
 -- Pricing: which stream a processed value's money goes to, and what a bucket of it costs.
 -- Re-applied by every `migrate`, after the numbered migrations: the one current definition.
--- The engine calls these in its compute statement (sql/functions/22_engine_stages.sql), the
+-- The engine calls these in its compute statement (sql/functions/25_engine_results.sql), the
 -- engine's intake when it creates a channel's streams, and the bill when it reads them.
 -- Both are LANGUAGE sql without STRICT or SET, which the planner inlines into the calling
 -- statement: the plan is the one the expressions written out at each call gave.
@@ -100,7 +100,7 @@ COMMENT ON FUNCTION cluster.holiday_span(int4range, text) IS
 -- (cluster.validity_buckets). The holidays are a subplan per stretch and band, run only for a
 -- tariff that has them.
 CREATE OR REPLACE FUNCTION cluster.pricing(
-    p_feed_id bigint, p_channel integer, p_idx integer, p_tariff integer, p_combined boolean,
+    p_feed_id bigint, p_channel integer, p_idx integer, p_register integer, p_combined boolean,
     p_quantity text, p_medium text, p_window tstzmultirange
 ) RETURNS TABLE (money_id bigint, valid tstzrange, timezone text, starts time, ends time,
                  days text, holidays date[], scale double precision, price double precision)
@@ -131,7 +131,7 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
       JOIN cluster.tariff_bands b ON b.tariff_id = tr.id
      WHERE p_quantity IN ('consumption', 'export')
        AND cs.feed_id = p_feed_id AND cs.type = 'processed' AND cs.channel = p_channel
-       AND cs.idx IS NOT DISTINCT FROM p_idx AND cs.tariff IS NOT DISTINCT FROM p_tariff
+       AND cs.idx IS NOT DISTINCT FROM p_idx AND cs.register IS NOT DISTINCT FROM p_register
        AND cs.combined = p_combined AND cs.quantity = cluster.money_quantity(p_quantity)
        AND NOT isempty(v.valid)
 $$;

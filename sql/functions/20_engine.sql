@@ -171,16 +171,16 @@ COMMENT ON FUNCTION cluster.validity_buckets(tstzrange) IS
     'The buckets whose start lies in the validity range: kfrom <= k < kto.';
 
 -- The processed stream a raw stream counts in, by its method (cluster.processable_media) and
--- index: a register's index is its tariff (1-0:1.8.2 is medium 22, index 2: tariff 2), any other
--- medium's index is its own (a phase). A table function so that the planner inlines it.
+-- index: a register's index is its register (1-0:1.8.2 is medium 22, index 2: register 2), any
+-- other medium's index is its own (a phase). A table function so that the planner inlines it.
 CREATE OR REPLACE FUNCTION cluster.processed_target(method text, raw_idx integer)
-RETURNS TABLE (idx integer, tariff integer)
+RETURNS TABLE (idx integer, register integer)
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     SELECT CASE WHEN method = 'register' THEN NULL ELSE raw_idx END,
            CASE WHEN method = 'register' THEN raw_idx END
 $$;
 COMMENT ON FUNCTION cluster.processed_target(text, integer) IS
-    'The (idx, tariff) of the processed stream a raw stream of this method and index counts in.';
+    'The (idx, register) of the processed stream a raw stream of this method and index counts in.';
 
 -- Where a register counts (docs/engine.md#each-wh-once): the buckets its readings span, from the
 -- one holding its first reading to the last one its line reaches into (a last reading on a

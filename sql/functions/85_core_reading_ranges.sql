@@ -42,11 +42,11 @@ COMMENT ON FUNCTION cluster.raw_readings(timestamptz, timestamptz) IS
 CREATE OR REPLACE FUNCTION cluster.processed_readings(time_from timestamptz, time_to timestamptz)
 RETURNS TABLE (ts timestamptz, value double precision, feed_id bigint, homebase_sn text,
                feed_title text, timezone text, stream_id bigint, channel integer,
-               index integer, tariff integer, combined boolean, quantity text,
+               index integer, register integer, combined boolean, quantity text,
                stream_title text, medium text, unit text)
 LANGUAGE sql STABLE AS $$
     SELECT p.ts, p.value, f.id, f.homebase_sn, fc.title, fc.timezone,
-           s.id, s.channel, s.idx, s.tariff, s.combined, s.quantity, sc.title, sc.medium, sc.unit
+           s.id, s.channel, s.idx, s.register, s.combined, s.quantity, sc.title, sc.medium, sc.unit
       FROM cluster.streams s
       JOIN cluster.feeds f ON f.id = s.feed_id
      CROSS JOIN LATERAL (
@@ -86,15 +86,15 @@ COMMENT ON FUNCTION cluster.system_readings(timestamptz, timestamptz) IS
 -- All three types in one pass over the streams (a union of the three functions above costs
 -- several times their planning, which is most of a short query's time); the columns as
 -- cluster.raw_readings, cluster.processed_readings and cluster.system_readings give them
--- (tariff and quantity: null for raw and system streams).
+-- (register and quantity: null for raw and system streams).
 CREATE OR REPLACE FUNCTION cluster.readings(time_from timestamptz, time_to timestamptz)
 RETURNS TABLE (ts timestamptz, value double precision, feed_id bigint, homebase_sn text,
                feed_title text, timezone text, stream_id bigint, stream_type text,
-               channel integer, index integer, tariff integer, quantity text, medium text,
+               channel integer, index integer, register integer, quantity text, medium text,
                stream_title text, unit text)
 LANGUAGE sql STABLE AS $$
     SELECT p.ts, p.value, f.id, f.homebase_sn, fc.title, fc.timezone, s.id, s.type,
-           s.channel, s.idx, s.tariff, s.quantity,
+           s.channel, s.idx, s.register, s.quantity,
            CASE s.type WHEN 'raw' THEN s.medium::text WHEN 'processed' THEN sc.medium
                        ELSE s.source END,
            sc.title, sc.unit

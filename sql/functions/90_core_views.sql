@@ -28,7 +28,7 @@ COMMENT ON VIEW cluster.raw_readings IS 'Raw points with feed title, time zone, 
 
 CREATE VIEW cluster.processed_readings AS
 SELECT * FROM cluster.processed_readings('-infinity', 'infinity');
-COMMENT ON VIEW cluster.processed_readings IS 'Processed points with feed title, what the stream is (quantity: consumption, export, cost, credit or mean; tariff: the tariff register it counts, else null) and the stream configuration (title, medium, unit) valid at each point''s time. Sum a channel''s totals (cluster.channel_totals), never every stream. For a time range use the function cluster.processed_readings(time_from, time_to).';
+COMMENT ON VIEW cluster.processed_readings IS 'Processed points with feed title, what the stream is (quantity: consumption, export, cost, credit or mean; register: the energy register it counts (1-0:1.8.n: n), else null) and the stream configuration (title, medium, unit) valid at each point''s time. Sum a channel''s totals (cluster.channel_totals), never every stream. For a time range use the function cluster.processed_readings(time_from, time_to).';
 
 CREATE VIEW cluster.system_readings AS
 SELECT * FROM cluster.system_readings('-infinity', 'infinity');
@@ -36,7 +36,7 @@ COMMENT ON VIEW cluster.system_readings IS 'System points with feed title, chann
 
 CREATE VIEW cluster.readings AS
 SELECT * FROM cluster.readings('-infinity', 'infinity');
-COMMENT ON VIEW cluster.readings IS 'All points of all types in one view; medium is the raw medium ID, the processed medium name or the system source; tariff and quantity as in cluster.processed_readings (null for raw and system streams). For a time range use the function cluster.readings(time_from, time_to).';
+COMMENT ON VIEW cluster.readings IS 'All points of all types in one view; medium is the raw medium ID, the processed medium name or the system source; register and quantity as in cluster.processed_readings (null for raw and system streams). For a time range use the function cluster.readings(time_from, time_to).';
 
 CREATE VIEW cluster.tariff_prices AS
 SELECT t.feed_id, t.medium, lower(t.validity) AS valid_from, upper(t.validity) AS valid_to,
@@ -57,17 +57,17 @@ COMMENT ON VIEW cluster.homebase_activity IS 'Per visible feed (cluster.visible_
 
 -- A channel's total, per quantity (docs/engine.md#a-channels-total): its combined stream when it
 -- has one (the sum of its tariff registers or its phases), else its one stream without index or
--- tariff. An unindexed stream beside a combined one (a total register or total power beside the
--- tariffs or phases) measures the same energy another way: adding both counts it twice.
+-- register. An unindexed stream beside a combined one (a total register or total power beside
+-- the tariff registers or phases) measures the same energy another way: adding both counts it twice.
 CREATE VIEW cluster.channel_totals AS
 SELECT s.id AS stream_id, s.feed_id, s.channel, s.quantity
   FROM cluster.streams s
- WHERE s.type = 'processed' AND s.idx IS NULL AND s.tariff IS NULL
+ WHERE s.type = 'processed' AND s.idx IS NULL AND s.register IS NULL
    AND (s.combined OR NOT EXISTS (
            SELECT FROM cluster.streams c
             WHERE c.type = 'processed' AND c.feed_id = s.feed_id AND c.channel = s.channel
               AND c.quantity = s.quantity AND c.combined));
-COMMENT ON VIEW cluster.channel_totals IS 'Per feed, channel and quantity the one processed stream that is the channel''s total: the combined stream if there is one, else the stream without index or tariff. Sum these, never every processed stream.';
+COMMENT ON VIEW cluster.channel_totals IS 'Per feed, channel and quantity the one processed stream that is the channel''s total: the combined stream if there is one, else the stream without index or register. Sum these, never every processed stream.';
 
 CREATE VIEW cluster.dead_letter_causes AS
 SELECT sn, cause, count(*) AS messages, min(received_at) AS first_at, max(received_at) AS last_at
@@ -79,11 +79,11 @@ COMMENT ON VIEW cluster.dead_letter_causes IS 'Dead letters per homebase or devi
 -- `resolution` gives it (summed for processed energy, volume and cost; else the mean). Real
 -- time: hours and days not yet recomputed by the engine are made from the points at read time
 -- (61_core_realtime_rollups.sql), so a filter on stream_id or feed_id reads only those streams.
--- quantity and tariff say what a processed stream is: a sum over a feed takes its channels'
+-- quantity and register say what a processed stream is: a sum over a feed takes its channels'
 -- totals (cluster.channel_totals), not every stream.
 CREATE VIEW cluster.hourly_readings AS
 SELECT r.hour, s.id AS stream_id, s.feed_id, f.homebase_sn, s.type AS stream_type, s.channel,
-       s.idx AS index, s.tariff, s.quantity, coalesce(fc.timezone, 'UTC') AS timezone, sc.medium,
+       s.idx AS index, s.register, s.quantity, coalesce(fc.timezone, 'UTC') AS timezone, sc.medium,
        r.total, r.points,
        CASE WHEN cluster.additive(s.type, sc.medium) THEN r.total ELSE r.total / r.points END AS value
   FROM cluster.streams s
@@ -91,15 +91,15 @@ SELECT r.hour, s.id AS stream_id, s.feed_id, f.homebase_sn, s.type AS stream_typ
   JOIN cluster.feeds f ON f.id = s.feed_id
   LEFT JOIN cluster.feed_configs fc ON fc.feed_id = f.id AND fc.validity @> r.hour
   LEFT JOIN cluster.stream_configs sc ON sc.stream_id = s.id AND sc.validity @> r.hour;
-COMMENT ON VIEW cluster.hourly_readings IS 'Per stream and local hour: sum (total) and number (points) of its points, and value: the total for processed energy, volume and cost, else the mean. tariff and quantity: what a processed stream is (null for raw and system streams), as in cluster.processed_readings; medium is the processed stream''s medium valid at the hour. Real time: hours the engine has not recomputed yet are summed from the points at read time.';
+COMMENT ON VIEW cluster.hourly_readings IS 'Per stream and local hour: sum (total) and number (points) of its points, and value: the total for processed energy, volume and cost, else the mean. register and quantity: what a processed stream is (null for raw and system streams), as in cluster.processed_readings; medium is the processed stream''s medium valid at the hour. Real time: hours the engine has not recomputed yet are summed from the points at read time.';
 
 CREATE VIEW cluster.daily_readings AS
 SELECT r.day AS local_day, r.start, s.id AS stream_id, s.feed_id, f.homebase_sn,
-       s.type AS stream_type, s.channel, s.idx AS index, s.tariff, s.quantity, r.timezone,
+       s.type AS stream_type, s.channel, s.idx AS index, s.register, s.quantity, r.timezone,
        sc.medium, r.total, r.points,
        CASE WHEN cluster.additive(s.type, sc.medium) THEN r.total ELSE r.total / r.points END AS value
   FROM cluster.streams s
   CROSS JOIN LATERAL cluster.realtime_days(s.id, '-infinity', 'infinity') r
   JOIN cluster.feeds f ON f.id = s.feed_id
   LEFT JOIN cluster.stream_configs sc ON sc.stream_id = s.id AND sc.validity @> r.start;
-COMMENT ON VIEW cluster.daily_readings IS 'Per stream and local day of its feed (a DST day has 23 or 25 hours): total, points, value, tariff and quantity as in cluster.hourly_readings. "How much each month": sum value by date_trunc(''month'', local_day). Real time, like cluster.hourly_readings.';
+COMMENT ON VIEW cluster.daily_readings IS 'Per stream and local day of its feed (a DST day has 23 or 25 hours): total, points, value, register and quantity as in cluster.hourly_readings. "How much each month": sum value by date_trunc(''month'', local_day). Real time, like cluster.hourly_readings.';

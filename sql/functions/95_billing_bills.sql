@@ -76,7 +76,7 @@ LANGUAGE sql STABLE AS $$
       LEFT JOIN cluster.channel_totals t ON t.stream_id = s.id
       LEFT JOIN cluster.streams m
         ON m.feed_id = s.feed_id AND m.type = 'processed' AND m.channel = s.channel
-       AND m.idx IS NOT DISTINCT FROM s.idx AND m.tariff IS NOT DISTINCT FROM s.tariff
+       AND m.idx IS NOT DISTINCT FROM s.idx AND m.register IS NOT DISTINCT FROM s.register
        AND m.combined = s.combined
        AND m.quantity = cluster.money_quantity(s.quantity)
      WHERE s.feed_id = p_feed_id AND s.type = 'processed'

@@ -53,7 +53,7 @@ from energy_platform.users.admin import INSERT_USER
 # The engine makes a channel's processed streams in its intake statement, many at once; this
 # is the one row of that statement.
 INSERT_PROCESSED_STREAM = """
-INSERT INTO cluster.streams (feed_id, type, channel, idx, tariff, combined, quantity)
+INSERT INTO cluster.streams (feed_id, type, channel, idx, register, combined, quantity)
 VALUES ($1, 'processed', $2, $3, $4, $5, $6)
 RETURNING id"""
 # What a batch of a raw or system stream's points is sent as: its identity and its feed's homebase.
@@ -159,7 +159,7 @@ async def processed_stream(
     medium: str | None = "power",
     unit: str = "Wh",
     idx: int | None = None,
-    tariff: int | None = None,
+    register: int | None = None,
     combined: bool = False,
     quantity: str = "consumption",
 ) -> int:
@@ -167,7 +167,7 @@ async def processed_stream(
     makes them (docs/engine.md); its points are the caller's to write."""
     async with conn.transaction():
         stream: int = await conn.fetchval(
-            INSERT_PROCESSED_STREAM, feed, channel, idx, tariff, combined, quantity
+            INSERT_PROCESSED_STREAM, feed, channel, idx, register, combined, quantity
         )
         await conn.execute(
             SET_STREAM_CONFIG, stream, None, title, medium, unit, False, None, False, None
@@ -581,7 +581,7 @@ async def household(
 
 # Fast: a value stream's points priced into its money stream by billing's pricing and band
 # rule (cluster.pricing, cluster.band_holds), as the engine's COMPUTE prices a bucket
-# (sql/functions/22_engine_stages.sql, engine_periods and engine_results): value x scale x the
+# (sql/functions/25_engine_results.sql, engine_periods and engine_results): value x scale x the
 # price of the band holding the bucket's local start on a local date of the band's kind. Each
 # priced stretch is cut into its buckets (cluster.validity_buckets) and hash-joined to the
 # points by bucket: a join on the stretch's range took minutes for a year of quarter hours.
@@ -590,7 +590,7 @@ INSERT INTO cluster.processed_points (stream_id, ts, value)
 SELECT p.money_id, x.ts, x.value * p.scale * p.price
   FROM cluster.streams s
   JOIN cluster.stream_configs c ON c.stream_id = s.id AND upper_inf(c.validity)
- CROSS JOIN LATERAL cluster.pricing(s.feed_id, s.channel, s.idx, s.tariff, s.combined,
+ CROSS JOIN LATERAL cluster.pricing(s.feed_id, s.channel, s.idx, s.register, s.combined,
                                     s.quantity, c.medium, tstzmultirange($2::tstzrange)) p
  CROSS JOIN LATERAL cluster.validity_buckets(p.valid * $2::tstzrange) k
  CROSS JOIN LATERAL generate_series(k.kfrom, k.kto - 1) b

@@ -1,4 +1,4 @@
-"""The analysts' views say what each processed stream is (quantity, tariff), and a feed's sum
+"""The analysts' views say what each processed stream is (quantity, register), and a feed's sum
 over its channels' totals (cluster.channel_totals) counts each watt-hour once."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from energy_platform import seeding
 
 POINT = datetime(2026, 3, 2, 10, 1, 30, tzinfo=UTC)  # a 90 s bucket at 11:01:30 in Prague
 RANGE = (datetime(2026, 3, 2, tzinfo=UTC), datetime(2026, 3, 3, tzinfo=UTC))
-# stream: (quantity, tariff, index), as every view of points and rollups shows them.
+# stream: (quantity, register, index), as every view of points and rollups shows them.
 WHAT = {
     "tariff1": ("consumption", 1, None),
     "tariff2": ("consumption", 2, None),
@@ -45,8 +45,8 @@ async def meter(db: asyncpg.Connection) -> AsyncIterator[Meter]:
         feed = await seeding.add_feed(db, owner.id, "A0000000000000A7")
         add = partial(seeding.processed_stream, db, feed, 0)
         s = {
-            "tariff1": await add(title="Electricity, channel 0, tariff 1", tariff=1),
-            "tariff2": await add(title="Electricity, channel 0, tariff 2", tariff=2),
+            "tariff1": await add(title="Electricity, channel 0, tariff 1", register=1),
+            "tariff2": await add(title="Electricity, channel 0, tariff 2", register=2),
             "combined": await add(title="Electricity, channel 0, total", combined=True),
             "register": await add(title="Electricity, channel 0"),
             "export": await add(title="Electricity export, channel 0", quantity="export"),
@@ -100,13 +100,13 @@ async def test_every_view_says_what_each_stream_is(
 ) -> None:
     arguments = RANGE if "$2" in source else ()
     rows = await db.fetch(
-        f"SELECT DISTINCT stream_id, quantity, tariff, index FROM {source}"  # noqa: S608
+        f"SELECT DISTINCT stream_id, quantity, register, index FROM {source}"  # noqa: S608
         " WHERE feed_id = $1",
         meter.feed,
         *arguments,
     )
     names = {stream: name for name, stream in meter.streams.items()}
-    shown = {names[r["stream_id"]]: (r["quantity"], r["tariff"], r["index"]) for r in rows}
+    shown = {names[r["stream_id"]]: (r["quantity"], r["register"], r["index"]) for r in rows}
     assert shown == {k: v for k, v in WHAT.items() if shows_raw or k not in RAW}
 
 

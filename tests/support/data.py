@@ -76,7 +76,7 @@ async def seed(conn: asyncpg.Connection) -> World:
         ),
         # A meter's tariff register and its export, on a channel of their own (no points).
         "tariff2": await seeding.processed_stream(
-            conn, home, 3, title="Electricity, channel 3, tariff 2", tariff=2
+            conn, home, 3, title="Electricity, channel 3, tariff 2", register=2
         ),
         "export": await seeding.processed_stream(
             conn, home, 3, title="Electricity export, channel 3", quantity="export"

@@ -480,7 +480,7 @@ def sql_files(directory: Path = SQL) -> dict[str, str]:
 
 
 def sql_domain(filename: str) -> str | None:
-    """The domain a file belongs to, by its name (``22_engine_stages.sql``: engine)."""
+    """The domain a file belongs to, by its name (``24_engine_energy.sql``: engine)."""
     match = SQL_FILE.fullmatch(filename)
     return match.group(1) if match and match.group(1) in {"core", *DOMAINS} else None
 
@@ -563,7 +563,7 @@ def test_no_sql_definition_calls_one_of_a_later_file() -> None:
 def test_the_sql_checks_see_the_real_calls() -> None:
     # Not vacuous: the engine's stages price with billing's functions, and the bill reads core.
     calls = sql_calls(sql_files())
-    assert ("22_engine_stages.sql", "cluster.pricing", "18_billing_pricing.sql") in calls
+    assert ("25_engine_results.sql", "cluster.pricing", "18_billing_pricing.sql") in calls
     assert ("95_billing_bills.sql", "cluster.channel_totals", "90_core_views.sql") in calls
 
 

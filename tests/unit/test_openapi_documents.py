@@ -118,17 +118,20 @@ def test_resolution_is_an_optional_enum() -> None:
     }
 
 
-def test_a_processed_stream_documents_its_quantity_and_an_optional_tariff() -> None:
+def test_a_processed_stream_documents_its_quantity_and_an_optional_register() -> None:
     schemas = document("api")["components"]["schemas"]
     processed = schemas["ProcessedStream"]
     assert processed["properties"]["quantity"]["enum"] == [
         "consumption", "export", "cost", "credit", "mean",
     ]  # fmt: skip
     assert "quantity" in processed["required"]
-    assert processed["properties"]["tariff"]["oneOf"] == [{"type": "integer"}]
-    assert "tariff" not in processed["required"]
+    # register's old name, tariff, is answered too and marked deprecated; register is not.
+    for name, deprecated in (("register", None), ("tariff", True)):
+        assert processed["properties"][name]["oneOf"] == [{"type": "integer"}]
+        assert processed["properties"][name].get("deprecated") is deprecated
+        assert name not in processed["required"]
     for other in ("RawStream", "SystemStream"):
-        assert not {"quantity", "tariff"} & set(schemas[other]["properties"]), other
+        assert not {"quantity", "register", "tariff"} & set(schemas[other]["properties"]), other
 
 
 def test_the_bill_documents_its_vat_gas_in_kwh_and_the_heat_medium() -> None:

@@ -52,11 +52,11 @@ dirty AS (DELETE FROM cluster.dirty_ranges WHERE stream_id IN (SELECT id FROM go
 DELETE FROM cluster.feeds WHERE id = $1
 RETURNING homebase_sn"""
 STREAMS_OF_FEED = """
-SELECT id, type, channel, device, medium, idx, tariff, combined, quantity
+SELECT id, type, channel, device, medium, idx, register, combined, quantity
   FROM cluster.streams
  WHERE feed_id = $1 ORDER BY id"""
 STREAM_BY_ID = """
-SELECT id, type, channel, device, medium, idx, tariff, combined, quantity
+SELECT id, type, channel, device, medium, idx, register, combined, quantity
   FROM cluster.streams
  WHERE id = $1"""
 SET_STREAM_CONFIG = "SELECT cluster.set_stream_config($1, $2, $3, $4, $5, $6, $7, $8, $9)"
@@ -75,7 +75,7 @@ SELECT EXISTS (
        AND m.method IN ('register', 'reading')
      CROSS JOIN LATERAL cluster.processed_target(m.method, r.idx) t
      WHERE ps.id = $1 AND NOT ps.combined
-       AND ps.idx IS NOT DISTINCT FROM t.idx AND ps.tariff IS NOT DISTINCT FROM t.tariff)"""
+       AND ps.idx IS NOT DISTINCT FROM t.idx AND ps.register IS NOT DISTINCT FROM t.register)"""
 UNIT_FACTOR = "SELECT cluster.unit_factor($1, $2)"
 SENT_UNITS = {
     "power": "Wh, kWh or MWh",
@@ -355,7 +355,8 @@ def configure_stream(
         ):
             raise InvalidInput(
                 f"stream {stream_id} is not a channel's consumption total: only one can be a "
-                "main meter (admin streams list shows the totals: combined, or no index or tariff)"
+                "main meter (admin streams list shows the totals: combined, or no index or "
+                "register)"
             )
         before = await conn.fetchrow(STREAM_CONFIG_AT, sid, instant)
         new_title = title or (before and before["title"])

@@ -74,7 +74,7 @@ def _stream(row: asyncpg.Record, configs: list[StreamConfig]) -> Stream:
     if row["type"] == "raw":
         return RawStream(stream_id, "raw", row["channel"], row["device"], row["medium"], index)
     if row["type"] == "processed":
-        tariff = msgspec.UNSET if row["tariff"] is None else row["tariff"]
+        register = msgspec.UNSET if row["register"] is None else row["register"]
         return ProcessedStream(
             stream_id,
             "processed",
@@ -83,6 +83,7 @@ def _stream(row: asyncpg.Record, configs: list[StreamConfig]) -> Stream:
             row["quantity"],
             configs,
             index,
-            tariff,
+            register,
+            register,
         )
     return SystemStream(stream_id, "system", row["channel"])

@@ -19,7 +19,7 @@ SELECT feed_id, title, timezone, nullif(lower(validity), '-infinity') AS valid_f
 # $4/$5 are data_time_from/to, two rules as the spec states them: a stream qualifies with a
 # point at or after $4 and with a point at or before $5 (its last and first point: index ends).
 STREAMS_OF_FEED = """
-SELECT s.id, s.type, s.channel, s.device, s.medium, s.idx, s.tariff, s.combined, s.quantity
+SELECT s.id, s.type, s.channel, s.device, s.medium, s.idx, s.register, s.combined, s.quantity
   FROM cluster.streams s
  WHERE s.feed_id = $1
    AND ($2::text[] IS NULL OR s.type = ANY($2::text[]))
@@ -29,7 +29,7 @@ SELECT s.id, s.type, s.channel, s.device, s.medium, s.idx, s.tariff, s.combined,
  ORDER BY s.id"""
 
 VISIBLE_STREAM = """
-SELECT s.id, s.type, s.channel, s.device, s.medium, s.idx, s.tariff, s.combined, s.quantity
+SELECT s.id, s.type, s.channel, s.device, s.medium, s.idx, s.register, s.combined, s.quantity
   FROM cluster.streams s
   JOIN cluster.user_feeds($3, $4) f ON f.id = s.feed_id
  WHERE s.id = $1 AND s.feed_id = $2"""

@@ -14,8 +14,14 @@ QUANTITY = msgspec.Meta(
     " in) per bucket; cost of the consumption or credit for the export per bucket, the unit"
     " being a currency; or mean (a temperature's time-weighted mean over the bucket)."
 )
+REGISTER = msgspec.Meta(
+    description="Present only for an energy register's stream (OBIS 1-0:1.8.n or 2.8.n): n."
+)
+# The old name of `register`, answered beside it with the same value until clients have moved.
+# Litestar copies the "extra" of a field's JSON schema into its OpenAPI schema: deprecated.
 TARIFF = msgspec.Meta(
-    description="Present only for a tariff register's stream (OBIS 1-0:1.8.n or 2.8.n): n."
+    description="Deprecated: `register` under its old name (the same value).",
+    extra_json_schema={"extra": {"deprecated": True}},
 )
 
 SUBMETER = msgspec.Meta(
@@ -76,6 +82,7 @@ class ProcessedStream(msgspec.Struct, omit_defaults=True):
     configs: list[StreamConfig]
     index: int | msgspec.UnsetType = msgspec.UNSET
     """Present only when a sensor produces several streams of the same kind."""
+    register: Annotated[int, REGISTER] | msgspec.UnsetType = msgspec.UNSET
     tariff: Annotated[int, TARIFF] | msgspec.UnsetType = msgspec.UNSET
 
 

@@ -7,8 +7,8 @@ the processed streams of channels seen for the first time. :data:`CLAIM` takes t
 the queued work of a bounded number of feeds under an advisory lock per feed, and
 :data:`COMPUTE` recomputes those buckets for all their channels in one statement: it upserts the
 points that qualify and deletes those that no longer do. The statements are short chains over
-named SQL stages (sql/functions/22_engine_stages.sql, docs/engine.md#the-statements-stages);
-docs/engine.md explains the rules.
+named SQL stages (sql/functions/22_engine_intake.sql, 24_engine_energy.sql and
+25_engine_results.sql; docs/engine.md#the-statements-stages); docs/engine.md explains the rules.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ BUCKET = timedelta(seconds=90)
 # Per raw stream the written periods are merged, and each is widened to the buckets its points
 # can change (cluster.affected_buckets); a channel seen for the first time gets the processed
 # streams its media call for (cluster.channel_streams, titles and units included). The stages
-# are in sql/functions/22_engine_stages.sql; what writes stays here.
+# are in sql/functions/22_engine_intake.sql; what writes stays here.
 INTAKE = """
 WITH claimed AS (
     DELETE FROM cluster.dirty_ranges
@@ -75,20 +75,20 @@ WITH claimed AS (
      WHERE NOT EXISTS (
            SELECT 1 FROM cluster.streams s
             WHERE s.type = 'processed' AND s.feed_id = w.feed_id AND s.channel = w.channel
-              AND s.idx IS NOT DISTINCT FROM w.idx AND s.tariff IS NOT DISTINCT FROM w.tariff
+              AND s.idx IS NOT DISTINCT FROM w.idx AND s.register IS NOT DISTINCT FROM w.register
               AND s.combined = w.combined AND s.quantity = w.quantity)
 ), created AS (
-    INSERT INTO cluster.streams (feed_id, type, channel, idx, tariff, combined, quantity)
-    SELECT feed_id, 'processed', channel, idx, tariff, combined, quantity FROM missing
+    INSERT INTO cluster.streams (feed_id, type, channel, idx, register, combined, quantity)
+    SELECT feed_id, 'processed', channel, idx, register, combined, quantity FROM missing
     ON CONFLICT DO NOTHING
-    RETURNING id, feed_id, channel, idx, tariff, combined, quantity
+    RETURNING id, feed_id, channel, idx, register, combined, quantity
 ), configured AS (
     INSERT INTO cluster.stream_configs (stream_id, title, medium, unit, validity)
     SELECT c.id, m.title, m.medium, m.unit, tstzrange(NULL, NULL)
       FROM created c
       JOIN missing m ON m.feed_id = c.feed_id AND m.channel = c.channel
                     AND m.idx IS NOT DISTINCT FROM c.idx
-                    AND m.tariff IS NOT DISTINCT FROM c.tariff AND m.combined = c.combined
+                    AND m.register IS NOT DISTINCT FROM c.register AND m.combined = c.combined
                     AND m.quantity = c.quantity
     RETURNING stream_id
 ), history AS (
@@ -169,10 +169,10 @@ SELECT p.feed_id, p.channel, p.wfrom, p.wto, f.retried
 
 # Recomputes the buckets [wfrom, wto) of the given channels ($1..$4: a period each) and writes
 # them back: the points that qualify (cluster.engine_results, a chain of stages in
-# sql/functions/22_engine_stages.sql that the planner inlines: energy per bucket, register
-# spans, pricing) are upserted, those that no longer do deleted, and what changed staged as
-# live events. The writes stay here: a function that writes is planned apart, where this
-# statement's EXPLAIN (docs/engine.md#the-statements-stages) would not see it.
+# sql/functions/24_engine_energy.sql and 25_engine_results.sql that the planner inlines: energy
+# per bucket, register spans, pricing) are upserted, those that no longer do deleted, and what
+# changed staged as live events. The writes stay here: a function that writes is planned apart,
+# where this statement's EXPLAIN (docs/engine.md#the-statements-stages) would not see it.
 COMPUTE = """
 WITH results AS (
     SELECT stream_id, ts, value, faults FROM cluster.engine_results($1, $2, $3, $4)
@@ -185,13 +185,13 @@ WITH results AS (
 ), rolled AS (
     -- The hours of every recomputed period, changed or not: cheap, and never one missed.
     INSERT INTO cluster.rollup_work (stream_id, span)
-    SELECT stream_id, tstzrange(wfrom, wto) FROM cluster.work_streams($1, $2, $3, $4)
+    SELECT stream_id, tstzrange(period_from, period_to) FROM cluster.work_streams($1, $2, $3, $4)
 ), stale AS (
     -- NOT IN over the results is one hashed subplan: joined to them (a CTE, whose size the
     -- planner cannot know) it became a nested loop over both, quadratic in the batch.
     DELETE FROM cluster.processed_points p
      USING cluster.work_streams($1, $2, $3, $4) w
-     WHERE p.stream_id = w.stream_id AND p.ts >= w.wfrom AND p.ts < w.wto
+     WHERE p.stream_id = w.stream_id AND p.ts >= w.period_from AND p.ts < w.period_to
        AND (p.stream_id, p.ts) NOT IN (SELECT stream_id, ts FROM results)
     RETURNING p.stream_id, p.ts
 ), live AS (
@@ -220,9 +220,10 @@ SELECT (SELECT count(*) FROM results) AS points,
 
 # After COMPUTE, where it named buckets with meter faults ($1 processed streams, $2 bucket
 # starts): the faults judged there (cluster.meter_faults_in) are recorded, each once however
-# often its buckets are recomputed, and each new one tells the feed's owner (rule meter_fault,
-# docs/notifications.md) in this transaction. Returns the new faults per kind, for the
-# operators' counter.
+# often its buckets are recomputed. The engine writes no text: notifications' trigger on the
+# table tells the feed's owner of each new one (rule meter_fault, docs/notifications.md;
+# sql/functions/91_notifications_meter_faults.sql), in this transaction. Returns the new faults
+# per kind, for the operators' counter.
 FAULTS = """
 WITH windows AS (
     SELECT array_agg(feed_id) AS feeds, array_agg(channel) AS channels, array_agg(ts) AS froms,
@@ -239,39 +240,6 @@ WITH windows AS (
      CROSS JOIN LATERAL cluster.meter_faults_in(w.feeds, w.channels, w.froms, w.tos) f
     ON CONFLICT DO NOTHING
     RETURNING *
-), told AS (
-    INSERT INTO cluster.notifications (user_id, feed_id, rule, subject, title, content)
-    SELECT f.owner_id, f.id, 'meter_fault', r.stream_id || ':' || r.kind || ':'
-               || date_part('epoch', r.ts)::bigint,
-           CASE r.kind WHEN 'glitch' THEN 'Meter reading ignored'
-                       WHEN 'reset' THEN 'Meter reset'
-                       ELSE 'Meter jump ignored' END,
-           format(CASE r.kind
-                  WHEN 'glitch' THEN
-                      '<p>The meter on channel %1$s of <b>%2$s</b> read %5$s %3$s at %4$s, below'
-                      || ' the %7$s %3$s it read before (%6$s) and the %9$s %3$s after (%8$s):'
-                      || ' that reading was ignored.</p>'
-                  WHEN 'reset' THEN
-                      '<p>The meter on channel %1$s of <b>%2$s</b> went back from %7$s %3$s'
-                      || ' (%6$s) to %5$s %3$s (%4$s) and stayed there: a reset or a new meter.'
-                      || ' That step counts 0, and counting goes on from the new reading.</p>'
-                  ELSE
-                      '<p>The meter on channel %1$s of <b>%2$s</b> jumped from %7$s %3$s (%6$s)'
-                      || ' to %5$s %3$s (%4$s), faster than it can count: a new meter or a wrong'
-                      || ' reading. That step counts 0, and counting goes on from the new'
-                      || ' reading.</p>' END,
-                  s.channel, cluster.html_escape(coalesce(t.title, '')),
-                  cluster.html_escape(m.unit),
-                  cluster.html_escape(cluster.local_time(r.ts, t.timezone)), r.value,
-                  cluster.html_escape(cluster.local_time(r.before_ts, t.timezone)),
-                  r.before_value,
-                  cluster.html_escape(cluster.local_time(r.after_ts, t.timezone)),
-                  r.after_value)
-      FROM recorded r
-      JOIN cluster.streams s ON s.id = r.stream_id
-      JOIN cluster.processable_media m ON m.medium_id = s.medium
-      JOIN cluster.visible_feeds f ON f.id = s.feed_id
-      LEFT JOIN cluster.current_feed_titles t ON t.feed_id = f.id
 )
 SELECT kind, count(*) AS found FROM recorded GROUP BY kind
 """
@@ -281,9 +249,10 @@ SELECT kind, count(*) AS found FROM recorded GROUP BY kind
 THAW = """
 SELECT cluster.thaw_days(array_agg(w.stream_id), array_agg(d.day::date))
   FROM cluster.work_streams($1, $2, $3, $4) w
- CROSS JOIN LATERAL generate_series((w.wfrom AT TIME ZONE 'UTC')::date,
-                                    (w.wto AT TIME ZONE 'UTC')::date, interval '1 day') AS d (day)
- WHERE w.wfrom < now() - interval '1 day'"""
+ CROSS JOIN LATERAL generate_series((w.period_from AT TIME ZONE 'UTC')::date,
+                                    (w.period_to AT TIME ZONE 'UTC')::date,
+                                    interval '1 day') AS d (day)
+ WHERE w.period_from < now() - interval '1 day'"""
 
 # Hash aggregates need memory; JIT compilation costs more (about 1 s) than these batches gain.
 # $2 is the plan cache mode (docs/engine.md#plans): CLAIM and COMPUTE are planned once per

@@ -96,10 +96,11 @@ async def test_streams_carry_exactly_their_types_fields(world: World) -> None:
                 "main": False,
             }
         ],
-        "tariff": 2,
+        "register": 2,
+        "tariff": 2,  # register's old name, answered beside it (deprecated)
     }
     assert by_id[s["export"]]["quantity"] == "export"
-    assert "tariff" not in by_id[s["export"]]
+    assert not {"register", "tariff"} & set(by_id[s["export"]])
     assert set(by_id) == {
         s[k]
         for k in ("phase1", "phase2", "gas", "energy1", "energy", "tariff2", "export", "signal")
@@ -119,10 +120,14 @@ async def test_one_processed_stream_says_what_it_measures(world: World) -> None:
     feed = world.feeds["home"]
     async with world.client("alice") as http:
         phase = (await http.get(f"/feeds/{feed}/streams/{world.streams['energy1']}")).json()
-        tariff = (await http.get(f"/feeds/{feed}/streams/{world.streams['tariff2']}")).json()
-    # A phase has an index and no tariff; a tariff register's stream a tariff and no index.
-    assert (phase["quantity"], phase["index"], "tariff" in phase) == ("consumption", 1, False)
-    assert (tariff["quantity"], tariff["tariff"], "index" in tariff) == ("consumption", 2, False)
+        register = (await http.get(f"/feeds/{feed}/streams/{world.streams['tariff2']}")).json()
+    # A phase has an index and no register; a tariff register's stream a register and no index.
+    assert (phase["quantity"], phase["index"], "register" in phase) == ("consumption", 1, False)
+    assert (register["quantity"], register["register"], "index" in register) == (
+        "consumption",
+        2,
+        False,
+    )
 
 
 @pytest.mark.parametrize(

@@ -18,7 +18,7 @@ from tests.support.engine import Feed, NewFeed, process
 IMPORT_POWER, IMPORT_REGISTER = 12, 22
 METER = 7  # the homebase's meter reader
 # The CTEs of cluster.bucket_energy that hold a row per stream and bucket.
-BUCKET_ROWS = {"per_index", "heads"}
+BUCKET_ROWS = {"per_identity", "heads"}
 # What the buckets are joined to: cluster.engine_periods and the stages under it.
 STRETCHES = {"periods", "targets", "spans", "registers", "engine_periods"}
 

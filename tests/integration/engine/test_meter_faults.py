@@ -234,11 +234,12 @@ async def test_a_streams_own_max_rate_from_an_instant_judges_its_rises(
     assert "above 0" in refused
 
 
-# cluster.bucket_energy over one channel's period [from, to): (k, register Wh) of its stream.
+# cluster.bucket_energy over one channel's period [from, to): (bucket, register Wh) of its stream.
 PERIOD_ENERGY = """
-SELECT k, register FROM cluster.bucket_energy(ARRAY[$1::bigint], ARRAY[0], ARRAY[$2::timestamptz],
-                                              ARRAY[$3::timestamptz])
- WHERE NOT combined ORDER BY k"""
+SELECT bucket, register_energy
+  FROM cluster.bucket_energy(ARRAY[$1::bigint], ARRAY[0], ARRAY[$2::timestamptz],
+                             ARRAY[$3::timestamptz])
+ WHERE NOT combined ORDER BY bucket"""
 
 
 async def test_a_glitch_just_before_a_period_still_decides_its_first_segment(
@@ -268,7 +269,7 @@ async def test_a_glitch_just_before_a_period_still_decides_its_first_segment(
     # 1,003 at T0 + 100 is a glitch: the line goes from 1,005 at T0 + 60 to 1,010 at T0 + 200,
     # of which 20 s of 140 lie in the piece (5 x 20 / 140 Wh), then 5 Wh to T0 + 260. From the
     # glitch it would have been 7 x 20 / 100 + 5 = 6.4 Wh.
-    assert [(r["k"], r["register"]) for r in rows] == [
+    assert [(r["bucket"], r["register_energy"]) for r in rows] == [
         (start // 90, pytest.approx(5.0 * 20 / 140 + 5.0, rel=1e-12))
     ]
     assert sum((await feed.points(ENERGY)).values()) == pytest.approx(15.0)

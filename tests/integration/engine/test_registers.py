@@ -21,14 +21,14 @@ async def register(feed: Feed, medium: int = IMPORT_REGISTER, idx: int | None = 
 
 
 async def streams(feed: Feed) -> dict[str, tuple[str, int | None, int | None, bool]]:
-    """Processed streams by title: (quantity, idx, tariff, combined)."""
+    """Processed streams by title: (quantity, idx, register, combined)."""
     rows = await feed.db.fetch(
-        "SELECT c.title, s.quantity, s.idx, s.tariff, s.combined FROM cluster.streams s"
+        "SELECT c.title, s.quantity, s.idx, s.register, s.combined FROM cluster.streams s"
         " JOIN cluster.stream_configs c ON c.stream_id = s.id"
         " WHERE s.feed_id = $1 AND s.type = 'processed'",
         feed.id,
     )
-    return {r["title"]: (r["quantity"], r["idx"], r["tariff"], r["combined"]) for r in rows}
+    return {r["title"]: (r["quantity"], r["idx"], r["register"], r["combined"]) for r in rows}
 
 
 async def test_a_register_rises_along_a_line_between_readings_close_together(

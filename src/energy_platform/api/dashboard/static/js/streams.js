@@ -49,7 +49,8 @@ export function describe(stream) {
       quantity,
       stream.combined ? 'combined' : null,
       stream.index !== undefined ? `index ${stream.index}` : null,
-      stream.tariff !== undefined ? `tariff ${stream.tariff}` : null,
+      // A meter's register n counts its tariff n (1-0:1.8.n), as the stream's title says.
+      stream.register !== undefined ? `tariff ${stream.register}` : null,
       config?.valid_from ? `since ${config.valid_from}` : null,
     ];
     return {
@@ -79,12 +80,12 @@ export function byChannel(streams) {
 
 /**
  * What to chart first on a newly opened feed: a channel's total electricity consumption (its
- * combined stream, else one without index or tariff), else any, else raw power.
+ * combined stream, else one without index or register), else any, else raw power.
  */
 export function firstChoice(streams) {
   const energy = streams.filter((s) => s.type === 'processed' && s.quantity === 'consumption'
     && currentConfig(s)?.medium === 'power');
   return energy.find((s) => s.combined)
-    ?? energy.find((s) => s.index === undefined && s.tariff === undefined) ?? energy[0]
+    ?? energy.find((s) => s.index === undefined && s.register === undefined) ?? energy[0]
     ?? streams.find((s) => s.type === 'raw' && [1, 12].includes(s.medium)) ?? null;
 }
