@@ -28,6 +28,7 @@ from tests.support.services import free_port, tmpfs, until
 
 SERVER = Path("/usr/lib/rabbitmq/bin/rabbitmq-server")
 """The server itself: Debian's /usr/sbin wrapper would switch to the rabbitmq user."""
+CTL = SERVER.with_name("rabbitmqctl")
 USER = "admin"
 START_SECONDS = 300.0
 """How long a node (or a cluster) may take to start: three nodes took 21 s on a quiet machine
@@ -139,18 +140,25 @@ cluster_formation.peer_discovery_backend = classic_config
         return True
 
     def restart(self) -> None:
-        """Stop the node gently (SIGTERM: it closes its files) and start it again, ready.
+        """Restart the node gently, as docs/operations.md asks of an operator once the ingest
+        queue is declared: ``rabbitmqctl stop_app`` (its applications stop and close their
+        files) and ``start_app``, in the same Erlang VM; ready when it returns.
 
         RabbitMQ 3.10's Ra writes a new quorum queue's registration (``names.dets``) to disk
         only on its periodic save or a clean stop (synced at once since rabbitmq/ra#443): a
         node SIGKILLed before then restarts without the queue's log, and the queue takes no
         consumer again. A test that kills a node mid-burst restarts it gently first, as a queue
-        declared long before a crash has been saved (docs/devices.md#rabbitmq)."""
-        if self._process is not None:
-            self._process.terminate()
-            self._process.wait(START_SECONDS)
-            self._process = None
-        self.start()
+        declared long before a crash has been saved (docs/devices.md#rabbitmq). The VM stays:
+        measured at a load of 7, this took about 4 s of CPU (the node's and rabbitmqctl's)
+        where stopping the VM and booting a new one took over 8 s."""
+        for command in ("stop_app", "start_app"):
+            subprocess.run(
+                [str(CTL), "-n", self.name, command],
+                env=self._env,
+                check=True,
+                capture_output=True,
+                timeout=START_SECONDS,
+            )
         self.wait_ready()
 
     def kill(self) -> None:
