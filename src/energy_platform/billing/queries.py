@@ -103,7 +103,9 @@ SELECT m.stream_id, m.quantity, c.title, c.medium, c.submeter
   FROM cluster.feed_metered_streams($1) m
   CROSS JOIN LATERAL (
         SELECT title, medium, submeter FROM cluster.stream_configs s
-         WHERE s.stream_id = m.stream_id ORDER BY lower(s.validity) DESC LIMIT 1) c
+         -- The newest: a configuration from the start has no lower bound, which DESC
+         -- would otherwise put first.
+         WHERE s.stream_id = m.stream_id ORDER BY lower(s.validity) DESC NULLS LAST LIMIT 1) c
  WHERE c.medium = ANY (cluster.billed_media())
  ORDER BY m.stream_id"""
 

@@ -258,6 +258,9 @@ async def test_a_meter_marked_a_sub_meter_during_a_day_counts_in_its_hours_as_in
     assert sum(b["consumption"]["power"] for b in hours) == pytest.approx(6.0)
     assert sum(b["money"] for b in hours) == pytest.approx(billed["total"])
     assert overview.json()["so_far"]["total"] == pytest.approx(billed["total"])
+    # The meters listed are as configured now: the clamp is the heat pump, a sub-meter.
+    (listed,) = [m for m in overview.json()["meters"] if m["stream"] == str(clamp)]
+    assert (listed["title"], listed["submeter"]) == ("Heat pump", True)
 
 
 async def test_a_supply_metered_twice_is_warned_of_until_its_main_meter_is_marked(
