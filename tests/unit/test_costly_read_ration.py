@@ -2,8 +2,6 @@
 a user's overviews and what-ifs hold at most a share of one backend while anyone else is being
 served, and run unrationed when they are served alone."""
 
-import asyncio
-
 from energy_platform.core.http.shares import CostlyReads, PoolShare, Presence, Ration, UserLanes
 
 ALICE, BOB = 1, 2
@@ -23,11 +21,11 @@ class Clock:
         return self.now
 
     async def sleep(self, seconds: float) -> None:
+        """The ration's wait: time passes at once, with the others' requests meanwhile."""
         self.now += seconds
         for token in self.meanwhile:
             assert self.presence is not None
             self.presence.seen(token)
-        await asyncio.sleep(0)
 
 
 def reads(clock: Clock, share: float = 0.25, burst_s: float = 1.0) -> CostlyReads:
