@@ -6,13 +6,15 @@ contract and the catalogue's, ranked, each total and difference as `POST /feeds/
 answers them, a bar per month and contract, the market price achieved, the note that load is
 not shifted; its table of months opens on a click.
 
-Seeded with energy_platform.seeding and SQL, as the money panels' feeds are
+Seeded with energy_platform.seeding, a meter's readings made into points and money by the
+engine's drain (tests/support/page.py seeded), as the money panels' feeds are
 (tests/integration/billing/conftest.py): the points must be at known times.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import os
 import secrets
@@ -42,7 +44,7 @@ SCREENSHOTS = Path(
         "EP_SCREENSHOT_DIR", Path(__file__).resolve().parents[4] / ".local" / "screenshots"
     )
 )
-PRICE = 0.30  # the current contract's price per kWh, what the seeded cost points charge
+PRICE = 0.30  # the current contract's price per kWh, what the engine charges the seeded power
 STANDING = 0.45  # a day
 
 
@@ -70,6 +72,18 @@ def month_starts(zone: str) -> list[datetime]:
     return starts
 
 
+def register_readings(begin: int, end: int) -> list[tuple[int, float]]:
+    """An import register's readings (Wh) from ``begin`` to ``end`` and at every 06:00 and 22:00
+    UTC between them, counting 1.2 kW from 06:00 to 22:00 and 0.4 kW from 22:00 to 06:00."""
+    days = range(begin - begin % 86_400, end, 86_400)
+    turns = [t for day in days for t in (day + 21_600, day + 79_200) if begin < t < end]
+    readings, wh = [(begin, 0.0)], 0.0
+    for a, b in itertools.pairwise([begin, *turns, end]):
+        wh += (1200 if 21_600 <= a % 86_400 < 79_200 else 400) * (b - a) / 3600
+        readings.append((b, wh))
+    return readings
+
+
 async def _seed(conn: asyncpg.Connection, area: str) -> ContractsWorld:
     user = await seeding.add_user(conn, f"page-contracts-{area}")
     starts = month_starts(ZONE)
@@ -83,40 +97,11 @@ async def _seed(conn: asyncpg.Connection, area: str) -> ContractsWorld:
         start=starts[0].astimezone(UTC),
         end=starts[0].astimezone(UTC).replace(year=starts[0].year + 1),
     )
-    energy = await seeding.processed_stream(
-        conn, feed, 1, title="Electricity, channel 1, total", combined=True
-    )
-    cost = await seeding.processed_stream(
-        conn,
-        feed,
-        1,
-        title="Electricity cost, channel 1, total",
-        unit="EUR",
-        combined=True,
-        quantity="cost",
-    )
-    # 1.2 kW by day (06:00 to 22:00 UTC), 0.4 kW by night: 30 and 10 Wh per 90 s bucket, each
-    # with its cost at the fixed price, over the two whole months before this one.
-    await conn.execute(
-        "INSERT INTO cluster.processed_points SELECT $1, to_timestamp(t),"
-        " CASE WHEN mod(t, 86400) BETWEEN 21600 AND 79199 THEN 30.0 ELSE 10.0 END"
-        " FROM generate_series($2::bigint, $3::bigint - 90, 90) t",
-        energy,
-        begin,
-        end,
-    )
-    await conn.execute(
-        "INSERT INTO cluster.processed_points SELECT $1, ts, value / 1000 * $3::float8"
-        " FROM cluster.processed_points WHERE stream_id = $2",
-        cost,
-        energy,
-        PRICE,
-    )
-    await conn.execute(
-        "SELECT cluster.rollup_streams($1::bigint[], array_fill(NULL::timestamptz, ARRAY[2]),"
-        " array_fill(NULL::timestamptz, ARRAY[2]))",
-        [energy, cost],
-    )
+    # A meter's register read at 06:00 and 22:00 UTC over the two whole months before this one
+    # (and at their ends): 1.2 kW by day, 0.4 kW by night, spread by the engine as 30 and 10 Wh
+    # a 90 s bucket, each priced at the fixed price below.
+    register = await seeding.raw_stream(conn, feed, 1, 22, device=7)
+    await seeding.write_points(conn, register, register_readings(begin, end))
     await conn.execute(
         "SELECT cluster.set_tariff($1, 'power', '-infinity', ARRAY['00:00'::time],"
         " ARRAY[$2::float8], NULL, 1, $3)",
