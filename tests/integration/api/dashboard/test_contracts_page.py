@@ -1,12 +1,12 @@
 """Which contract? on the page, in a real headless Chromium: a feed on a fixed price with a
-daily charge and two whole months of consumption (the months before this one, in the default
-period of the last 12 whole local months), and two contracts in the catalogue (day and night
-with NL's holidays, and a dynamic one on a price area of its own). The panel lists the current
-contract and the catalogue's, ranked, each total and difference as `POST /feeds/{id}/what-if`
-answers them, a bar per month and contract, the market price achieved, the note that load is
-not shifted; its table of months opens on a click.
+daily charge and consumption in two months (the first ten days of each of the two before this
+one, in the default period of the last 12 whole local months), and two contracts in the
+catalogue (day and night with NL's holidays, and a dynamic one on a price area of its own). The
+panel lists the current contract and the catalogue's, ranked, each total and difference as
+`POST /feeds/{id}/what-if` answers them, a bar per month and contract, the market price
+achieved, the note that load is not shifted; its table of months opens on a click.
 
-Seeded with energy_platform.seeding, a meter's readings made into points and money by the
+Seeded with energy_platform.seeding, a clamp's readings made into points and money by the
 engine's drain (tests/support/page.py seeded), as the money panels' feeds are
 (tests/integration/billing/conftest.py): the points must be at known times.
 """
@@ -14,7 +14,6 @@ engine's drain (tests/support/page.py seeded), as the money panels' feeds are
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 import os
 import secrets
@@ -72,15 +71,16 @@ def month_starts(zone: str) -> list[datetime]:
     return starts
 
 
-def register_readings(begin: int, end: int) -> list[tuple[int, float]]:
-    """An import register's readings (Wh) from ``begin`` to ``end`` and at every 06:00 and 22:00
-    UTC between them, counting 1.2 kW from 06:00 to 22:00 and 0.4 kW from 22:00 to 06:00."""
-    days = range(begin - begin % 86_400, end, 86_400)
-    turns = [t for day in days for t in (day + 21_600, day + 79_200) if begin < t < end]
-    readings, wh = [(begin, 0.0)], 0.0
-    for a, b in itertools.pairwise([begin, *turns, end]):
-        wh += (1200 if 21_600 <= a % 86_400 < 79_200 else 400) * (b - a) / 3600
-        readings.append((b, wh))
+def power_readings(stretches: list[tuple[int, int]]) -> list[tuple[int, float]]:
+    """A clamp's power (W) every 5 minutes over each ``(start, end)``: 1.2 kW from 06:00 to
+    22:00 UTC, 0.4 kW from 22:00 to 06:00, each switch read a second before it too, so that a
+    bucket has 30 or 10 Wh (the one before a switch 0.11 Wh nearer the other)."""
+    readings = []
+    for start, end in stretches:
+        for t in range(start, end + 1, 300):
+            if t % 86_400 in (21_600, 79_200) and t > start:
+                readings.append((t - 1, readings[-1][1]))
+            readings.append((t, 1200.0 if 21_600 <= t % 86_400 < 79_200 else 400.0))
     return readings
 
 
@@ -97,11 +97,12 @@ async def _seed(conn: asyncpg.Connection, area: str) -> ContractsWorld:
         start=starts[0].astimezone(UTC),
         end=starts[0].astimezone(UTC).replace(year=starts[0].year + 1),
     )
-    # A meter's register read at 06:00 and 22:00 UTC over the two whole months before this one
-    # (and at their ends): 1.2 kW by day, 0.4 kW by night, spread by the engine as 30 and 10 Wh
-    # a 90 s bucket, each priced at the fixed price below.
-    register = await seeding.raw_stream(conn, feed, 1, 22, device=7)
-    await seeding.write_points(conn, register, register_readings(begin, end))
+    # The first ten days of each of the two months before this one: 1.2 kW by day, 0.4 kW by
+    # night, each bucket priced by the engine at the fixed price below. Ten days, not the whole
+    # months: the engine's drain took 5 to 8 s more for two months of buckets.
+    clamp = await seeding.raw_stream(conn, feed, 1, 1)
+    firsts = [int(s.timestamp()) for s in starts[:2]]
+    await seeding.write_points(conn, clamp, power_readings([(t, t + 10 * 86_400) for t in firsts]))
     await conn.execute(
         "SELECT cluster.set_tariff($1, 'power', '-infinity', ARRAY['00:00'::time],"
         " ARRAY[$2::float8], NULL, 1, $3)",
@@ -251,7 +252,8 @@ async def test_which_contract_ranks_the_current_contract_against_the_catalogue(
         for c in sorted(contracts, key=lambda c: c["rank"])
     ]
     assert [row[:5] for row in seen["rows"]] == expected
-    # Two months of 1.2 kW by day and 0.4 kW by night at 0.30, and a daily charge: real money.
+    # Twenty days of 1.2 kW by day and 0.4 kW by night at 0.30 (134.40), and a daily charge:
+    # real money.
     current = contracts[0]
     assert current["total"] > 100
     assert [m["quantity"] > 0 for m in current["months"]].count(True) == 2
