@@ -56,6 +56,10 @@ INSERT_PROCESSED_STREAM = """
 INSERT INTO cluster.streams (feed_id, type, channel, idx, register, combined, quantity)
 VALUES ($1, 'processed', $2, $3, $4, $5, $6)
 RETURNING id"""
+# A feed's processed streams with their current titles.
+FEED_STREAMS = """
+SELECT s.id, c.title FROM cluster.streams s JOIN cluster.stream_configs c ON c.stream_id = s.id
+ WHERE s.feed_id = $1 AND s.type = 'processed' AND upper_inf(c.validity)"""
 # What a batch of a raw or system stream's points is sent as: its identity and its feed's homebase.
 STREAM_SENDER = """
 SELECT f.homebase_sn, s.feed_id, s.channel, s.device, s.medium, s.idx, s.source
@@ -173,6 +177,12 @@ async def processed_stream(
             SET_STREAM_CONFIG, stream, None, title, medium, unit, False, None, False, None
         )
     return stream
+
+
+async def processed_streams(conn: Connection, feed: int) -> dict[str, int]:
+    """The feed's processed streams by their current title, as the engine and the operator
+    named them."""
+    return {r["title"]: r["id"] for r in await conn.fetch(FEED_STREAMS, feed)}
 
 
 async def write_points(
@@ -370,8 +380,11 @@ SUBMETER = "Heat pump"
 """The clamp's processed consumption, named by the operator and marked a sub-meter."""
 BUCKET = 90
 """The engine's bucket, in seconds."""
-DRAIN = EngineSettings(rollup_delay=0)
-"""The engine as a household's drain runs it: rollups at once, not after live data's delay."""
+DRAIN = EngineSettings(rollup_delay=0, max_span=7 * 86_400)
+"""The engine as a seeding's drain runs it: rollups at once, not after live data's delay, and a
+channel's backlog a week per transaction, not live data's 6 hours (a month of one meter's
+readings every 5 minutes took the drain 2 to 3 s instead of 13, 2026-11-29, 2 cores at a load
+of about 5)."""
 # The engine's plans on raw points never analysed since they came: a month of a household's
 # readings (ten streams) was not processed after 3 minutes; analysed, in 35 s (2026-11-29, 2
 # cores at a load of about 7). Autovacuum analyses a cluster's tables as they grow; a seeded
@@ -379,9 +392,6 @@ DRAIN = EngineSettings(rollup_delay=0)
 ANALYZE_RAW = "ANALYZE cluster.raw_points"
 ANALYZE_AFTER = 100_000
 """Readings written at once from which a household analyses them before the engine runs."""
-FEED_STREAMS = """
-SELECT s.id, c.title FROM cluster.streams s JOIN cluster.stream_configs c ON c.stream_id = s.id
- WHERE s.feed_id = $1 AND s.type = 'processed' AND upper_inf(c.validity)"""
 
 
 class Size(msgspec.Struct, frozen=True):
@@ -555,7 +565,7 @@ async def household(
         for medium, tariff in terms.items()
     }
     for f in feeds:
-        streams = await _streams(conn, f)
+        streams = await processed_streams(conn, f)
         await conn.execute(
             SET_STREAM_CONFIG, streams[CLAMP], None, SUBMETER, "power", "Wh", True, None, False,
             None,
@@ -576,7 +586,7 @@ async def household(
         await drain(conn, engine, currency=currency, rollup_batches=rolled)
     if fast and rollups:
         await drain(conn, engine, currency=currency)
-    return Household(owner, feed, sn, meters, await _streams(conn, feed), start, end)
+    return Household(owner, feed, sn, meters, await processed_streams(conn, feed), start, end)
 
 
 # Fast: a value stream's points priced into its money stream by billing's pricing and band
@@ -650,10 +660,6 @@ async def _fast_points(
 _FIRST = {"import": 0.0, "export": 0.0, "clamp": 0.0, "gas": 100.0, "sensor": 20.0}
 CLAMP = "Electricity, channel 2"
 """The clamp's processed consumption as the engine names it."""
-
-
-async def _streams(conn: Connection, feed: int) -> dict[str, int]:
-    return {r["title"]: r["id"] for r in await conn.fetch(FEED_STREAMS, feed)}
 
 
 def _meter(name: str) -> Meter:

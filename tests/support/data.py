@@ -94,9 +94,9 @@ async def seed(conn: asyncpg.Connection) -> World:
     await seeding.write_points(conn, streams["phase1"], [(T0 + 5 * i, i) for i in range(300)])
     await seeding.write_points(conn, streams["gas"], [(T0 + 1000, 1234.5)])
     await seeding.write_points(conn, streams["signal"], [(T0 + 86_400, -71)])
-    # Straight into processed points, on purpose: energy1 is a stream of the world's own
-    # (its configuration turned 'Off' from March), whose points the data tests read at known
-    # values; no engine runs on this world, and the phases' readings would not make them.
+    # Straight into processed points, on purpose: the data tests read energy1 (its
+    # configuration 'Off' from March) at exactly these values, which phase1's readings would
+    # not make.
     await conn.execute(
         "INSERT INTO cluster.processed_points SELECT $1, to_timestamp($2::bigint + 90 * i), 0.025"
         " FROM generate_series(0, 39) i",

@@ -17,6 +17,9 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import Select
 
+from energy_platform import seeding
+from energy_platform.engine.service import drain
+from tests.support.engine import CURRENCY
 from tests.support.http import http_client
 from tests.support.services import until
 
@@ -27,7 +30,7 @@ WAIT = 30  # seconds; a week of points over a shared 2-core machine
 # today or this month from UTC (or from the browser's zone) would show the wrong ones.
 MONEY_ZONE = "Pacific/Kiritimati"
 STANDING = 0.45  # a day, in the engine's currency
-PRICE_PER_KWH = 0.30  # what the seeded cost points charge, and the fixed tariff's price
+PRICE_PER_KWH = 0.30  # the dynamic tariff's price up to the seeding, and the fixed tariff's
 
 
 T = TypeVar("T")
@@ -135,11 +138,14 @@ def shown(value: float, digits: int = 2) -> str:
 
 
 async def seeded(database_url: str, seed: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
-    """What ``seed`` returns, run in one transaction on a connection of its own: a page test's
-    world is whole or not there."""
+    """What ``seed`` returns, run in one transaction on a connection of its own (a page test's
+    world is whole or not there), then made into processed points, money and rollups by the
+    engine's drain, as a cluster's engine makes them of what ingest stored."""
     conn = await asyncpg.connect(database_url)
     try:
         async with conn.transaction():
-            return await seed(conn)
+            world = await seed(conn)
+        await drain(conn, seeding.DRAIN, currency=CURRENCY)
+        return world
     finally:
         await conn.close()

@@ -1,10 +1,11 @@
 """A household's money on the page (test_money_page.py): a user with three feeds, one on a
-dynamic tariff of an area of its own (today's and half of tomorrow's quarter hours priced), one
-on a fixed price, one without a tariff; the data API on a free port.
+dynamic tariff of an area of its own (its month priced to the seeding, the rest of its today
+and half of its tomorrow's quarter hours priced as a market), one on a fixed price, one without
+a tariff; the data API on a free port.
 
-Seeded with energy_platform.seeding and SQL (as tests/support/data.py is), not through MQTT:
-the points must be at known times. The billing tests' feeds of their own come from
-``new_feed`` (tests/conftest.py).
+Seeded with energy_platform.seeding, readings through ingest's store made into points and money
+by the engine's drain (tests/support/page.py seeded), not through MQTT: the points must be at
+known times. The billing tests' feeds of their own come from ``new_feed`` (tests/conftest.py).
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ from tests.support.page import (
     local_midnight,
     seeded,
 )
+
+MARKUP, FACTOR = 0.05, 1.19
+"""The dynamic tariff's price: MARKUP a kWh plus FACTOR times the market's."""
 
 
 def month_bucket(zone: str, now: int) -> int:
@@ -61,77 +65,49 @@ async def _seed_money(conn: asyncpg.Connection, area: str) -> MoneyWorld:
             start=start,
             end=start + timedelta(days=365),
         )
-    dynamic = feeds["dynamic"]
-    energy = await seeding.processed_stream(
-        conn, dynamic, 1, title="Electricity, channel 1, total", combined=True
+    # The dynamic feed: a clamp's 1 kW in the first hour of each local day of the month up to
+    # the last bucket closed, a reading every 5 minutes (bridged: 25 Wh in each 90 s bucket).
+    # An hour a day, not all day: the engine prices each bucket by the market's quarter hour,
+    # and a month of whole days took its drain 5 to 6 s more per module.
+    first, end = month_bucket(MONEY_ZONE, now), now // 90 * 90
+    clamp = await seeding.raw_stream(conn, feeds["dynamic"], 1, 1)
+    hours = [(day, min(day + 3600, end)) for day in range(first, end, 86_400)]  # no DST: UTC+14
+    await seeding.write_points(
+        conn, clamp, [(t, 1000.0) for a, b in hours for t in [*range(a, b, 300), b]]
     )
-    cost = await seeding.processed_stream(
-        conn,
-        dynamic,
-        1,
-        title="Electricity cost, channel 1, total",
-        unit="EUR",
-        combined=True,
-        quantity="cost",
-    )
-    # 1 kW from the local month's first bucket to now: 25 Wh per 90 s bucket, each with its
-    # cost point (0.025 kWh x 0.30 = 0.0075), so that no bucket waits for a price.
-    # Straight into processed points, on purpose: the month's money is the seeded 0.30 a kWh
-    # whatever the area's prices (published for today and tomorrow only, which the engine
-    # would price the month's first weeks by: none, and those buckets would wait).
-    first, last = month_bucket(MONEY_ZONE, now), now // 90 * 90 - 90
-    for stream, value in ((energy, 25.0), (cost, 25 / 1000 * PRICE_PER_KWH)):
-        await conn.execute(
-            "INSERT INTO cluster.processed_points SELECT $1, to_timestamp(t), $4::float8"
-            " FROM generate_series($2::bigint, $3::bigint, 90) t",
-            stream,
-            first,
-            last,
-            value,
-        )
     # The fixed feed's supply metered twice, by a clamp and a meter reader, neither marked as
-    # the main meter: its bill adds both and warns. 1 kWh each in its month's first bucket,
-    # with its cost (1 kWh x 0.30): a bucket without its money would leave the bill incomplete.
-    meters = [
-        await seeding.processed_stream(conn, feeds["fixed"], channel, title=title)
-        for channel, title in ((1, "Clamp"), (5, "Meter reader"))
+    # the main meter: its bill adds both and warns. 1 kWh each (40 kW for 90 s) in its month's
+    # first bucket.
+    bucket = month_bucket(ZONE, now)
+    for channel, device, medium in ((1, 1, 1), (5, 7, 12)):
+        meter = await seeding.raw_stream(conn, feeds["fixed"], channel, medium, device=device)
+        await seeding.write_points(conn, meter, [(bucket, 40_000.0), (bucket + 90, 40_000.0)])
+    # The market's quarter hours from the dynamic feed's month to the end of the one the seeding
+    # runs in, at the price the tariff below makes 0.30 a kWh (every bucket of the month is
+    # priced: none waits for a price); then of the rest of its today and the first half of its
+    # tomorrow, 0.04 to 0.15: tomorrow's afternoon is not published yet. Whichever local day
+    # the page opens on (the date may turn while the test runs), its curve has prices and a gap.
+    priced = now // 900 * 900 + 900
+    slots = [
+        *range(first, priced, 900),
+        *range(priced, local_midnight(MONEY_ZONE, now, 1) + 12 * 3600, 900),
     ]
-    costs = [
-        await seeding.processed_stream(
-            conn, feeds["fixed"], channel, title=f"{title} cost", unit="EUR", quantity="cost"
-        )
-        for channel, title in ((1, "Clamp"), (5, "Meter reader"))
-    ]
-    # Straight in too: one bucket of each at a known value, its money beside it.
-    await conn.execute(
-        "INSERT INTO cluster.processed_points SELECT m, to_timestamp($2), v"
-        " FROM unnest($1::bigint[], $3::float8[]) AS x (m, v)",
-        meters + costs,
-        month_bucket(ZONE, now),
-        [1000.0, 1000.0, PRICE_PER_KWH, PRICE_PER_KWH],
-    )
-    await conn.execute(
-        "SELECT cluster.rollup_streams($1::bigint[], array_fill(NULL::timestamptz, ARRAY[6]),"
-        " array_fill(NULL::timestamptz, ARRAY[6]))",
-        [energy, cost, *meters, *costs],
-    )
-    # The market's quarter hours of the feed's today, and of the first half of its tomorrow:
-    # tomorrow's afternoon is not published yet. Whichever local day the page opens on (the
-    # date may turn while the test runs), its curve has prices and a gap.
-    today = local_midnight(MONEY_ZONE, now)
-    slots = [today + 900 * k for k in range(96 + 48)]
     await conn.execute(
         "SELECT cluster.set_prices($1, array_agg(tstzrange(to_timestamp(s), to_timestamp(s + 900),"
-        " '[)') ORDER BY s), array_agg((0.04 + 0.01 * (s / 900 % 12))::float8 ORDER BY s))"
-        " FROM unnest($2::bigint[]) s",
+        " '[)') ORDER BY s), array_agg(CASE WHEN s < $3 THEN $4 ELSE 0.04 + 0.01 * (s / 900 % 12)"
+        " END::float8 ORDER BY s)) FROM unnest($2::bigint[]) s",
         area,
         slots,
+        priced,
+        (PRICE_PER_KWH - MARKUP) / FACTOR,
     )
     await conn.execute(
         "SELECT cluster.set_tariff($1, 'power', '-infinity', ARRAY['00:00'::time],"
-        " ARRAY[0.05], $2, 1.19, $3)",
-        dynamic,
+        " ARRAY[$2::float8], $3, $4, $5)",
+        feeds["dynamic"],
+        MARKUP,
         area,
+        FACTOR,
         STANDING,
     )
     await conn.execute(

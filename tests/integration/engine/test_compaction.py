@@ -179,6 +179,7 @@ async def test_retention_removes_compacted_days_older_than_the_age_only(pool: as
     raw, processed = await new_streams(pool, "raw", "processed")
     for stream, table in ((raw, "raw_points"), (processed, "processed_points")):
         for days_ago in (40, 20, 9):
+            # Straight into the row tiers, on purpose: retention is under test, not an entry.
             await pool.execute(
                 f"INSERT INTO cluster.{table} VALUES ($1, $2, 1)",  # noqa: S608 - fixed names
                 stream,

@@ -1,12 +1,13 @@
 """Which contract? on the page, in a real headless Chromium: a feed on a fixed price with a
-daily charge and two whole months of consumption (the months before this one, in the default
-period of the last 12 whole local months), and two contracts in the catalogue (day and night
-with NL's holidays, and a dynamic one on a price area of its own). The panel lists the current
-contract and the catalogue's, ranked, each total and difference as `POST /feeds/{id}/what-if`
-answers them, a bar per month and contract, the market price achieved, the note that load is
-not shifted; its table of months opens on a click.
+daily charge and consumption in two months (the first ten days of each of the two before this
+one, in the default period of the last 12 whole local months), and two contracts in the
+catalogue (day and night with NL's holidays, and a dynamic one on a price area of its own). The
+panel lists the current contract and the catalogue's, ranked, each total and difference as
+`POST /feeds/{id}/what-if` answers them, a bar per month and contract, the market price
+achieved, the note that load is not shifted; its table of months opens on a click.
 
-Seeded with energy_platform.seeding and SQL, as the money panels' feeds are
+Seeded with energy_platform.seeding, a clamp's readings made into points and money by the
+engine's drain (tests/support/page.py seeded), as the money panels' feeds are
 (tests/integration/billing/conftest.py): the points must be at known times.
 """
 
@@ -42,7 +43,7 @@ SCREENSHOTS = Path(
         "EP_SCREENSHOT_DIR", Path(__file__).resolve().parents[4] / ".local" / "screenshots"
     )
 )
-PRICE = 0.30  # the current contract's price per kWh, what the seeded cost points charge
+PRICE = 0.30  # the current contract's price per kWh, what the engine charges the seeded power
 STANDING = 0.45  # a day
 
 
@@ -70,6 +71,19 @@ def month_starts(zone: str) -> list[datetime]:
     return starts
 
 
+def power_readings(stretches: list[tuple[int, int]]) -> list[tuple[int, float]]:
+    """A clamp's power (W) every 5 minutes over each ``(start, end)``: 1.2 kW from 06:00 to
+    22:00 UTC, 0.4 kW from 22:00 to 06:00, each switch read a second before it too, so that a
+    bucket has 30 or 10 Wh (the one before a switch 0.11 Wh nearer the other)."""
+    readings = []
+    for start, end in stretches:
+        for t in range(start, end + 1, 300):
+            if t % 86_400 in (21_600, 79_200) and t > start:
+                readings.append((t - 1, readings[-1][1]))
+            readings.append((t, 1200.0 if 21_600 <= t % 86_400 < 79_200 else 400.0))
+    return readings
+
+
 async def _seed(conn: asyncpg.Connection, area: str) -> ContractsWorld:
     user = await seeding.add_user(conn, f"page-contracts-{area}")
     starts = month_starts(ZONE)
@@ -83,40 +97,12 @@ async def _seed(conn: asyncpg.Connection, area: str) -> ContractsWorld:
         start=starts[0].astimezone(UTC),
         end=starts[0].astimezone(UTC).replace(year=starts[0].year + 1),
     )
-    energy = await seeding.processed_stream(
-        conn, feed, 1, title="Electricity, channel 1, total", combined=True
-    )
-    cost = await seeding.processed_stream(
-        conn,
-        feed,
-        1,
-        title="Electricity cost, channel 1, total",
-        unit="EUR",
-        combined=True,
-        quantity="cost",
-    )
-    # 1.2 kW by day (06:00 to 22:00 UTC), 0.4 kW by night: 30 and 10 Wh per 90 s bucket, each
-    # with its cost at the fixed price, over the two whole months before this one.
-    await conn.execute(
-        "INSERT INTO cluster.processed_points SELECT $1, to_timestamp(t),"
-        " CASE WHEN mod(t, 86400) BETWEEN 21600 AND 79199 THEN 30.0 ELSE 10.0 END"
-        " FROM generate_series($2::bigint, $3::bigint - 90, 90) t",
-        energy,
-        begin,
-        end,
-    )
-    await conn.execute(
-        "INSERT INTO cluster.processed_points SELECT $1, ts, value / 1000 * $3::float8"
-        " FROM cluster.processed_points WHERE stream_id = $2",
-        cost,
-        energy,
-        PRICE,
-    )
-    await conn.execute(
-        "SELECT cluster.rollup_streams($1::bigint[], array_fill(NULL::timestamptz, ARRAY[2]),"
-        " array_fill(NULL::timestamptz, ARRAY[2]))",
-        [energy, cost],
-    )
+    # The first ten days of each of the two months before this one: 1.2 kW by day, 0.4 kW by
+    # night, each bucket priced by the engine at the fixed price below. Ten days, not the whole
+    # months: the engine's drain took 5 to 8 s more for two months of buckets.
+    clamp = await seeding.raw_stream(conn, feed, 1, 1)
+    firsts = [int(s.timestamp()) for s in starts[:2]]
+    await seeding.write_points(conn, clamp, power_readings([(t, t + 10 * 86_400) for t in firsts]))
     await conn.execute(
         "SELECT cluster.set_tariff($1, 'power', '-infinity', ARRAY['00:00'::time],"
         " ARRAY[$2::float8], NULL, 1, $3)",
@@ -266,7 +252,8 @@ async def test_which_contract_ranks_the_current_contract_against_the_catalogue(
         for c in sorted(contracts, key=lambda c: c["rank"])
     ]
     assert [row[:5] for row in seen["rows"]] == expected
-    # Two months of 1.2 kW by day and 0.4 kW by night at 0.30, and a daily charge: real money.
+    # Twenty days of 1.2 kW by day and 0.4 kW by night at 0.30 (134.40), and a daily charge:
+    # real money.
     current = contracts[0]
     assert current["total"] > 100
     assert [m["quantity"] > 0 for m in current["months"]].count(True) == 2

@@ -25,6 +25,7 @@ from tests.support.browser import chromium
 from tests.support.page import WEEK, ZONE, PageWorld, open_feed, sign_in, wait_until
 
 ROOT = Path(__file__).resolve().parents[4]
+MONEY = ("energy", "cost", "export")
 # Where the screenshot goes: .local/ (not committed); docs/images/dashboard.png is a copy.
 SCREENSHOTS = Path(os.environ.get("EP_SCREENSHOT_DIR", ROOT / ".local" / "screenshots"))
 
@@ -106,14 +107,18 @@ def browse(world: PageWorld) -> dict[str, Any]:
             driver.find_element(
                 By.CSS_SELECTOR, f'input[data-stream="{world.streams[key]}"]'
             ).click()
-        chart_of(driver, [world.streams[k] for k in ("energy", "cost", "export")])
-        seen["money"] = driver.execute_script(
-            "const u = window.dashboard.plot, fed = u.data[3].filter(v => v != null);"
+        charted = sorted(MONEY, key=lambda k: int(world.streams[k]))  # the list's order: by id
+        chart_of(driver, [world.streams[k] for k in charted])
+        money = driver.execute_script(
+            "const u = window.dashboard.plot, fed = u.data[arguments[0]].filter(v => v != null);"
             "return {series: u.series.slice(1).map(s => s.scale),"
             " axes: u.axes.slice(1).map(a => [a.scale, a.side]),"
             " zero: u.series.slice(1).map(s => Math.round(u.valToPos(0, s.scale))),"
-            " fed: [Math.min(...fed), Math.max(...fed)]}"
+            " fed: [Math.min(...fed), Math.max(...fed)]}",
+            1 + charted.index("export"),
         )
+        money["series"] = [money["series"][charted.index(k)] for k in MONEY]
+        seen["money"] = money
         seen["groups"] = driver.execute_script(
             "return [...document.querySelectorAll('#streams section.channel')].map(s =>"
             " [s.dataset.channel, [...s.querySelectorAll('table')].map(t => [t.dataset.type,"
@@ -229,8 +234,10 @@ async def test_a_user_signs_in_charts_streams_and_marks_a_notification_read(
     assert highest <= 0
     zero = seen["money"]["zero"]
     assert zero == [zero[0]] * 3  # every bar stands on one zero line, in pixels
-    # Streams grouped by channel, then raw, processed, system.
-    assert seen["groups"] == [["1", [["raw", 3], ["processed", 3], ["system", 1]]]]
+    # Streams grouped by channel, then raw, processed, system: the three phases and the export
+    # reading; the engine's consumption and cost of each phase and of the total, the export and
+    # its credit; the signal.
+    assert seen["groups"] == [["1", [["raw", 4], ["processed", 10], ["system", 1]]]]
     assert "Electricity, channel 1, total" in seen["energy_row"]
     assert "Wh" in seen["energy_row"]
     # Every point of each phase in the charted range is drawn, in one chart of three series.
