@@ -178,54 +178,104 @@ WITH period AS MATERIALIZED (
                            FROM cluster.realtime_quarters(s.stream_id, s.lo, s.hi) q) x
       JOIN period r ON r.stream_id = s.stream_id AND r.day = d.dates[x.i]
      WHERE x.start >= r.start AND x.start < r.finish
-), slots AS MATERIALIZED (
-    -- The slots of the contracts' areas as quarter hours, so that a quarter finds its price by
-    -- equality: the slot holding its start. A quarter-hour slot on the quarters' grid is its
-    -- own quarter (most, since the markets moved to 15-minute slots); only the others are
-    -- expanded (an hourly slot: four). Looked up per quarter in the slots' index instead, a
-    -- year took 2.3 s (32 index pages a look-up).
-    SELECT s.area, q.start, s.price
-      FROM cluster.prices s
+), area_slots AS MATERIALIZED (
+    -- Per area a contract names, its slots over the range as sorted arrays: a quarter finds
+    -- the slot holding its start by a binary search (width_bucket) in one row. Expanded into
+    -- quarter hours and hash-joined, a year's slots took a fifth of a second a call.
+    SELECT a.area, x.starts, x.ends, x.prices
+      FROM (SELECT DISTINCT area FROM parts WHERE area IS NOT NULL) a
      CROSS JOIN LATERAL (
-           SELECT lower(s.slot) AS start
-            WHERE upper(s.slot) - lower(s.slot) = interval '15 minutes'
-              AND time_bucket('15 minutes', lower(s.slot)) = lower(s.slot)
-           UNION ALL
-           SELECT g.start
-             FROM generate_series(
-                      time_bucket('15 minutes', lower(s.slot) - interval '1 microsecond')
-                          + interval '15 minutes',
-                      upper(s.slot) - interval '1 microsecond', interval '15 minutes') AS g (start)
-            WHERE NOT (upper(s.slot) - lower(s.slot) = interval '15 minutes'
-                       AND time_bucket('15 minutes', lower(s.slot)) = lower(s.slot))) q
-     WHERE s.area IN (SELECT area FROM parts)
-       AND s.slot && tstzrange((SELECT min(start) FROM months), (SELECT max(finish) FROM months))
+           -- Sorted once for the three arrays (an ORDER BY in each sorted three times).
+           SELECT array_agg(o.start) AS starts, array_agg(o.finish) AS ends,
+                  array_agg(o.price) AS prices
+             FROM (SELECT lower(s.slot) AS start, upper(s.slot) AS finish, s.price
+                     FROM cluster.prices s
+                    WHERE s.area = a.area
+                      AND s.slot && tstzrange((SELECT min(start) FROM months),
+                                              (SELECT max(finish) FROM months))
+                    ORDER BY lower(s.slot)) o) x
+), cuts AS MATERIALIZED (
+    -- Every local time a band of any contract starts at (and midnight): between two of them
+    -- each contract's band is one, so a quarter's band is its segment's.
+    SELECT array_agg(DISTINCT c.t ORDER BY c.t) AS starts
+      FROM (SELECT '00:00'::time AS t
+            UNION ALL SELECT unnest(p.weekday_starts) FROM part_days p
+            UNION ALL SELECT unnest(p.weekend_starts) FROM part_days p) c
+), areas AS MATERIALIZED (
+    -- The areas the quarters are looked up in: each a contract names, or '' (none) when none
+    -- does. A contract without an area reads the first's quarters' energy.
+    SELECT a.area, a.starts, a.ends, a.prices FROM area_slots a
+    UNION ALL
+    SELECT '', NULL, NULL, NULL WHERE NOT EXISTS (SELECT FROM area_slots)
 ), area_quarters AS MATERIALIZED (
-    -- Each quarter beside the price of each area a contract names (area '': none), so that a
-    -- contract's price is made where it joins its quarters, and only narrow rows go on.
-    SELECT q.kind, q.i, q.month, q.local, q.value, a.area, s.price AS area_price
+    -- Each quarter with the price of each area's slot holding its start (null: none) and the
+    -- segment of the day between band starts its local start falls in, looked up once for
+    -- all contracts.
+    SELECT q.kind, q.i, q.month, q.local, q.value, a.area, width_bucket(q.local, c.starts) AS k,
+           CASE WHEN x.j > 0 AND q.start < a.ends[x.j] THEN a.prices[x.j] END AS area_price
       FROM quarters q
-     CROSS JOIN (SELECT DISTINCT coalesce(area, '') AS area FROM parts) a
-      LEFT JOIN slots s ON s.area = a.area AND s.start = q.start
-), priced AS MATERIALIZED (
-    SELECT p.contract, q.kind, q.month, q.value * p.scale AS units, q.area_price,
-           CASE WHEN p.area IS NULL OR q.area_price IS NOT NULL
-                THEN cluster.tariff_price(
-                         p.factor, coalesce(q.area_price, 0),
-                         CASE WHEN p.weekends[q.i]
-                              THEN p.weekend_prices[width_bucket(q.local, p.weekend_starts)]
-                              ELSE p.weekday_prices[width_bucket(q.local, p.weekday_starts)] END,
-                         p.vat, p.floor, p.cap) END AS price
+     CROSS JOIN cuts c
+     CROSS JOIN areas a
+     CROSS JOIN LATERAL (SELECT width_bucket(q.start, a.starts) AS j) x
+), segments AS MATERIALIZED (
+    -- Per kind, area, day and segment, the energy and its money at the area's price: a
+    -- contract priced linearly (no floor or cap on an area) prices these few rows instead of
+    -- every quarter.
+    SELECT q.kind, q.area, q.month, q.i, q.k, sum(q.value) AS value,
+           bool_or(q.value <> 0) AS used,
+           sum(q.value) FILTER (WHERE q.area_price IS NOT NULL) AS priced_value,
+           sum(q.value * q.area_price) AS area_value,
+           bool_or(q.area_price IS NULL AND q.value <> 0) AS unpriced
       FROM area_quarters q
-      JOIN part_days p ON p.kind = q.kind AND coalesce(p.area, '') = q.area
+     GROUP BY q.kind, q.area, q.month, q.i, q.k
+), priced AS (
+    -- A contract without an area, or on an area without floor or cap, per segment: its price
+    -- is linear in the area's, so the segment's energy at the price the energy-weighted
+    -- area price makes is the sum of its quarters' money.
+    SELECT p.contract, s.kind, s.month,
+           CASE WHEN p.area IS NULL THEN b.price IS NULL AND s.used
+                ELSE s.unpriced OR (b.price IS NULL AND s.used) END AS unpriced,
+           CASE WHEN p.area IS NOT NULL THEN s.priced_value * p.scale END AS area_units,
+           CASE WHEN p.area IS NOT NULL THEN s.area_value * p.scale END AS area_money,
+           CASE WHEN p.area IS NULL THEN s.value ELSE s.priced_value END * p.scale
+           * cluster.tariff_price(
+                 p.factor,
+                 CASE WHEN p.area IS NULL THEN 0
+                      ELSE coalesce(s.area_value / nullif(s.priced_value, 0), 0) END,
+                 b.price, p.vat, p.floor, p.cap) AS money
+      FROM part_days p
+     CROSS JOIN cuts c
+      JOIN segments s ON s.kind = p.kind
+                     AND s.area = coalesce(p.area, (SELECT min(area) FROM areas))
+     CROSS JOIN LATERAL (
+           SELECT CASE WHEN p.weekends[s.i]
+                       THEN p.weekend_prices[width_bucket(c.starts[s.k], p.weekend_starts)]
+                       ELSE p.weekday_prices[width_bucket(c.starts[s.k], p.weekday_starts)] END
+                      AS price) b
+     WHERE p.area IS NULL OR (p.floor IS NULL AND p.cap IS NULL)
+    UNION ALL
+    -- A contract on an area with a floor or a cap, per quarter: clamped, its price is not.
+    SELECT p.contract, q.kind, q.month,
+           (q.area_price IS NULL OR b.price IS NULL) AND q.value <> 0,
+           CASE WHEN q.area_price IS NOT NULL THEN q.value * p.scale END,
+           q.value * p.scale * q.area_price,
+           q.value * p.scale * cluster.tariff_price(p.factor, q.area_price, b.price, p.vat,
+                                                    p.floor, p.cap)
+      FROM part_days p
+      JOIN area_quarters q ON q.kind = p.kind AND q.area = p.area
+     CROSS JOIN LATERAL (
+           SELECT CASE WHEN p.weekends[q.i]
+                       THEN p.weekend_prices[width_bucket(q.local, p.weekend_starts)]
+                       ELSE p.weekday_prices[width_bucket(q.local, p.weekday_starts)] END
+                      AS price) b
+     WHERE p.area IS NOT NULL AND (p.floor IS NOT NULL OR p.cap IS NOT NULL)
 ), contract_months AS (
     SELECT p.contract, p.month,
-           coalesce(sum(p.units * p.price) FILTER (WHERE p.kind = 'consumption'), 0) AS energy,
-           coalesce(sum(p.units * p.price) FILTER (WHERE p.kind = 'export'), 0) AS credit,
-           bool_or(p.price IS NULL AND p.units <> 0) AS unpriced,
-           sum(p.units * p.area_price) FILTER (WHERE p.kind = 'consumption') AS area_money,
-           sum(p.units) FILTER (WHERE p.kind = 'consumption' AND p.area_price IS NOT NULL)
-               AS area_units
+           coalesce(sum(p.money) FILTER (WHERE p.kind = 'consumption'), 0) AS energy,
+           coalesce(sum(p.money) FILTER (WHERE p.kind = 'export'), 0) AS credit,
+           bool_or(p.unpriced) AS unpriced,
+           sum(p.area_money) FILTER (WHERE p.kind = 'consumption') AS area_money,
+           sum(p.area_units) FILTER (WHERE p.kind = 'consumption') AS area_units
       FROM priced p
      GROUP BY p.contract, p.month
 ), charges AS (
