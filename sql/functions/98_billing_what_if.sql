@@ -74,7 +74,7 @@ WITH period AS MATERIALIZED (
     SELECT p.* FROM cluster.period_rows(p_feed_id, p_from, p_to) p
      WHERE p.billed AND p.line IN (p_medium, 'export')
 ), days AS MATERIALIZED (
-    SELECT d.day, date_trunc('month', d.day)::date AS month, d.start, d.finish,
+    SELECT d.day, date_trunc('month', d.day)::date AS month, d.start, d.finish, d.timezone,
            extract(epoch FROM d.finish - d.start) AS seconds
       FROM cluster.feed_local_days(p_feed_id, p_from, p_to) d
 ), months AS MATERIALIZED (
@@ -152,48 +152,57 @@ WITH period AS MATERIALIZED (
            (SELECT array_agg(cluster.is_weekend_day(d.day, p.holidays) ORDER BY d.day)
               FROM days d) AS weekends
       FROM parts p
-), streams AS (
+), day_starts AS MATERIALIZED (
+    -- The days in order as arrays, for a quarter to find its local day by a binary search
+    -- (width_bucket) and read the day's month and zone by its index, rather than joining each
+    -- quarter to its day (that and its zone and month per quarter cost 3 us a quarter).
+    SELECT array_agg(d.start ORDER BY d.day) AS starts, array_agg(d.month ORDER BY d.day) AS months,
+           array_agg(d.timezone ORDER BY d.day) AS zones,
+           array_agg(d.seconds = 86400 ORDER BY d.day) AS whole
+      FROM days d
+), streams AS MATERIALIZED (
     -- The billed streams to read for the contracts (none when only the current one is asked;
-    -- export only for a contract with an export part), each over its days.
-    SELECT r.stream_id, min(r.start) AS lo, max(r.finish) AS hi
+    -- export only for a contract with an export part), each over its days, with whether it is
+    -- billed on each day of the range (in the days' order).
+    SELECT r.stream_id, CASE WHEN bool_or(r.line = 'export') THEN 'export' ELSE 'consumption' END AS kind,
+           min(r.start) AS lo, max(r.finish) AS hi,
+           (SELECT array_agg(EXISTS (SELECT FROM period b WHERE b.stream_id = r.stream_id AND b.day = d.day)
+                             ORDER BY d.day) FROM days d) AS billed
       FROM period r
      WHERE cardinality(p_contracts) > 0
        AND (r.line <> 'export' OR EXISTS (SELECT FROM parts WHERE kind = 'export'))
      GROUP BY r.stream_id
-), day_starts AS MATERIALIZED (
-    -- The days' starts and dates in order, for a quarter to find its local day by a binary
-    -- search (width_bucket) rather than by generating every quarter of every day.
-    SELECT array_agg(d.start ORDER BY d.day) AS starts, array_agg(d.day ORDER BY d.day) AS dates
-      FROM days d
 ), quarters AS MATERIALIZED (
     -- Each stream's quarter hours (cluster.realtime_quarters: the engine's quarter rollups,
     -- pending ones from the points), each kept where its stream is billed on the local day
-    -- its start falls on, read once for every contract.
-    SELECT CASE r.line WHEN 'export' THEN 'export' ELSE 'consumption' END AS kind, r.day,
-           x.i, date_trunc('month', r.day)::date AS month, x.start,
-           (x.start AT TIME ZONE r.timezone)::time AS local, x.total AS value
+    -- its start falls on, with its local time of day (on a day of 24 hours its time from the
+    -- day's start, else by the zone), read once for every contract.
+    SELECT s.kind, x.i, x.start, x.total AS value,
+           CASE WHEN d.whole[x.i] THEN (x.start - d.starts[x.i])::time
+                ELSE (x.start AT TIME ZONE d.zones[x.i])::time END AS local
       FROM streams s
      CROSS JOIN day_starts d
      CROSS JOIN LATERAL (SELECT q.start, q.total, width_bucket(q.start, d.starts) AS i
-                           FROM cluster.realtime_quarters(s.stream_id, s.lo, s.hi) q) x
-      JOIN period r ON r.stream_id = s.stream_id AND r.day = d.dates[x.i]
-     WHERE x.start >= r.start AND x.start < r.finish
+                           FROM cluster.realtime_quarters(s.stream_id, s.lo, s.hi) q
+                         OFFSET 0) x
+     WHERE s.billed[x.i] AND x.start < s.hi
+), area_rows AS MATERIALIZED (
+    -- The slots of the areas the contracts name over the range, in order: read once for the
+    -- quarters' prices and the market's averages.
+    SELECT s.area, lower(s.slot) AS start, upper(s.slot) AS finish, s.price
+      FROM cluster.prices s
+     WHERE s.area IN (SELECT area FROM parts)
+       AND s.slot && tstzrange((SELECT min(start) FROM months), (SELECT max(finish) FROM months))
+     ORDER BY s.area, lower(s.slot)
 ), area_slots AS MATERIALIZED (
-    -- Per area a contract names, its slots over the range as sorted arrays: a quarter finds
-    -- the slot holding its start by a binary search (width_bucket) in one row. Expanded into
-    -- quarter hours and hash-joined, a year's slots took a fifth of a second a call.
+    -- Per area a contract names, its slots as sorted arrays: a quarter finds the slot holding
+    -- its start by a binary search (width_bucket) in one row. Expanded into quarter hours and
+    -- hash-joined, a year's slots took a fifth of a second a call.
     SELECT a.area, x.starts, x.ends, x.prices
       FROM (SELECT DISTINCT area FROM parts WHERE area IS NOT NULL) a
-     CROSS JOIN LATERAL (
-           -- Sorted once for the three arrays (an ORDER BY in each sorted three times).
-           SELECT array_agg(o.start) AS starts, array_agg(o.finish) AS ends,
-                  array_agg(o.price) AS prices
-             FROM (SELECT lower(s.slot) AS start, upper(s.slot) AS finish, s.price
-                     FROM cluster.prices s
-                    WHERE s.area = a.area
-                      AND s.slot && tstzrange((SELECT min(start) FROM months),
-                                              (SELECT max(finish) FROM months))
-                    ORDER BY lower(s.slot)) o) x
+     CROSS JOIN LATERAL (SELECT array_agg(r.start) AS starts, array_agg(r.finish) AS ends,
+                                array_agg(r.price) AS prices
+                           FROM area_rows r WHERE r.area = a.area) x
 ), cuts AS MATERIALIZED (
     -- Every local time a band of any contract starts at (and midnight): between two of them
     -- each contract's band is one, so a quarter's band is its segment's.
@@ -211,7 +220,7 @@ WITH period AS MATERIALIZED (
     -- Each quarter with the price of each area's slot holding its start (null: none) and the
     -- segment of the day between band starts its local start falls in, looked up once for
     -- all contracts.
-    SELECT q.kind, q.i, q.month, q.local, q.value, a.area, width_bucket(q.local, c.starts) AS k,
+    SELECT q.kind, q.i, q.local, q.value, a.area, width_bucket(q.local, c.starts) AS k,
            CASE WHEN x.j > 0 AND q.start < a.ends[x.j] THEN a.prices[x.j] END AS area_price
       FROM quarters q
      CROSS JOIN cuts c
@@ -221,18 +230,18 @@ WITH period AS MATERIALIZED (
     -- Per kind, area, day and segment, the energy and its money at the area's price: a
     -- contract priced linearly (no floor or cap on an area) prices these few rows instead of
     -- every quarter.
-    SELECT q.kind, q.area, q.month, q.i, q.k, sum(q.value) AS value,
+    SELECT q.kind, q.area, q.i, q.k, sum(q.value) AS value,
            bool_or(q.value <> 0) AS used,
            sum(q.value) FILTER (WHERE q.area_price IS NOT NULL) AS priced_value,
            sum(q.value * q.area_price) AS area_value,
            bool_or(q.area_price IS NULL AND q.value <> 0) AS unpriced
       FROM area_quarters q
-     GROUP BY q.kind, q.area, q.month, q.i, q.k
+     GROUP BY q.kind, q.area, q.i, q.k
 ), priced AS (
     -- A contract without an area, or on an area without floor or cap, per segment: its price
     -- is linear in the area's, so the segment's energy at the price the energy-weighted
     -- area price makes is the sum of its quarters' money.
-    SELECT p.contract, s.kind, s.month,
+    SELECT p.contract, s.kind, d.months[s.i] AS month,
            CASE WHEN p.area IS NULL THEN b.price IS NULL AND s.used
                 ELSE s.unpriced OR (b.price IS NULL AND s.used) END AS unpriced,
            CASE WHEN p.area IS NOT NULL THEN s.priced_value * p.scale END AS area_units,
@@ -245,6 +254,7 @@ WITH period AS MATERIALIZED (
                  b.price, p.vat, p.floor, p.cap) AS money
       FROM part_days p
      CROSS JOIN cuts c
+     CROSS JOIN day_starts d
       JOIN segments s ON s.kind = p.kind
                      AND s.area = coalesce(p.area, (SELECT min(area) FROM areas))
      CROSS JOIN LATERAL (
@@ -255,13 +265,14 @@ WITH period AS MATERIALIZED (
      WHERE p.area IS NULL OR (p.floor IS NULL AND p.cap IS NULL)
     UNION ALL
     -- A contract on an area with a floor or a cap, per quarter: clamped, its price is not.
-    SELECT p.contract, q.kind, q.month,
+    SELECT p.contract, q.kind, d.months[q.i],
            (q.area_price IS NULL OR b.price IS NULL) AND q.value <> 0,
            CASE WHEN q.area_price IS NOT NULL THEN q.value * p.scale END,
            q.value * p.scale * q.area_price,
            q.value * p.scale * cluster.tariff_price(p.factor, q.area_price, b.price, p.vat,
                                                     p.floor, p.cap)
       FROM part_days p
+     CROSS JOIN day_starts d
       JOIN area_quarters q ON q.kind = p.kind AND q.area = p.area
      CROSS JOIN LATERAL (
            SELECT CASE WHEN p.weekends[q.i]
@@ -306,16 +317,20 @@ WITH period AS MATERIALIZED (
            x.area
       FROM current_months x
 ), markets AS (
-    -- Each area's price over each month weighted by time: its slots' parts inside the month.
-    SELECT a.area, m.month,
-           sum(s.price * date_part('epoch', least(upper(s.slot), m.finish)
-                                            - greatest(lower(s.slot), m.start)))
-           / nullif(sum(date_part('epoch', least(upper(s.slot), m.finish)
-                                           - greatest(lower(s.slot), m.start))), 0) AS price
-      FROM (SELECT DISTINCT area FROM parts WHERE area IS NOT NULL) a
-     CROSS JOIN months m
-      JOIN cluster.prices s ON s.area = a.area AND s.slot && tstzrange(m.start, m.finish)
-     GROUP BY a.area, m.month
+    -- Each area's price over each month weighted by time: its slots' parts inside the month
+    -- (a slot crossing a month's end counts in both).
+    SELECT r.area, m.month,
+           sum(r.price * date_part('epoch', least(r.finish, m.finish) - greatest(r.start, m.start)))
+           / nullif(sum(date_part('epoch', least(r.finish, m.finish)
+                                           - greatest(r.start, m.start))), 0) AS price
+      FROM area_rows r
+     CROSS JOIN (SELECT array_agg(m.start ORDER BY m.start) AS starts FROM months m) b
+     CROSS JOIN LATERAL (SELECT width_bucket(r.start, b.starts) AS first,
+                                width_bucket(r.finish - interval '1 microsecond', b.starts) AS last) f
+     CROSS JOIN LATERAL (VALUES (f.first), (CASE WHEN f.last <> f.first THEN f.last END)) w (i)
+      JOIN months m ON m.start = b.starts[w.i]
+     WHERE w.i > 0 AND r.start < m.finish AND r.finish > m.start
+     GROUP BY r.area, m.month
 )
 SELECT a.contract, m.month, coalesce(m.quantity, 0), coalesce(m.export, 0), a.energy,
        a.standing, a.credit, a.vat, a.energy + a.standing - a.credit,
