@@ -176,8 +176,9 @@ WITH period AS MATERIALIZED (
     -- Each stream's quarter hours (cluster.realtime_quarters: the engine's quarter rollups,
     -- pending ones from the points), each kept where its stream is billed on the local day
     -- its start falls on, with its local time of day (on a day of 24 hours its time from the
-    -- day's start, else by the zone), read once for every contract.
-    SELECT s.kind, x.i, x.start, x.total AS value,
+    -- day's start, else by the zone) and its seconds since 1970 (its UTC day and quarter of
+    -- the day in cluster.price_days), read once for every contract.
+    SELECT s.kind, x.i, date_part('epoch', x.start)::bigint AS epoch, x.total AS value,
            CASE WHEN d.whole[x.i] THEN (x.start - d.starts[x.i])::time
                 ELSE (x.start AT TIME ZONE d.zones[x.i])::time END AS local
       FROM streams s
@@ -186,29 +187,6 @@ WITH period AS MATERIALIZED (
                            FROM cluster.realtime_quarters(s.stream_id, s.lo, s.hi) q
                          OFFSET 0) x
      WHERE s.billed[x.i] AND x.start < s.hi
-), area_rows AS MATERIALIZED (
-    -- The slots of the areas the contracts name over the range, in order: read once for the
-    -- quarters' prices and the market's averages.
-    SELECT s.area, lower(s.slot) AS start, upper(s.slot) AS finish, s.price
-      FROM cluster.prices s
-     WHERE s.area IN (SELECT area FROM parts)
-       AND s.slot && tstzrange((SELECT min(start) FROM months), (SELECT max(finish) FROM months))
-     -- By time first: a slot's start is unique in its area, so the area's text (compared by
-     -- its collation, a sixth of the call's time) is never compared.
-     ORDER BY lower(s.slot), s.area
-), area_slots AS MATERIALIZED (
-    -- Per area a contract names, its slots as sorted arrays: a quarter finds the slot holding
-    -- its start by a binary search (width_bucket) in one row. Expanded into quarter hours and
-    -- hash-joined, a year's slots took a fifth of a second a call. `whole`: the slots leave
-    -- no gap (they never overlap, so their time adds up to their span), and the slot found
-    -- holds every quarter before the last one's end without its end being read.
-    SELECT a.area, x.starts, x.ends, x.prices, x.last_end,
-           x.seconds = date_part('epoch', x.last_end - x.starts[1]) AS whole
-      FROM (SELECT DISTINCT area FROM parts WHERE area IS NOT NULL) a
-     CROSS JOIN LATERAL (SELECT array_agg(r.start) AS starts, array_agg(r.finish) AS ends,
-                                array_agg(r.price) AS prices, max(r.finish) AS last_end,
-                                sum(date_part('epoch', r.finish - r.start)) AS seconds
-                           FROM area_rows r WHERE r.area = a.area) x
 ), cuts AS MATERIALIZED (
     -- Every local time a band of any contract starts at (and midnight): between two of them
     -- each contract's band is one, so a quarter's band is its segment's.
@@ -217,24 +195,31 @@ WITH period AS MATERIALIZED (
             UNION ALL SELECT unnest(p.weekday_starts) FROM part_days p
             UNION ALL SELECT unnest(p.weekend_starts) FROM part_days p) c
 ), areas AS MATERIALIZED (
-    -- The areas the quarters are looked up in: each a contract names, or '' (none) when none
+    -- The areas the quarters are priced in: each a contract names, or '' (none) when none
     -- does. A contract without an area reads the first's quarters' energy.
-    SELECT a.area, a.starts, a.ends, a.prices, a.last_end, a.whole FROM area_slots a
+    SELECT DISTINCT p.area FROM parts p WHERE p.area IS NOT NULL
     UNION ALL
-    SELECT '', NULL, NULL, NULL, NULL, NULL WHERE NOT EXISTS (SELECT FROM area_slots)
+    SELECT '' WHERE NOT EXISTS (SELECT FROM parts p WHERE p.area IS NOT NULL)
+), area_days AS MATERIALIZED (
+    -- Their quarter-hour prices per UTC day over the range (cluster.price_days, kept by
+    -- cluster.set_prices): a year is 365 rows an area, where its slots were 35,040 to read,
+    -- sort and search each call.
+    SELECT d.area, d.day, d.prices, d.total, d.priced
+      FROM cluster.price_days d
+     WHERE d.area IN (SELECT area FROM areas)
+       AND d.day >= ((SELECT min(start) FROM months) AT TIME ZONE 'UTC')::date
+       AND d.day <= ((SELECT max(finish) FROM months) AT TIME ZONE 'UTC')::date
 ), area_quarters AS MATERIALIZED (
     -- Each quarter with the price of each area's slot holding its start (null: none) and the
     -- segment of the day between band starts its local start falls in, looked up once for
     -- all contracts.
     SELECT q.kind, q.i, q.local, q.value, a.area, width_bucket(q.local, c.starts) AS k,
-           CASE WHEN a.whole THEN CASE WHEN q.start < a.last_end
-                                       THEN a.prices[width_bucket(q.start, a.starts)] END
-                ELSE (SELECT CASE WHEN x.j > 0 AND q.start < a.ends[x.j] THEN a.prices[x.j] END
-                        FROM (SELECT width_bucket(q.start, a.starts) AS j OFFSET 0) x) END
-               AS area_price
+           p.prices[q.epoch % 86400 / 900 + 1] AS area_price
       FROM quarters q
      CROSS JOIN cuts c
      CROSS JOIN areas a
+      LEFT JOIN area_days p
+        ON p.area = a.area AND p.day = date '1970-01-01' + (q.epoch / 86400)::integer
 ), segments AS MATERIALIZED (
     -- Per kind, area, day and segment, the energy and its money at the area's price: a
     -- contract priced linearly (no floor or cap on an area) prices these few rows instead of
@@ -325,40 +310,33 @@ WITH period AS MATERIALIZED (
            coalesce(x.standing, 0), coalesce(x.vat, 0), x.unpriced, x.area_money, x.area_units,
            x.area
       FROM current_months x
-), month_bounds AS MATERIALIZED (
-    -- The months' bounds in order as arrays, read by scalar subqueries (computed once each):
-    -- joined, they rode beside each slot.
-    SELECT array_agg(m.start ORDER BY m.start) AS starts,
-           array_agg(m.finish ORDER BY m.start) AS finishes,
-           array_agg(m.month ORDER BY m.start) AS months
-      FROM months m
-), slot_months AS (
-    -- Each slot's part in the month its start falls in and, for the few crossing a month's
-    -- start, in each later month it reaches.
-    SELECT r.area, r.price, width_bucket(r.start, (SELECT starts FROM month_bounds)) AS i,
-           date_part('epoch', least(r.finish, (SELECT finishes FROM month_bounds)
-                                                  [width_bucket(r.start, (SELECT starts FROM month_bounds))])
-                              - r.start) AS seconds
-      FROM area_rows r
-     WHERE r.start >= (SELECT starts[1] FROM month_bounds)
-    UNION ALL
-    SELECT r.area, r.price, g.i,
-           date_part('epoch', least(r.finish, (SELECT finishes FROM month_bounds)[g.i])
-                              - (SELECT starts FROM month_bounds)[g.i])
-      FROM area_rows r
-     CROSS JOIN LATERAL generate_series(
-               width_bucket(r.start, (SELECT starts FROM month_bounds)) + 1,
-               width_bucket(r.finish - interval '1 microsecond', (SELECT starts FROM month_bounds))) g (i)
-     WHERE r.finish > (SELECT finishes FROM month_bounds)
-                          [greatest(width_bucket(r.start, (SELECT starts FROM month_bounds)), 1)]
-        OR r.start < (SELECT starts[1] FROM month_bounds)
+), market_days AS (
+    -- Each month's UTC days of each area's prices (a day in two months is in both), with the
+    -- month's quarters of that day: all 96 inside the month, the first or last ones on the
+    -- days it begins and ends on (local midnight is a whole quarter hour in every zone of
+    -- today's offsets).
+    SELECT d.area, m.month, d.day, d.prices, d.total, d.priced,
+           CASE WHEN d.day = m.first_day THEN m.first_quarter ELSE 1 END AS lo,
+           CASE WHEN d.day = m.last_day THEN m.last_quarter ELSE 96 END AS hi
+      FROM (SELECT x.month,
+                   date '1970-01-01' + (x.s / 86400)::integer AS first_day,
+                   (x.s % 86400 / 900 + 1)::integer AS first_quarter,
+                   date '1970-01-01' + ((x.f - 900) / 86400)::integer AS last_day,
+                   ((x.f - 900) % 86400 / 900 + 1)::integer AS last_quarter
+              FROM (SELECT mm.month, date_part('epoch', mm.start)::bigint AS s,
+                           date_part('epoch', mm.finish)::bigint AS f FROM months mm) x) m
+      JOIN area_days d ON d.day BETWEEN m.first_day AND m.last_day
 ), markets AS (
-    -- Each area's price over each month weighted by time: its slots' parts inside the month.
-    SELECT x.area, (SELECT months FROM month_bounds)[x.i] AS month,
-           sum(x.price * x.seconds) / nullif(sum(x.seconds), 0) AS price
-      FROM slot_months x
-     WHERE x.seconds > 0
-     GROUP BY x.area, x.i
+    -- Each area's price over each month, weighted by time at the quarter hour: the mean of
+    -- its quarters' prices that have one (a whole day by its stored sum).
+    SELECT x.area, x.month, sum(x.total) / nullif(sum(x.priced), 0) AS price
+      FROM (SELECT d.area, d.month,
+                   CASE WHEN d.lo = 1 AND d.hi = 96 THEN d.total
+                        ELSE (SELECT sum(v) FROM unnest(d.prices[d.lo:d.hi]) v) END AS total,
+                   CASE WHEN d.lo = 1 AND d.hi = 96 THEN d.priced
+                        ELSE (SELECT count(v) FROM unnest(d.prices[d.lo:d.hi]) v) END AS priced
+              FROM market_days d) x
+     GROUP BY x.area, x.month
 )
 SELECT a.contract, m.month, coalesce(m.quantity, 0), coalesce(m.export, 0), a.energy,
        a.standing, a.credit, a.vat, a.energy + a.standing - a.credit,
