@@ -163,30 +163,43 @@ WITH period AS MATERIALIZED (
 ), streams AS MATERIALIZED (
     -- The billed streams to read for the contracts (none when only the current one is asked;
     -- export only for a contract with an export part), each over its days, with whether it is
-    -- billed on each day of the range (in the days' order).
-    SELECT r.stream_id, CASE WHEN bool_or(r.line = 'export') THEN 'export' ELSE 'consumption' END AS kind,
-           min(r.start) AS lo, max(r.finish) AS hi,
-           (SELECT array_agg(EXISTS (SELECT FROM period b WHERE b.stream_id = r.stream_id AND b.day = d.day)
-                             ORDER BY d.day) FROM days d) AS billed
-      FROM period r
-     WHERE cardinality(p_contracts) > 0
-       AND (r.line <> 'export' OR EXISTS (SELECT FROM parts WHERE kind = 'export'))
-     GROUP BY r.stream_id
-), quarters AS MATERIALIZED (
-    -- Each stream's quarter hours (cluster.realtime_quarters: the engine's quarter rollups,
-    -- pending ones from the points), each kept where its stream is billed on the local day
-    -- its start falls on, with its local time of day (on a day of 24 hours its time from the
-    -- day's start, else by the zone) and its seconds since 1970 (its UTC day and quarter of
-    -- the day in cluster.price_days), read once for every contract.
-    SELECT s.kind, x.i, date_part('epoch', x.start)::bigint AS epoch, x.total AS value,
-           CASE WHEN d.whole[x.i] THEN (x.start - d.starts[x.i])::time
-                ELSE (x.start AT TIME ZONE d.zones[x.i])::time END AS local
-      FROM streams s
-     CROSS JOIN day_starts d
-     CROSS JOIN LATERAL (SELECT q.start, q.total, width_bucket(q.start, d.starts) AS i
-                           FROM cluster.realtime_quarters(s.stream_id, s.lo, s.hi) q
-                         OFFSET 0) x
-     WHERE s.billed[x.i] AND x.start < s.hi
+    -- billed on each day of the range (in the days' order) and whether the engine has work
+    -- queued for it (cluster.stale_rollups: then its quarters are read in real time).
+    SELECT s.stream_id, s.kind, s.lo, s.hi,
+           EXISTS (SELECT FROM cluster.stale_rollups x WHERE x.stream_id = s.stream_id) AS stale,
+           (SELECT array_agg(b.day IS NOT NULL ORDER BY d.day)
+              FROM days d LEFT JOIN period b ON b.stream_id = s.stream_id AND b.day = d.day) AS billed
+      FROM (SELECT r.stream_id,
+                   CASE WHEN bool_or(r.line = 'export') THEN 'export' ELSE 'consumption' END AS kind,
+                   min(r.start) AS lo, max(r.finish) AS hi
+              FROM period r
+             WHERE cardinality(p_contracts) > 0
+               AND (r.line <> 'export' OR EXISTS (SELECT FROM parts WHERE kind = 'export'))
+             GROUP BY r.stream_id) s
+), quarters AS (
+    -- Each stream's quarter hours (the engine's quarter rollups; with work queued for the
+    -- stream, cluster.realtime_quarters: pending ones from the points), each kept where its
+    -- stream is billed on the local day its start falls on, with its local time of day (on a
+    -- day of 24 hours its time from the day's start, else by the zone) and its seconds since
+    -- 1970 (its UTC day and quarter of the day in cluster.price_days), read once for every
+    -- contract. The days' arrays are read as scalar subqueries (parameters computed once):
+    -- joined, they rode beside each quarter, and a sort of a year's quarters copied them to
+    -- disk.
+    SELECT x.kind, x.i, date_part('epoch', x.start)::bigint AS epoch, x.total AS value,
+           CASE WHEN (SELECT whole FROM day_starts)[x.i]
+                THEN (x.start - (SELECT starts FROM day_starts)[x.i])::time
+                ELSE (x.start AT TIME ZONE (SELECT zones FROM day_starts)[x.i])::time END AS local
+      FROM (SELECT s.kind, s.billed, q.start, q.total,
+                   width_bucket(q.start, (SELECT starts FROM day_starts)) AS i
+              FROM streams s
+             CROSS JOIN LATERAL (SELECT r.start, r.total FROM cluster.quarter_rollups r
+                                  WHERE NOT s.stale AND r.stream_id = s.stream_id
+                                    AND r.start >= s.lo AND r.start < s.hi
+                                 UNION ALL
+                                 SELECT r.start, r.total
+                                   FROM cluster.realtime_quarters(s.stream_id, s.lo, s.hi) r
+                                  WHERE s.stale) q) x
+     WHERE x.billed[x.i]
 ), cuts AS MATERIALIZED (
     -- Every local time a band of any contract starts at (and midnight): between two of them
     -- each contract's band is one, so a quarter's band is its segment's.
@@ -235,7 +248,7 @@ WITH period AS MATERIALIZED (
     -- A contract without an area, or on an area without floor or cap, per segment: its price
     -- is linear in the area's, so the segment's energy at the price the energy-weighted
     -- area price makes is the sum of its quarters' money.
-    SELECT p.contract, s.kind, d.months[s.i] AS month,
+    SELECT p.contract, s.kind, (SELECT months FROM day_starts)[s.i] AS month,
            CASE WHEN p.area IS NULL THEN b.price IS NULL AND s.used
                 ELSE s.unpriced OR (b.price IS NULL AND s.used) END AS unpriced,
            CASE WHEN p.area IS NOT NULL THEN s.priced_value * p.scale END AS area_units,
@@ -248,7 +261,6 @@ WITH period AS MATERIALIZED (
                  b.price, p.vat, p.floor, p.cap) AS money
       FROM part_days p
      CROSS JOIN cuts c
-     CROSS JOIN day_starts d
       JOIN segments s ON s.kind = p.kind
                      AND s.area = coalesce(p.area, (SELECT min(area) FROM areas))
      CROSS JOIN LATERAL (
@@ -259,14 +271,13 @@ WITH period AS MATERIALIZED (
      WHERE p.area IS NULL OR (p.floor IS NULL AND p.cap IS NULL)
     UNION ALL
     -- A contract on an area with a floor or a cap, per quarter: clamped, its price is not.
-    SELECT p.contract, q.kind, d.months[q.i],
+    SELECT p.contract, q.kind, (SELECT months FROM day_starts)[q.i],
            (q.area_price IS NULL OR b.price IS NULL) AND q.value <> 0,
            CASE WHEN q.area_price IS NOT NULL THEN q.value * p.scale END,
            q.value * p.scale * q.area_price,
            q.value * p.scale * cluster.tariff_price(p.factor, q.area_price, b.price, p.vat,
                                                     p.floor, p.cap)
       FROM part_days p
-     CROSS JOIN day_starts d
       JOIN area_quarters q ON q.kind = p.kind AND q.area = p.area
      CROSS JOIN LATERAL (
            SELECT CASE WHEN p.weekends[q.i]
