@@ -76,6 +76,54 @@ END $$;
 COMMENT ON FUNCTION cluster.set_tariff(bigint, text, timestamptz, time[], double precision[], text, double precision, double precision, text[], double precision, double precision, double precision, text, double precision, text, date[], text[], int4range) IS
     'Make the bands (local start times, prices, day kinds) the feed''s tariff for the medium from p_from on (none when p_starts is NULL), plus p_factor times the prices of area p_area when given, with VAT, floor and cap, p_standing charged per local day or month, kWh per m³ for gas, and the public holidays that count as weekend days; the engine recomputes the cost from p_from.';
 
+-- An area's quarter-hour prices per UTC day (cluster.price_days, sql/0057_price_days.sql) over
+-- the days p_changed touches (null: every day of its slots), from cluster.prices: what
+-- cluster.set_prices calls after each change. A day left without any priced quarter loses its
+-- row.
+CREATE OR REPLACE FUNCTION cluster.refresh_price_days(p_area text, p_changed tstzmultirange)
+RETURNS void LANGUAGE sql AS $$
+WITH touched AS (
+    SELECT coalesce(p_changed, (SELECT range_agg(s.slot) FROM cluster.prices s
+                                 WHERE s.area = p_area)) AS span
+), days AS (
+    SELECT DISTINCT g::date AS day
+      FROM touched t
+     CROSS JOIN LATERAL unnest(t.span) AS r (span)
+     CROSS JOIN LATERAL generate_series(date_trunc('day', lower(r.span) AT TIME ZONE 'UTC'),
+                                        (upper(r.span) - interval '1 microsecond') AT TIME ZONE 'UTC',
+                                        interval '1 day') AS g
+), quarters AS (
+    -- From the slots (one slot's quarters generated, not each quarter searched for its slot):
+    -- every quarter hour whose start lies in a slot of the touched days, by its seconds since
+    -- 1970.
+    SELECT date '1970-01-01' + (e / 86400)::integer AS day, (e % 86400 / 900 + 1)::integer AS n,
+           s.price
+      FROM cluster.prices s
+     CROSS JOIN LATERAL generate_series(ceil(date_part('epoch', lower(s.slot)) / 900)::bigint * 900,
+                                        ceil(date_part('epoch', upper(s.slot)) / 900)::bigint * 900 - 900,
+                                        900) AS e
+     WHERE s.area = p_area
+       AND s.slot && tstzrange(((SELECT min(day) FROM days)::timestamp AT TIME ZONE 'UTC'),
+                               ((SELECT max(day) + 1 FROM days)::timestamp AT TIME ZONE 'UTC'))
+), summed AS (
+    SELECT d.day, array_agg(x.price ORDER BY q.n) AS prices, coalesce(sum(x.price), 0) AS total,
+           count(x.price) AS priced
+      FROM days d
+     CROSS JOIN generate_series(1, 96) AS q (n)
+      LEFT JOIN quarters x ON x.day = d.day AND x.n = q.n
+     GROUP BY d.day
+), emptied AS (
+    DELETE FROM cluster.price_days p USING summed s
+     WHERE p.area = p_area AND p.day = s.day AND s.priced = 0
+)
+INSERT INTO cluster.price_days AS p (area, day, prices, total, priced)
+SELECT p_area, s.day, s.prices, s.total, s.priced FROM summed s WHERE s.priced > 0
+    ON CONFLICT (area, day) DO UPDATE
+   SET prices = EXCLUDED.prices, total = EXCLUDED.total, priced = EXCLUDED.priced
+$$;
+COMMENT ON FUNCTION cluster.refresh_price_days(text, tstzmultirange) IS
+    'Recompute an area''s quarter-hour prices per UTC day (cluster.price_days) over the days p_changed touches (null: all its slots'' days).';
+
 -- Prices of an area's slots: the given slots come, and a stored slot they overlap keeps only
 -- its parts outside them, at its price: an import changes exactly the time it covers and never
 -- un-prices a slot it left out (the area is made on its first prices). A part that is not whole
@@ -131,6 +179,7 @@ BEGIN
       FROM unnest(p_slots, p_prices) AS g (slot, price)
       LEFT JOIN unnest(v_old) o ON o.slot = g.slot AND o.price = g.price
      WHERE o.slot IS NULL;
+    PERFORM cluster.refresh_price_days(p_area, v_changed);
     INSERT INTO cluster.repriced_periods (feed_id, period)
     SELECT t.feed_id, v_changed * tstzmultirange(t.validity)
       FROM cluster.tariffs t

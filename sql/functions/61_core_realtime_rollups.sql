@@ -227,3 +227,50 @@ BEGIN
 END $$;
 COMMENT ON FUNCTION cluster.realtime_days(bigint, timestamptz, timestamptz) IS
     'A stream''s daily rollups (day start in [p_from, p_to]) with the days holding hours not yet recomputed made from their points: what the engine will materialise.';
+
+-- A stream's quarter hours (cluster.quarter_rollups) whose start lies in [p_from, p_to), as the
+-- engine will have them once it caught up: the materialised quarters outside its pending
+-- hours, and the quarters those touch (widened to whole quarters, as cluster.rollup_quarters
+-- widens its periods) summed from the points. What-if's reading of a household's quarters
+-- (sql/functions/98_billing_what_if.sql).
+CREATE OR REPLACE FUNCTION cluster.realtime_quarters(
+    p_stream_id bigint, p_from timestamptz, p_to timestamptz
+) RETURNS TABLE (start timestamptz, total double precision, points bigint)
+-- ROWS: a year's quarters, so that a caller's plan builds its hash tables on the small side.
+LANGUAGE plpgsql STABLE ROWS 35000 SET jit = off SET plan_cache_mode = force_generic_plan AS $$
+DECLARE
+    v_pending tstzmultirange := cluster.rollup_pending(p_stream_id);
+    w tstzrange;
+BEGIN
+    IF v_pending IS NOT NULL THEN
+        SELECT range_agg(tstzrange(time_bucket('15 minutes', lower(x.r)),
+                                   time_bucket('15 minutes', upper(x.r) - interval '1 microsecond')
+                                       + interval '15 minutes'))
+          INTO v_pending
+          FROM unnest(v_pending * tstzmultirange(tstzrange(p_from, p_to))) x (r);
+    END IF;
+    IF v_pending IS NULL OR isempty(v_pending) THEN
+        RETURN QUERY
+            SELECT r.start, r.total, r.points::bigint FROM cluster.quarter_rollups r
+             WHERE r.stream_id = p_stream_id AND r.start >= p_from AND r.start < p_to;
+        RETURN;
+    END IF;
+    RETURN QUERY
+        SELECT r.start, r.total, r.points::bigint FROM cluster.quarter_rollups r
+         WHERE r.stream_id = p_stream_id AND r.start >= p_from AND r.start < p_to
+           AND NOT v_pending @> r.start;
+    -- The points of each pending window, planned for its bounds (chunks excluded while
+    -- planning), as cluster.hours_with_pending reads them.
+    FOR w IN SELECT unnest(v_pending) LOOP
+        RETURN QUERY EXECUTE $q$
+            SELECT q.start, q.total, q.points
+              FROM (SELECT time_bucket('15 minutes', p.ts) AS start, sum(p.value) AS total,
+                           count(*) AS points
+                      FROM cluster.stream_points($1, $2, $3) p
+                     GROUP BY 1) q
+             WHERE q.start >= $4 AND q.start < $5$q$
+            USING p_stream_id, lower(w), upper(w), p_from, p_to;
+    END LOOP;
+END $$;
+COMMENT ON FUNCTION cluster.realtime_quarters(bigint, timestamptz, timestamptz) IS
+    'A quarter-rolled stream''s quarter-hour rollups (start in [p_from, p_to)) with the quarters not yet recomputed answered from its points: what the engine will materialise.';

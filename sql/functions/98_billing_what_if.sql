@@ -66,12 +66,15 @@ CREATE OR REPLACE FUNCTION cluster.what_ifs(
                  credit double precision, vat double precision, total double precision,
                  average_price double precision, coverage double precision, complete boolean,
                  market_average_price double precision, load_shape_factor double precision)
-LANGUAGE sql STABLE AS $$
+LANGUAGE plpgsql STABLE SET jit = off SET plan_cache_mode = force_generic_plan AS $$
+#variable_conflict use_column
+BEGIN
+RETURN QUERY
 WITH period AS MATERIALIZED (
     SELECT p.* FROM cluster.period_rows(p_feed_id, p_from, p_to) p
      WHERE p.billed AND p.line IN (p_medium, 'export')
 ), days AS MATERIALIZED (
-    SELECT d.day, date_trunc('month', d.day)::date AS month, d.start, d.finish,
+    SELECT d.day, date_trunc('month', d.day)::date AS month, d.start, d.finish, d.timezone,
            extract(epoch FROM d.finish - d.start) AS seconds
       FROM cluster.feed_local_days(p_feed_id, p_from, p_to) d
 ), months AS MATERIALIZED (
@@ -131,74 +134,164 @@ WITH period AS MATERIALIZED (
       FROM unnest(p_contracts) WITH ORDINALITY AS c (terms, n)
      CROSS JOIN LATERAL (VALUES ('consumption', c.terms), ('export', c.terms -> 'export')) AS k (kind, part)
      WHERE jsonb_typeof(k.part) = 'object'
-), bands AS MATERIALIZED (
-    SELECT p.contract, p.kind, b.days, b.starts, b.ends, b.price
-      FROM parts p CROSS JOIN LATERAL cluster.contract_bands(p.part) b
-), streams AS (
+), part_days AS MATERIALIZED (
+    -- Per contract part, its bands as sorted arrays per kind of day (cluster.contract_bands;
+    -- `all` serves both kinds) and the kind of each of the range's days by its holidays
+    -- (cluster.is_weekend_day), in the days' order: a quarter then finds its band by a binary
+    -- search in one row (joined per quarter and band, a year's 175,200 priced quarters took
+    -- most of a second).
+    SELECT p.contract, p.kind, p.area, p.factor, p.vat, p.floor, p.cap, p.scale,
+           (SELECT array_agg(b.starts ORDER BY b.starts) FROM cluster.contract_bands(p.part) b
+             WHERE b.days IN ('all', 'weekday')) AS weekday_starts,
+           (SELECT array_agg(b.price ORDER BY b.starts) FROM cluster.contract_bands(p.part) b
+             WHERE b.days IN ('all', 'weekday')) AS weekday_prices,
+           (SELECT array_agg(b.starts ORDER BY b.starts) FROM cluster.contract_bands(p.part) b
+             WHERE b.days IN ('all', 'weekend')) AS weekend_starts,
+           (SELECT array_agg(b.price ORDER BY b.starts) FROM cluster.contract_bands(p.part) b
+             WHERE b.days IN ('all', 'weekend')) AS weekend_prices,
+           (SELECT array_agg(cluster.is_weekend_day(d.day, p.holidays) ORDER BY d.day)
+              FROM days d) AS weekends
+      FROM parts p
+), day_starts AS MATERIALIZED (
+    -- The days in order as arrays, for a quarter to find its local day by a binary search
+    -- (width_bucket) and read the day's month and zone by its index, rather than joining each
+    -- quarter to its day (that and its zone and month per quarter cost 3 us a quarter).
+    SELECT array_agg(d.start ORDER BY d.day) AS starts, array_agg(d.month ORDER BY d.day) AS months,
+           array_agg(d.timezone ORDER BY d.day) AS zones,
+           array_agg(d.seconds = 86400 ORDER BY d.day) AS whole
+      FROM days d
+), streams AS MATERIALIZED (
     -- The billed streams to read for the contracts (none when only the current one is asked;
-    -- export only for a contract with an export part), each over its days.
-    SELECT r.stream_id, min(r.start) AS lo, max(r.finish) AS hi
-      FROM period r
-     WHERE cardinality(p_contracts) > 0
-       AND (r.line <> 'export' OR EXISTS (SELECT FROM parts WHERE kind = 'export'))
-     GROUP BY r.stream_id
-), sums AS MATERIALIZED (
-    -- Each stream's points summed per quarter hour, one read of its range: read a day at a
-    -- time (a call per stream-day), the calls cost more than the points.
-    SELECT s.stream_id, x.start, x.value
-      FROM streams s
-     CROSS JOIN LATERAL (
-           SELECT time_bucket('15 minutes', p.ts) AS start, sum(p.value) AS value
-             FROM cluster.stream_points(s.stream_id, s.lo, s.hi) p
-            GROUP BY 1) x
-), day_quarters AS MATERIALIZED (
-    -- The quarter hours of each day a stream is billed on, by their starts (a DST day has 92
-    -- or 100).
-    SELECT r.stream_id, r.line, r.day, r.timezone, g.start
-      FROM period r
-     CROSS JOIN LATERAL generate_series(r.start, r.finish - interval '1 microsecond',
-                                        interval '15 minutes') AS g (start)
-     WHERE r.stream_id IN (SELECT stream_id FROM streams)
-), quarters AS MATERIALIZED (
-    -- Each billed day's quarters with their sums, read once for every contract: joined on
-    -- both keys at once (joined to the sums by stream alone first, a year's days met every
-    -- quarter of their stream: 12 million rows).
-    SELECT CASE q.line WHEN 'export' THEN 'export' ELSE 'consumption' END AS kind, q.day,
-           date_trunc('month', q.day)::date AS month, x.start,
-           (x.start AT TIME ZONE q.timezone)::time AS local, x.value
-      FROM day_quarters q
-      JOIN sums x ON x.stream_id = q.stream_id AND x.start = q.start
-), slots AS MATERIALIZED (
-    -- The slots of the contracts' areas as quarter hours (an hourly slot: four), so that a
-    -- quarter finds its price by equality: the slot holding its start.
-    SELECT s.area, q.start, s.price
-      FROM cluster.prices s
-     CROSS JOIN LATERAL generate_series(
-           time_bucket('15 minutes', lower(s.slot) - interval '1 microsecond')
-               + interval '15 minutes',
-           upper(s.slot) - interval '1 microsecond', interval '15 minutes') AS q (start)
-     WHERE s.area IN (SELECT area FROM parts)
-       AND s.slot && tstzrange((SELECT min(start) FROM months), (SELECT max(finish) FROM months))
-), priced AS (
-    SELECT p.contract, q.kind, q.month, q.value * p.scale AS units, s.price AS area_price,
-           CASE WHEN p.area IS NULL OR s.price IS NOT NULL
-                THEN cluster.tariff_price(p.factor, coalesce(s.price, 0), b.price, p.vat, p.floor,
-                                          p.cap) END AS price
+    -- export only for a contract with an export part), each over its days, with whether it is
+    -- billed on each day of the range (in the days' order) and whether the engine has work
+    -- queued for it (cluster.stale_rollups: then its quarters are read in real time).
+    SELECT s.stream_id, s.kind, s.lo, s.hi,
+           EXISTS (SELECT FROM cluster.stale_rollups x WHERE x.stream_id = s.stream_id) AS stale,
+           (SELECT array_agg(b.day IS NOT NULL ORDER BY d.day)
+              FROM days d LEFT JOIN period b ON b.stream_id = s.stream_id AND b.day = d.day) AS billed
+      FROM (SELECT r.stream_id,
+                   CASE WHEN bool_or(r.line = 'export') THEN 'export' ELSE 'consumption' END AS kind,
+                   min(r.start) AS lo, max(r.finish) AS hi
+              FROM period r
+             WHERE cardinality(p_contracts) > 0
+               AND (r.line <> 'export' OR EXISTS (SELECT FROM parts WHERE kind = 'export'))
+             GROUP BY r.stream_id) s
+), quarters AS (
+    -- Each stream's quarter hours (the engine's quarter rollups; with work queued for the
+    -- stream, cluster.realtime_quarters: pending ones from the points), each kept where its
+    -- stream is billed on the local day its start falls on, with its local time of day (on a
+    -- day of 24 hours its time from the day's start, else by the zone) and its seconds since
+    -- 1970 (its UTC day and quarter of the day in cluster.price_days), read once for every
+    -- contract. The days' arrays are read as scalar subqueries (parameters computed once):
+    -- joined, they rode beside each quarter, and a sort of a year's quarters copied them to
+    -- disk.
+    SELECT x.kind, x.i, date_part('epoch', x.start)::bigint AS epoch, x.total AS value,
+           CASE WHEN (SELECT whole FROM day_starts)[x.i]
+                THEN (x.start - (SELECT starts FROM day_starts)[x.i])::time
+                ELSE (x.start AT TIME ZONE (SELECT zones FROM day_starts)[x.i])::time END AS local
+      FROM (SELECT s.kind, s.billed, q.start, q.total,
+                   width_bucket(q.start, (SELECT starts FROM day_starts)) AS i
+              FROM streams s
+             CROSS JOIN LATERAL (SELECT r.start, r.total FROM cluster.quarter_rollups r
+                                  WHERE NOT s.stale AND r.stream_id = s.stream_id
+                                    AND r.start >= s.lo AND r.start < s.hi
+                                 UNION ALL
+                                 SELECT r.start, r.total
+                                   FROM cluster.realtime_quarters(s.stream_id, s.lo, s.hi) r
+                                  WHERE s.stale) q) x
+     WHERE x.billed[x.i]
+), cuts AS MATERIALIZED (
+    -- Every local time a band of any contract starts at (and midnight): between two of them
+    -- each contract's band is one, so a quarter's band is its segment's.
+    SELECT array_agg(DISTINCT c.t ORDER BY c.t) AS starts
+      FROM (SELECT '00:00'::time AS t
+            UNION ALL SELECT unnest(p.weekday_starts) FROM part_days p
+            UNION ALL SELECT unnest(p.weekend_starts) FROM part_days p) c
+), areas AS MATERIALIZED (
+    -- The areas the quarters are priced in: each a contract names, or '' (none) when none
+    -- does. A contract without an area reads the first's quarters' energy.
+    SELECT DISTINCT p.area FROM parts p WHERE p.area IS NOT NULL
+    UNION ALL
+    SELECT '' WHERE NOT EXISTS (SELECT FROM parts p WHERE p.area IS NOT NULL)
+), area_days AS MATERIALIZED (
+    -- Their quarter-hour prices per UTC day over the range (cluster.price_days, kept by
+    -- cluster.set_prices): a year is 365 rows an area, where its slots were 35,040 to read,
+    -- sort and search each call.
+    SELECT d.area, d.day, d.prices, d.total, d.priced
+      FROM cluster.price_days d
+     WHERE d.area IN (SELECT area FROM areas)
+       AND d.day >= ((SELECT min(start) FROM months) AT TIME ZONE 'UTC')::date
+       AND d.day <= ((SELECT max(finish) FROM months) AT TIME ZONE 'UTC')::date
+), area_quarters AS MATERIALIZED (
+    -- Each quarter with the price of each area's slot holding its start (null: none) and the
+    -- segment of the day between band starts its local start falls in, looked up once for
+    -- all contracts.
+    SELECT q.kind, q.i, q.local, q.value, a.area, width_bucket(q.local, c.starts) AS k,
+           p.prices[q.epoch % 86400 / 900 + 1] AS area_price
       FROM quarters q
-      JOIN parts p ON p.kind = q.kind
-      JOIN bands b
-        ON b.contract = p.contract AND b.kind = p.kind
-       AND cluster.band_holds(b.days, q.day, p.holidays)
-       AND q.local >= b.starts AND q.local < b.ends
-      LEFT JOIN slots s ON s.area = p.area AND s.start = q.start
+     CROSS JOIN cuts c
+     CROSS JOIN areas a
+      LEFT JOIN area_days p
+        ON p.area = a.area AND p.day = date '1970-01-01' + (q.epoch / 86400)::integer
+), segments AS MATERIALIZED (
+    -- Per kind, area, day and segment, the energy and its money at the area's price: a
+    -- contract priced linearly (no floor or cap on an area) prices these few rows instead of
+    -- every quarter.
+    SELECT q.kind, q.area, q.i, q.k, sum(q.value) AS value,
+           bool_or(q.value <> 0) AS used,
+           sum(q.value) FILTER (WHERE q.area_price IS NOT NULL) AS priced_value,
+           sum(q.value * q.area_price) AS area_value,
+           bool_or(q.area_price IS NULL AND q.value <> 0) AS unpriced
+      FROM area_quarters q
+     GROUP BY q.kind, q.area, q.i, q.k
+), priced AS (
+    -- A contract without an area, or on an area without floor or cap, per segment: its price
+    -- is linear in the area's, so the segment's energy at the price the energy-weighted
+    -- area price makes is the sum of its quarters' money.
+    SELECT p.contract, s.kind, (SELECT months FROM day_starts)[s.i] AS month,
+           CASE WHEN p.area IS NULL THEN b.price IS NULL AND s.used
+                ELSE s.unpriced OR (b.price IS NULL AND s.used) END AS unpriced,
+           CASE WHEN p.area IS NOT NULL THEN s.priced_value * p.scale END AS area_units,
+           CASE WHEN p.area IS NOT NULL THEN s.area_value * p.scale END AS area_money,
+           CASE WHEN p.area IS NULL THEN s.value ELSE s.priced_value END * p.scale
+           * cluster.tariff_price(
+                 p.factor,
+                 CASE WHEN p.area IS NULL THEN 0
+                      ELSE coalesce(s.area_value / nullif(s.priced_value, 0), 0) END,
+                 b.price, p.vat, p.floor, p.cap) AS money
+      FROM part_days p
+     CROSS JOIN cuts c
+      JOIN segments s ON s.kind = p.kind
+                     AND s.area = coalesce(p.area, (SELECT min(area) FROM areas))
+     CROSS JOIN LATERAL (
+           SELECT CASE WHEN p.weekends[s.i]
+                       THEN p.weekend_prices[width_bucket(c.starts[s.k], p.weekend_starts)]
+                       ELSE p.weekday_prices[width_bucket(c.starts[s.k], p.weekday_starts)] END
+                      AS price) b
+     WHERE p.area IS NULL OR (p.floor IS NULL AND p.cap IS NULL)
+    UNION ALL
+    -- A contract on an area with a floor or a cap, per quarter: clamped, its price is not.
+    SELECT p.contract, q.kind, (SELECT months FROM day_starts)[q.i],
+           (q.area_price IS NULL OR b.price IS NULL) AND q.value <> 0,
+           CASE WHEN q.area_price IS NOT NULL THEN q.value * p.scale END,
+           q.value * p.scale * q.area_price,
+           q.value * p.scale * cluster.tariff_price(p.factor, q.area_price, b.price, p.vat,
+                                                    p.floor, p.cap)
+      FROM part_days p
+      JOIN area_quarters q ON q.kind = p.kind AND q.area = p.area
+     CROSS JOIN LATERAL (
+           SELECT CASE WHEN p.weekends[q.i]
+                       THEN p.weekend_prices[width_bucket(q.local, p.weekend_starts)]
+                       ELSE p.weekday_prices[width_bucket(q.local, p.weekday_starts)] END
+                      AS price) b
+     WHERE p.area IS NOT NULL AND (p.floor IS NOT NULL OR p.cap IS NOT NULL)
 ), contract_months AS (
     SELECT p.contract, p.month,
-           coalesce(sum(p.units * p.price) FILTER (WHERE p.kind = 'consumption'), 0) AS energy,
-           coalesce(sum(p.units * p.price) FILTER (WHERE p.kind = 'export'), 0) AS credit,
-           bool_or(p.price IS NULL AND p.units <> 0) AS unpriced,
-           sum(p.units * p.area_price) FILTER (WHERE p.kind = 'consumption') AS area_money,
-           sum(p.units) FILTER (WHERE p.kind = 'consumption' AND p.area_price IS NOT NULL)
-               AS area_units
+           coalesce(sum(p.money) FILTER (WHERE p.kind = 'consumption'), 0) AS energy,
+           coalesce(sum(p.money) FILTER (WHERE p.kind = 'export'), 0) AS credit,
+           bool_or(p.unpriced) AS unpriced,
+           sum(p.area_money) FILTER (WHERE p.kind = 'consumption') AS area_money,
+           sum(p.area_units) FILTER (WHERE p.kind = 'consumption') AS area_units
       FROM priced p
      GROUP BY p.contract, p.month
 ), charges AS (
@@ -228,28 +321,43 @@ WITH period AS MATERIALIZED (
            coalesce(x.standing, 0), coalesce(x.vat, 0), x.unpriced, x.area_money, x.area_units,
            x.area
       FROM current_months x
+), market_days AS (
+    -- Each month's UTC days of each area's prices (a day in two months is in both), with the
+    -- month's quarters of that day: all 96 inside the month, the first or last ones on the
+    -- days it begins and ends on (local midnight is a whole quarter hour in every zone of
+    -- today's offsets).
+    SELECT d.area, m.month, d.day, d.prices, d.total, d.priced,
+           CASE WHEN d.day = m.first_day THEN m.first_quarter ELSE 1 END AS lo,
+           CASE WHEN d.day = m.last_day THEN m.last_quarter ELSE 96 END AS hi
+      FROM (SELECT x.month,
+                   date '1970-01-01' + (x.s / 86400)::integer AS first_day,
+                   (x.s % 86400 / 900 + 1)::integer AS first_quarter,
+                   date '1970-01-01' + ((x.f - 900) / 86400)::integer AS last_day,
+                   ((x.f - 900) % 86400 / 900 + 1)::integer AS last_quarter
+              FROM (SELECT mm.month, date_part('epoch', mm.start)::bigint AS s,
+                           date_part('epoch', mm.finish)::bigint AS f FROM months mm) x) m
+      JOIN area_days d ON d.day BETWEEN m.first_day AND m.last_day
 ), markets AS (
-    -- Each area's price over each month weighted by time: its slots' parts inside the month.
-    SELECT a.area, m.month,
-           sum(s.price * extract(epoch FROM upper(s.slot * tstzrange(m.start, m.finish))
-                                            - lower(s.slot * tstzrange(m.start, m.finish))))
-           / nullif(sum(extract(epoch FROM upper(s.slot * tstzrange(m.start, m.finish))
-                                         - lower(s.slot * tstzrange(m.start, m.finish)))), 0)
-               AS price
-      FROM (SELECT DISTINCT area FROM parts WHERE area IS NOT NULL) a
-     CROSS JOIN months m
-      JOIN cluster.prices s ON s.area = a.area AND s.slot && tstzrange(m.start, m.finish)
-     GROUP BY a.area, m.month
+    -- Each area's price over each month, weighted by time at the quarter hour: the mean of
+    -- its quarters' prices that have one (a whole day by its stored sum).
+    SELECT x.area, x.month, sum(x.total) / nullif(sum(x.priced), 0) AS price
+      FROM (SELECT d.area, d.month,
+                   CASE WHEN d.lo = 1 AND d.hi = 96 THEN d.total
+                        ELSE (SELECT sum(v) FROM unnest(d.prices[d.lo:d.hi]) v) END AS total,
+                   CASE WHEN d.lo = 1 AND d.hi = 96 THEN d.priced
+                        ELSE (SELECT count(v) FROM unnest(d.prices[d.lo:d.hi]) v) END AS priced
+              FROM market_days d) x
+     GROUP BY x.area, x.month
 )
 SELECT a.contract, m.month, coalesce(m.quantity, 0), coalesce(m.export, 0), a.energy,
        a.standing, a.credit, a.vat, a.energy + a.standing - a.credit,
-       a.energy / nullif(m.quantity, 0), m.coverage, m.over AND NOT a.unpriced, k.price,
+       a.energy / nullif(m.quantity, 0), m.coverage::float8, m.over AND NOT a.unpriced, k.price,
        a.area_money / nullif(a.area_units, 0) / nullif(k.price, 0)
   FROM answered a
   JOIN months m ON m.month = a.month
   LEFT JOIN markets k ON k.area = a.area AND k.month = a.month
- ORDER BY a.contract, m.month
-$$;
+ ORDER BY a.contract, m.month;
+END $$;
 COMMENT ON FUNCTION cluster.what_ifs(bigint, text, jsonb[], date, date, timestamptz, boolean) IS
     'What-if: per contract (0: the current tariffs, when p_current; i: p_contracts[i]) and local month of [p_from, p_to] as of p_now, the household''s billed buckets priced: quantity, export, energy, standing, credit, VAT, total, average price, coverage, complete, and for an area the market''s time-weighted average price and the load shape factor.';
 

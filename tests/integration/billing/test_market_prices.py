@@ -275,3 +275,27 @@ async def test_export_earns_a_credit_of_its_own_apart_from_the_cost(new_feed: Ne
     assert await feed.points("Electricity export, channel 1") == {
         t: pytest.approx(90.0) for t in buckets
     }
+
+
+async def test_each_quarter_hour_of_a_utc_day_reads_the_slot_holding_its_start(
+    db: asyncpg.Connection,
+) -> None:
+    """What-if's prices per UTC day (cluster.price_days): an hourly slot prices its four
+    quarters, a later quarter-hour slot replaces one of them, a slot shorter than a quarter
+    prices the quarter it starts, and a quarter no slot holds is null."""
+    name, day = area(), datetime.fromtimestamp(T0, UTC).date()
+    await db.fetchval(
+        "SELECT cluster.set_prices($1, $2::tstzrange[], $3::float8[])",
+        name,
+        [slot(T0, 3600), slot(T0 + 3600, 450)],
+        [0.20, 0.50],
+    )
+    await set_prices(db, name, {T0 + QUARTER: 0.30})
+    row = await db.fetchrow(
+        "SELECT prices, total, priced FROM cluster.price_days WHERE area = $1 AND day = $2",
+        name,
+        day,
+    )
+    assert row["prices"][:6] == [0.20, 0.30, 0.20, 0.20, 0.50, None]
+    assert row["prices"][6:] == [None] * 90
+    assert (round(row["total"], 9), row["priced"]) == (1.40, 5)
