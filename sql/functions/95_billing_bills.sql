@@ -165,6 +165,27 @@ $$;
 COMMENT ON FUNCTION cluster.period_meters(bigint, date, date) IS
     'Per metered stream and local date of [p_from, p_to] configured as a billed medium at the day''s start: its line and whether the bill adds it (billed: the main-meter rule) or lists it apart; no data read.';
 
+-- The streams billing reads for a feed's metered streams (cluster.feed_metered_streams): each
+-- metered stream (money false) and its money stream (money true) as source, with whether the
+-- engine has work queued for the source (cluster.stale_rollups: then a reader answers its
+-- rollups in real time). cluster.period_rows reads their days, cluster.period_hours their
+-- hours.
+CREATE OR REPLACE FUNCTION cluster.feed_metered_sources(p_feed_id bigint)
+RETURNS TABLE (id bigint, source bigint, money boolean, stale boolean)
+LANGUAGE sql STABLE AS $$
+    WITH metered AS MATERIALIZED (
+        SELECT m.stream_id, m.money_id FROM cluster.feed_metered_streams(p_feed_id) m
+    )
+    SELECT x.id, x.source, x.money,
+           EXISTS (SELECT FROM cluster.stale_rollups s WHERE s.stream_id = x.source)
+      FROM (SELECT stream_id, stream_id, false FROM metered
+            UNION ALL
+            SELECT stream_id, money_id, true FROM metered WHERE money_id IS NOT NULL)
+           AS x (id, source, money)
+$$;
+COMMENT ON FUNCTION cluster.feed_metered_sources(bigint) IS
+    'A feed''s metered streams and their money streams as the sources billing reads (money: the money stream), each with whether its rollups are stale (cluster.stale_rollups).';
+
 -- Billing's one reading of a period (issue 60, docs/billing.md#the-bill): per metered stream
 -- and local date of [p_from, p_to] with data, the line it belongs to that day and how the bill
 -- counts it (cluster.period_meters: billed, listed), its quantity (Wh, m³, kWh as stored) and
@@ -185,16 +206,9 @@ WITH meters AS MATERIALIZED (
     -- The days' rollups are looked up with a day of margin either side: a day's start is then
     -- matched by its date.
     SELECT min(start) - interval '1 day' AS lo, max(start) + interval '1 day' AS hi FROM meters
-), metered AS MATERIALIZED (
-    SELECT * FROM cluster.feed_metered_streams(p_feed_id)
 ), sources AS MATERIALIZED (
-    -- The streams read: each metered stream and its money stream, and whether the engine has
-    -- work queued for it (cluster.stale_rollups: then its days are read in real time).
-    SELECT x.id, x.source, x.money,
-           EXISTS (SELECT FROM cluster.stale_rollups s WHERE s.stream_id = x.source) AS stale
-      FROM (SELECT stream_id AS id, stream_id AS source, false AS money FROM metered
-            UNION ALL
-            SELECT stream_id, money_id, true FROM metered WHERE money_id IS NOT NULL) x
+    -- The streams read (cluster.feed_metered_sources; stale: its days are read in real time).
+    SELECT * FROM cluster.feed_metered_sources(p_feed_id)
 ), rolled AS MATERIALIZED (
     -- Per metered stream and day, its day and its money stream's day side by side: grouped,
     -- not joined (a join of the two planned as a nested loop over ~5 estimated rows a stream,
@@ -245,15 +259,9 @@ WITH days AS MATERIALIZED (
       FROM cluster.period_meters(p_feed_id, p_from, p_to) p
 ), span AS MATERIALIZED (
     SELECT min(start) AS lo, max(finish) AS hi FROM days
-), metered AS MATERIALIZED (
-    SELECT * FROM cluster.feed_metered_streams(p_feed_id)
 ), sources AS MATERIALIZED (
     -- Each stream and its money stream, as cluster.period_rows reads them.
-    SELECT x.id, x.source, x.money,
-           EXISTS (SELECT FROM cluster.stale_rollups s WHERE s.stream_id = x.source) AS stale
-      FROM (SELECT stream_id AS id, stream_id AS source, false AS money FROM metered
-            UNION ALL
-            SELECT stream_id, money_id, true FROM metered WHERE money_id IS NOT NULL) x
+    SELECT * FROM cluster.feed_metered_sources(p_feed_id)
 ), rolled AS MATERIALIZED (
     -- Per stream and hour, its value and its money side by side: grouped, one row each, as
     -- cluster.period_rows groups its days.
