@@ -28,7 +28,7 @@ from energy_platform.core.settings import (
     Settings,
 )
 from energy_platform.seeding import create_empty_database, drop_database
-from tests.support import xdist_groups
+from tests.support import engine, xdist_groups
 from tests.support.data import YEAR, World, data_api, seed
 from tests.support.databases import create_session_database, database_server
 from tests.support.engine import Feed, NewFeed
@@ -103,10 +103,24 @@ def settings(database_url: str, mqtt_url: str) -> Settings:
     )
 
 
-@pytest.fixture
-async def db(database_url: str) -> AsyncIterator[asyncpg.Connection]:
-    """A connection to the session database for setting up and asserting on rows."""
+@pytest.fixture(scope="session")
+async def engine_db(database_url: str) -> AsyncIterator[asyncpg.Connection]:
+    """The connection ``process`` runs the engine on for the session database: one for the
+    session, as the engine's worker keeps one, so its statements are planned once, not again
+    for every test (docs/engine.md#plans)."""
     conn = await asyncpg.connect(database_url)
+    try:
+        yield conn
+    finally:
+        await conn.close()
+
+
+@pytest.fixture
+async def db(database_url: str, engine_db: asyncpg.Connection) -> AsyncIterator[asyncpg.Connection]:
+    """A connection to the session database for setting up and asserting on rows
+    (``process(db)`` runs the engine on ``engine_db``)."""
+    conn = await asyncpg.connect(database_url)
+    engine.drains_on(conn, engine_db)
     try:
         yield conn
     finally:
