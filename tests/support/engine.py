@@ -83,7 +83,7 @@ _engines: weakref.WeakKeyDictionary[asyncpg.Connection, asyncpg.Connection] = (
 
 def drains_on(db: asyncpg.Connection, engine: asyncpg.Connection) -> None:
     """``process(db)`` runs the engine on ``engine``, a connection to the same database that
-    outlives ``db`` (the ``db`` fixture's: the session's ``engine_db``)."""
+    outlives ``db`` (the ``db`` fixture's: the module's ``engine_db``)."""
     _engines[db] = engine
 
 

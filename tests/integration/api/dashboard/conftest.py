@@ -28,7 +28,7 @@ SN = "DB00000000000016"
 
 # Bypassing ingest's store on purpose: the processed streams below are curves of their own, not
 # the engine's result from these phases, and points through the store would queue them for any
-# engine that runs on the session database (which would replace the curves). The rollups are
+# engine that runs on the module's database (which would replace the curves). The rollups are
 # made below as the engine would make them.
 # A household's daily curve (as the simulator's) times a share: base load, morning and evening
 # peaks, noise; every `step` seconds in [start, end]. Raw phases: W; consumption per 90 s: Wh.
@@ -141,8 +141,9 @@ async def _seed(conn: asyncpg.Connection, user: int, token: str) -> PageWorld:
     return world
 
 
-# Seeded once for the package: a week of points takes seconds to write.
-@pytest_asyncio.fixture(scope="package")
+# Seeded once for the module (each has a database of its own): a week of points takes seconds
+# to write.
+@pytest_asyncio.fixture(scope="module")
 async def page_data(database_url: str, settings: Settings) -> AsyncIterator[PageWorld]:
     # The user as `make run` creates the demo user: `admin users add` prints id and token.
     user = await run_admin(settings, "users", "add", "page-demo")
@@ -158,7 +159,7 @@ async def page_data(database_url: str, settings: Settings) -> AsyncIterator[Page
         conn.execute("DELETE FROM cluster.users WHERE id = %s", (world.user,))
 
 
-@pytest_asyncio.fixture(scope="package")
+@pytest_asyncio.fixture(scope="module")
 async def page_world(page_data: PageWorld, settings: Settings) -> AsyncIterator[PageWorld]:
     async with data_api(settings) as url:
         page_data.url = url
