@@ -81,7 +81,7 @@ def test_serve_all_runs_every_service_and_stops_cleanly_on_a_signal(
     ports = {"API": free_port(), "PROVISIONING": free_port(), "FORWARDER": free_port()}
     env = {f"EP_HTTP_{name}_PORT": str(port) for name, port in ports.items()}
     env |= {"EP_DATABASE_URL": database_url, "EP_MQTT_URL": mqtt_url, "EP_LOG_FORMAT": "json"}
-    env["EP_COMPACTION_AFTER_DAYS"] = "0"  # the session database is shared (tests/conftest.py)
+    env["EP_COMPACTION_AFTER_DAYS"] = "0"  # the module's database is shared (tests/conftest.py)
     # CoAP and TFTP on free UDP ports: the defaults may be taken by another run.
     env |= {
         "EP_DEVICES_COAP_PORT": str(free_port(socket.SOCK_DGRAM)),

@@ -43,8 +43,11 @@ RULES = (
 """The rules a feed can be parked for (homebase_offline covers its back-online notice too)."""
 # One evaluation at a time across engine processes; a busy lock just skips a round.
 LOCK = "SELECT pg_try_advisory_xact_lock($1)"
-# EP_ENGINE_STATEMENT_TIMEOUT (milliseconds) for the round's transaction.
-TIMEOUT = "SELECT set_config('statement_timeout', $1, true)"
+# EP_ENGINE_STATEMENT_TIMEOUT (milliseconds) for the round's transaction, and no JIT: the
+# planner's estimates for prices_published (its functions' default row counts) pass JIT's
+# threshold, and it was compiled at every round, for longer than it runs: 230 ms a round of JIT
+# on a database of a few test feeds, 14 of its 12.9 s (61 rounds, tests/integration/notifications).
+TUNE = "SELECT set_config('statement_timeout', $1, true), set_config('jit', 'off', true)"
 
 OFFLINE_OPEN = """
 INSERT INTO cluster.notifications (user_id, feed_id, rule, subject, title, content, open)
@@ -367,7 +370,7 @@ async def evaluate(
     async with conn.transaction():
         if not await conn.fetchval(LOCK, LockKey.NOTIFICATION_RULES):
             return None
-        await conn.execute(TIMEOUT, timeout_ms)
+        await conn.execute(TUNE, timeout_ms)
         for statement in statements(settings):
             parked += await _isolated(conn, statement)
         # Last: the live events staged (prices_published's) are numbered under a lock held

@@ -32,7 +32,7 @@ WriteFile = Callable[..., str]
 
 @pytest.fixture
 def area() -> str:
-    """An area of the test's own (the session database is shared by the tests of a worker)."""
+    """An area of the test's own (the module's database is shared by its tests)."""
     return f"T{os.getpid()}-{next(_areas)}"
 
 

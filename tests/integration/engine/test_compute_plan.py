@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 
 from energy_platform.engine.processing import CLAIM, COMPUTE, INTAKE
+from energy_platform.engine.service import drain
 from tests.support.data import T0
-from tests.support.engine import Feed, NewFeed, process
+from tests.support.engine import CURRENCY, ENGINE, Feed, NewFeed, process
 
 IMPORT_POWER, IMPORT_REGISTER = 12, 22
 METER = 7  # the homebase's meter reader
@@ -106,9 +107,9 @@ async def test_the_engine_plans_claim_and_compute_once_per_connection(new_feed: 
     # docs/engine.md#plans: re-planned at every call, they cost a quiet round more than they run.
     feed = await new_feed()
     power = await feed.raw_stream(channel=0, medium=IMPORT_POWER)
-    for hour in range(3):  # three rounds of the engine on one connection
+    for hour in range(3):  # three rounds of the engine on one connection, the feed's own
         await feed.ingest(power, [(T0 + 3600 * hour + 10 * i, 500.0) for i in range(360)])
-        await process(feed.db)
+        await drain(feed.db, ENGINE, currency=CURRENCY)
 
     plans = {
         statement: (generic, custom)

@@ -75,8 +75,8 @@ async def test_two_engine_workers_share_the_work_without_conflicts(
     new_feed: NewFeed, database_url: str
 ) -> None:
     feeds = [await new_feed() for _ in range(12)]
-    # The workers count every point they write, and the session's database holds what earlier
-    # tests of this process left (the ingest tests' live data among it). On a clock a month
+    # The workers count every point they write, and the module's database holds what earlier
+    # tests of this module left (the ingest tests' live data among it). On a clock a month
     # after T0, that work is either closed and taken now, or open for as long as the test
     # runs: the workers' count is this test's own.
     clock = FakeClock(T0 + 30 * 86_400)
@@ -121,7 +121,7 @@ async def test_a_round_takes_one_rollup_batch_and_says_whether_more_wait(
     # back a closed bucket; a round that took a full batch starts the next one at once.
     feed = await new_feed()
     streams = [await feed.raw_stream(channel=c, medium=1) for c in (1, 2, 3)]
-    # What the worker's earlier tests left queued in the session database goes first, in
+    # What the module's earlier tests left queued in its database goes first, in
     # batches of the usual size: the drain below, a stream a batch, would take it for a minute.
     await process(feed.db)
     await feed.db.executemany(

@@ -63,7 +63,7 @@ async def test_queue_ages_count_from_the_oldest_waiting_work(
     assert 660 <= rollup_age < 720
     assert value(samples, "ep_database_up") == 1
 
-    # This test's work is gone (other tests of the session database may have queued younger
+    # This test's work is gone (other tests of the module's database may have queued younger
     # periods of their own).
     samples = await scrape(api)
     after = value(samples, "ep_rollups_oldest_queued_age_seconds")

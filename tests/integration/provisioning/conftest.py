@@ -22,7 +22,7 @@ from tests.support.provisioning import Stack
 from tests.support.services import free_port, running
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def provisioning_settings(settings: Settings) -> Settings:
     """The session's settings with a secret key and free UDP ports for CoAP and TFTP."""
     return msgspec.structs.replace(
@@ -34,7 +34,7 @@ def provisioning_settings(settings: Settings) -> Settings:
     )
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 async def stack(provisioning_settings: Settings) -> AsyncIterator[Stack]:
     """``serve provisioning``: the HTTP API, the TFTP server and the CoAP endpoint."""
     s = provisioning_settings

@@ -119,8 +119,9 @@ async def _seed(conn: asyncpg.Connection, user: int, token: str, now: int) -> Pa
     return world
 
 
-# Seeded once for the package: a week of 5 s points takes seconds to store and process.
-@pytest_asyncio.fixture(scope="package")
+# Seeded once for the module (each has a database of its own): a week of points takes seconds
+# to write.
+@pytest_asyncio.fixture(scope="module")
 async def page_data(database_url: str, settings: Settings) -> AsyncIterator[PageWorld]:
     # The user as `make run` creates the demo user: `admin users add` prints id and token.
     user = await run_admin(settings, "users", "add", "page-demo")
@@ -142,7 +143,7 @@ async def page_data(database_url: str, settings: Settings) -> AsyncIterator[Page
         conn.execute("DELETE FROM cluster.users WHERE id = %s", (world.user,))
 
 
-@pytest_asyncio.fixture(scope="package")
+@pytest_asyncio.fixture(scope="module")
 async def page_world(page_data: PageWorld, settings: Settings) -> AsyncIterator[PageWorld]:
     async with data_api(settings) as url:
         page_data.url = url

@@ -226,7 +226,7 @@ async def test_which_contract_ranks_the_current_contract_against_the_catalogue(
     def money(value: float) -> str:
         return f"{shown(value)} {currency}"
 
-    # The catalogue's contracts by name (the catalogue is the session's: others may be in it).
+    # The catalogue's contracts by name (the module's database's catalogue: others may be in it).
     assert set(world.names.values()) <= set(seen["asked"])
     # The default period: the last 12 whole local months, the seeded two among them.
     months = [m["month"] for m in answer["contracts"][0]["months"]]
