@@ -85,8 +85,11 @@ async def test_one_users_flood_of_year_overviews_gets_429_while_another_users_da
         (200, [[T, 1000.0], [T + 60, 1000.0], [T + 120, 1000.0]])
     ] * 20
     statuses = Counter(a.status_code for a in answers)
-    # On a machine loaded past the statement timeout, an overview may also be told to retry.
-    assert {200, 429} <= set(statuses) <= {200, 429, 503}, statuses
+    # Some overviews were let in (200; on a machine loaded past the statement timeout, 503 and
+    # a retry: a CI run at a load of 7 had both of its admitted overviews told so), the rest
+    # refused.
+    assert statuses[429] and statuses[200] + statuses[503], statuses
+    assert set(statuses) <= {200, 429, 503}, statuses
     for answer in answers:
         if answer.status_code == 503:
             assert answer.headers["Retry-After"] == "5"
