@@ -12,8 +12,9 @@ LATERAL cluster.what_if(...)`` over N feeds with a year of consumption each, bes
 implementation must pay: one statement joining the same points to the same slot prices and
 summing per feed and month. Goal: at most 2 x the floor. Before timing, both answers are
 checked equal. Quick size: a point per hour per feed (8,760 a feed); --full: per quarter hour.
-Their daily and quarter-hour rollups are written by one statement each from the points, as the
-engine would make them (the engine's build of 1,000 years of rollups is not what this measures).
+Their daily rollups are written by one statement from the points, as the engine would make them,
+their quarter hours by the engine's own cluster.rollup_quarters (the engine's build of 1,000
+years of rollups is not what this measures).
 
     python -m benchmarks.what_if [--runs N] [--requests N] [--neighbours N] [--feeds N]
 """
@@ -122,14 +123,12 @@ async def _seed_feeds(url: str, count: int, step: int) -> Feeds:
             streams,
             ZONE,
         )
-        # And their quarter hours, as the engine makes them (cluster.rollup_quarters): what
-        # what-if prices by.
+        # And their quarter hours, by the engine's own function (each stream's whole history):
+        # what what-if prices by.
         await conn.execute(
-            "INSERT INTO cluster.quarter_rollups (stream_id, start, total, points)"
-            " SELECT stream_id, time_bucket('15 minutes', ts), sum(value), count(*)"
-            "   FROM cluster.processed_points WHERE stream_id = ANY ($1::bigint[])"
-            "  GROUP BY 1, 2",
+            "SELECT cluster.rollup_quarters($1::bigint[], $2::timestamptz[], $2::timestamptz[])",
             streams,
+            [None] * len(streams),
         )
         await conn.execute("ANALYZE")
     finally:

@@ -107,7 +107,7 @@ WITH touched AS (
                                ((SELECT max(day) + 1 FROM days)::timestamp AT TIME ZONE 'UTC'))
 ), summed AS (
     SELECT d.day, array_agg(x.price ORDER BY q.n) AS prices, coalesce(sum(x.price), 0) AS total,
-           count(x.price) AS priced
+           count(x.price) AS priced, min(x.price) AS low, max(x.price) AS high
       FROM days d
      CROSS JOIN generate_series(1, 96) AS q (n)
       LEFT JOIN quarters x ON x.day = d.day AND x.n = q.n
@@ -116,10 +116,11 @@ WITH touched AS (
     DELETE FROM cluster.price_days p USING summed s
      WHERE p.area = p_area AND p.day = s.day AND s.priced = 0
 )
-INSERT INTO cluster.price_days AS p (area, day, prices, total, priced)
-SELECT p_area, s.day, s.prices, s.total, s.priced FROM summed s WHERE s.priced > 0
+INSERT INTO cluster.price_days AS p (area, day, prices, total, priced, low, high)
+SELECT p_area, s.day, s.prices, s.total, s.priced, s.low, s.high FROM summed s WHERE s.priced > 0
     ON CONFLICT (area, day) DO UPDATE
-   SET prices = EXCLUDED.prices, total = EXCLUDED.total, priced = EXCLUDED.priced
+   SET prices = EXCLUDED.prices, total = EXCLUDED.total, priced = EXCLUDED.priced,
+       low = EXCLUDED.low, high = EXCLUDED.high
 $$;
 COMMENT ON FUNCTION cluster.refresh_price_days(text, tstzmultirange) IS
     'Recompute an area''s quarter-hour prices per UTC day (cluster.price_days) over the days p_changed touches (null: all its slots'' days).';

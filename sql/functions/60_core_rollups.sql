@@ -203,7 +203,7 @@ $$;
 COMMENT ON FUNCTION cluster.rollup_days(bigint[], timestamptz[], timestamptz[]) IS
     'Recompute the daily rollups of streams over the local dates touched by [p_from, p_to] (null: to the stream''s edge) from their hourly rollups; returns days computed, written and deleted.';
 
--- The streams whose quarter hours are kept (cluster.quarter_rollups): those a bill can meter,
+-- The streams whose quarter hours are kept (cluster.quarter_days): those a bill can meter,
 -- processed consumption and export (cluster.feed_metered_streams picks its streams among them).
 -- Every other stream is answered per hour at the finest.
 CREATE OR REPLACE FUNCTION cluster.quarter_rolled(p_type text, p_quantity text) RETURNS boolean
@@ -212,12 +212,80 @@ RETURN p_type = 'processed' AND p_quantity IN ('consumption', 'export');
 COMMENT ON FUNCTION cluster.quarter_rolled(text, text) IS
     'Whether a stream of this type and quantity has quarter-hour rollups: processed consumption and export.';
 
+-- A quarter hour's number in its UTC day (1 to 96), as cluster.quarter_days and
+-- cluster.price_days index them. STABLE as date_part on a timestamptz is: declared IMMUTABLE,
+-- the planner would not inline it, and a call would cost 30 us instead of nothing.
+CREATE OR REPLACE FUNCTION cluster.quarter_number(p_start timestamptz) RETURNS integer
+LANGUAGE sql STABLE PARALLEL SAFE
+RETURN (date_part('epoch', p_start)::bigint % 86400 / 900 + 1)::integer;
+COMMENT ON FUNCTION cluster.quarter_number(timestamptz) IS
+    'The number (1 to 96) of the quarter hour starting at p_start in its UTC day.';
+
+-- A UTC day's quarter hours as cluster.quarter_days holds them: p_base (null: none) with the
+-- quarters p_cleared emptied and then the quarters p_numbers set to p_totals; null when no
+-- quarter is left with a value (the day's row goes). PL/pgSQL: an element set is one step.
+CREATE OR REPLACE FUNCTION cluster.quarter_array(
+    p_base double precision[], p_cleared integer[], p_numbers integer[],
+    p_totals double precision[]
+) RETURNS double precision[] LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+DECLARE
+    v double precision[] := coalesce(p_base, array_fill(NULL::double precision, ARRAY[96]));
+    n integer;
+BEGIN
+    FOREACH n IN ARRAY coalesce(p_cleared, '{}') LOOP
+        v[n] := NULL;
+    END LOOP;
+    FOR i IN 1 .. coalesce(cardinality(p_numbers), 0) LOOP
+        v[p_numbers[i]] := p_totals[i];
+    END LOOP;
+    RETURN CASE WHEN cardinality(array_remove(v, NULL)) > 0 THEN v END;
+END $$;
+COMMENT ON FUNCTION cluster.quarter_array(double precision[], integer[], integer[], double precision[]) IS
+    'A UTC day''s 96 quarter sums: p_base (null: none) with p_cleared emptied and p_numbers set to p_totals; null when none is left.';
+
+-- The p_count quarter hours from the p_first of a UTC day on, out of that day's 96 (p_day) and
+-- the next day's (p_next), null for each missing: a local day's quarters or prices in the
+-- order of its time. A local day lies within two UTC days in every zone of today's offsets
+-- (it starts at most 24 hours before its UTC date ends and lasts at most 25 hours). Each
+-- parameter is used once, so that the planner inlines it even where one is a subquery.
+CREATE OR REPLACE FUNCTION cluster.day_quarters(
+    p_day double precision[], p_next double precision[], p_first integer, p_count integer
+) RETURNS double precision[] LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN (coalesce(p_day, array_fill(NULL::double precision, ARRAY[96]))
+        || coalesce(p_next, array_fill(NULL::double precision, ARRAY[96])))
+       [p_first : p_first + p_count - 1];
+COMMENT ON FUNCTION cluster.day_quarters(double precision[], double precision[], integer, integer) IS
+    'p_count quarter hours from quarter p_first of a UTC day on, across it (p_day) and the next (p_next), each null where its day is.';
+
+-- Quarter sums added element by element (null + x = x): the quarters of several streams billed
+-- together on one day.
+CREATE OR REPLACE FUNCTION cluster.quarters_plus(p_sum double precision[], p_more double precision[])
+RETURNS double precision[] LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+BEGIN
+    -- PL/pgSQL: an aggregate calls it once a row, and a day has one stream of a kind mostly.
+    IF p_sum IS NULL THEN
+        RETURN p_more;
+    ELSIF p_more IS NULL THEN
+        RETURN p_sum;
+    END IF;
+    RETURN ARRAY(SELECT CASE WHEN a IS NULL THEN b WHEN b IS NULL THEN a ELSE a + b END
+                   FROM unnest(p_sum, p_more) AS u (a, b));
+END $$;
+COMMENT ON FUNCTION cluster.quarters_plus(double precision[], double precision[]) IS
+    'Two arrays of quarter sums added element by element; a null element adds nothing.';
+CREATE OR REPLACE AGGREGATE cluster.quarters_sum(double precision[]) (
+    SFUNC = cluster.quarters_plus, STYPE = double precision[]
+);
+COMMENT ON AGGREGATE cluster.quarters_sum(double precision[]) IS
+    'Arrays of quarter sums added element by element (cluster.quarters_plus).';
+
 -- The quarter hours (time_bucket('15 minutes'): UTC quarters, local quarters in every zone
 -- whose offset is a multiple of 15 minutes) of the quarter-rolled streams among the given
 -- ones over the periods given (bounds as for cluster.rollup_recompute), each period widened to
--- whole quarters: every quarter it touches is summed from all its points, and a quarter left
--- without points is deleted. No time zone is involved: a quarter is the same instant range in
--- every zone.
+-- whole quarters: every quarter it touches is summed from all its points into its UTC day's
+-- row of cluster.quarter_days, a quarter left without points is emptied, and a day left
+-- without any goes. No time zone is involved: a quarter is the same instant range in every
+-- zone.
 CREATE OR REPLACE FUNCTION cluster.rollup_quarters(
     p_streams bigint[], p_from timestamptz[], p_to timestamptz[]
 ) RETURNS TABLE (quarters bigint, written bigint, deleted bigint) LANGUAGE sql AS $$
@@ -229,10 +297,13 @@ WITH asked AS (
 ), extent AS (
     SELECT a.stream_id,
            coalesce(a.lo, least(cluster.stream_point_edge(a.stream_id, false),
-                                (SELECT min(start) FROM cluster.quarter_rollups r
+                                (SELECT min(day)::timestamp AT TIME ZONE 'UTC'
+                                   FROM cluster.quarter_days r
                                   WHERE r.stream_id = a.stream_id))) AS lo,
            coalesce(a.hi, greatest(cluster.stream_point_edge(a.stream_id, true),
-                                   (SELECT max(start) FROM cluster.quarter_rollups r
+                                   (SELECT (max(day) + 1)::timestamp AT TIME ZONE 'UTC'
+                                           - interval '15 minutes'
+                                      FROM cluster.quarter_days r
                                      WHERE r.stream_id = a.stream_id))) AS hi
       FROM asked a
 ), windows AS (
@@ -243,30 +314,45 @@ WITH asked AS (
       FROM extent e
      WHERE e.lo IS NOT NULL AND e.hi IS NOT NULL AND e.lo <= e.hi
      GROUP BY e.stream_id
-), results AS MATERIALIZED (
-    SELECT w.stream_id, time_bucket('15 minutes', p.ts) AS start, sum(p.value) AS total,
-           count(*)::integer AS points
+), cleared AS (
+    -- Per stream and UTC day, the quarters the windows cover: their sums are all made anew.
+    SELECT w.stream_id, (g AT TIME ZONE 'UTC')::date AS day,
+           array_agg(cluster.quarter_number(g)) AS numbers
+      FROM windows w
+     CROSS JOIN LATERAL generate_series(lower(w.w), upper(w.w) - interval '15 minutes',
+                                        interval '15 minutes') AS g
+     GROUP BY 1, 2
+), summed AS MATERIALIZED (
+    SELECT w.stream_id, time_bucket('15 minutes', p.ts) AS start, sum(p.value) AS total
       FROM windows w
      CROSS JOIN LATERAL cluster.stream_points(w.stream_id, lower(w.w), upper(w.w)) p
      GROUP BY 1, 2
+), results AS MATERIALIZED (
+    SELECT c.stream_id, c.day,
+           cluster.quarter_array(d.totals, c.numbers, s.numbers, s.totals) AS totals
+      FROM cleared c
+      LEFT JOIN cluster.quarter_days d ON d.stream_id = c.stream_id AND d.day = c.day
+      LEFT JOIN (SELECT stream_id, (start AT TIME ZONE 'UTC')::date AS day,
+                        array_agg(cluster.quarter_number(start)) AS numbers,
+                        array_agg(total) AS totals
+                   FROM summed GROUP BY 1, 2) s
+        ON s.stream_id = c.stream_id AND s.day = c.day
 ), upserted AS (
-    INSERT INTO cluster.quarter_rollups AS r (stream_id, start, total, points)
-    SELECT stream_id, start, total, points FROM results
-    ON CONFLICT (stream_id, start) DO UPDATE SET total = EXCLUDED.total, points = EXCLUDED.points
-     WHERE (r.total, r.points) IS DISTINCT FROM (EXCLUDED.total, EXCLUDED.points)
+    INSERT INTO cluster.quarter_days AS r (stream_id, day, totals)
+    SELECT stream_id, day, totals FROM results WHERE totals IS NOT NULL
+    ON CONFLICT (stream_id, day) DO UPDATE SET totals = EXCLUDED.totals
+     WHERE r.totals IS DISTINCT FROM EXCLUDED.totals
     RETURNING 1
 ), stale AS (
-    -- A hashed subplan, as for the hours.
-    DELETE FROM cluster.quarter_rollups r
-     USING windows w
-     WHERE r.stream_id = w.stream_id AND r.start >= lower(w.w) AND r.start < upper(w.w)
-       AND (r.stream_id, r.start) NOT IN (SELECT stream_id, start FROM results)
+    DELETE FROM cluster.quarter_days r
+     USING results x
+     WHERE r.stream_id = x.stream_id AND r.day = x.day AND x.totals IS NULL
     RETURNING 1
 )
-SELECT (SELECT count(*) FROM results), (SELECT count(*) FROM upserted), (SELECT count(*) FROM stale)
+SELECT (SELECT count(*) FROM summed), (SELECT count(*) FROM upserted), (SELECT count(*) FROM stale)
 $$;
 COMMENT ON FUNCTION cluster.rollup_quarters(bigint[], timestamptz[], timestamptz[]) IS
-    'Recompute the quarter-hour rollups of the quarter-rolled streams among the given ones over the quarters touched by [p_from, p_to] (null: to the stream''s edge); returns quarters computed, written and deleted.';
+    'Recompute the quarter-hour sums (cluster.quarter_days) of the quarter-rolled streams among the given ones over the quarters touched by [p_from, p_to] (null: the stream''s whole history); returns quarters summed, days written and days deleted.';
 
 -- Both, in order: the hours of the periods, then their days, which a separate statement must make
 -- from the new hours; then the periods' quarter hours (cluster.rollup_quarters). What the engine

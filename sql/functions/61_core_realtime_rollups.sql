@@ -228,49 +228,63 @@ END $$;
 COMMENT ON FUNCTION cluster.realtime_days(bigint, timestamptz, timestamptz) IS
     'A stream''s daily rollups (day start in [p_from, p_to]) with the days holding hours not yet recomputed made from their points: what the engine will materialise.';
 
--- A stream's quarter hours (cluster.quarter_rollups) whose start lies in [p_from, p_to), as the
--- engine will have them once it caught up: the materialised quarters outside its pending
--- hours, and the quarters those touch (widened to whole quarters, as cluster.rollup_quarters
--- widens its periods) summed from the points. What-if's reading of a household's quarters
--- (sql/functions/98_billing_what_if.sql).
-CREATE OR REPLACE FUNCTION cluster.realtime_quarters(
-    p_stream_id bigint, p_from timestamptz, p_to timestamptz
-) RETURNS TABLE (start timestamptz, total double precision, points bigint)
--- ROWS: a year's quarters, so that a caller's plan builds its hash tables on the small side.
-LANGUAGE plpgsql STABLE ROWS 35000 SET jit = off SET plan_cache_mode = force_generic_plan AS $$
+-- A stream's UTC days among [p_from, p_to] whose quarter hours (cluster.quarter_days) the
+-- engine has yet to recompute, as it will have them once it caught up: each day its pending
+-- hours touch, with those quarters (widened to whole quarters, as cluster.rollup_quarters
+-- widens its periods) summed from the points into the stored day (cluster.quarter_array, the
+-- engine's own merge); totals null where no quarter of the day is left. Every other day of the
+-- stream is as stored. What-if's reading of a household's quarters
+-- (sql/functions/98_billing_what_if.sql); a stream with no work queued has no row.
+CREATE OR REPLACE FUNCTION cluster.pending_quarter_days(
+    p_stream_id bigint, p_from date, p_to date
+) RETURNS TABLE (day date, totals double precision[])
+LANGUAGE plpgsql STABLE ROWS 2 SET jit = off SET plan_cache_mode = force_generic_plan AS $$
+#variable_conflict use_column
 DECLARE
     v_pending tstzmultirange := cluster.rollup_pending(p_stream_id);
+    v_starts timestamptz[] := '{}';
+    v_totals double precision[] := '{}';
     w tstzrange;
 BEGIN
-    IF v_pending IS NOT NULL THEN
-        SELECT range_agg(tstzrange(time_bucket('15 minutes', lower(x.r)),
-                                   time_bucket('15 minutes', upper(x.r) - interval '1 microsecond')
-                                       + interval '15 minutes'))
-          INTO v_pending
-          FROM unnest(v_pending * tstzmultirange(tstzrange(p_from, p_to))) x (r);
-    END IF;
-    IF v_pending IS NULL OR isempty(v_pending) THEN
-        RETURN QUERY
-            SELECT r.start, r.total, r.points::bigint FROM cluster.quarter_rollups r
-             WHERE r.stream_id = p_stream_id AND r.start >= p_from AND r.start < p_to;
+    IF v_pending IS NULL THEN
         RETURN;
     END IF;
-    RETURN QUERY
-        SELECT r.start, r.total, r.points::bigint FROM cluster.quarter_rollups r
-         WHERE r.stream_id = p_stream_id AND r.start >= p_from AND r.start < p_to
-           AND NOT v_pending @> r.start;
+    SELECT range_agg(tstzrange(time_bucket('15 minutes', lower(x.r)),
+                               time_bucket('15 minutes', upper(x.r) - interval '1 microsecond')
+                                   + interval '15 minutes'))
+      INTO v_pending
+      FROM unnest(v_pending * tstzmultirange(tstzrange(
+               p_from::timestamp AT TIME ZONE 'UTC',
+               (p_to + 1)::timestamp AT TIME ZONE 'UTC'))) x (r);
+    IF v_pending IS NULL OR isempty(v_pending) THEN
+        RETURN;
+    END IF;
     -- The points of each pending window, planned for its bounds (chunks excluded while
     -- planning), as cluster.hours_with_pending reads them.
     FOR w IN SELECT unnest(v_pending) LOOP
-        RETURN QUERY EXECUTE $q$
-            SELECT q.start, q.total, q.points
-              FROM (SELECT time_bucket('15 minutes', p.ts) AS start, sum(p.value) AS total,
-                           count(*) AS points
+        EXECUTE $q$
+            SELECT $4 || array_agg(q.start ORDER BY q.start), $5 || array_agg(q.total ORDER BY q.start)
+              FROM (SELECT time_bucket('15 minutes', p.ts) AS start, sum(p.value) AS total
                       FROM cluster.stream_points($1, $2, $3) p
-                     GROUP BY 1) q
-             WHERE q.start >= $4 AND q.start < $5$q$
-            USING p_stream_id, lower(w), upper(w), p_from, p_to;
+                     GROUP BY 1) q$q$
+            INTO v_starts, v_totals
+            USING p_stream_id, lower(w), upper(w), v_starts, v_totals;
     END LOOP;
+    RETURN QUERY
+        SELECT c.day, cluster.quarter_array(q.totals, c.numbers, s.numbers, s.totals)
+          FROM (SELECT (g AT TIME ZONE 'UTC')::date AS day,
+                       array_agg(cluster.quarter_number(g)) AS numbers
+                  FROM unnest(v_pending) AS x (r)
+                 CROSS JOIN LATERAL generate_series(lower(x.r), upper(x.r) - interval '15 minutes',
+                                                    interval '15 minutes') AS g
+                 GROUP BY 1) c
+          LEFT JOIN cluster.quarter_days q ON q.stream_id = p_stream_id AND q.day = c.day
+          LEFT JOIN (SELECT (u.start AT TIME ZONE 'UTC')::date AS day,
+                            array_agg(cluster.quarter_number(u.start)) AS numbers,
+                            array_agg(u.total) AS totals
+                       FROM unnest(v_starts, v_totals) AS u (start, total)
+                      GROUP BY 1) s ON s.day = c.day
+         WHERE c.day >= p_from AND c.day <= p_to;
 END $$;
-COMMENT ON FUNCTION cluster.realtime_quarters(bigint, timestamptz, timestamptz) IS
-    'A quarter-rolled stream''s quarter-hour rollups (start in [p_from, p_to)) with the quarters not yet recomputed answered from its points: what the engine will materialise.';
+COMMENT ON FUNCTION cluster.pending_quarter_days(bigint, date, date) IS
+    'A quarter-rolled stream''s UTC days in [p_from, p_to] with quarters not yet recomputed, their quarter sums (cluster.quarter_days; null: none left) answered from its points: what the engine will materialise. Other days are as stored.';

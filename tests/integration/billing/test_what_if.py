@@ -14,9 +14,10 @@ import asyncpg
 import httpx
 import pytest
 
+from energy_platform.engine.service import drain
 from tests.support.contracts import DAY_NIGHT
 from tests.support.data import T0
-from tests.support.engine import Feed, NewFeed, process
+from tests.support.engine import CURRENCY, ENGINE, Feed, NewFeed, process
 
 DAY = 86_400
 HOUR = 3600
@@ -24,6 +25,8 @@ MON = T0 + 4 * DAY  # 2026-01-05T00:00Z, a Monday
 PRAGUE_MARCH_28 = 1_774_652_400  # 2026-03-28T00:00+01:00; clocks go forward on the 29th
 PRAGUE_APRIL_1 = 1_774_994_400  # 2026-04-01T00:00+02:00
 PRAGUE_APRIL_3 = PRAGUE_APRIL_1 + 2 * DAY
+PRAGUE_OCTOBER_25 = 1_792_879_200  # 2026-10-25T00:00+02:00; clocks go back at 03:00
+PRAGUE_OCTOBER_26 = PRAGUE_OCTOBER_25 + 25 * HOUR
 
 
 def at(t: int) -> datetime:
@@ -216,6 +219,81 @@ async def test_weekend_and_holiday_bands_against_hand_computed_figures(
     (month,) = answer["contracts"][1]["months"]
     assert month["quantity"] == pytest.approx(72.0)
     assert month["energy"] == pytest.approx(expected)
+
+
+async def test_bands_on_the_day_clocks_go_back_price_each_quarter_by_its_local_start(
+    new_feed: NewFeed, api: httpx.AsyncClient
+) -> None:
+    # 2026-10-25 in Prague lasts 25 hours: 02:00 to 03:00 comes twice. A band starting at
+    # 02:30 holds the second half of both of those hours, not everything after its first
+    # 02:30: quarters starting before 02:30 are 00:00 to 02:15 (10) and the repeated 02:00 and
+    # 02:15 (2); the other 88 are in the second band.
+    feed = await new_feed("Europe/Prague")
+    await power(feed, 1000.0, PRAGUE_OCTOBER_25, PRAGUE_OCTOBER_26)
+    await process(feed.db)
+    contract = {"bands": ["00:00=0.30", "02:30=0.10"]}
+
+    answer = await replayed(
+        api, feed, {"from": "2026-10-25", "to": "2026-10-25", "contracts": [{"contract": contract}]}
+    )
+
+    (month,) = answer["contracts"][1]["months"]
+    assert month["quantity"] == pytest.approx(25.0)
+    assert month["energy"] == pytest.approx(0.25 * (12 * 0.30 + 88 * 0.10))
+
+
+async def test_quarters_the_engine_has_not_rolled_up_yet_are_read_from_the_points(
+    new_feed: NewFeed, api: httpx.AsyncClient
+) -> None:
+    feed, area = await new_feed("UTC"), f"P-{secrets.token_hex(4)}"
+    await set_prices(
+        feed.db, area, [(MON + 900 * q, MON + 900 * (q + 1), 0.01 * (q % 7)) for q in range(192)]
+    )
+    await power(feed, 1000.0, MON, MON + DAY)
+    await process(feed.db)
+    # Tuesday's points are made, but no rollup work is taken: its quarters are pending.
+    await power(feed, lambda t: 500 + 500 * (t // 900 % 3), MON + DAY, MON + 2 * DAY)
+    await drain(feed.db, ENGINE, currency=CURRENCY, rollup_batches=0)
+    stream = await feed.stream_id("Electricity, channel 1")
+    tuesday = at(MON + DAY).date()
+    assert (
+        await feed.db.fetchval(
+            "SELECT count(*) FROM cluster.quarter_days WHERE stream_id = $1 AND day = $2",
+            stream,
+            tuesday,
+        )
+        == 0
+    )
+    body = {
+        "from": "2026-01-05",
+        "to": "2026-01-06",
+        "contracts": [{"contract": {"area": area, "bands": ["00:00=0.02", "12:00=0.05"]}}],
+    }
+
+    pending = (await replayed(api, feed, body))["contracts"][1]
+    await process(feed.db)
+    rolled = (await replayed(api, feed, body))["contracts"][1]
+
+    # Once the engine caught up, Tuesday has its row, and the answer did not move.
+    assert (
+        await feed.db.fetchval(
+            "SELECT cardinality(array_remove(totals, NULL)) FROM cluster.quarter_days"
+            " WHERE stream_id = $1 AND day = $2",
+            stream,
+            tuesday,
+        )
+        == 96
+    )
+    points = await feed.points("Electricity, channel 1")
+    price = {MON + 900 * q: 0.01 * (q % 7) for q in range(192)}
+    expected = sum(
+        wh / 1000 * (price[t // 900 * 900] + (0.02 if t % DAY < 12 * HOUR else 0.05))
+        for t, wh in points.items()
+        if MON <= t < MON + 2 * DAY
+    )
+    assert pending["months"][0]["energy"] == pytest.approx(expected, rel=1e-9)
+    assert rolled["months"][0]["energy"] == pytest.approx(expected, rel=1e-9)
+    assert pending["months"][0]["quantity"] == rolled["months"][0]["quantity"]
 
 
 async def test_export_credit_with_a_floor(new_feed: NewFeed, api: httpx.AsyncClient) -> None:
