@@ -257,28 +257,6 @@ RETURN (coalesce(p_day, array_fill(NULL::double precision, ARRAY[96]))
 COMMENT ON FUNCTION cluster.day_quarters(double precision[], double precision[], integer, integer) IS
     'p_count quarter hours from quarter p_first of a UTC day on, across it (p_day) and the next (p_next), each null where its day is.';
 
--- Quarter sums added element by element (null + x = x): the quarters of several streams billed
--- together on one day.
-CREATE OR REPLACE FUNCTION cluster.quarters_plus(p_sum double precision[], p_more double precision[])
-RETURNS double precision[] LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
-BEGIN
-    -- PL/pgSQL: an aggregate calls it once a row, and a day has one stream of a kind mostly.
-    IF p_sum IS NULL THEN
-        RETURN p_more;
-    ELSIF p_more IS NULL THEN
-        RETURN p_sum;
-    END IF;
-    RETURN ARRAY(SELECT CASE WHEN a IS NULL THEN b WHEN b IS NULL THEN a ELSE a + b END
-                   FROM unnest(p_sum, p_more) AS u (a, b));
-END $$;
-COMMENT ON FUNCTION cluster.quarters_plus(double precision[], double precision[]) IS
-    'Two arrays of quarter sums added element by element; a null element adds nothing.';
-CREATE OR REPLACE AGGREGATE cluster.quarters_sum(double precision[]) (
-    SFUNC = cluster.quarters_plus, STYPE = double precision[]
-);
-COMMENT ON AGGREGATE cluster.quarters_sum(double precision[]) IS
-    'Arrays of quarter sums added element by element (cluster.quarters_plus).';
-
 -- The quarter hours (time_bucket('15 minutes'): UTC quarters, local quarters in every zone
 -- whose offset is a multiple of 15 minutes) of the quarter-rolled streams among the given
 -- ones over the periods given (bounds as for cluster.rollup_recompute), each period widened to

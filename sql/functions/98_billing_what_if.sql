@@ -122,6 +122,8 @@ WITH period AS MATERIALIZED (
 ), parts AS MATERIALIZED (
     -- Each contract's parts: its medium's terms (the contract itself) and its export part.
     SELECT c.n::integer AS contract, k.kind, k.part, k.part ->> 'area' AS area,
+           -- The part's bit in a day's mask of kinds (local_days): at most 20 parts a call.
+           (row_number() OVER (ORDER BY c.n, k.kind) - 1)::integer AS bit,
            coalesce((k.part ->> 'factor')::float8, 1) AS factor,
            coalesce((k.part ->> 'vat')::float8, 0) AS vat,
            (k.part ->> 'floor')::float8 AS floor, (k.part ->> 'cap')::float8 AS cap,
@@ -140,7 +142,9 @@ WITH period AS MATERIALIZED (
     -- (cluster.is_weekend_day), in the days' order: a quarter then finds its band by a binary
     -- search in one row (joined per quarter and band, a year's 175,200 priced quarters took
     -- most of a second).
-    SELECT p.contract, p.kind, p.area, p.factor, p.vat, p.floor, p.cap, p.scale,
+    SELECT p.contract, p.kind, p.area, p.factor, p.vat, p.floor, p.cap, p.scale, p.bit,
+           -- A part whose floor or cap holds on its area's price is not linear in it.
+           p.area IS NOT NULL AND (p.floor IS NOT NULL OR p.cap IS NOT NULL) AS clamped,
            (SELECT array_agg(b.starts ORDER BY b.starts) FROM cluster.contract_bands(p.part) b
              WHERE b.days IN ('all', 'weekday')) AS weekday_starts,
            (SELECT array_agg(b.price ORDER BY b.starts) FROM cluster.contract_bands(p.part) b
@@ -168,7 +172,11 @@ WITH period AS MATERIALIZED (
     SELECT l.*, a.area,
            CASE WHEN a.area <> '' THEN cluster.day_quarters(x.prices, y.prices, l.first, l.quarters)
                 END AS prices,
-           least(x.low, y.low) AS low, greatest(x.high, y.high) AS high
+           least(x.low, y.low) AS low, greatest(x.high, y.high) AS high,
+           -- The day's kind under each part (cluster.is_weekend_day by its holidays) as a mask
+           -- of the parts' bits: days of one mask are priced alike by every part.
+           (SELECT coalesce(bit_or(1::bigint << p.bit) FILTER (WHERE p.weekends[l.i]), 0)
+              FROM part_days p) AS mask
       FROM (SELECT d.day, row_number() OVER (ORDER BY d.day)::integer AS i, d.month, d.start,
                    d.timezone, d.seconds = 86400 AS whole,
                    (d.start AT TIME ZONE 'UTC')::date AS utc_day,
@@ -200,15 +208,16 @@ WITH period AS MATERIALIZED (
      CROSS JOIN LATERAL cluster.pending_quarter_days(s.stream_id, s.lo, s.hi) q
      WHERE s.stale
 ), kind_days AS MATERIALIZED (
-    -- Per kind, area and local day, the quarters of the streams billed on it
-    -- (cluster.period_rows) in the order of the day's time (cluster.day_quarters: its two UTC
-    -- days' rows of cluster.quarter_days, each looked up by its key, or pending), added when
-    -- several are, beside the area's prices: read once for every contract.
-    SELECT s.kind, l.area, l.day, min(l.i) AS i, min(l.month) AS month, bool_and(l.whole) AS whole,
-           min(l.start) AS start, min(l.timezone) AS timezone, min(l.quarters) AS quarters,
+    -- Per stream billed on a local day (cluster.period_rows) and area, the stream's quarters
+    -- in the order of the day's time (cluster.day_quarters: its two UTC days' rows of
+    -- cluster.quarter_days, each looked up by its key, or pending), beside the area's prices:
+    -- read once for every contract. Streams billed together on a day are not added here:
+    -- every sum below is linear in the quarters, so their segments add up instead.
+    SELECT s.kind, l.area, l.day, l.month, l.whole, l.start, l.timezone, l.quarters, l.prices,
+           l.low, l.high, l.mask,
            -- A quarter without points is 0 here: an array without nulls is read by subscript
            -- in one step, where one with nulls is searched from its start at each.
-           array_replace(cluster.quarters_sum(cluster.day_quarters(
+           array_replace(cluster.day_quarters(
                CASE WHEN a.day IS NULL
                     THEN (SELECT r.totals FROM cluster.quarter_days r
                            WHERE r.stream_id = p.stream_id AND r.day = l.utc_day)
@@ -217,17 +226,15 @@ WITH period AS MATERIALIZED (
                     THEN (SELECT r.totals FROM cluster.quarter_days r
                            WHERE r.stream_id = p.stream_id AND r.day = l.utc_day + 1)
                     ELSE b.totals END,
-               l.first, l.quarters)), NULL, 0) AS totals,
-           min(l.prices) AS prices, min(l.low) AS low, min(l.high) AS high,
+               l.first, l.quarters), NULL, 0) AS totals,
            -- Whether every quarter of the day has a price (nearly always): then the priced
            -- energy is the energy and none is unpriced, with no second look.
-           bool_and(l.area <> '' AND array_position(l.prices, NULL) IS NULL) AS full
+           l.area <> '' AND array_position(l.prices, NULL) IS NULL AS full
       FROM period p
       JOIN streams s ON s.stream_id = p.stream_id
       JOIN local_days l ON l.day = p.day
       LEFT JOIN pending a ON a.stream_id = p.stream_id AND a.day = l.utc_day
       LEFT JOIN pending b ON b.stream_id = p.stream_id AND b.day = l.utc_day + 1
-     GROUP BY s.kind, l.area, l.day
 ), cuts AS MATERIALIZED (
     -- Per kind, the segments of a day of 24 hours: runs of quarters (lo to hi, by number in the
     -- day) that every contract's band holds whole, each starting at the first quarter that
@@ -252,10 +259,10 @@ WITH period AS MATERIALIZED (
     -- price in it. The day's quarters and prices are multiplied element by element (a year of
     -- a kind's quarters in about 10 ms, where joined to their prices as rows they took 0.2 s);
     -- a contract priced linearly prices these few rows instead of every quarter.
-    SELECT k.kind, k.area, k.day, k.i, k.month, g.lo, g.hi, g.local, x.value, x.area_value,
-           k.low, k.high,
+    SELECT k.kind, k.area, k.day, k.mask, k.month, g.lo, g.hi, g.local, x.value, x.area_value,
+           k.low, k.high, c.linear,
            CASE WHEN k.full THEN x.value
-                WHEN k.area <> ''
+                WHEN k.area <> '' AND c.linear
                 THEN (SELECT sum(k.totals[n]) FROM generate_series(g.lo, g.hi) AS n
                        WHERE k.prices[n] IS NOT NULL) END AS priced_value,
            NOT k.full AND k.area <> ''
@@ -266,9 +273,14 @@ WITH period AS MATERIALIZED (
            CASE WHEN c.clamped THEN k.totals[g.lo:g.hi] END AS totals,
            CASE WHEN c.clamped THEN k.prices[g.lo:g.hi] END AS prices
       FROM kind_days k
-      JOIN (SELECT c.*, EXISTS (SELECT FROM part_days p
-                                 WHERE p.kind = c.kind AND p.area IS NOT NULL
-                                   AND (p.floor IS NOT NULL OR p.cap IS NOT NULL)) AS clamped
+      JOIN (SELECT c.*,
+                   EXISTS (SELECT FROM part_days p WHERE p.kind = c.kind AND p.clamped) AS clamped,
+                   -- Whether the linear sums are read: for consumption (the load shape reads
+                   -- them), and for export where a part is not clamped on an area. Export
+                   -- credited only by clamped parts prices each quarter and skips them.
+                   c.kind = 'consumption'
+                   OR EXISTS (SELECT FROM part_days p WHERE p.kind = c.kind AND NOT p.clamped)
+                       AS linear
               FROM cuts c) c ON c.kind = k.kind
      CROSS JOIN LATERAL (
            SELECT u.lo, u.hi, u.local FROM unnest(c.los, c.his, c.locals) AS u (lo, hi, local)
@@ -281,50 +293,77 @@ WITH period AS MATERIALIZED (
            -- By subscript, not by unnest: unnesting two slices took twice as long. A pass over
            -- a year of quarters costs about 0.15 us a quarter and 0.03 more an aggregate.
            SELECT sum(k.totals[n]) AS value, sum(k.totals[n] * k.prices[n]) AS area_value
-             FROM generate_series(g.lo, g.hi) AS n) x
+             FROM generate_series(g.lo, g.hi) AS n
+            WHERE c.linear) x
+), segment_groups AS MATERIALIZED (
+    -- The segments added up per kind, area, month, local start and mask of the day's kinds:
+    -- every part prices a group's segments alike (a year's 1,836 segments of 4 contracts are
+    -- about 300 groups, most of them the quarters of the two DST days). A quarter's energy is
+    -- never negative, so a segment with energy is one whose sum is not 0.
+    SELECT s.kind, s.area, s.month, s.local, s.mask, sum(s.value) AS value,
+           sum(s.priced_value) AS priced_value, sum(s.area_value) AS area_value,
+           bool_or(s.unpriced) AS unpriced, bool_or(s.value <> 0) AS used,
+           min(s.low) AS low, max(s.high) AS high, bool_and(s.linear) AS linear
+      FROM segments s
+     GROUP BY s.kind, s.area, s.month, s.local, s.mask
 ), priced AS (
-    -- Each contract part per segment, by the band holding the segment's local start on the
-    -- day's kind. Without an area, or on an area where neither floor nor cap can hold (the
-    -- price at the segment's lowest and highest area price lies between them), the price is
-    -- linear in the area's, so the segment's energy at the price its energy-weighted area
-    -- price makes is the sum of its quarters' money. Otherwise each quarter is priced,
-    -- clamped.
-    SELECT p.contract, s.kind, s.month,
-           -- A band-less quarter with energy (a contract with no band on the day's kind) is
-           -- unpriced too: looked at only where a band is missing.
-           (p.area IS NOT NULL AND s.unpriced)
-           OR (b.price IS NULL AND (SELECT bool_or(k.totals[n] <> 0)
-                                      FROM kind_days k
-                                     CROSS JOIN generate_series(s.lo, s.hi) AS n
-                                     WHERE k.kind = s.kind AND k.area = s.area AND k.day = s.day))
-               AS unpriced,
-           CASE WHEN p.area IS NOT NULL THEN s.priced_value * p.scale END AS area_units,
-           CASE WHEN p.area IS NOT NULL THEN s.area_value * p.scale END AS area_money,
+    -- Each contract part linear in the area's price (without an area, or on one without floor
+    -- or cap) per group, by the band holding its local start on its kind of day: the group's
+    -- energy at the price its energy-weighted area price makes is the sum of its quarters'
+    -- money.
+    SELECT p.contract, g.kind, g.month,
+           -- A band-less group with energy (a contract with no band on the day's kind) is
+           -- unpriced too.
+           (p.area IS NOT NULL AND g.unpriced) OR (b.price IS NULL AND g.used) AS unpriced,
+           CASE WHEN p.area IS NOT NULL THEN g.priced_value * p.scale END AS area_units,
+           CASE WHEN p.area IS NOT NULL THEN g.area_value * p.scale END AS area_money,
            p.scale * CASE
                WHEN p.area IS NULL
-               THEN s.value * cluster.tariff_price(p.factor, 0, b.price, p.vat, p.floor, p.cap)
-               WHEN (p.floor IS NOT NULL OR p.cap IS NOT NULL) AND coalesce(
-                        least(cluster.tariff_price(p.factor, s.low, b.price, p.vat, NULL, NULL),
-                              cluster.tariff_price(p.factor, s.high, b.price, p.vat, NULL, NULL))
-                            < p.floor
-                        OR greatest(cluster.tariff_price(p.factor, s.low, b.price, p.vat, NULL, NULL),
-                                    cluster.tariff_price(p.factor, s.high, b.price, p.vat, NULL, NULL))
-                            > p.cap, false)
-               THEN (SELECT sum(s.totals[n] * cluster.tariff_price(p.factor, s.prices[n], b.price,
-                                                                   p.vat, p.floor, p.cap))
-                       FROM generate_series(1, s.hi - s.lo + 1) AS n)
-               ELSE s.priced_value * cluster.tariff_price(
-                        p.factor, coalesce(s.area_value / nullif(s.priced_value, 0), 0),
+               THEN g.value * cluster.tariff_price(p.factor, 0, b.price, p.vat, p.floor, p.cap)
+               ELSE g.priced_value * cluster.tariff_price(
+                        p.factor, coalesce(g.area_value / nullif(g.priced_value, 0), 0),
                         b.price, p.vat, p.floor, p.cap)
            END AS money
       FROM part_days p
-      JOIN segments s ON s.kind = p.kind
-                     AND s.area = coalesce(p.area, (SELECT min(area) FROM areas))
+      JOIN segment_groups g ON g.kind = p.kind
+                           AND g.area = coalesce(p.area, (SELECT min(area) FROM areas))
      CROSS JOIN LATERAL (
-           SELECT CASE WHEN p.weekends[s.i]
+           SELECT CASE WHEN g.mask & (1::bigint << p.bit) <> 0
+                       THEN p.weekend_prices[width_bucket(g.local, p.weekend_starts)]
+                       ELSE p.weekday_prices[width_bucket(g.local, p.weekday_starts)] END
+                      AS price) b
+     WHERE NOT p.clamped
+    UNION ALL
+    -- A part with a floor or a cap on its area per segment: linear too where the clamp cannot
+    -- hold (the price at the day's lowest and highest area price lies between floor and cap),
+    -- else each quarter priced, clamped (and always for export credited by such parts alone,
+    -- which has no linear sums).
+    SELECT p.contract, s.kind, s.month,
+           s.unpriced OR (b.price IS NULL AND (SELECT bool_or(v <> 0) FROM unnest(s.totals) AS v)),
+           s.priced_value * p.scale, s.area_value * p.scale,
+           p.scale * CASE
+               WHEN s.linear AND coalesce(
+                        least(cluster.tariff_price(p.factor, s.low, b.price, p.vat, NULL, NULL),
+                              cluster.tariff_price(p.factor, s.high, b.price, p.vat, NULL, NULL))
+                            >= coalesce(p.floor, '-Infinity')
+                        AND greatest(cluster.tariff_price(p.factor, s.low, b.price, p.vat, NULL, NULL),
+                                     cluster.tariff_price(p.factor, s.high, b.price, p.vat, NULL, NULL))
+                            <= coalesce(p.cap, 'Infinity'), false)
+               THEN s.priced_value * cluster.tariff_price(
+                        p.factor, coalesce(s.area_value / nullif(s.priced_value, 0), 0),
+                        b.price, p.vat, p.floor, p.cap)
+               ELSE (SELECT sum(s.totals[n] * cluster.tariff_price(p.factor, s.prices[n], b.price,
+                                                                   p.vat, p.floor, p.cap))
+                       FROM generate_series(1, s.hi - s.lo + 1) AS n)
+           END
+      FROM part_days p
+      JOIN segments s ON s.kind = p.kind AND s.area = p.area
+     CROSS JOIN LATERAL (
+           SELECT CASE WHEN s.mask & (1::bigint << p.bit) <> 0
                        THEN p.weekend_prices[width_bucket(s.local, p.weekend_starts)]
                        ELSE p.weekday_prices[width_bucket(s.local, p.weekday_starts)] END
                       AS price) b
+     WHERE p.clamped
 ), contract_months AS (
     SELECT p.contract, p.month,
            coalesce(sum(p.money) FILTER (WHERE p.kind = 'consumption'), 0) AS energy,

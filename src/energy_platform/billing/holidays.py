@@ -8,6 +8,7 @@ set again (docs/decisions.md, "Public holidays in SQL")."""
 
 from __future__ import annotations
 
+import functools
 import re
 from datetime import date, datetime
 
@@ -71,3 +72,17 @@ def public_holidays(calendar: str, since: datetime | None, today: date) -> Holid
     found = calendars.country_holidays(country, subdiv=subdivision, years=range(first, last + 1))
     days = sorted(day for day in found if first <= day.year <= last)
     return Holidays(calendar, first, last, days, [str(found.get(day)) for day in days])
+
+
+def holidays_between(calendar: str, first: date, last: date) -> list[date]:
+    """The public holidays of ``calendar`` from ``first`` to ``last`` (both inclusive), as
+    what-if prices a range by them: only the range's years, each computed once a process (the
+    package took 6.7 ms a call for CZ's twelve years of a tariff's span)."""
+    country, subdivision = known_calendar(calendar)
+    return [d for d in _years(country, subdivision, first.year, last.year) if first <= d <= last]
+
+
+@functools.lru_cache(maxsize=256)
+def _years(country: str, subdivision: str | None, first: int, last: int) -> tuple[date, ...]:
+    found = calendars.country_holidays(country, subdiv=subdivision, years=range(first, last + 1))
+    return tuple(sorted(day for day in found if first <= day.year <= last))

@@ -17,7 +17,7 @@ import msgspec
 from energy_platform.billing import queries
 from energy_platform.billing.contracts import Contract, checked_contract
 from energy_platform.billing.dates import date_range
-from energy_platform.billing.holidays import public_holidays
+from energy_platform.billing.holidays import holidays_between
 from energy_platform.billing.schemas import BillMedium, WhatIf, WhatIfContract, WhatIfMonth
 from energy_platform.core.db.pool import Connection
 from energy_platform.core.errors import InvalidInput
@@ -156,8 +156,8 @@ def _as_sql(contract: Contract, first: date, last: date) -> str:
     data = msgspec.to_builtins(contract)
     for part in (data, data.get("export")):
         if part is not None and part.get("holidays") is not None:
-            found = public_holidays(part["holidays"], datetime(first.year, 1, 1), last)
-            part["holiday_days"] = [d.isoformat() for d in found.days if first <= d <= last]
+            found = holidays_between(part["holidays"], first, last)
+            part["holiday_days"] = [d.isoformat() for d in found]
     return msgspec.json.encode(data).decode()
 
 
