@@ -48,12 +48,13 @@ COMMENT ON FUNCTION cluster.contract_bands(jsonb) IS
 -- * quantity, export: what the bill adds (cluster.period_rows, billed), in the line's unit;
 -- * the current contract: energy and credit are its cost and credit streams' days, standing
 --   and VAT the bill's (cluster.period_charges), so that its months add up to the bill;
--- * a contract: the billed streams' points summed per quarter hour (read once for all
+-- * a contract: the billed streams' quarter hours (cluster.quarter_days, read once for all
 --   contracts), each quarter priced by the contract's band holding its local start on its
 --   kind of day and, on an area, the area's slot holding its start (15-minute slots where
 --   the area has them, hourly before); a quarter with energy and no price leaves its month
 --   incomplete and its money out; standing charges per local day that has begun; VAT included
---   at the contract's rate; no export part: no credit;
+--   at the contract's rate; no export part: no credit. How, without a row per quarter:
+--   docs/billing.md#what-if;
 -- * coverage: the share of the month's time with points of the billed consumption (never
 --   scaled up to a whole month); complete: every day over and every bucket priced;
 -- * market_average_price: the area's price over the month weighted by time, and
@@ -139,23 +140,28 @@ WITH period AS MATERIALIZED (
 ), part_days AS MATERIALIZED (
     -- Per contract part, its bands as sorted arrays per kind of day (cluster.contract_bands;
     -- `all` serves both kinds) and the kind of each of the range's days by its holidays
-    -- (cluster.is_weekend_day), in the days' order: a quarter then finds its band by a binary
-    -- search in one row (joined per quarter and band, a year's 175,200 priced quarters took
-    -- most of a second).
+    -- (cluster.is_weekend_day), in the days' order: a group of segments then finds its band
+    -- by a binary search in one row.
     SELECT p.contract, p.kind, p.area, p.factor, p.vat, p.floor, p.cap, p.scale, p.bit,
            -- A part whose floor or cap holds on its area's price is not linear in it.
            p.area IS NOT NULL AND (p.floor IS NOT NULL OR p.cap IS NOT NULL) AS clamped,
-           (SELECT array_agg(b.starts ORDER BY b.starts) FROM cluster.contract_bands(p.part) b
-             WHERE b.days IN ('all', 'weekday')) AS weekday_starts,
-           (SELECT array_agg(b.price ORDER BY b.starts) FROM cluster.contract_bands(p.part) b
-             WHERE b.days IN ('all', 'weekday')) AS weekday_prices,
-           (SELECT array_agg(b.starts ORDER BY b.starts) FROM cluster.contract_bands(p.part) b
-             WHERE b.days IN ('all', 'weekend')) AS weekend_starts,
-           (SELECT array_agg(b.price ORDER BY b.starts) FROM cluster.contract_bands(p.part) b
-             WHERE b.days IN ('all', 'weekend')) AS weekend_prices,
-           (SELECT array_agg(cluster.is_weekend_day(d.day, p.holidays) ORDER BY d.day)
-              FROM days d) AS weekends
+           b.weekday_starts, b.weekday_prices, b.weekend_starts, b.weekend_prices,
+           -- Only where the part's bands tell the kinds of day apart.
+           CASE WHEN (b.weekday_starts, b.weekday_prices)
+                     IS DISTINCT FROM (b.weekend_starts, b.weekend_prices)
+                THEN (SELECT array_agg(cluster.is_weekend_day(d.day, p.holidays) ORDER BY d.day)
+                        FROM days d) END AS weekends
       FROM parts p
+     CROSS JOIN LATERAL (
+           SELECT array_agg(b.starts ORDER BY b.starts) FILTER (WHERE b.days <> 'weekend')
+                      AS weekday_starts,
+                  array_agg(b.price ORDER BY b.starts) FILTER (WHERE b.days <> 'weekend')
+                      AS weekday_prices,
+                  array_agg(b.starts ORDER BY b.starts) FILTER (WHERE b.days <> 'weekday')
+                      AS weekend_starts,
+                  array_agg(b.price ORDER BY b.starts) FILTER (WHERE b.days <> 'weekday')
+                      AS weekend_prices
+             FROM cluster.contract_bands(p.part) b) b
 ), areas AS MATERIALIZED (
     -- The areas the quarters are priced in: each a contract names, or '' (none) when none
     -- does. A contract without an area reads the first's segments' energy.
@@ -176,7 +182,7 @@ WITH period AS MATERIALIZED (
            -- The day's kind under each part (cluster.is_weekend_day by its holidays) as a mask
            -- of the parts' bits: days of one mask are priced alike by every part.
            (SELECT coalesce(bit_or(1::bigint << p.bit) FILTER (WHERE p.weekends[l.i]), 0)
-              FROM part_days p) AS mask
+              FROM part_days p WHERE p.weekends IS NOT NULL) AS mask
       FROM (SELECT d.day, row_number() OVER (ORDER BY d.day)::integer AS i, d.month, d.start,
                    d.timezone, d.seconds = 86400 AS whole,
                    (d.start AT TIME ZONE 'UTC')::date AS utc_day,
@@ -207,7 +213,7 @@ WITH period AS MATERIALIZED (
       FROM streams s
      CROSS JOIN LATERAL cluster.pending_quarter_days(s.stream_id, s.lo, s.hi) q
      WHERE s.stale
-), kind_days AS MATERIALIZED (
+), stream_days AS MATERIALIZED (
     -- Per stream billed on a local day (cluster.period_rows) and area, the stream's quarters
     -- in the order of the day's time (cluster.day_quarters: its two UTC days' rows of
     -- cluster.quarter_days, each looked up by its key, or pending), beside the area's prices:
@@ -253,12 +259,11 @@ WITH period AS MATERIALIZED (
             WHERE x.lo <= 96) g
      GROUP BY k.kind
 ), segments AS MATERIALIZED (
-    -- Per kind, area, day and segment (on the day of a DST change, each quarter is its own,
-    -- by its local start: in autumn the repeated hour may lie on both sides of a band's
-    -- start): the energy and its money at the area's price, and the area's lowest and highest
-    -- price in it. The day's quarters and prices are multiplied element by element (a year of
-    -- a kind's quarters in about 10 ms, where joined to their prices as rows they took 0.2 s);
-    -- a contract priced linearly prices these few rows instead of every quarter.
+    -- Per stream, area, day and segment (on the day of a DST change, each quarter is its
+    -- own, by its local start: in autumn the repeated hour may lie on both sides of a band's
+    -- start): the energy and its money at the area's price, with the day's lowest and highest
+    -- area price. The day's quarters and prices are multiplied element by element (a year of
+    -- a kind's quarters in about 6 ms, where joined to their prices as rows they took 0.2 s).
     SELECT k.kind, k.area, k.day, k.mask, k.month, g.lo, g.hi, g.local, x.value, x.area_value,
            k.low, k.high, c.linear,
            CASE WHEN k.full THEN x.value
@@ -272,7 +277,7 @@ WITH period AS MATERIALIZED (
            -- there (a few segments in a year, read here rather than looked up again).
            CASE WHEN c.clamped THEN k.totals[g.lo:g.hi] END AS totals,
            CASE WHEN c.clamped THEN k.prices[g.lo:g.hi] END AS prices
-      FROM kind_days k
+      FROM stream_days k
       JOIN (SELECT c.*,
                    EXISTS (SELECT FROM part_days p WHERE p.kind = c.kind AND p.clamped) AS clamped,
                    -- Whether the linear sums are read: for consumption (the load shape reads
