@@ -96,8 +96,8 @@ WITH touched AS (
     -- From the slots (one slot's quarters generated, not each quarter searched for its slot):
     -- every quarter hour whose start lies in a slot of the touched days, by its seconds since
     -- 1970.
-    SELECT date '1970-01-01' + (e / 86400)::integer AS day, (e % 86400 / 900 + 1)::integer AS n,
-           s.price
+    SELECT (to_timestamp(e) AT TIME ZONE 'UTC')::date AS day,
+           cluster.quarter_number(to_timestamp(e)) AS n, s.price
       FROM cluster.prices s
      CROSS JOIN LATERAL generate_series(ceil(date_part('epoch', lower(s.slot)) / 900)::bigint * 900,
                                         ceil(date_part('epoch', upper(s.slot)) / 900)::bigint * 900 - 900,

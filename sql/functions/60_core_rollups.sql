@@ -212,15 +212,6 @@ RETURN p_type = 'processed' AND p_quantity IN ('consumption', 'export');
 COMMENT ON FUNCTION cluster.quarter_rolled(text, text) IS
     'Whether a stream of this type and quantity has quarter-hour rollups: processed consumption and export.';
 
--- A quarter hour's number in its UTC day (1 to 96), as cluster.quarter_days and
--- cluster.price_days index them. STABLE as date_part on a timestamptz is: declared IMMUTABLE,
--- the planner would not inline it, and a call would cost 30 us instead of nothing.
-CREATE OR REPLACE FUNCTION cluster.quarter_number(p_start timestamptz) RETURNS integer
-LANGUAGE sql STABLE PARALLEL SAFE
-RETURN (date_part('epoch', p_start)::bigint % 86400 / 900 + 1)::integer;
-COMMENT ON FUNCTION cluster.quarter_number(timestamptz) IS
-    'The number (1 to 96) of the quarter hour starting at p_start in its UTC day.';
-
 -- A UTC day's quarter hours as cluster.quarter_days holds them: p_base (null: none) with the
 -- quarters p_cleared emptied and then the quarters p_numbers set to p_totals; null when no
 -- quarter is left with a value (the day's row goes). PL/pgSQL: an element set is one step.

@@ -69,9 +69,8 @@ def public_holidays(calendar: str, since: datetime | None, today: date) -> Holid
     # calendar's range (core/bounds.py): at most 1970 to today's year, and ten years more.
     first = since.year if since is not None else FIRST_YEAR
     last = max(today.year, first) + YEARS_AHEAD
-    found = calendars.country_holidays(country, subdiv=subdivision, years=range(first, last + 1))
-    days = sorted(day for day in found if first <= day.year <= last)
-    return Holidays(calendar, first, last, days, [str(found.get(day)) for day in days])
+    found = _years(country, subdivision, first, last)
+    return Holidays(calendar, first, last, [d for d, _ in found], [n for _, n in found])
 
 
 def holidays_between(calendar: str, first: date, last: date) -> list[date]:
@@ -79,10 +78,15 @@ def holidays_between(calendar: str, first: date, last: date) -> list[date]:
     what-if prices a range by them: only the range's years, each computed once a process (the
     package took 6.7 ms a call for CZ's twelve years of a tariff's span)."""
     country, subdivision = known_calendar(calendar)
-    return [d for d in _years(country, subdivision, first.year, last.year) if first <= d <= last]
+    found = _years(country, subdivision, first.year, last.year)
+    return [d for d, _ in found if first <= d <= last]
 
 
 @functools.lru_cache(maxsize=256)
-def _years(country: str, subdivision: str | None, first: int, last: int) -> tuple[date, ...]:
+def _years(
+    country: str, subdivision: str | None, first: int, last: int
+) -> tuple[tuple[date, str], ...]:
+    """Each public holiday of the years ``first``..``last`` with its name, in date order: the
+    package's one computation, kept per process (its data does not change while it runs)."""
     found = calendars.country_holidays(country, subdiv=subdivision, years=range(first, last + 1))
-    return tuple(sorted(day for day in found if first <= day.year <= last))
+    return tuple((day, str(found.get(day))) for day in sorted(found) if first <= day.year <= last)
