@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the platform needs on Debian 12 and nothing else: PostgreSQL 15 (server and
-# headers), TimescaleDB (Apache-2 edition), Mosquitto. Safe to re-run: each step checks first.
+# headers), TimescaleDB (Apache-2 edition), the platform's array kernels (built with gcc),
+# Mosquitto. Safe to re-run: each step checks first.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -24,7 +25,7 @@ apt_install() {
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
-apt_install "postgresql-$PG_MAJOR" "postgresql-server-dev-$PG_MAJOR" mosquitto
+apt_install "postgresql-$PG_MAJOR" "postgresql-server-dev-$PG_MAJOR" gcc make libc6-dev mosquitto
 # npm fetches the data API page's chart library at setup (scripts/install-web.sh). A Node.js
 # installed some other way (with its own npm) is used as it is.
 command -v npm >/dev/null || apt_install nodejs npm
@@ -56,4 +57,6 @@ if [ ! -f "$sharedir/extension/timescaledb.control" ]; then
     "$here/build-timescaledb.sh"
   fi
 fi
+# The platform's array kernels (sql/kernels), rebuilt when their source changed.
+"$here/build-kernels.sh"
 log "ok: postgresql-$PG_MAJOR, timescaledb $(grep default_version "$sharedir/extension/timescaledb.control" | cut -d"'" -f2), mosquitto, npm $(npm --version 2>/dev/null)"

@@ -234,20 +234,6 @@ END $$;
 COMMENT ON FUNCTION cluster.quarter_array(double precision[], integer[], integer[], double precision[]) IS
     'A UTC day''s 96 quarter sums: p_base (null: none) with p_cleared emptied and p_numbers set to p_totals; null when none is left.';
 
--- The p_count quarter hours from the p_first of a UTC day on, out of that day's 96 (p_day) and
--- the next day's (p_next), null for each missing: a local day's quarters or prices in the
--- order of its time. A local day lies within two UTC days in every zone of today's offsets
--- (it starts at most 24 hours before its UTC date ends and lasts at most 25 hours). Each
--- parameter is used once, so that the planner inlines it even where one is a subquery.
-CREATE OR REPLACE FUNCTION cluster.day_quarters(
-    p_day double precision[], p_next double precision[], p_first integer, p_count integer
-) RETURNS double precision[] LANGUAGE sql IMMUTABLE PARALLEL SAFE
-RETURN (coalesce(p_day, array_fill(NULL::double precision, ARRAY[96]))
-        || coalesce(p_next, array_fill(NULL::double precision, ARRAY[96])))
-       [p_first : p_first + p_count - 1];
-COMMENT ON FUNCTION cluster.day_quarters(double precision[], double precision[], integer, integer) IS
-    'p_count quarter hours from quarter p_first of a UTC day on, across it (p_day) and the next (p_next), each null where its day is.';
-
 -- The quarter hours (time_bucket('15 minutes'): UTC quarters, local quarters in every zone
 -- whose offset is a multiple of 15 minutes) of the quarter-rolled streams among the given
 -- ones over the periods given (bounds as for cluster.rollup_recompute), each period widened to

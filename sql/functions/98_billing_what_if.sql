@@ -213,34 +213,35 @@ WITH period AS MATERIALIZED (
       FROM streams s
      CROSS JOIN LATERAL cluster.pending_quarter_days(s.stream_id, s.lo, s.hi) q
      WHERE s.stale
+), stream_rows AS MATERIALIZED (
+    -- The billed streams' UTC days of cluster.quarter_days over the days they are read for,
+    -- in one range of the key each (a look-up per local day and UTC day took twice as long),
+    -- the pending days in place of the stored ones.
+    SELECT r.stream_id, r.day, coalesce(q.totals, r.totals) AS totals
+      FROM streams s
+      JOIN cluster.quarter_days r ON r.stream_id = s.stream_id AND r.day BETWEEN s.lo AND s.hi
+      LEFT JOIN pending q ON q.stream_id = r.stream_id AND q.day = r.day
+    UNION ALL
+    SELECT q.stream_id, q.day, q.totals
+      FROM pending q
+     WHERE NOT EXISTS (SELECT FROM cluster.quarter_days r
+                        WHERE r.stream_id = q.stream_id AND r.day = q.day)
 ), stream_days AS MATERIALIZED (
     -- Per stream billed on a local day (cluster.period_rows) and area, the stream's quarters
-    -- in the order of the day's time (cluster.day_quarters: its two UTC days' rows of
-    -- cluster.quarter_days, each looked up by its key, or pending), beside the area's prices:
-    -- read once for every contract. Streams billed together on a day are not added here:
-    -- every sum below is linear in the quarters, so their segments add up instead.
-    SELECT s.kind, l.area, l.day, l.month, l.whole, l.start, l.timezone, l.quarters, l.prices,
-           l.low, l.high, l.mask,
-           -- A quarter without points is 0 here: an array without nulls is read by subscript
-           -- in one step, where one with nulls is searched from its start at each.
-           array_replace(cluster.day_quarters(
-               CASE WHEN a.day IS NULL
-                    THEN (SELECT r.totals FROM cluster.quarter_days r
-                           WHERE r.stream_id = p.stream_id AND r.day = l.utc_day)
-                    ELSE a.totals END,
-               CASE WHEN b.day IS NULL
-                    THEN (SELECT r.totals FROM cluster.quarter_days r
-                           WHERE r.stream_id = p.stream_id AND r.day = l.utc_day + 1)
-                    ELSE b.totals END,
-               l.first, l.quarters), NULL, 0) AS totals,
+    -- in the order of the day's time (cluster.day_quarters over its two UTC days), beside the
+    -- area's prices: read once for every contract. Streams billed together on a day are not
+    -- added here: every sum below is linear in the quarters, so their segments add up instead.
+    SELECT row_number() OVER () AS id, s.kind, l.area, l.day, l.month, l.whole, l.start,
+           l.timezone, l.quarters, l.prices, l.low, l.high, l.mask,
+           cluster.day_quarters(a.totals, b.totals, l.first, l.quarters) AS totals,
            -- Whether every quarter of the day has a price (nearly always): then the priced
            -- energy is the energy and none is unpriced, with no second look.
            l.area <> '' AND array_position(l.prices, NULL) IS NULL AS full
       FROM period p
       JOIN streams s ON s.stream_id = p.stream_id
       JOIN local_days l ON l.day = p.day
-      LEFT JOIN pending a ON a.stream_id = p.stream_id AND a.day = l.utc_day
-      LEFT JOIN pending b ON b.stream_id = p.stream_id AND b.day = l.utc_day + 1
+      LEFT JOIN stream_rows a ON a.stream_id = p.stream_id AND a.day = l.utc_day
+      LEFT JOIN stream_rows b ON b.stream_id = p.stream_id AND b.day = l.utc_day + 1
 ), cuts AS MATERIALIZED (
     -- Per kind, the segments of a day of 24 hours: runs of quarters (lo to hi, by number in the
     -- day) that every contract's band holds whole, each starting at the first quarter that
@@ -261,32 +262,21 @@ WITH period AS MATERIALIZED (
 ), segments AS MATERIALIZED (
     -- Per stream, area, day and segment (on the day of a DST change, each quarter is its
     -- own, by its local start: in autumn the repeated hour may lie on both sides of a band's
-    -- start): the energy and its money at the area's price, with the day's lowest and highest
-    -- area price. The day's quarters and prices are multiplied element by element (a year of
-    -- a kind's quarters in about 6 ms, where joined to their prices as rows they took 0.2 s).
-    SELECT k.kind, k.area, k.mask, k.month, g.lo, g.hi, g.local, x.value, x.area_value,
-           k.low, k.high, c.linear,
-           CASE WHEN k.full THEN x.value
-                WHEN k.area <> '' AND c.linear
+    -- start): the energy and its money at the area's price (cluster.slice_sum and
+    -- cluster.slice_dot over the day's quarters and prices: a year of a stream's segments in
+    -- about 1 ms, where a row per quarter took 8), with the day's lowest and highest area price.
+    SELECT k.id, k.kind, k.area, k.mask, k.month, g.lo, g.hi, g.local, k.low, k.high,
+           cluster.slice_sum(k.totals, g.lo, g.hi) AS value,
+           cluster.slice_dot(k.totals, k.prices, g.lo, g.hi) AS area_value,
+           CASE WHEN k.full THEN cluster.slice_sum(k.totals, g.lo, g.hi)
+                WHEN k.area <> ''
                 THEN (SELECT sum(k.totals[n]) FROM generate_series(g.lo, g.hi) AS n
                        WHERE k.prices[n] IS NOT NULL) END AS priced_value,
            NOT k.full AND k.area <> ''
            AND (SELECT bool_or(k.prices[n] IS NULL AND k.totals[n] <> 0)
-                  FROM generate_series(g.lo, g.hi) AS n) AS unpriced,
-           -- The segment's quarters and prices, for a contract whose floor or cap may hold
-           -- there (a few segments in a year, read here rather than looked up again).
-           CASE WHEN c.clamped THEN k.totals[g.lo:g.hi] END AS totals,
-           CASE WHEN c.clamped THEN k.prices[g.lo:g.hi] END AS prices
+                  FROM generate_series(g.lo, g.hi) AS n) AS unpriced
       FROM stream_days k
-      JOIN (SELECT c.*,
-                   EXISTS (SELECT FROM part_days p WHERE p.kind = c.kind AND p.clamped) AS clamped,
-                   -- Whether the linear sums are read: for consumption (the load shape reads
-                   -- them), and for export where a part is not clamped on an area. Export
-                   -- credited only by clamped parts prices each quarter and skips them.
-                   c.kind = 'consumption'
-                   OR EXISTS (SELECT FROM part_days p WHERE p.kind = c.kind AND NOT p.clamped)
-                       AS linear
-              FROM cuts c) c ON c.kind = k.kind
+      JOIN cuts c ON c.kind = k.kind
      CROSS JOIN LATERAL (
            SELECT u.lo, u.hi, u.local FROM unnest(c.los, c.his, c.locals) AS u (lo, hi, local)
             WHERE k.whole
@@ -294,12 +284,6 @@ WITH period AS MATERIALIZED (
            SELECT n, n, ((k.start + (n - 1) * interval '15 minutes') AT TIME ZONE k.timezone)::time
              FROM generate_series(1, k.quarters) AS n
             WHERE NOT k.whole) g
-     CROSS JOIN LATERAL (
-           -- By subscript, not by unnest: unnesting two slices took twice as long. A pass over
-           -- a year of quarters costs about 0.15 us a quarter and 0.03 more an aggregate.
-           SELECT sum(k.totals[n]) AS value, sum(k.totals[n] * k.prices[n]) AS area_value
-             FROM generate_series(g.lo, g.hi) AS n
-            WHERE c.linear) x
 ), segment_groups AS MATERIALIZED (
     -- The segments added up per kind, area, month, local start and mask of the day's kinds:
     -- every part prices a group's segments alike (a year's 1,836 segments of 4 contracts are
@@ -307,8 +291,7 @@ WITH period AS MATERIALIZED (
     -- never negative, so a segment with energy is one whose sum is not 0.
     SELECT s.kind, s.area, s.month, s.local, s.mask, sum(s.value) AS value,
            sum(s.priced_value) AS priced_value, sum(s.area_value) AS area_value,
-           bool_or(s.unpriced) AS unpriced, bool_or(s.value <> 0) AS used,
-           min(s.low) AS low, max(s.high) AS high, bool_and(s.linear) AS linear
+           bool_or(s.unpriced) AS unpriced, coalesce(bool_or(s.value <> 0), false) AS used
       FROM segments s
      GROUP BY s.kind, s.area, s.month, s.local, s.mask
 ), priced AS (
@@ -341,13 +324,12 @@ WITH period AS MATERIALIZED (
     UNION ALL
     -- A part with a floor or a cap on its area per segment: linear too where the clamp cannot
     -- hold (the price at the day's lowest and highest area price lies between floor and cap),
-    -- else each quarter priced, clamped (and always for export credited by such parts alone,
-    -- which has no linear sums).
+    -- else each quarter priced, clamped, from its day's quarters and prices.
     SELECT p.contract, s.kind, s.month,
-           s.unpriced OR (b.price IS NULL AND (SELECT bool_or(v <> 0) FROM unnest(s.totals) AS v)),
+           s.unpriced OR (b.price IS NULL AND coalesce(s.value <> 0, false)),
            s.priced_value * p.scale, s.area_value * p.scale,
            p.scale * CASE
-               WHEN s.linear AND coalesce(
+               WHEN coalesce(
                         least(cluster.tariff_price(p.factor, s.low, b.price, p.vat, NULL, NULL),
                               cluster.tariff_price(p.factor, s.high, b.price, p.vat, NULL, NULL))
                             >= coalesce(p.floor, '-Infinity')
@@ -357,12 +339,13 @@ WITH period AS MATERIALIZED (
                THEN s.priced_value * cluster.tariff_price(
                         p.factor, coalesce(s.area_value / nullif(s.priced_value, 0), 0),
                         b.price, p.vat, p.floor, p.cap)
-               ELSE (SELECT sum(s.totals[n] * cluster.tariff_price(p.factor, s.prices[n], b.price,
+               ELSE (SELECT sum(k.totals[n] * cluster.tariff_price(p.factor, k.prices[n], b.price,
                                                                    p.vat, p.floor, p.cap))
-                       FROM generate_series(1, s.hi - s.lo + 1) AS n)
+                       FROM generate_series(s.lo, s.hi) AS n)
            END
       FROM part_days p
       JOIN segments s ON s.kind = p.kind AND s.area = p.area
+      JOIN stream_days k ON k.id = s.id
      CROSS JOIN LATERAL (
            SELECT CASE WHEN s.mask & (1::bigint << p.bit) <> 0
                        THEN p.weekend_prices[width_bucket(s.local, p.weekend_starts)]

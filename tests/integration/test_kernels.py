@@ -1,0 +1,139 @@
+"""The array kernels (sql/kernels, bound by sql/functions/10_core_kernels.sql) equal their SQL
+references to the bit, for any arrays: nulls, any lower bound, subscripts outside them, runs
+that are empty or reversed, a missing day. What-if's money is these sums over these slices
+(docs/billing.md#what-if)."""
+
+from __future__ import annotations
+
+import math
+
+import psycopg
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+# Magnitudes whose products and sums stay finite and never underflow to 0: where the reference
+# (float8mul, float8pl) raises an error instead, the kernel gives the infinity or the zero.
+finite = st.floats(min_value=-1e100, max_value=1e100).filter(lambda v: v == 0 or abs(v) >= 1e-100)
+element = st.one_of(st.none(), finite, st.sampled_from([0.0, -0.0, math.inf, -math.inf, math.nan]))
+arrays = st.tuples(st.integers(min_value=-3, max_value=3), st.lists(element, max_size=12))
+subscripts = st.integers(min_value=-5, max_value=16)
+
+BOUND = """
+SELECT l.lanname FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang
+ WHERE p.oid = %s::regprocedure"""
+SUMS = """
+SELECT cluster.slice_sum(a, %(lo)s, %(hi)s), cluster.slice_sum_reference(a, %(lo)s, %(hi)s),
+       cluster.slice_dot(a, b, %(lo)s, %(hi)s), cluster.slice_dot_reference(a, b, %(lo)s, %(hi)s)
+  FROM (SELECT %(a)s::text::float8[] AS a, %(b)s::text::float8[] AS b) x"""
+# Compared as text: every element to the bit (shortest exact digits), the bounds with them.
+DAY_QUARTERS = """
+SELECT cluster.day_quarters(a, b, %(first)s, %(count)s)::text,
+       cluster.day_quarters_reference(a, b, %(first)s, %(count)s)::text
+  FROM (SELECT %(a)s::text::float8[] AS a, %(b)s::text::float8[] AS b) x"""
+
+
+def literal(array: tuple[int, list[float | None]]) -> str:
+    """The array's text form with its lower bound: ``[0:2]={1,NULL,3}``."""
+    lower, values = array
+    if not values:
+        return "{}"
+    items = ",".join("NULL" if v is None else repr(v) for v in values)
+    return f"[{lower}:{lower + len(values) - 1}]={{{items}}}"
+
+
+def same(kernel: float | None, reference: float | None) -> bool:
+    """Equal to the bit, NaN equal to NaN."""
+    if kernel is None or reference is None:
+        return kernel is reference
+    if math.isnan(reference):
+        return math.isnan(kernel)
+    return math.copysign(1, kernel) == math.copysign(1, reference) and kernel == reference
+
+
+def test_the_test_stack_runs_the_kernels(sync_db: psycopg.Connection) -> None:
+    """`make test` builds and installs the library, and `migrate` binds the functions to it:
+    the comparison below is of the kernels, not of the references with themselves."""
+    for function in (
+        "cluster.slice_sum(float8[], integer, integer)",
+        "cluster.slice_dot(float8[], float8[], integer, integer)",
+        "cluster.day_quarters(float8[], float8[], integer, integer)",
+    ):
+        row = sync_db.execute(BOUND, (function,)).fetchone()
+        assert row == ("c",)
+
+
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(a=arrays, b=arrays, lo=subscripts, hi=subscripts)
+def test_a_kernel_equals_its_reference_to_the_bit(
+    sync_db: psycopg.Connection,
+    a: tuple[int, list[float | None]],
+    b: tuple[int, list[float | None]],
+    lo: int,
+    hi: int,
+) -> None:
+    row = sync_db.execute(SUMS, {"a": literal(a), "b": literal(b), "lo": lo, "hi": hi}).fetchone()
+    assert row is not None
+    kernel_sum, reference_sum, kernel_dot, reference_dot = row
+    assert same(kernel_sum, reference_sum), (kernel_sum, reference_sum)
+    assert same(kernel_dot, reference_dot), (kernel_dot, reference_dot)
+
+
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    day=st.none() | arrays,
+    following=st.none() | arrays,
+    first=st.integers(min_value=-5, max_value=30),
+    count=st.integers(min_value=-2, max_value=30),
+)
+def test_a_local_day_is_sliced_as_the_reference_slices_it(
+    sync_db: psycopg.Connection,
+    day: tuple[int, list[float | None]] | None,
+    following: tuple[int, list[float | None]] | None,
+    first: int,
+    count: int,
+) -> None:
+    """Either day missing (96 nulls), any lengths and lower bounds, any run."""
+    args = {
+        "a": None if day is None else literal(day),
+        "b": None if following is None else literal(following),
+        "first": first,
+        "count": count,
+    }
+    row = sync_db.execute(DAY_QUARTERS, args).fetchone()
+    assert row is not None
+    assert row[0] == row[1]
+
+
+def test_a_local_day_across_two_utc_days(sync_db: psycopg.Connection) -> None:
+    """Prague's winter day: the last 4 quarters of one UTC day, the first 92 of the next; the
+    next missing gives nulls, not a shorter day."""
+    day = "{" + ",".join(str(n) for n in range(1, 97)) + "}"
+    following = "{" + ",".join(str(100 + n) for n in range(1, 97)) + "}"
+    row = sync_db.execute(
+        "SELECT cluster.day_quarters(%s::float8[], %s::float8[], 93, 96),"
+        " cluster.day_quarters(%s::float8[], NULL, 93, 96)",
+        (day, following, day),
+    ).fetchone()
+    assert row is not None
+    assert row[0] == [93.0, 94.0, 95.0, 96.0] + [100.0 + n for n in range(1, 93)]
+    assert row[1] == [93.0, 94.0, 95.0, 96.0] + [None] * 92
+
+
+def test_a_run_with_nothing_in_it_sums_to_null(sync_db: psycopg.Connection) -> None:
+    """As sum() of no rows: a run outside the array, a reversed run, only nulls."""
+    cases = [
+        ("{1,2,3}", "{1,2,3}", 4, 9),
+        ("{1,2,3}", "{1,2,3}", 3, 2),
+        ("{1,NULL,3}", "{NULL,2,NULL}", 1, 3),
+        ("{}", "{}", 1, 1),
+    ]
+    for a, b, lo, hi in cases:
+        row = sync_db.execute(SUMS, {"a": a, "b": b, "lo": lo, "hi": hi}).fetchone()
+        assert row is not None
+        assert row[2:] == (None, None), (a, b, lo, hi, row)
+    row = sync_db.execute(SUMS, {"a": "{1,2,3}", "b": "{}", "lo": 4, "hi": 9}).fetchone()
+    assert row == (None, None, None, None)
