@@ -297,27 +297,31 @@ async def test_quarters_the_engine_has_not_rolled_up_yet_are_read_from_the_point
 
 
 async def test_export_credit_with_a_floor(new_feed: NewFeed, api: httpx.AsyncClient) -> None:
+    """Monday's first hours are below the floor (each quarter priced, clamped); Tuesday's
+    prices never are (priced by the day's sums, the clamp unable to hold)."""
     feed, area = await new_feed("UTC"), f"X-{secrets.token_hex(4)}"
     await set_prices(
         feed.db,
         area,
-        [(MON + HOUR * h, MON + HOUR * (h + 1), -0.05 if h < 3 else 0.08) for h in range(24)],
+        [(MON + HOUR * h, MON + HOUR * (h + 1), -0.05 if h < 3 else 0.08) for h in range(48)],
     )
-    await power(feed, 1000.0, MON, MON + 6 * HOUR)  # 6 kWh taken
-    await power(feed, 2000.0, MON, MON + 6 * HOUR, medium=13)  # 12 kWh fed in
+    for day in (MON, MON + DAY):
+        await power(feed, 1000.0, day, day + 6 * HOUR)  # 6 kWh taken
+        await power(feed, 2000.0, day, day + 6 * HOUR, medium=13)  # 12 kWh fed in
     await process(feed.db)
     contract = {"price": 0.30, "export": {"area": area, "floor": 0}}
 
     answer = await replayed(
-        api, feed, {"from": "2026-01-05", "to": "2026-01-05", "contracts": [{"contract": contract}]}
+        api, feed, {"from": "2026-01-05", "to": "2026-01-06", "contracts": [{"contract": contract}]}
     )
 
     (month,) = answer["contracts"][1]["months"]
-    # 6 kWh x 0.30 = 1.8; fed in: 6 kWh in the negative hours at the floor (0), 6 kWh x 0.08.
-    assert month["export"] == pytest.approx(12.0)
-    assert month["energy"] == pytest.approx(1.8)
-    assert month["credit"] == pytest.approx(0.48)
-    assert month["total"] == pytest.approx(1.8 - 0.48)
+    # 12 kWh x 0.30 = 3.6; fed in on Monday: 6 kWh in the negative hours at the floor (0),
+    # 6 kWh x 0.08; on Tuesday 12 kWh x 0.08.
+    assert month["export"] == pytest.approx(24.0)
+    assert month["energy"] == pytest.approx(3.6)
+    assert month["credit"] == pytest.approx(0.48 + 0.96)
+    assert month["total"] == pytest.approx(3.6 - 0.48 - 0.96)
 
 
 async def test_a_month_with_a_gap_shows_its_coverage_and_is_not_scaled(
@@ -463,6 +467,33 @@ async def test_the_sql_function_over_three_feeds_in_one_statement_equals_three_c
         for row, month in zip(mine, months, strict=True):
             for key in ("quantity", "energy", "standing", "vat", "total", "coverage"):
                 assert row[key] == pytest.approx(month[key], rel=1e-12), key
+
+
+async def test_the_sql_function_over_dates_given_backwards_is_an_empty_set(
+    new_feed: NewFeed,
+) -> None:
+    """The analysts' function takes any dates (HTTP bounds them to a year): `to` before
+    `from` is no day, so no month, not an error and not a month of zeros."""
+    feed = await new_feed("UTC")
+    await power(feed, 1000.0, MON, MON + DAY)
+    await process(feed.db)
+    contract = json.dumps({"price": 0.25})
+
+    backwards = await feed.db.fetch(
+        "SELECT * FROM cluster.what_if($1, $2::jsonb, '2026-01-06', '2026-01-05')",
+        feed.id,
+        contract,
+    )
+    one_day = await feed.db.fetch(
+        "SELECT * FROM cluster.what_if($1, $2::jsonb, '2026-01-05', '2026-01-05')",
+        feed.id,
+        contract,
+    )
+
+    assert backwards == []
+    (month,) = one_day
+    assert month["quantity"] == pytest.approx(24.0)
+    assert month["energy"] == pytest.approx(24 * 0.25)
 
 
 async def test_the_worked_example_of_billing_md(new_feed: NewFeed, api: httpx.AsyncClient) -> None:
