@@ -22,6 +22,8 @@ library=energy_platform_kernels.so
 installed="$("$pg_config" --pkglibdir)/$library"
 if ! cmp -s "$build/$library" "$installed"; then
   log "installing $installed"
-  # install(1) writes a new file: servers running keep the one they loaded.
-  as_root install -m 755 "$build/$library" "$installed"
+  # A new file renamed into place: a backend loading it meanwhile reads the old one or the new
+  # one whole, and servers running keep the one they loaded.
+  as_root install -m 755 "$build/$library" "$installed.new"
+  as_root mv -f "$installed.new" "$installed"
 fi
