@@ -263,8 +263,9 @@ WITH period AS MATERIALIZED (
     -- Per stream, area, day and segment (on the day of a DST change, each quarter is its
     -- own, by its local start: in autumn the repeated hour may lie on both sides of a band's
     -- start): the energy and its money at the area's price (cluster.slice_sum and
-    -- cluster.slice_dot over the day's quarters and prices: a year of a stream's segments in
-    -- about 1 ms, where a row per quarter took 8), with the day's lowest and highest area price.
+    -- cluster.slice_dot over the day's quarters and prices: both over a stream's 365 whole days
+    -- in under 0.5 ms, where a row per quarter took about 6), with the day's lowest and highest
+    -- area price.
     SELECT k.id, k.kind, k.area, k.mask, k.month, g.lo, g.hi, g.local, k.low, k.high,
            cluster.slice_sum(k.totals, g.lo, g.hi) AS value,
            cluster.slice_dot(k.totals, k.prices, g.lo, g.hi) AS area_value,
