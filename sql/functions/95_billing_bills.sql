@@ -104,6 +104,18 @@ END $$;
 COMMENT ON FUNCTION cluster.first_unpriced_bucket(bigint, bigint, timestamptz, timestamptz) IS
     'The first point time of a stream in [p_start, p_finish) that its money stream has no point at (null: none).';
 
+-- The main-meter rule, written once (docs/billing.md#the-bill): whether a metered stream is
+-- added to its line, where p_has_main says whether its line's medium has a main meter then.
+-- With one, only main meters are added and its other totals listed; without, every total not
+-- marked as a sub-meter is added (main is only ever set on consumption totals: export has none).
+-- The bill's days (cluster.period_meters) and the overview's power now read it.
+CREATE OR REPLACE FUNCTION cluster.meter_billed(
+    p_has_main boolean, p_is_total boolean, p_main boolean, p_submeter boolean
+) RETURNS boolean LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN CASE WHEN p_has_main THEN p_is_total AND p_main ELSE p_is_total AND NOT p_submeter END;
+COMMENT ON FUNCTION cluster.meter_billed(boolean, boolean, boolean, boolean) IS
+    'The main-meter rule: a stream is added to its line when it is a main meter of a medium that has one, else when it is a total not marked as a sub-meter.';
+
 -- Which streams billing counts on which day of a period, and how (docs/billing.md#the-bill): per
 -- metered stream (cluster.feed_metered_streams) and local date of [p_from, p_to] on which it is
 -- configured as one of the billed media at the day's start, the line it belongs to that day (its
@@ -152,12 +164,11 @@ WITH days AS MATERIALIZED (
      CROSS JOIN LATERAL (SELECT CASE x.quantity WHEN 'export' THEN 'export' ELSE c.medium END
                                 AS line) l
 )
--- Added to its line (billed) or listed apart (listed). Where the line's medium has a main meter
--- that day only main meters are added and its other totals listed; else every total not marked
--- as a sub-meter is added (main is only ever set on consumption totals: export has none).
+-- Added to its line (billed, cluster.meter_billed) or listed apart (listed): a sub-meter, or a
+-- total beside its medium's main meter that day.
 SELECT g.line, g.day, g.start, g.finish, g.timezone, g.id, g.money_id, g.channel, g.is_total,
        g.submeter, g.main,
-       CASE WHEN g.has_main THEN g.is_total AND g.main ELSE g.is_total AND NOT g.submeter END,
+       cluster.meter_billed(g.has_main, g.is_total, g.main, g.submeter),
        g.submeter OR (g.has_main AND g.is_total AND NOT g.main),
        g.has_main
   FROM daily g

@@ -110,22 +110,29 @@ SELECT m.stream_id, m.quantity, c.title, c.medium, c.submeter
  ORDER BY m.stream_id"""
 
 # Baseload and the mean price over the period's dates [$2, $3] (up to now); what holds now: per
-# counted electricity meter its newest 90 s bucket of the last 15 minutes (Wh x 40 = W), and
-# the price of the curve at now ($4 is the feed's local today).
+# electricity meter counted now (the main-meter rule, cluster.meter_billed, by the
+# configurations now) its newest 90 s bucket of the last 15 minutes (Wh x 40 = W), and the
+# price of the curve at now ($4 is the feed's local today).
 OVERVIEW_FIGURES = """
 WITH span AS (
     SELECT min(start) AS lo, max(finish) AS hi FROM cluster.feed_local_days($1, $2, $3)
-), newest AS (
-    SELECT m.quantity, p.ts, p.value
+), metered AS MATERIALIZED (
+    SELECT m.stream_id, m.quantity, m.is_total, c.main, c.submeter
       FROM cluster.feed_metered_streams($1) m
       JOIN cluster.stream_configs c
-        ON c.stream_id = m.stream_id AND c.validity @> now()
-       AND c.medium = 'power' AND NOT c.submeter
+        ON c.stream_id = m.stream_id AND c.validity @> now() AND c.medium = 'power'
+), newest AS (
+    SELECT m.quantity, p.ts, p.value
+      FROM metered m
      CROSS JOIN LATERAL (
            SELECT q.ts, q.value FROM cluster.processed_points q
             WHERE q.stream_id = m.stream_id AND q.ts >= now() - interval '15 minutes'
             ORDER BY q.ts DESC LIMIT 1) p
-     WHERE m.is_total)
+     WHERE cluster.meter_billed(
+               m.quantity = 'consumption'
+               AND EXISTS (SELECT FROM metered x
+                            WHERE x.main AND x.is_total AND x.quantity = 'consumption'),
+               m.is_total, m.main, m.submeter))
 SELECT cluster.feed_baseload($1, $2, $3) AS baseload,
        cluster.feed_mean_price($1, (SELECT lo FROM span), least((SELECT hi FROM span), now()))
            AS mean_price,

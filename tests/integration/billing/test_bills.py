@@ -6,6 +6,7 @@ the way a dashboard asks for it."""
 from __future__ import annotations
 
 import secrets
+import time
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
@@ -352,6 +353,47 @@ async def test_a_supply_metered_twice_is_warned_of_until_its_main_meter_is_marke
         settings, "streams", "configure", str(clamp), "--from", "now", "--main", "--submeter"
     )
     assert "--main and --submeter" in both
+
+
+async def test_the_overviews_power_now_counts_what_the_bill_counts(
+    new_feed: NewFeed, api: httpx.AsyncClient, settings: Settings
+) -> None:
+    """The P1 reader and a clamp on the same supply, both sending now: both are added until
+    the reader is marked as the main meter, then the reader alone (the main-meter rule)."""
+    feed = await new_feed("UTC")
+    now = int(time.time())
+    reader = await feed.raw_stream(channel=5, medium=12, device=3)
+    await feed.ingest(reader, [(t, 1000.0) for t in range(now - 600, now + 1, 30)])
+    await power(feed, 1, 600.0, now - 600, now)
+    await process(feed.db)
+    meter = await feed.stream_id("Electricity, channel 5")
+    clamp = await feed.stream_id("Electricity, channel 1")
+    newest = {
+        stream: await feed.db.fetchval(
+            "SELECT value * 40 FROM cluster.processed_points WHERE stream_id = $1"
+            " ORDER BY ts DESC LIMIT 1",
+            stream,
+        )
+        for stream in (meter, clamp)
+    }
+
+    async def power_now() -> float:
+        answer = await api.get(
+            f"/feeds/{feed.id}/overview",
+            headers={"Authorization": f"Bearer {feed.owner_token}"},
+        )
+        assert answer.status_code == 200, answer.text
+        watts: float = answer.json()["now"]["power_w"]
+        return watts
+
+    both = await power_now()
+    await run_admin(settings, "streams", "configure", str(meter), "--from", "now", "--main")
+    main_alone = await power_now()
+
+    assert newest[meter] > 0
+    assert newest[clamp] > 0
+    assert both == pytest.approx(newest[meter] + newest[clamp])
+    assert main_alone == pytest.approx(newest[meter])
 
 
 async def test_a_running_month_is_incomplete_and_projected_from_its_days_over(
