@@ -71,7 +71,7 @@ BEGIN
 EXCEPTION
     -- The library is not installed on this server, or the migrating role may not load one.
     WHEN undefined_file OR insufficient_privilege THEN
-        RAISE NOTICE 'the array kernels are not installed on this server (%): their SQL references stand in',
+        RAISE WARNING 'the array kernels are not installed on this server (%): their SQL references stand in, and what-if is about twice as slow (docs/operations.md#the-array-kernels)',
             SQLERRM;
 END $$;
 COMMENT ON FUNCTION cluster.slice_sum(double precision[], integer, integer) IS

@@ -6,10 +6,15 @@ that are empty or reversed, a missing day. What-if's money is these sums over th
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import psycopg
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from structlog.testing import capture_logs
+
+from energy_platform.core.db.migrations import migrate
+from energy_platform.core.paths import migrations_dir
 
 # Magnitudes whose products and sums stay finite and never underflow to 0: where the reference
 # (float8mul, float8pl) raises an error instead, the kernel gives the infinity or the zero.
@@ -50,16 +55,56 @@ def same(kernel: float | None, reference: float | None) -> bool:
     return math.copysign(1, kernel) == math.copysign(1, reference) and kernel == reference
 
 
+KERNELS = (
+    "cluster.slice_sum(float8[], integer, integer)",
+    "cluster.slice_dot(float8[], float8[], integer, integer)",
+    "cluster.day_quarters(float8[], float8[], integer, integer)",
+)
+
+
+def bound(conn: psycopg.Connection) -> list[str]:
+    """The language each kernel's function is bound to: c, or sql (its reference)."""
+    languages = []
+    for function in KERNELS:
+        row = conn.execute(BOUND, (function,)).fetchone()
+        assert row is not None
+        languages.append(row[0])
+    return languages
+
+
 def test_the_test_stack_runs_the_kernels(sync_db: psycopg.Connection) -> None:
     """`make test` builds and installs the library, and `migrate` binds the functions to it:
     the comparison below is of the kernels, not of the references with themselves."""
-    for function in (
-        "cluster.slice_sum(float8[], integer, integer)",
-        "cluster.slice_dot(float8[], float8[], integer, integer)",
-        "cluster.day_quarters(float8[], float8[], integer, integer)",
-    ):
-        row = sync_db.execute(BOUND, (function,)).fetchone()
-        assert row == ("c",)
+    assert bound(sync_db) == ["c", "c", "c"]
+
+
+def test_a_server_without_the_library_keeps_the_references_and_migrate_says_so(
+    database_url: str, sync_db: psycopg.Connection, tmp_path: Path
+) -> None:
+    """The kernels' definitions as they are, on a server where the library they name is
+    missing: the functions stay bound to their SQL references, answer as they do, and
+    `migrate` logs a warning (not only a notice nobody reads)."""
+    project = migrations_dir()
+    for path in project.glob("*.sql"):
+        (tmp_path / path.name).symlink_to(path)
+    (tmp_path / "functions").mkdir()
+    text = (project / "functions" / "10_core_kernels.sql").read_text()
+    missing = text.replace("'energy_platform_kernels'", "'energy_platform_kernels_missing'")
+    assert missing != text
+    (tmp_path / "functions" / "10_core_kernels.sql").write_text(missing)
+    try:
+        with capture_logs() as logs:
+            migrate(database_url, tmp_path)
+        fallback = bound(sync_db)
+        dot = sync_db.execute("SELECT cluster.slice_dot('{1,2,3}', '{4,NULL,6}', 1, 3)").fetchone()
+    finally:
+        migrate(database_url, project)
+
+    assert fallback == ["sql", "sql", "sql"]
+    assert dot == (22.0,)
+    (warning,) = [e for e in logs if e["log_level"] == "warning"]
+    assert "the array kernels are not installed on this server" in warning["message"]
+    assert bound(sync_db) == ["c", "c", "c"]  # and bound again where the library is
 
 
 @settings(

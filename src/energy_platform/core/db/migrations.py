@@ -18,9 +18,13 @@ from pathlib import Path
 import msgspec
 import psycopg
 import sqlparse
+import structlog
+from psycopg.errors import Diagnostic
 
 from energy_platform.core.db.locks import LockKey
 from energy_platform.core.errors import PlatformError
+
+log = structlog.get_logger()
 
 FILE_PATTERN = re.compile(r"^(?P<version>\d{4})_(?P<name>[a-z0-9_]+)\.sql$")
 DEFINITIONS = "functions"
@@ -115,6 +119,7 @@ def migrate(conninfo: str, directory: Path) -> list[Migration]:
     current = definitions(directory)
     done: list[Migration] = []
     with psycopg.connect(conninfo, autocommit=True) as conn:
+        conn.add_notice_handler(_log_warning)
         conn.execute("SELECT pg_advisory_lock(%s)", (int(LockKey.MIGRATIONS),))
         try:
             conn.execute(CREATE_TABLE)
@@ -130,6 +135,13 @@ def migrate(conninfo: str, directory: Path) -> list[Migration]:
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", (int(LockKey.MIGRATIONS),))
     return done
+
+
+def _log_warning(diagnostic: Diagnostic) -> None:
+    """A file's RAISE WARNING, for the operator (sql/functions/10_core_kernels.sql: the array
+    kernels missing on this server). Notices are left out: every `IF EXISTS` makes one."""
+    if diagnostic.severity_nonlocalized == "WARNING":
+        log.warning("migrate", message=diagnostic.message_primary)
 
 
 def _check_recorded(
