@@ -179,12 +179,7 @@ start_broker() {
   mkdir -p "$MQ/data"
   mqtt_passwords
   local user_line="" dynsec="$MQ/data/dynamic-security.json"
-  # No anonymous client: every account lives in the dynamic security plugin's file, the
-  # platform's own ones made below, homebases' ones when the cluster pairs them.
-  if [ ! -s "$dynsec" ]; then
-    mosquitto_ctrl dynsec init "$dynsec" accounts "$MQTT_ACCOUNTS_PASSWORD" >/dev/null
-  fi
-  if is_root; then chown -R mosquitto:mosquitto "$MQ"; user_line="user mosquitto"; fi
+  if is_root; then user_line="user mosquitto"; fi
   local conf
   conf=$(cat <<CONF
 # energy-platform private broker: loopback only, accounts only (dynamic security plugin),
@@ -218,6 +213,20 @@ CONF
     [ "$conf" = "$(cat "$MQ/mosquitto.conf" 2>/dev/null)" ] && return
     stop_broker
   fi
+  # Mosquitto 2.0.11 rewrites this file in place (truncate, write) at every account change, so
+  # a broker killed meanwhile leaves it cut, and would start knowing no account, not even its
+  # admin. The cut file is kept beside for a look and a new one made: accounts.sh below gives
+  # the platform's own accounts again, the engine's reconciliation the homebases' ones.
+  if [ -s "$dynsec" ] && ! python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$dynsec" 2>/dev/null; then
+    mv "$dynsec" "$dynsec.cut-$(date +%s)"
+    log "Mosquitto's accounts file was cut (a kill while it wrote it); made again"
+  fi
+  # No anonymous client: every account lives in the dynamic security plugin's file, the
+  # platform's own ones made below, homebases' ones when the cluster pairs them.
+  if [ ! -s "$dynsec" ]; then
+    mosquitto_ctrl dynsec init "$dynsec" accounts "$MQTT_ACCOUNTS_PASSWORD" >/dev/null
+  fi
+  if is_root; then chown -R mosquitto:mosquitto "$MQ"; fi
   printf '%s\n' "$conf" > "$MQ/mosquitto.conf"
   mosquitto -c "$MQ/mosquitto.conf" -d
   for _ in $(seq 50); do port_busy "$MQTT_PORT" && break; sleep 0.1; done

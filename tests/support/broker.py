@@ -5,6 +5,7 @@ the persistence lines under test."""
 from __future__ import annotations
 
 import glob
+import json
 import os
 import shutil
 import signal
@@ -32,6 +33,23 @@ def _plugin() -> str:
     return found[0]
 
 
+def _accounts() -> bytes:
+    """The private broker's dynamic security file as a whole. Mosquitto 2.0.11 rewrites it in
+    place (truncate, then write) at every account change, which other tests make at any time:
+    a copy taken meanwhile is empty or cut, and a broker started on it knows no account."""
+    deadline = time.monotonic() + 30
+    while True:
+        data = DYNSEC.read_bytes()
+        try:
+            json.loads(data)
+        except ValueError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
+        else:
+            return data
+
+
 class KillableBroker:
     """Starts on entry, ``kill()`` is SIGKILL, ``start()`` again keeps the data directory."""
 
@@ -39,7 +57,7 @@ class KillableBroker:
         self.port = free_port()
         self._dir = Path(tempfile.mkdtemp(prefix="ep-broker-"))
         (self._dir / "data").mkdir()
-        shutil.copy(DYNSEC, self._dir / "data" / "dynamic-security.json")
+        (self._dir / "data" / "dynamic-security.json").write_bytes(_accounts())
         user = "user root" if os.geteuid() == 0 else ""
         (self._dir / "mosquitto.conf").write_text(
             f"""{user}

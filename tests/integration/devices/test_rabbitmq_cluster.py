@@ -71,6 +71,7 @@ async def test_a_homebase_publishing_while_the_queue_leader_is_sigkilled_loses_n
             async with running(ingest):
                 await asyncio.wait_for(ingest.subscribed.wait(), 60)
                 acknowledged = 0
+                refused: list[str] = []  # each connection's end, for a failure's message
 
                 async def publish_all() -> None:
                     """As a homebase does: what was not acknowledged is sent again."""
@@ -86,16 +87,25 @@ async def test_a_homebase_publishing_while_the_queue_leader_is_sigkilled_loses_n
                                     acknowledged += 1
                                     if acknowledged % 20 == 0:
                                         await asyncio.sleep(0.05)  # the kill lands mid-stream
-                        except aiomqtt.MqttError:
+                        except aiomqtt.MqttError as e:
+                            seconds = time.monotonic() - publishing_since
+                            refused.append(f"{seconds:.1f} s, at {acknowledged}: {e!r}")
                             await asyncio.sleep(0.5)
 
                 # Generous bounds: each ends as soon as its event comes, and a loaded machine
                 # slows the new leader's election and the redeliveries that follow it.
+                publishing_since = time.monotonic()
                 publisher = asyncio.create_task(publish_all())
                 try:
                     await eventually(lambda: acknowledged >= BATCHES // 4, within=120)
-                except TimeoutError:
-                    pytest.fail(f"{acknowledged} of {BATCHES} batches acknowledged in 120 s")
+                except AssertionError:
+                    # A flake seen about once in ten full runs, never alone: what the homebase
+                    # saw and what the nodes logged are what its diagnosis needs.
+                    logs = "\n".join(f"--- {n.name}\n{n.log()}" for n in cluster.nodes)
+                    pytest.fail(
+                        f"{acknowledged} of {BATCHES} batches acknowledged in 120 s;"
+                        f" connections ended: {refused[-10:]} ({len(refused)} in all)\n{logs}"
+                    )
                 c.kill()
                 killed_at = acknowledged
                 began = time.monotonic()
