@@ -27,10 +27,10 @@ from energy_platform.core.settings import (
     MqttSettings,
     Settings,
 )
-from energy_platform.seeding import create_empty_database, drop_database
+from energy_platform.seeding import create_empty_database
 from tests.support import engine, xdist_groups
 from tests.support.data import YEAR, World, data_api, seed
-from tests.support.databases import create_session_database, database_server
+from tests.support.databases import Databases, database_server
 from tests.support.engine import Feed, NewFeed
 from tests.support.http import http_client
 from tests.support.platform import (
@@ -66,8 +66,18 @@ def database_server_url() -> Iterator[str]:
         yield url
 
 
+@pytest.fixture(scope="session")
+def databases(database_server_url: str) -> Iterator[Databases]:
+    """This process's supply of migrated databases (tests/support/databases.py)."""
+    supply = Databases(database_server_url)
+    try:
+        yield supply
+    finally:
+        supply.close()
+
+
 @pytest.fixture(scope="module")
-def database_url(database_server_url: str) -> Iterator[str]:
+def database_url(databases: Databases) -> Iterator[str]:
     """This module's own database, migrated to the current sql/: a copy of the template
     (tests/support/databases.py), about 0.2 s of PostgreSQL's CPU to make and drop. One for a
     worker's whole session grew with every module's feeds, chunks and queued work, and every
@@ -75,16 +85,16 @@ def database_url(database_server_url: str) -> Iterator[str]:
     PostgreSQL 380 s of CPU with a database per session, 330 s with one per module, its
     planning 149 s and 55 s (pg_stat_statements); the engine's property test took 50 s on a
     worker's database after its other modules, 8 s on a new one."""
-    url = create_session_database(database_server_url)
+    url = databases.take()
     yield url
-    drop_database(url)
+    databases.drop(url)
 
 
 @pytest.fixture
-def empty_database_url(database_server_url: str) -> Iterator[str]:
+def empty_database_url(database_server_url: str, databases: Databases) -> Iterator[str]:
     url = create_empty_database(database_server_url)
     yield url
-    drop_database(url)
+    databases.drop(url)
 
 
 @pytest.fixture(scope="session")

@@ -31,11 +31,10 @@ from energy_platform.devices.simulator.homebase import (
     data_topic,
     homebase_client,
 )
-from energy_platform.seeding import drop_database
 from tests.support.admin import run_admin
 from tests.support.broker import KillableBroker
 from tests.support.coap import reading
-from tests.support.databases import create_session_database
+from tests.support.databases import Databases
 from tests.support.http import http_client
 from tests.support.platform import add_feed, platform_settings, start_serve, wait_subscribed
 from tests.support.provisioning import add_homebase, new_sn
@@ -54,11 +53,11 @@ class Cluster(msgspec.Struct, frozen=True):
 
 
 @pytest.fixture
-def databases(database_server_url: str) -> Iterator[list[str]]:
-    urls = [create_session_database(database_server_url) for _ in range(3)]
+def cluster_databases(databases: Databases) -> Iterator[list[str]]:
+    urls = [databases.take() for _ in range(3)]
     yield urls
     for url in urls:
-        drop_database(url)
+        databases.drop(url)
 
 
 def cluster_settings(
@@ -123,9 +122,9 @@ async def coap_post(port: int, sn: str) -> aiocoap.numbers.codes.Code:
 
 
 async def test_two_clusters_share_one_provisioning_and_nothing_else(
-    settings: Settings, mqtt_url: str, databases: list[str]
+    settings: Settings, mqtt_url: str, cluster_databases: list[str]
 ) -> None:
-    provisioning_db, db_a, db_b = databases
+    provisioning_db, db_a, db_b = cluster_databases
     p = platform_settings(settings, mqtt_url)
     p = msgspec.structs.replace(
         p,

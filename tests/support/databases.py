@@ -12,6 +12,7 @@ import os
 import secrets
 import time
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 
 import psycopg
@@ -20,7 +21,7 @@ from psycopg import sql
 from energy_platform.core.db.migrations import definitions, discover, migrate
 from energy_platform.core.paths import migrations_dir
 from energy_platform.core.settings import Settings
-from energy_platform.seeding import with_database
+from energy_platform.seeding import drop_database, with_database
 
 TEMPLATE_LOCK = 0x45505F54504C  # "EP_TPL": one session builds the template, the others wait
 TIMESCALE_IMAGE = "timescale/timescaledb:2.19.3-pg17"
@@ -136,3 +137,37 @@ def create_session_database(server: str) -> str:
                 _ensure_template(conn, server)
             finally:
                 conn.execute("SELECT pg_advisory_unlock(%s)", (TEMPLATE_LOCK,))
+
+
+class Databases:
+    """A test process's module databases, made one ahead and dropped behind in a thread of its
+    own. Under the whole suite a copy of the template took 0.6 s and a drop 1 s on average
+    (0.13 s and 0.06 s on an idle server: a drop waits for a checkpoint of every database's
+    writes), and a worker waited for both at every module (pg_stat_statements over a run: 64 s
+    and 98 s). Now its next module's copy is made while the current one runs, and a drop
+    while the next one does."""
+
+    def __init__(self, server: str) -> None:
+        self._server = server
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="databases")
+        self._next: Future[str] | None = None
+        self._drops: list[Future[None]] = []
+
+    def take(self) -> str:
+        """A new database migrated to the current ``sql/`` (``create_session_database``)."""
+        url = self._next.result() if self._next else create_session_database(self._server)
+        self._next = self._thread.submit(create_session_database, self._server)
+        return url
+
+    def drop(self, url: str) -> None:
+        """Drop ``url``'s database, later; ``close`` reports a drop that failed."""
+        self._drops.append(self._thread.submit(drop_database, url))
+
+    def close(self) -> None:
+        """Drop the database made ahead, and wait for every drop."""
+        if self._next is not None:
+            self.drop(self._next.result())
+            self._next = None
+        self._thread.shutdown(wait=True)
+        for drop in self._drops:
+            drop.result()

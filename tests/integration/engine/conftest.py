@@ -9,18 +9,17 @@ from collections.abc import AsyncIterator, Iterator
 import asyncpg
 import pytest
 
-from energy_platform import seeding
 from energy_platform.core.db.pool import create_pool
 from energy_platform.core.settings import DatabaseSettings
-from tests.support.databases import create_session_database
+from tests.support.databases import Databases
 
 
 @pytest.fixture
-def own_database(database_server_url: str) -> Iterator[str]:
+def own_database(databases: Databases) -> Iterator[str]:
     """A database of the test's own, migrated, dropped afterwards."""
-    url = create_session_database(database_server_url)
+    url = databases.take()
     yield url
-    seeding.drop_database(url)
+    databases.drop(url)
 
 
 @pytest.fixture

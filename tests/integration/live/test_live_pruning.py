@@ -10,9 +10,8 @@ from collections.abc import AsyncIterator
 import asyncpg
 import pytest_asyncio
 
-from energy_platform import seeding
 from energy_platform.live.pruning import prune
-from tests.support.databases import create_session_database
+from tests.support.databases import Databases
 
 # Old events of streams 1, 2 and 3 (no foreign keys: the log outlives its streams), and a
 # trigger of the test's own that refuses to delete stream 2's with SQLSTATE 54001.
@@ -33,13 +32,13 @@ CREATE TRIGGER refuse_prune BEFORE DELETE ON cluster.live_log
 
 
 @pytest_asyncio.fixture
-async def pool(database_server_url: str) -> AsyncIterator[asyncpg.Pool]:
-    url = create_session_database(database_server_url)
+async def pool(databases: Databases) -> AsyncIterator[asyncpg.Pool]:
+    url = databases.take()
     try:
         async with asyncpg.create_pool(url, min_size=1, max_size=2) as p:
             yield p
     finally:
-        seeding.drop_database(url)
+        databases.drop(url)
 
 
 async def test_a_stream_whose_events_cannot_be_pruned_keeps_them_and_the_others_go(
