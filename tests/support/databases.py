@@ -1,5 +1,6 @@
-"""Test databases: one fresh database per test session, cloned from a migrated template
-(scratch databases, and dropping any: ``energy_platform.seeding``).
+"""Test databases: a fresh one per test module, cloned from a migrated template, from a test
+process's ``Databases`` (made one ahead, dropped behind); scratch databases, and dropping any:
+``energy_platform.seeding``.
 
 The server is ``EP_TEST_DATABASE_URL`` if set, else a testcontainers TimescaleDB when a Docker
 engine answers, else the private cluster of ``make test`` (``EP_DATABASE_URL``).
