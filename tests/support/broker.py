@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from types import TracebackType
 
-from tests.support.services import free_port
+from tests.support.services import free_port, until
 
 ROOT = Path(__file__).resolve().parents[2]
 DYNSEC = ROOT / ".local" / "mosquitto" / "data" / "dynamic-security.json"
@@ -37,17 +37,18 @@ def _accounts() -> bytes:
     """The private broker's dynamic security file as a whole. Mosquitto 2.0.11 rewrites it in
     place (truncate, then write) at every account change, which other tests make at any time:
     a copy taken meanwhile is empty or cut, and a broker started on it knows no account."""
-    deadline = time.monotonic() + 30
-    while True:
-        data = DYNSEC.read_bytes()
-        try:
-            json.loads(data)
-        except ValueError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.01)
-        else:
-            return data
+    whole: bytes = until(
+        DYNSEC.read_bytes, 30, "the private broker's accounts file whole", every=0.01, holds=_json
+    )
+    return whole
+
+
+def _json(data: bytes) -> bool:
+    try:
+        json.loads(data)
+    except ValueError:
+        return False
+    return True
 
 
 class KillableBroker:
