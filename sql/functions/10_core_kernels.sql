@@ -5,7 +5,7 @@
 -- an executor row per element (a year of quarter hours: 35,040 rows a stream) or two array
 -- copies a day.
 -- `migrate` binds each function to its kernel where the server has the library, else to its
--- reference: the same answers, slower (docs/billing.md#what-if). tests/integration/sql checks
+-- reference: the same answers, slower (docs/billing.md#what-if). tests/integration/test_kernels.py checks
 -- that each kernel equals its reference.
 -- Re-applied by every `migrate`.
 

@@ -11,6 +11,7 @@
 #include "postgres.h"
 
 #include "catalog/pg_type.h"
+#include "common/int.h"
 #include "fmgr.h"
 #include "utils/array.h"
 #include "utils/lsyscache.h"
@@ -189,8 +190,14 @@ ep_day_quarters(PG_FUNCTION_ARGS)
 		lower = parts[0].lower;
 		upper = parts[0].upper + Max(parts[1].upper - parts[1].lower + 1, 0);
 	}
+	/* The reference's first + count - 1, with its error where that leaves the integers */
+	if (pg_add_s32_overflow(PG_GETARG_INT32(2), PG_GETARG_INT32(3), &last) ||
+		pg_sub_s32_overflow(last, 1, &last))
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("integer out of range")));
 	first = Max(PG_GETARG_INT32(2), lower);
-	last = Min(PG_GETARG_INT32(2) + PG_GETARG_INT32(3) - 1, upper);
+	last = Min(last, upper);
 	if (first > last)
 		PG_RETURN_ARRAYTYPE_P(construct_empty_array(FLOAT8OID));
 

@@ -9,6 +9,7 @@ import math
 from pathlib import Path
 
 import psycopg
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from structlog.testing import capture_logs
@@ -182,3 +183,20 @@ def test_a_run_with_nothing_in_it_sums_to_null(sync_db: psycopg.Connection) -> N
         assert row[2:] == (None, None), (a, b, lo, hi, row)
     row = sync_db.execute(SUMS, {"a": "{1,2,3}", "b": "{}", "lo": 4, "hi": 9}).fetchone()
     assert row == (None, None, None, None)
+
+
+def test_subscripts_at_the_ends_of_the_integers_answer_as_the_references(
+    sync_db: psycopg.Connection,
+) -> None:
+    """An array ending at the largest subscript PostgreSQL allows is summed to its end by a run
+    to the largest integer; a run whose last subscript lies past the integers is the
+    reference's error, not a wrapped count."""
+    top = "[2147483645:2147483646]={1,2}"
+    row = sync_db.execute(SUMS, {"a": top, "b": top, "lo": 2147483640, "hi": 2147483647})
+    assert row.fetchone() == (3.0, 3.0, 5.0, 5.0)
+    for statement in (
+        "SELECT cluster.day_quarters('{1,2}', NULL, 2147483647, 2)",
+        "SELECT cluster.day_quarters_reference('{1,2}', NULL, 2147483647, 2)",
+    ):
+        with pytest.raises(psycopg.errors.NumericValueOutOfRange):
+            sync_db.execute(statement)
