@@ -104,6 +104,15 @@ END $$;
 COMMENT ON FUNCTION cluster.first_unpriced_bucket(bigint, bigint, timestamptz, timestamptz) IS
     'The first point time of a stream in [p_start, p_finish) that its money stream has no point at (null: none).';
 
+-- What a main meter is: a consumption total configured `main` (export has none). Its medium's
+-- line then adds it alone (cluster.meter_billed).
+CREATE OR REPLACE FUNCTION cluster.is_main_meter(
+    p_quantity text, p_is_total boolean, p_main boolean
+) RETURNS boolean LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN p_is_total AND p_main AND p_quantity = 'consumption';
+COMMENT ON FUNCTION cluster.is_main_meter(text, boolean, boolean) IS
+    'Whether a metered stream is a main meter: a consumption total configured main.';
+
 -- The main-meter rule, written once (docs/billing.md#the-bill): whether a metered stream is
 -- added to its line, where p_has_main says whether its line's medium has a main meter then.
 -- With one, only main meters are added and its other totals listed; without, every total not
@@ -151,8 +160,8 @@ WITH days AS MATERIALIZED (
     -- then took 10 to 15 ms for the overview's months, at a load of 5).
     SELECT c.medium AS line, c.validity
       FROM configs c
-      JOIN metered x ON x.id = c.stream_id AND x.is_total AND x.quantity = 'consumption'
-     WHERE c.main
+      JOIN metered x ON x.id = c.stream_id
+     WHERE cluster.is_main_meter(x.quantity, x.is_total, c.main)
 ), daily AS MATERIALIZED (
     SELECT x.id, x.money_id, x.channel, x.is_total, c.submeter, c.main, d.day, d.start,
            d.finish, d.timezone, l.line,

@@ -131,7 +131,7 @@ WITH span AS (
      WHERE cluster.meter_billed(
                m.quantity = 'consumption'
                AND EXISTS (SELECT FROM metered x
-                            WHERE x.main AND x.is_total AND x.quantity = 'consumption'),
+                            WHERE cluster.is_main_meter(x.quantity, x.is_total, x.main)),
                m.is_total, m.main, m.submeter))
 SELECT cluster.feed_baseload($1, $2, $3) AS baseload,
        cluster.feed_mean_price($1, (SELECT lo FROM span), least((SELECT hi FROM span), now()))
