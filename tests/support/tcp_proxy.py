@@ -27,14 +27,25 @@ class TcpProxy:
         self._writers.clear()
 
     async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        # Known before the upstream connection is open: a cut meanwhile breaks this one too.
+        # Joined only once connected, a relay accepted just before a cut outlived it and
+        # carried on through the outage, and a test waiting for the outage's failures waited
+        # in vain.
+        self._writers.add(writer)
         try:
             up_reader, up_writer = await asyncio.open_connection(*self.target)
         except OSError:
             writer.transport.abort()
+            self._writers.discard(writer)
             return
-        self._writers |= {writer, up_writer}
-        await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
-        self._writers -= {writer, up_writer}
+        if writer not in self._writers:  # cut while it connected
+            up_writer.transport.abort()
+            return
+        self._writers.add(up_writer)
+        try:
+            await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
+        finally:
+            self._writers -= {writer, up_writer}
 
 
 async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
